@@ -1,0 +1,156 @@
+package bookie
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/isobar-mq/isobar/bookie/proto"
+	"github.com/isobar-mq/isobar/bookie/storage"
+)
+
+// Config configures a bookie. The zero value of every optional field means
+// the documented default.
+type Config struct {
+	// ID names the bookie in the metadata store; empty means its advertised address.
+	ID string `yaml:"id"`
+	// Region is the region whose metadata store the bookie registers in.
+	Region string `yaml:"region"`
+	// ListenAddr is host:port to listen on; empty means 127.0.0.1:3181.
+	ListenAddr string `yaml:"listenAddr"`
+	// AdvertiseAddr is the address clients dial; empty means the listener's address.
+	AdvertiseAddr string `yaml:"advertiseAddr"`
+	// Rack labels the bookie's failure domain; ensembles spread across racks.
+	Rack string `yaml:"rack"`
+	// JournalDir holds the journal. Required.
+	JournalDir string `yaml:"journalDir"`
+	// LedgerDir holds entry logs and the index; may be another disk. Required.
+	LedgerDir string `yaml:"ledgerDir"`
+	// ReadOnlyThreshold is the used fraction of the ledger disk at which the
+	// bookie turns read-only; zero means 0.95.
+	ReadOnlyThreshold float64 `yaml:"readOnlyThreshold"`
+	// MaxFrameSize bounds a protocol frame; zero means 6 MiB.
+	MaxFrameSize int `yaml:"maxFrameSize"`
+	// MaxEntrySize bounds one entry; zero means MaxFrameSize minus the add header.
+	MaxEntrySize int `yaml:"maxEntrySize"`
+	// MaxInFlightPerConn bounds requests outstanding on one connection; when
+	// reached the bookie stops reading from it. Zero means 4096.
+	MaxInFlightPerConn int `yaml:"maxInFlightPerConn"`
+	// RegistrationTTL is the lease TTL of the registration; zero means 10s.
+	RegistrationTTL time.Duration `yaml:"registrationTTL"`
+	// UsageInterval is how often disk usage and read-only state are refreshed; zero means 5s.
+	UsageInterval time.Duration `yaml:"usageInterval"`
+	// GroupCommitMaxDelay bounds the wait to gather a journal group; zero means the storage default.
+	GroupCommitMaxDelay time.Duration `yaml:"groupCommitMaxDelay"`
+	// GroupCommitMaxBytes syncs a group once this many bytes are buffered; zero means the storage default.
+	GroupCommitMaxBytes int `yaml:"groupCommitMaxBytes"`
+	// WriteCacheMaxBytes triggers a flush to ledger storage; zero means the storage default.
+	WriteCacheMaxBytes int64 `yaml:"writeCacheMaxBytes"`
+	// FlushInterval is the periodic flush and checkpoint; zero means the storage default.
+	FlushInterval time.Duration `yaml:"flushInterval"`
+	// JournalFileMaxBytes rotates journal files; zero means the storage default.
+	JournalFileMaxBytes int64 `yaml:"journalFileMaxBytes"`
+	// EntryLogMaxBytes rotates entry logs; zero means the storage default.
+	EntryLogMaxBytes int64 `yaml:"entryLogMaxBytes"`
+	// CompactionThreshold compacts an entry log whose live fraction falls
+	// below it; zero means the storage default (0.5).
+	CompactionThreshold float64 `yaml:"compactionThreshold"`
+	// CompactionInterval is how often compaction runs; zero means the storage
+	// default, negative disables background compaction.
+	CompactionInterval time.Duration `yaml:"compactionInterval"`
+}
+
+func (c Config) withDefaults() Config {
+	if c.ListenAddr == "" {
+		c.ListenAddr = "127.0.0.1:3181"
+	}
+	if c.ReadOnlyThreshold == 0 {
+		c.ReadOnlyThreshold = 0.95
+	}
+	if c.MaxFrameSize == 0 {
+		c.MaxFrameSize = proto.DefaultMaxFrameSize
+	}
+	if c.MaxEntrySize == 0 {
+		c.MaxEntrySize = c.MaxFrameSize - proto.HeaderSize - 16
+	}
+	if c.MaxInFlightPerConn == 0 {
+		c.MaxInFlightPerConn = 4096
+	}
+	if c.RegistrationTTL == 0 {
+		c.RegistrationTTL = 10 * time.Second
+	}
+	if c.UsageInterval == 0 {
+		c.UsageInterval = 5 * time.Second
+	}
+	return c
+}
+
+// Validate reports every problem at once, naming the fields.
+func (c Config) Validate() error {
+	var errs []error
+	if c.JournalDir == "" {
+		errs = append(errs, errors.New("bookie.journalDir: required"))
+	}
+	if c.LedgerDir == "" {
+		errs = append(errs, errors.New("bookie.ledgerDir: required"))
+	}
+	if c.ListenAddr != "" {
+		if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
+			errs = append(errs, fmt.Errorf("bookie.listenAddr: %q: %v", c.ListenAddr, err))
+		}
+	}
+	if c.AdvertiseAddr != "" {
+		if _, _, err := net.SplitHostPort(c.AdvertiseAddr); err != nil {
+			errs = append(errs, fmt.Errorf("bookie.advertiseAddr: %q: %v", c.AdvertiseAddr, err))
+		}
+	}
+	if c.ReadOnlyThreshold < 0 || c.ReadOnlyThreshold > 1 {
+		errs = append(errs, fmt.Errorf("bookie.readOnlyThreshold: %v is not within 0..1", c.ReadOnlyThreshold))
+	}
+	if c.MaxFrameSize < 0 || (c.MaxFrameSize > 0 && c.MaxFrameSize < 1024) || c.MaxFrameSize > 256<<20 {
+		errs = append(errs, fmt.Errorf("bookie.maxFrameSize: %d is not within 1 KiB..256 MiB", c.MaxFrameSize))
+	}
+	if c.MaxEntrySize < 0 || (c.MaxFrameSize > 0 && c.MaxEntrySize > c.MaxFrameSize) {
+		errs = append(errs, fmt.Errorf("bookie.maxEntrySize: %d must be positive and at most maxFrameSize", c.MaxEntrySize))
+	}
+	if c.MaxInFlightPerConn < 0 {
+		errs = append(errs, fmt.Errorf("bookie.maxInFlightPerConn: %d is negative", c.MaxInFlightPerConn))
+	}
+	for name, d := range map[string]time.Duration{
+		"registrationTTL": c.RegistrationTTL, "usageInterval": c.UsageInterval,
+		"groupCommitMaxDelay": c.GroupCommitMaxDelay, "flushInterval": c.FlushInterval,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("bookie.%s: %v is negative", name, d))
+		}
+	}
+	if c.RegistrationTTL > 0 && c.RegistrationTTL < time.Second {
+		errs = append(errs, fmt.Errorf("bookie.registrationTTL: %v is under the 1s etcd lease granularity", c.RegistrationTTL))
+	}
+	if c.GroupCommitMaxBytes < 0 || c.WriteCacheMaxBytes < 0 {
+		errs = append(errs, errors.New("bookie.groupCommitMaxBytes, bookie.writeCacheMaxBytes: must not be negative"))
+	}
+	if err := c.storageConfig(nil).Validate(); err != nil && c.JournalDir != "" && c.LedgerDir != "" {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) storageConfig(logger *slog.Logger) storage.Config {
+	return storage.Config{
+		JournalDir:          c.JournalDir,
+		LedgerDir:           c.LedgerDir,
+		Logger:              logger,
+		GroupCommitMaxDelay: c.GroupCommitMaxDelay,
+		GroupCommitMaxBytes: c.GroupCommitMaxBytes,
+		WriteCacheMaxBytes:  c.WriteCacheMaxBytes,
+		FlushInterval:       c.FlushInterval,
+		JournalFileMaxBytes: c.JournalFileMaxBytes,
+		EntryLogMaxBytes:    c.EntryLogMaxBytes,
+		CompactionThreshold: c.CompactionThreshold,
+		CompactionInterval:  c.CompactionInterval,
+		MaxEntrySize:        c.MaxEntrySize,
+	}
+}

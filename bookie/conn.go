@@ -1,0 +1,245 @@
+package bookie
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/isobar-mq/isobar/bookie/proto"
+	"github.com/isobar-mq/isobar/bookie/storage"
+)
+
+// conn serves one client connection: a reader loop that decodes requests and
+// dispatches them, and one writer goroutine that batches responses into few
+// syscalls. At most maxInFlight requests are outstanding; the reader stops
+// reading (TCP backpressure) when that many are in flight.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	logger *slog.Logger
+
+	resp  chan []byte   // encoded responses; capacity maxInFlight so producers never block
+	slots chan struct{} // in-flight semaphore
+	wg    sync.WaitGroup
+	done  chan struct{} // closed when the writer exits
+
+	// drainOnClose is set when the conn is closed with input unread (an
+	// oversize frame): closing then would send a TCP reset that can destroy
+	// the error reply before the peer reads it, so the conn half-closes and
+	// discards input for a moment first. Only the read loop sets it.
+	drainOnClose bool
+}
+
+func (s *Server) newConn(nc net.Conn) *conn {
+	n := s.cfg.MaxInFlightPerConn
+	return &conn{
+		s:      s,
+		nc:     nc,
+		logger: s.logger.With("remote", nc.RemoteAddr().String()),
+		resp:   make(chan []byte, n),
+		slots:  make(chan struct{}, n),
+		done:   make(chan struct{}),
+	}
+}
+
+// serve runs the connection until the peer leaves, a protocol error occurs or
+// ctx ends. It waits for every request it started.
+func (c *conn) serve(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	go c.writeLoop()
+	readLoopDone := make(chan struct{})
+	watcherDone := make(chan struct{})
+	go func() {
+		defer close(watcherDone)
+		select {
+		case <-ctx.Done():
+			c.nc.SetReadDeadline(time.Unix(1, 0))
+		case <-c.done:
+			c.nc.SetReadDeadline(time.Unix(1, 0))
+		case <-readLoopDone:
+		}
+	}()
+	c.readLoop(ctx)
+	close(readLoopDone)
+	<-watcherDone
+	cancel() // ends long polls: the peer is gone or sent garbage
+	c.wg.Wait()
+	close(c.resp)
+	<-c.done
+	if c.drainOnClose && parent.Err() == nil {
+		if tc, ok := c.nc.(*net.TCPConn); ok {
+			tc.CloseWrite()
+			c.nc.SetReadDeadline(time.Now().Add(time.Second))
+			io.CopyN(io.Discard, c.nc, int64(c.s.cfg.MaxFrameSize)+64<<10)
+		}
+	}
+	c.nc.Close()
+}
+
+func (c *conn) readLoop(ctx context.Context) {
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	max := c.s.cfg.MaxFrameSize
+	for {
+		select {
+		case c.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		frame, err := proto.ReadFrame(br, max, nil)
+		if err != nil {
+			<-c.slots
+			if errors.Is(err, proto.ErrFrameTooLarge) {
+				c.rejectOversize(br, err)
+				return
+			}
+			if errors.Is(err, proto.ErrMalformed) {
+				c.logger.Warn("closing connection on malformed frame", "err", err)
+				return
+			}
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+				c.logger.Debug("connection read ended", "err", err)
+			}
+			return
+		}
+		req, err := proto.DecodeRequest(frame)
+		if err != nil {
+			h, herr := proto.DecodeHeader(frame)
+			if herr != nil {
+				// Without a valid header there is no request id to answer.
+				<-c.slots
+				c.logger.Warn("closing connection on undecodable frame", "err", err)
+				return
+			}
+			c.reply(&proto.Response{Op: proto.Op(h.Type &^ proto.RespBit), ID: h.ID, Status: proto.StatusBadRequest})
+			if h.Type&proto.RespBit != 0 {
+				return
+			}
+			continue
+		}
+		c.dispatch(ctx, &req)
+	}
+}
+
+// rejectOversize answers an oversize frame with StatusTooLarge when its
+// header can be read, then the connection is closed (the rest of the frame
+// is never read).
+func (c *conn) rejectOversize(br *bufio.Reader, cause error) {
+	c.logger.Warn("closing connection on oversize frame", "err", cause)
+	c.drainOnClose = true
+	var hdr [proto.HeaderSize]byte
+	c.nc.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		return
+	}
+	h, err := proto.DecodeHeader(hdr[:])
+	if err != nil {
+		return
+	}
+	c.slots <- struct{}{}
+	c.reply(&proto.Response{Op: proto.Op(h.Type &^ proto.RespBit), ID: h.ID, Status: proto.StatusTooLarge})
+}
+
+// reply encodes r and queues it for the writer. It never blocks: a slot was
+// taken for the request, and the queue holds as many responses as there are slots.
+func (c *conn) reply(r *proto.Response) {
+	c.resp <- proto.AppendResponse(nil, r)
+}
+
+func (c *conn) writeLoop() {
+	defer close(c.done)
+	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	failed := false
+	for b := range c.resp {
+		<-c.slots
+		if failed {
+			continue
+		}
+		if _, err := bw.Write(b); err != nil {
+			failed = true
+			continue
+		}
+		if len(c.resp) == 0 {
+			if err := bw.Flush(); err != nil {
+				failed = true
+			}
+		}
+	}
+	if !failed {
+		bw.Flush()
+	}
+}
+
+// dispatch serves one request. Fast paths run inline; anything that may wait
+// (fsync, disk reads, long polls) runs on its own goroutine owned by the conn.
+func (c *conn) dispatch(ctx context.Context, req *proto.Request) {
+	switch req.Op {
+	case proto.OpAdd:
+		// The journal answers later, from its own goroutine: the conn
+		// waits for that answer before it closes its response queue.
+		c.wg.Add(1)
+		var once sync.Once
+		finish := func(r *proto.Response) {
+			once.Do(func() {
+				c.reply(r)
+				c.wg.Done()
+			})
+		}
+		c.safely(req, finish, func() { c.s.handleAdd(req, finish) })
+	case proto.OpInfo:
+		c.safely(req, c.reply, func() { c.reply(c.s.handleInfo(req)) })
+	case proto.OpRead, proto.OpReadLAC, proto.OpFence, proto.OpDelete:
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.safely(req, c.reply, func() { c.reply(c.s.handleSlow(ctx, req)) })
+		}()
+	default:
+		c.reply(&proto.Response{Op: req.Op, ID: req.ID, Ledger: req.Ledger, Status: proto.StatusUnknownOp})
+	}
+}
+
+// safely runs fn and turns a panic into a StatusInternal reply and a log
+// line: no panic reaches the peer or kills the process.
+func (c *conn) safely(req *proto.Request, reply func(*proto.Response), fn func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.logger.Error("panic serving request", "op", req.Op.String(), "ledger", req.Ledger,
+				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			reply(&proto.Response{Op: req.Op, ID: req.ID, Ledger: req.Ledger, Status: proto.StatusInternal})
+		}
+	}()
+	fn()
+}
+
+// statusOf maps a storage error to a protocol status.
+func statusOf(err error) proto.Status {
+	switch {
+	case err == nil:
+		return proto.StatusOK
+	case errors.Is(err, storage.ErrNoEntry):
+		return proto.StatusNoEntry
+	case errors.Is(err, storage.ErrNoLedger):
+		return proto.StatusNoLedger
+	case errors.Is(err, storage.ErrFenced):
+		return proto.StatusFenced
+	case errors.Is(err, storage.ErrCorrupt), errors.Is(err, proto.ErrEntryCorrupt):
+		return proto.StatusCorrupt
+	case errors.Is(err, storage.ErrTooLarge):
+		return proto.StatusTooLarge
+	case errors.Is(err, storage.ErrClosed), errors.Is(err, context.Canceled):
+		return proto.StatusShutdown
+	case errors.Is(err, errReadOnly):
+		return proto.StatusReadOnly
+	case errors.Is(err, context.DeadlineExceeded):
+		return proto.StatusTimeout
+	}
+	return proto.StatusInternal
+}

@@ -1,0 +1,614 @@
+// Package bookie is the storage node of a region: it keeps ledger entries in
+// a journal and ledger storage on local disks (package storage), serves them
+// over the bookie protocol (package proto) to ledger clients, and registers
+// itself in the region's metadata store under a lease. BookKeeper's bookie is
+// the model.
+package bookie
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/isobar-mq/isobar/bookie/proto"
+	"github.com/isobar-mq/isobar/bookie/storage"
+	"github.com/isobar-mq/isobar/metastore"
+)
+
+var errReadOnly = errors.New("bookie: read-only")
+
+// Server is a running bookie.
+type Server struct {
+	cfg    Config
+	store  *storage.Store
+	meta   *metastore.Store // nil: not registered anywhere (tests of the protocol alone)
+	logger *slog.Logger
+
+	readOnly      atomic.Bool
+	forceReadOnly atomic.Bool
+
+	lacMu sync.Mutex
+	lacs  map[uint64]*lacState // guarded by lacMu
+
+	mu       sync.Mutex
+	ln       net.Listener
+	lease    *metastore.Lease
+	conns    map[*conn]struct{}
+	shutdown bool
+	// cancel stops the background loops (accept, registration, usage);
+	// connCancel ends the connections' in-flight work, only when a
+	// shutdown's deadline passes.
+	cancel     context.CancelFunc
+	connCancel context.CancelFunc
+	loops      sync.WaitGroup // accept, registration and usage loops
+	wg         sync.WaitGroup // connections
+}
+
+// lacState is the highest last-add-confirmed a bookie has seen piggybacked
+// on a ledger's entries, and a channel closed when it rises.
+type lacState struct {
+	lac     int64
+	changed chan struct{}
+}
+
+// Registration is what a bookie publishes under /isobar/<region>/bookies/<id>.
+type Registration struct {
+	ID         string `json:"id"`
+	Address    string `json:"address"`
+	Rack       string `json:"rack,omitempty"`
+	TotalBytes uint64 `json:"totalBytes"`
+	FreeBytes  uint64 `json:"freeBytes"`
+	ReadOnly   bool   `json:"readOnly"`
+}
+
+// RegistrationKey is the metadata key a bookie registers under.
+func RegistrationKey(region, id string) string {
+	return metastore.RegionPrefix(region) + "bookies/" + id
+}
+
+// New opens the bookie's storage (replaying its journal). Call Start or Serve
+// to accept connections. meta may be nil when the bookie need not register.
+func New(cfg Config, meta *metastore.Store, logger *slog.Logger) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if meta != nil && cfg.Region == "" {
+		return nil, errors.New("bookie: region: required when registering in the metadata store")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With("component", "bookie")
+	st, err := storage.Open(cfg.storageConfig(logger))
+	if err != nil {
+		return nil, fmt.Errorf("bookie: open storage: %w", err)
+	}
+	return &Server{
+		cfg:    cfg,
+		store:  st,
+		meta:   meta,
+		logger: logger,
+		lacs:   map[uint64]*lacState{},
+		conns:  map[*conn]struct{}{},
+	}, nil
+}
+
+// Storage exposes the bookie's storage engine (for tests and tools).
+func (s *Server) Storage() *storage.Store { return s.store }
+
+// ID is the bookie id (its advertised address unless configured).
+func (s *Server) ID() string { return s.cfg.ID }
+
+// Addr is the address the bookie listens on, once started.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return s.cfg.ListenAddr
+	}
+	return s.ln.Addr().String()
+}
+
+// SetReadOnly forces the bookie into read-only mode (or releases the force).
+func (s *Server) SetReadOnly(on bool) {
+	s.forceReadOnly.Store(on)
+	s.refreshReadOnly()
+}
+
+// ReadOnly reports whether the bookie refuses adds.
+func (s *Server) ReadOnly() bool { return s.readOnly.Load() || s.forceReadOnly.Load() }
+
+// Start listens on the configured address, registers the bookie and serves in
+// the background until Shutdown.
+func (s *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("bookie: listen %s: %w", s.cfg.ListenAddr, err)
+	}
+	return s.StartOn(ctx, ln)
+}
+
+// StartOn is Start on a listener the caller made.
+func (s *Server) StartOn(ctx context.Context, ln net.Listener) error {
+	s.mu.Lock()
+	if s.shutdown || s.ln != nil {
+		s.mu.Unlock()
+		ln.Close()
+		return errors.New("bookie: already started or shut down")
+	}
+	s.ln = ln
+	if s.cfg.ID == "" {
+		s.cfg.ID = s.advertised()
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	cctx, connCancel := context.WithCancel(context.Background())
+	s.cancel, s.connCancel = cancel, connCancel
+	s.mu.Unlock()
+
+	s.refreshReadOnly()
+	if s.meta != nil {
+		if err := s.register(ctx); err != nil {
+			cancel()
+			connCancel()
+			ln.Close()
+			return err
+		}
+		s.loops.Add(1)
+		go func() { defer s.loops.Done(); s.registrationLoop(rctx) }()
+	} else {
+		s.loops.Add(1)
+		go func() { defer s.loops.Done(); s.usageLoop(rctx) }()
+	}
+	s.loops.Add(1)
+	go func() { defer s.loops.Done(); s.acceptLoop(rctx, cctx, ln) }()
+	s.logger.Info("bookie serving", "id", s.cfg.ID, "addr", ln.Addr().String(),
+		"journal", s.cfg.JournalDir, "ledgers", s.cfg.LedgerDir)
+	return nil
+}
+
+func (s *Server) advertised() string {
+	if s.cfg.AdvertiseAddr != "" {
+		return s.cfg.AdvertiseAddr
+	}
+	return s.ln.Addr().String()
+}
+
+func (s *Server) acceptLoop(ctx, connCtx context.Context, ln net.Listener) {
+	var tempDelay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if tempDelay == 0 {
+				tempDelay = 5 * time.Millisecond
+			} else if tempDelay < time.Second {
+				tempDelay *= 2
+			}
+			s.logger.Warn("accept failed; retrying", "err", err, "delay", tempDelay)
+			select {
+			case <-time.After(tempDelay):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		tempDelay = 0
+		s.ServeConn(connCtx, nc)
+	}
+}
+
+// ServeConn serves one connection in the background (tests hand it one end
+// of net.Pipe). It returns at once.
+func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	c := s.newConn(nc)
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		c.serve(ctx)
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
+}
+
+// Shutdown stops accepting, deregisters, closes connections once their
+// in-flight requests are answered (or ctx ends), and closes the storage.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		return nil
+	}
+	s.shutdown = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c := range s.conns {
+		// Stop reading new requests; requests in flight still get answers.
+		c.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+	cancel, connCancel := s.cancel, s.connCancel
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		s.loops.Wait() // the registration loop revokes its lease on the way out
+	}
+	if s.meta != nil {
+		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
+		s.meta.Delete(dctx, RegistrationKey(s.cfg.Region, s.cfg.ID))
+		dcancel()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		if connCancel != nil {
+			connCancel()
+		}
+		s.mu.Lock()
+		for c := range s.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+	}
+	<-done
+	if connCancel != nil {
+		connCancel()
+	}
+	if cerr := s.store.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("bookie: close storage: %w", cerr)
+	}
+	s.logger.Info("bookie stopped", "id", s.cfg.ID)
+	return err
+}
+
+// handleAdd validates the entry and hands it to the journal; the reply is
+// sent from the journal's goroutine once the entry is durable.
+func (s *Server) handleAdd(req *proto.Request, reply func(*proto.Response)) {
+	r := &proto.Response{Op: proto.OpAdd, ID: req.ID, Ledger: req.Ledger, Entry: req.Entry}
+	e, err := proto.DecodeEntry(req.Payload)
+	switch {
+	case err != nil:
+		s.logger.Warn("rejecting add with a bad entry", "ledger", req.Ledger, "entry", req.Entry, "err", err)
+		r.Status = proto.StatusBadRequest
+	case e.Ledger != req.Ledger || e.ID != req.Entry:
+		s.logger.Warn("rejecting add whose entry header disagrees with the request",
+			"ledger", req.Ledger, "entry", req.Entry, "headerLedger", e.Ledger, "headerEntry", e.ID)
+		r.Status = proto.StatusBadRequest
+	case len(req.Payload) > s.cfg.MaxEntrySize:
+		r.Status = proto.StatusTooLarge
+	case s.ReadOnly() && req.Flags&proto.FlagRecovery == 0:
+		r.Status = proto.StatusReadOnly
+	}
+	if r.Status != proto.StatusOK {
+		reply(r)
+		return
+	}
+	// The request frame buffer is fresh per frame, so the storage may keep the payload.
+	lac := e.LAC
+	s.store.Add(req.Ledger, req.Entry, req.Payload, req.Flags&proto.FlagRecovery != 0, func(err error) {
+		r.Status = statusOf(err)
+		if err == nil {
+			s.observeLAC(req.Ledger, lac)
+		} else if r.Status == proto.StatusInternal {
+			s.logger.Error("add failed", "ledger", req.Ledger, "entry", req.Entry, "err", err)
+		}
+		reply(r)
+	})
+}
+
+func (s *Server) handleInfo(req *proto.Request) *proto.Response {
+	r := &proto.Response{Op: proto.OpInfo, ID: req.ID}
+	u, err := s.store.Usage()
+	if err != nil {
+		r.Status = proto.StatusInternal
+		return r
+	}
+	r.Total, r.Free = u.LedgerTotal, u.LedgerFree
+	r.ReadOnly = s.ReadOnly()
+	r.Payload = []byte(s.cfg.ID)
+	return r
+}
+
+// handleSlow serves the requests that may wait on the disk or a long poll.
+func (s *Server) handleSlow(ctx context.Context, req *proto.Request) *proto.Response {
+	r := &proto.Response{Op: req.Op, ID: req.ID, Ledger: req.Ledger, Entry: req.Entry}
+	switch req.Op {
+	case proto.OpRead:
+		if req.Flags&proto.FlagFence != 0 {
+			if err := s.store.Fence(ctx, req.Ledger); err != nil {
+				r.Status = statusOf(err)
+				return r
+			}
+		}
+		data, err := s.store.Read(req.Ledger, req.Entry)
+		if err == nil {
+			// Verify the writer's checksum too: a flipped bit anywhere is
+			// reported as corruption, never returned as data.
+			if _, derr := proto.DecodeEntry(data); derr != nil {
+				err = derr
+			}
+		}
+		if err != nil {
+			r.Status = statusOf(err)
+			if r.Status == proto.StatusCorrupt || r.Status == proto.StatusInternal {
+				s.logger.Error("read failed", "ledger", req.Ledger, "entry", req.Entry, "err", err)
+			}
+			return r
+		}
+		r.Payload = data
+		r.LAC = s.lac(req.Ledger)
+	case proto.OpReadLAC:
+		lac, err := s.waitLAC(ctx, req.Ledger, req.PrevLAC, time.Duration(req.Timeout)*time.Millisecond)
+		r.LAC = lac
+		r.Status = statusOf(err)
+	case proto.OpFence:
+		if err := s.store.Fence(ctx, req.Ledger); err != nil {
+			r.Status = statusOf(err)
+			return r
+		}
+		r.LAC = s.lac(req.Ledger)
+	case proto.OpDelete:
+		if err := s.store.Delete(ctx, req.Ledger); err != nil {
+			r.Status = statusOf(err)
+			return r
+		}
+		s.lacMu.Lock()
+		if st, ok := s.lacs[req.Ledger]; ok {
+			close(st.changed)
+			delete(s.lacs, req.Ledger)
+		}
+		s.lacMu.Unlock()
+	}
+	return r
+}
+
+// lacStateLocked returns the ledger's LAC state, loading it from the last
+// stored entry the first time. It returns nil for a ledger this bookie does
+// not have. lacMu must be held.
+func (s *Server) lacStateLocked(ledger uint64) *lacState {
+	if st, ok := s.lacs[ledger]; ok {
+		return st
+	}
+	last, err := s.store.LastEntryID(ledger)
+	if err != nil {
+		return nil
+	}
+	st := &lacState{lac: -1, changed: make(chan struct{})}
+	if last >= 0 {
+		if data, err := s.store.Read(ledger, uint64(last)); err == nil {
+			if e, err := proto.DecodeEntry(data); err == nil {
+				st.lac = e.LAC
+			}
+		}
+	}
+	s.lacs[ledger] = st
+	return st
+}
+
+func (s *Server) lac(ledger uint64) int64 {
+	s.lacMu.Lock()
+	defer s.lacMu.Unlock()
+	if st := s.lacStateLocked(ledger); st != nil {
+		return st.lac
+	}
+	return -1
+}
+
+func (s *Server) observeLAC(ledger uint64, lac int64) {
+	s.lacMu.Lock()
+	defer s.lacMu.Unlock()
+	st := s.lacStateLocked(ledger)
+	if st == nil {
+		st = &lacState{lac: -1, changed: make(chan struct{})}
+		s.lacs[ledger] = st
+	}
+	if lac > st.lac {
+		st.lac = lac
+		close(st.changed)
+		st.changed = make(chan struct{})
+	}
+}
+
+// waitLAC answers the ledger's LAC once it is greater than prev, or after
+// timeout (StatusTimeout with the current LAC). A zero timeout answers at once.
+func (s *Server) waitLAC(ctx context.Context, ledger uint64, prev int64, timeout time.Duration) (int64, error) {
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	for {
+		s.lacMu.Lock()
+		st := s.lacStateLocked(ledger)
+		if st == nil {
+			s.lacMu.Unlock()
+			if timeout == 0 {
+				return -1, storage.ErrNoLedger
+			}
+			// The ledger may not have reached this bookie yet: create the
+			// state so the first add wakes us.
+			s.lacMu.Lock()
+			st = &lacState{lac: -1, changed: make(chan struct{})}
+			s.lacs[ledger] = st
+		}
+		lac, ch := st.lac, st.changed
+		s.lacMu.Unlock()
+		if lac > prev || timeout == 0 {
+			return lac, nil
+		}
+		select {
+		case <-ch:
+		case <-timer:
+			return lac, context.DeadlineExceeded
+		case <-ctx.Done():
+			return lac, storage.ErrClosed
+		}
+	}
+}
+
+func (s *Server) refreshReadOnly() (storage.Usage, error) {
+	u, err := s.store.Usage()
+	if err != nil {
+		return u, err
+	}
+	ro := false
+	if u.LedgerTotal > 0 {
+		used := float64(u.LedgerTotal-u.LedgerFree) / float64(u.LedgerTotal)
+		ro = used >= s.cfg.ReadOnlyThreshold
+	}
+	if s.readOnly.Swap(ro) != ro {
+		s.logger.Warn("bookie read-only state changed", "readOnly", ro, "free", u.LedgerFree, "total", u.LedgerTotal)
+	}
+	return u, nil
+}
+
+func (s *Server) registration() ([]byte, error) {
+	u, err := s.refreshReadOnly()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(Registration{
+		ID: s.cfg.ID, Address: s.advertised(), Rack: s.cfg.Rack,
+		TotalBytes: u.LedgerTotal, FreeBytes: u.LedgerFree, ReadOnly: s.ReadOnly(),
+	})
+}
+
+// register publishes the bookie under a lease. A registration under the same
+// id that is still live is refused, except when it names this bookie's own
+// address: that is this bookie's previous life (a crash leaves its lease
+// running for up to a TTL), so register waits for it to expire.
+func (s *Server) register(ctx context.Context) error {
+	key := RegistrationKey(s.cfg.Region, s.cfg.ID)
+	deadline := time.Now().Add(2*s.cfg.RegistrationTTL + 5*time.Second)
+	for {
+		err := s.registerOnce(ctx, key)
+		if !errors.Is(err, metastore.ErrExists) {
+			return err
+		}
+		kv, gerr := s.meta.Get(ctx, key)
+		if gerr != nil {
+			continue // gone meanwhile: try again
+		}
+		var prev Registration
+		if json.Unmarshal(kv.Value, &prev) != nil || prev.Address != s.advertised() || time.Now().After(deadline) {
+			return fmt.Errorf("bookie: register %s: another live bookie holds this id: %w", s.cfg.ID, err)
+		}
+		s.logger.Info("waiting for this bookie's previous registration to expire", "id", s.cfg.ID)
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *Server) registerOnce(ctx context.Context, key string) error {
+	val, err := s.registration()
+	if err != nil {
+		return fmt.Errorf("bookie: disk usage: %w", err)
+	}
+	lease, err := s.meta.Grant(ctx, s.cfg.RegistrationTTL)
+	if err != nil {
+		return fmt.Errorf("bookie: register: %w", err)
+	}
+	if _, err := lease.Create(ctx, key, val); err != nil {
+		lease.Revoke(ctx)
+		if errors.Is(err, metastore.ErrExists) {
+			return err
+		}
+		return fmt.Errorf("bookie: register %s: %w", s.cfg.ID, err)
+	}
+	s.mu.Lock()
+	s.lease = lease
+	s.mu.Unlock()
+	return nil
+}
+
+// registrationLoop refreshes the registration (free space, read-only state)
+// and re-registers when the lease is lost.
+func (s *Server) registrationLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.UsageInterval)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		lease := s.lease
+		s.mu.Unlock()
+		var lost <-chan struct{}
+		if lease != nil {
+			lost = lease.Done()
+		}
+		select {
+		case <-ctx.Done():
+			if lease != nil {
+				rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				lease.Revoke(rctx)
+				cancel()
+			}
+			return
+		case <-lost:
+			s.logger.Warn("bookie registration lease lost; re-registering")
+			s.mu.Lock()
+			s.lease = nil
+			s.mu.Unlock()
+			if err := s.register(ctx); err != nil {
+				s.logger.Warn("re-register failed", "err", err)
+			}
+		case <-t.C:
+			if lease == nil {
+				if err := s.register(ctx); err != nil {
+					s.logger.Warn("re-register failed", "err", err)
+				}
+				continue
+			}
+			val, err := s.registration()
+			if err != nil {
+				s.logger.Warn("disk usage failed", "err", err)
+				continue
+			}
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if _, err := lease.Put(pctx, RegistrationKey(s.cfg.Region, s.cfg.ID), val); err != nil {
+				s.logger.Warn("registration refresh failed", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// usageLoop keeps the read-only state current when the bookie is not registered.
+func (s *Server) usageLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.UsageInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.refreshReadOnly()
+		}
+	}
+}

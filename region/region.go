@@ -1,0 +1,198 @@
+// Package region composes one Isobar region from its parts: the local
+// metadata store (an embedded etcd server by default, or external
+// endpoints), the bookie ensemble and, as they land, brokers and replicator
+// workers; and the `dev` federation of several regions in one process. It is
+// composition only: nothing below it imports it.
+package region
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	"github.com/isobar-mq/isobar/bookie"
+	"github.com/isobar-mq/isobar/metastore"
+)
+
+// Config describes one region.
+type Config struct {
+	// Name is the region name (lower-case letters, digits and dashes). Required.
+	Name string `yaml:"name"`
+	// DataDir holds the region's data (etcd, bookie journals and ledgers). Required.
+	DataDir string `yaml:"dataDir"`
+	// Host is the address components listen on; empty means 127.0.0.1.
+	Host string `yaml:"host"`
+	// MetastoreEndpoints, when set, use an external etcd instead of the embedded one.
+	MetastoreEndpoints []string `yaml:"metastoreEndpoints"`
+	// MetastorePort is the embedded etcd client port (its peer port is the next one); 0 picks free ports.
+	MetastorePort int `yaml:"metastorePort"`
+	// Bookies is how many bookies to run; zero means 3.
+	Bookies int `yaml:"bookies"`
+	// BookiePort is the first bookie's port, the others follow; 0 picks free ports.
+	BookiePort int `yaml:"bookiePort"`
+	// Bookie is the template for every bookie's config; directories and
+	// addresses are filled in per bookie.
+	Bookie bookie.Config `yaml:"bookie"`
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// ValidName reports whether s can name a region.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if !ValidName(c.Name) {
+		errs = append(errs, fmt.Errorf("region.name: %q must be 1-63 lower-case letters, digits or dashes, not starting or ending with a dash", c.Name))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("region.dataDir: required"))
+	}
+	if c.Bookies < 0 || c.Bookies > 64 {
+		errs = append(errs, fmt.Errorf("region.bookies: %d is not within 0..64", c.Bookies))
+	}
+	for name, p := range map[string]int{"metastorePort": c.MetastorePort, "bookiePort": c.BookiePort} {
+		if p < 0 || p > 65535 {
+			errs = append(errs, fmt.Errorf("region.%s: %d is not a port", name, p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Region is a running region.
+type Region struct {
+	cfg     Config
+	logger  *slog.Logger
+	etcd    *metastore.Embedded
+	meta    *metastore.Store
+	bookies []*bookie.Server
+}
+
+// Endpoints says where a region's parts listen.
+type Endpoints struct {
+	Name        string   `json:"name"`
+	MetadataURL string   `json:"metadataUrl"`
+	Bookies     []string `json:"bookies"`
+}
+
+// Start starts the region's parts in order and waits until each serves. On
+// error everything already started is stopped.
+func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Region, err error) {
+	if cfg.Bookies == 0 {
+		cfg.Bookies = 3
+	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With("region", cfg.Name)
+	r := &Region{cfg: cfg, logger: logger}
+	defer func() {
+		if err != nil {
+			r.Shutdown(context.Background())
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("region %s: %w", cfg.Name, err)
+	}
+	endpoints := cfg.MetastoreEndpoints
+	if len(endpoints) == 0 {
+		ec := metastore.EmbedConfig{Dir: filepath.Join(cfg.DataDir, "etcd"), Name: cfg.Name, Logger: logger}
+		if cfg.MetastorePort != 0 {
+			ec.ClientAddr = net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MetastorePort))
+			ec.PeerAddr = net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MetastorePort+1))
+		}
+		r.etcd, err = metastore.StartEmbedded(ctx, ec)
+		if err != nil {
+			return nil, fmt.Errorf("region %s: %w", cfg.Name, err)
+		}
+		endpoints = r.etcd.Endpoints()
+	}
+	r.meta, err = metastore.Connect(ctx, metastore.Config{Endpoints: endpoints, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("region %s: %w", cfg.Name, err)
+	}
+	for i := 0; i < cfg.Bookies; i++ {
+		bc := cfg.Bookie
+		bc.Region = cfg.Name
+		dir := filepath.Join(cfg.DataDir, fmt.Sprintf("bookie-%d", i))
+		if bc.JournalDir == "" {
+			bc.JournalDir = filepath.Join(dir, "journal")
+		} else {
+			bc.JournalDir = filepath.Join(bc.JournalDir, fmt.Sprintf("bookie-%d", i))
+		}
+		if bc.LedgerDir == "" {
+			bc.LedgerDir = filepath.Join(dir, "ledgers")
+		} else {
+			bc.LedgerDir = filepath.Join(bc.LedgerDir, fmt.Sprintf("bookie-%d", i))
+		}
+		port := 0
+		if cfg.BookiePort != 0 {
+			port = cfg.BookiePort + i
+		}
+		bc.ListenAddr = net.JoinHostPort(cfg.Host, strconv.Itoa(port))
+		if bc.Rack == "" {
+			bc.Rack = fmt.Sprintf("rack-%d", i)
+		}
+		b, err := bookie.New(bc, r.meta, logger.With("bookie", i))
+		if err != nil {
+			return nil, fmt.Errorf("region %s: bookie %d: %w", cfg.Name, i, err)
+		}
+		r.bookies = append(r.bookies, b)
+		if err := b.Start(ctx); err != nil {
+			return nil, fmt.Errorf("region %s: bookie %d: %w", cfg.Name, i, err)
+		}
+	}
+	logger.Info("region started", "metadata", endpoints, "bookies", len(r.bookies))
+	return r, nil
+}
+
+// Name is the region's name.
+func (r *Region) Name() string { return r.cfg.Name }
+
+// Meta is the region's metadata store connection.
+func (r *Region) Meta() *metastore.Store { return r.meta }
+
+// Endpoints lists where the region's parts listen.
+func (r *Region) Endpoints() Endpoints {
+	e := Endpoints{Name: r.cfg.Name}
+	if r.etcd != nil {
+		e.MetadataURL = r.etcd.Endpoints()[0]
+	} else if len(r.cfg.MetastoreEndpoints) > 0 {
+		e.MetadataURL = r.cfg.MetastoreEndpoints[0]
+	}
+	for _, b := range r.bookies {
+		e.Bookies = append(e.Bookies, b.Addr())
+	}
+	return e
+}
+
+// Shutdown stops the parts in reverse order.
+func (r *Region) Shutdown(ctx context.Context) error {
+	var errs []error
+	for i := len(r.bookies) - 1; i >= 0; i-- {
+		if err := r.bookies[i].Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("bookie %d: %w", i, err))
+		}
+	}
+	if r.meta != nil {
+		r.meta.Close()
+	}
+	if r.etcd != nil {
+		r.etcd.Close()
+	}
+	r.logger.Info("region stopped")
+	return errors.Join(errs...)
+}
