@@ -42,7 +42,9 @@ type Config struct {
 	RegistrationTTL time.Duration `yaml:"registrationTTL"`
 	// UsageInterval is how often disk usage and read-only state are refreshed; zero means 5s.
 	UsageInterval time.Duration `yaml:"usageInterval"`
-	// GroupCommitMaxDelay bounds the wait to gather a journal group; zero means the storage default.
+	// GroupCommitMaxDelay bounds the wait to gather a journal group; zero
+	// means the storage default, negative syncs as soon as the journal is
+	// idle (groups then form only from what queued during the last sync).
 	GroupCommitMaxDelay time.Duration `yaml:"groupCommitMaxDelay"`
 	// GroupCommitMaxBytes syncs a group once this many bytes are buffered; zero means the storage default.
 	GroupCommitMaxBytes int `yaml:"groupCommitMaxBytes"`
@@ -119,8 +121,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("bookie.maxInFlightPerConn: %d is negative", c.MaxInFlightPerConn))
 	}
 	for name, d := range map[string]time.Duration{
-		"registrationTTL": c.RegistrationTTL, "usageInterval": c.UsageInterval,
-		"groupCommitMaxDelay": c.GroupCommitMaxDelay, "flushInterval": c.FlushInterval,
+		"registrationTTL": c.RegistrationTTL, "usageInterval": c.UsageInterval, "flushInterval": c.FlushInterval,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("bookie.%s: %v is negative", name, d))

@@ -201,7 +201,18 @@ func (s *Store) writeSnapshot(snap *memtable) (int, error) {
 				return 0, fmt.Errorf("fence ledger %d in index: %w", r.ledger, err)
 			}
 		}
-		// Write consecutive entry ids with one write each.
+		// A ledger's slots in one read and one write when its ids are dense
+		// enough (striping leaves small gaps); else each consecutive run
+		// with one write.
+		if len(r.ids) == 0 {
+			continue
+		}
+		if span := r.ids[len(r.ids)-1] - r.ids[0] + 1; span <= 2*uint64(len(r.ids))+64 {
+			if err := s.idx.writeSlotsSpan(cf, r.ledger, r.ids, r.locs); err != nil {
+				return 0, fmt.Errorf("write index of ledger %d: %w", r.ledger, err)
+			}
+			continue
+		}
 		for i := 0; i < len(r.ids); {
 			j := i + 1
 			for j < len(r.ids) && r.ids[j] == r.ids[j-1]+1 {

@@ -286,6 +286,31 @@ func (x *indexStore) writeSlots(cf *cachedFile[uint64], ledger, first uint64, lo
 	return nil
 }
 
+// writeSlotsSpan writes the slots of ids (ascending, not necessarily
+// consecutive: a bookie of a striped ensemble holds every other entry or
+// so) with one read and one write of the span they cover, keeping the slots
+// in the gaps as they are. The caller must hold storeMu so that no
+// compaction swap interleaves with the read-modify-write. Rewriting an
+// unchanged slot with its own bytes is harmless even if the write tears.
+func (x *indexStore) writeSlotsSpan(cf *cachedFile[uint64], ledger uint64, ids []uint64, locs []logLoc) error {
+	first, last := ids[0], ids[len(ids)-1]
+	b := make([]byte, slotSize*int(last-first+1))
+	n, err := cf.f.ReadAt(b, slotOffset(first))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	clear(b[n:]) // past the end of the file: empty slots
+	for i, id := range ids {
+		encodeSlot(b[int(id-first)*slotSize:], ledger, id, locs[i])
+	}
+	if _, err := cf.f.WriteAt(b, slotOffset(first)); err != nil {
+		return err
+	}
+	x.invalidate(ledger, first/slotsPerPage, last/slotsPerPage, false)
+	x.grew(ledger, slotOffset(last+1))
+	return nil
+}
+
 // swapSlot points entry at to if it still points at from (compaction).
 func (x *indexStore) swapSlot(cf *cachedFile[uint64], ledger, entry uint64, from, to logLoc) (bool, error) {
 	b := make([]byte, slotSize)
