@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isobar-mq/isobar/bookie"
+	"github.com/isobar-mq/isobar/metastore"
+)
+
+// run executes the CLI in-process with args until ctx ends or it returns.
+func run(ctx context.Context, args ...string) (string, error) {
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return out.String(), err
+}
+
+func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestDevStartsWritesEndpointsAndStops runs `isobar dev` twice on one data
+// directory (the second run restarts on the data) and checks endpoints.json.
+func TestDevStartsWritesEndpointsAndStops(t *testing.T) {
+	dir := t.TempDir()
+	for round := 0; round < 2; round++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := run(ctx, "dev", "--data-dir", dir, "--regions", "alpha,beta", "--base-port", "23000", "--log-level", "error")
+			done <- err
+		}()
+		path := filepath.Join(dir, "endpoints.json")
+		waitFor(t, 90*time.Second, func() bool {
+			select {
+			case err := <-done:
+				t.Fatalf("dev exited early: %v", err)
+			default:
+			}
+			_, err := os.Stat(path)
+			return err == nil
+		})
+		var eps devEndpoints
+		raw, err := os.ReadFile(path)
+		if err != nil || json.Unmarshal(raw, &eps) != nil {
+			t.Fatalf("endpoints.json: %s %v", raw, err)
+		}
+		if len(eps.Regions) != 2 || eps.Regions[0].Name != "alpha" || eps.Regions[1].MetadataURL != "http://127.0.0.1:23130" ||
+			len(eps.Regions[0].Bookies) != 3 || eps.Regions[0].Bookies[0] != "127.0.0.1:23040" {
+			t.Fatalf("endpoints %+v", eps)
+		}
+		// The metadata store answers and lists the region's bookies.
+		m, err := metastore.Connect(context.Background(), metastore.Config{Endpoints: []string{eps.Regions[1].MetadataURL}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kvs, err := m.List(context.Background(), metastore.RegionPrefix("beta")+"bookies/")
+		m.Close()
+		if err != nil || len(kvs) != 3 {
+			t.Fatalf("beta bookies registered: %d, %v", len(kvs), err)
+		}
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("dev stopped with %v", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("dev did not stop")
+		}
+		os.Remove(path)
+	}
+}
+
+func TestBookieCommandFromFileEnvAndFlags(t *testing.T) {
+	dir := t.TempDir()
+	e, err := metastore.StartEmbedded(context.Background(), metastore.EmbedConfig{Dir: filepath.Join(dir, "etcd")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	cfgPath := filepath.Join(dir, "bookie.yaml")
+	yaml := "metastore:\n  endpoints: [" + e.Endpoints()[0] + "]\nbookie:\n  region: from-file\n  rack: rack-file\n  listenAddr: 127.0.0.1:0\n"
+	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ISOBAR_BOOKIE_REGION", "from-env")
+	t.Setenv("ISOBAR_BOOKIE_JOURNALDIR", filepath.Join(dir, "j"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := run(ctx, "bookie", "--config", cfgPath, "--ledger-dir", filepath.Join(dir, "l"), "--rack", "rack-flag", "--log-level", "error")
+		done <- err
+	}()
+	m, err := metastore.Connect(context.Background(), metastore.Config{Endpoints: e.Endpoints()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var reg bookie.Registration
+	waitFor(t, 30*time.Second, func() bool {
+		kvs, err := m.List(context.Background(), metastore.RegionPrefix("from-env")+"bookies/")
+		return err == nil && len(kvs) == 1 && json.Unmarshal(kvs[0].Value, &reg) == nil
+	})
+	if reg.Rack != "rack-flag" {
+		t.Fatalf("flag did not override the file: rack %q", reg.Rack)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "j")); err != nil {
+		t.Fatalf("journal dir from env not used: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("bookie stopped with %v", err)
+	}
+}
+
+func TestBadInputExitsWithUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("bookie:\n  journalDirr: x\n"), 0o600)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dev", "--regions", "Bad_Name"}, "--regions"},
+		{[]string{"dev", "--regions", "a,a"}, "given twice"},
+		{[]string{"dev", "--base-port", "80"}, "--base-port"},
+		{[]string{"dev", "--no-such-flag"}, "unknown flag"},
+		{[]string{"bookie"}, "metastore.endpoints"},
+		{[]string{"bookie", "--config", bad}, "journalDirr"},
+		{[]string{"bookie", "--config", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
+		{[]string{"perf", "disk", "--dir", filepath.Join(dir, "nope")}, "--dir"},
+		{[]string{"dev", "--log-level", "loud"}, "--log-level"},
+	}
+	for _, c := range cases {
+		_, err := run(context.Background(), c.args...)
+		if err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v (exit %d), want a usage error mentioning %q", c.args, err, exitCode(err), c.want)
+		}
+	}
+	// Both missing pieces of a bookie's config are reported at once.
+	_, err := run(context.Background(), "bookie")
+	if err == nil || !strings.Contains(err.Error(), "bookie.region") || !strings.Contains(err.Error(), "bookie.journalDir") {
+		t.Errorf("bookie config errors not reported together: %v", err)
+	}
+	if exitCode(errors.New("runtime failure")) != 1 {
+		t.Error("runtime failures must exit 1")
+	}
+}
+
+func TestPerfDiskAndVersion(t *testing.T) {
+	out, err := run(context.Background(), "perf", "disk", "--dir", t.TempDir(), "--duration", "50ms", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r["FsyncPerSec"].(float64) <= 0 {
+		t.Fatalf("perf disk output %q: %v", out, err)
+	}
+	if out, err := run(context.Background(), "version"); err != nil || !strings.HasPrefix(out, "isobar ") {
+		t.Fatalf("version: %q %v", out, err)
+	}
+}
