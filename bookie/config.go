@@ -9,6 +9,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie/proto"
 	"github.com/isobar-mq/isobar/bookie/storage"
+	"github.com/isobar-mq/isobar/bookie/vfs"
 )
 
 // Config configures a bookie. The zero value of every optional field means
@@ -62,6 +63,9 @@ type Config struct {
 	// CompactionInterval is how often compaction runs; zero means the storage
 	// default, negative disables background compaction.
 	CompactionInterval time.Duration `yaml:"compactionInterval"`
+	// FS is the filesystem under the storage; nil means the OS. Tests put
+	// a fault-injecting one here.
+	FS vfs.FS `yaml:"-" json:"-"`
 }
 
 func (c Config) withDefaults() Config {
@@ -143,6 +147,7 @@ func (c Config) storageConfig(logger *slog.Logger) storage.Config {
 	return storage.Config{
 		JournalDir:          c.JournalDir,
 		LedgerDir:           c.LedgerDir,
+		FS:                  c.FS,
 		Logger:              logger,
 		GroupCommitMaxDelay: c.GroupCommitMaxDelay,
 		GroupCommitMaxBytes: c.GroupCommitMaxBytes,

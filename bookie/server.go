@@ -122,8 +122,13 @@ func (s *Server) SetReadOnly(on bool) {
 	s.refreshReadOnly()
 }
 
-// ReadOnly reports whether the bookie refuses adds.
-func (s *Server) ReadOnly() bool { return s.readOnly.Load() || s.forceReadOnly.Load() }
+// ReadOnly reports whether the bookie refuses adds: its disk is past the
+// threshold, an operator forced it, or its storage failed (an I/O error
+// stops the storage accepting writes until a restart). Ledger writers
+// replace a read-only bookie and placement skips it.
+func (s *Server) ReadOnly() bool {
+	return s.readOnly.Load() || s.forceReadOnly.Load() || s.store.Failed() != nil
+}
 
 // Start listens on the configured address, registers the bookie and serves in
 // the background until Shutdown.
@@ -300,6 +305,8 @@ func (s *Server) handleAdd(req *proto.Request, reply func(*proto.Response)) {
 		r.Status = proto.StatusBadRequest
 	case len(req.Payload) > s.cfg.MaxEntrySize:
 		r.Status = proto.StatusTooLarge
+	case s.store.Failed() != nil:
+		r.Status = proto.StatusReadOnly // not even recovery adds can be stored
 	case s.ReadOnly() && req.Flags&proto.FlagRecovery == 0:
 		r.Status = proto.StatusReadOnly
 	}
@@ -315,6 +322,9 @@ func (s *Server) handleAdd(req *proto.Request, reply func(*proto.Response)) {
 			s.observeLAC(req.Ledger, lac)
 		} else if r.Status == proto.StatusInternal {
 			s.logger.Error("add failed", "ledger", req.Ledger, "entry", req.Entry, "err", err)
+			if s.store.Failed() != nil {
+				r.Status = proto.StatusReadOnly // the writer should replace this bookie
+			}
 		}
 		reply(r)
 	})

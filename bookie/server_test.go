@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie/proto"
+	"github.com/isobar-mq/isobar/bookie/vfs"
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -458,3 +459,40 @@ func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
 }
 
 func pipe() (net.Conn, net.Conn) { return net.Pipe() }
+
+// A storage I/O failure (here: the journal's fdatasync fails) turns the
+// bookie read-only: the add in flight and every later add are answered
+// ReadOnly (so ledger writers replace the bookie), Info says read-only, and
+// entries stored before the failure still read back.
+func TestStorageFailureTurnsBookieReadOnly(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	inj := &vfs.NthInjector{N: 3, Ops: []vfs.Op{vfs.OpSync}, Sticky: true}
+	cfg.FS = vfs.NewErrorFS(vfs.Default, inj)
+	s := startServer(t, cfg, nil)
+	c := dialRaw(t, s.Addr())
+	var stored []uint64
+	for e := uint64(0); e < 10; e++ {
+		r := c.do(addReq(e+1, 4, e, int64(e)-1, "data"))
+		switch r.Status {
+		case proto.StatusOK:
+			stored = append(stored, e)
+		case proto.StatusReadOnly:
+		default:
+			t.Fatalf("add %d: status %v, want OK or ReadOnly", e, r.Status)
+		}
+	}
+	if len(stored) == 0 || len(stored) == 10 {
+		t.Fatalf("stored %v: the injected failure should stop part-way", stored)
+	}
+	if !s.ReadOnly() {
+		t.Fatal("bookie with failed storage is not read-only")
+	}
+	if r := c.do(proto.Request{Op: proto.OpInfo, ID: 100}); !r.ReadOnly {
+		t.Fatal("info does not say read-only")
+	}
+	for _, e := range stored {
+		if r := c.do(proto.Request{Op: proto.OpRead, ID: 200 + e, Ledger: 4, Entry: e}); r.Status != proto.StatusOK {
+			t.Fatalf("entry %d acked before the failure: read says %v", e, r.Status)
+		}
+	}
+}

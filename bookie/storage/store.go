@@ -676,6 +676,11 @@ func (s *Store) commitBatch(batch []*request) {
 	}
 }
 
+// Failed returns the I/O error that stopped the store from accepting
+// writes, or nil while it is healthy. Reads keep working after a failure;
+// a restart recovers from the journal.
+func (s *Store) Failed() error { return s.failedErr() }
+
 func (s *Store) failedErr() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
