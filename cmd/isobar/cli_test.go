@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie"
+	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -26,17 +27,6 @@ func run(ctx context.Context, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestDevStartsWritesEndpointsAndStops runs `isobar dev` twice on one data
 // directory (the second run restarts on the data) and checks endpoints.json.
 func TestDevStartsWritesEndpointsAndStops(t *testing.T) {
@@ -49,7 +39,7 @@ func TestDevStartsWritesEndpointsAndStops(t *testing.T) {
 			done <- err
 		}()
 		path := filepath.Join(dir, "endpoints.json")
-		waitFor(t, 90*time.Second, func() bool {
+		testcluster.WaitFor(t, 90*time.Second, func() bool {
 			select {
 			case err := <-done:
 				t.Fatalf("dev exited early: %v", err)
@@ -116,7 +106,7 @@ func TestBookieCommandFromFileEnvAndFlags(t *testing.T) {
 	}
 	defer m.Close()
 	var reg bookie.Registration
-	waitFor(t, 30*time.Second, func() bool {
+	testcluster.WaitFor(t, 30*time.Second, func() bool {
 		kvs, err := m.List(context.Background(), metastore.RegionPrefix("from-env")+"bookies/")
 		return err == nil && len(kvs) == 1 && json.Unmarshal(kvs[0].Value, &reg) == nil
 	})
