@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -494,5 +495,38 @@ func TestStorageFailureTurnsBookieReadOnly(t *testing.T) {
 		if r := c.do(proto.Request{Op: proto.OpRead, ID: 200 + e, Ledger: 4, Entry: e}); r.Status != proto.StatusOK {
 			t.Fatalf("entry %d acked before the failure: read says %v", e, r.Status)
 		}
+	}
+}
+
+// Shutdown waits for everything the server started: after it returns (with
+// connections open and a long poll in flight when it began) the process is
+// back to the goroutines it had before the server existed.
+func TestShutdownLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s, err := New(testConfig(t, t.TempDir()), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, s.Addr())
+	for e := uint64(0); e < 20; e++ {
+		c.do(addReq(e+1, 1, e, int64(e)-1, "x"))
+	}
+	c.send(proto.Request{Op: proto.OpReadLAC, ID: 99, Ledger: 1, PrevLAC: 100, Timeout: 60000})
+	idle := dialRaw(t, s.Addr())
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.nc.Close()
+	idle.nc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines after shutdown, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
