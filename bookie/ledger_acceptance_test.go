@@ -3,6 +3,7 @@ package bookie_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -203,5 +204,34 @@ func TestLedgerMetadataSurvivesEtcdRestart(t *testing.T) {
 	md, _, err := lc2.Metadata(ctx, open.ID())
 	if err != nil || md.State != ledger.StateClosed || md.LastEntry != 19 {
 		t.Fatalf("metadata after concurrent recoveries: %+v %v", md, err)
+	}
+}
+
+// A writer whose client was closed did not close its ledger: Close must say
+// so (ErrClosed), not report success while the metadata still says open.
+func TestCloseAfterClientCloseIsNotSuccess(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.Options{Bookies: 3})
+	ctx := context.Background()
+	lc, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := lc.Create(ctx, ledger.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(ctx, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	lc.Close()
+	if err := w.Close(ctx); !errors.Is(err, ledger.ErrClosed) {
+		t.Fatalf("Close after the client closed = %v, want ErrClosed", err)
+	}
+	if err := w.Close(ctx); !errors.Is(err, ledger.ErrClosed) {
+		t.Fatalf("second Close = %v, want ErrClosed again", err)
+	}
+	md, _, err := newLedgerClient(t, cl).Metadata(ctx, w.ID())
+	if err != nil || md.State == ledger.StateClosed {
+		t.Fatalf("metadata %+v %v: the ledger must still be open (for recovery)", md, err)
 	}
 }

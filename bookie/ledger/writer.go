@@ -46,9 +46,10 @@ type Writer struct {
 	retry      *time.Timer
 
 	mu       sync.Mutex
-	closing  bool // Close was called: no more appends
-	closed   bool // Close finished
-	stopped  bool // the goroutines were told to stop
+	closing  bool  // Close was called: no more appends
+	closed   bool  // Close finished, or the writer was aborted
+	closeErr error // how it ended: nil only when Close wrote the closed metadata
+	stopped  bool  // the goroutines were told to stop
 	mdShared Metadata
 }
 
@@ -321,8 +322,12 @@ func (b *byteBudget) release(n int64) {
 func (w *Writer) Close(ctx context.Context) error {
 	w.mu.Lock()
 	if w.closed {
+		// Already ended: report how. Only a Close that wrote the closed
+		// metadata returns nil; an aborted writer (its client closed) left
+		// the ledger open, for recovery to close.
+		err := w.closeErr
 		w.mu.Unlock()
-		return nil
+		return err
 	}
 	if w.stopped {
 		w.mu.Unlock()
@@ -336,8 +341,9 @@ func (w *Writer) Close(ctx context.Context) error {
 	}
 	if r.err != nil {
 		w.stop(nil)
-		w.markClosed()
-		return fmt.Errorf("ledger %d: close: %w", w.id, r.err)
+		err := fmt.Errorf("ledger %d: close: %w", w.id, r.err)
+		w.markClosed(err)
+		return err
 	}
 	mctx, cancel := context.WithTimeout(ctx, w.c.cfg.RequestTimeout)
 	md, _, err := w.c.closeLedger(mctx, w.id, r.md, r.rev, StateOpen, r.lac, r.length)
@@ -347,21 +353,22 @@ func (w *Writer) Close(ctx context.Context) error {
 			return err // the metadata may be retried by another Close
 		}
 		w.stop(nil)
-		w.markClosed()
+		w.markClosed(err)
 		return err
 	}
 	w.mu.Lock()
 	w.mdShared = md
 	w.mu.Unlock()
 	w.stop(nil)
-	w.markClosed()
+	w.markClosed(nil)
 	w.log.Debug("ledger closed", "lastEntry", r.lac, "length", r.length)
 	return nil
 }
 
-func (w *Writer) markClosed() {
+func (w *Writer) markClosed(err error) {
 	w.mu.Lock()
 	w.closed = true
+	w.closeErr = err
 	w.mu.Unlock()
 	w.c.mu.Lock()
 	delete(w.c.writers, w)
@@ -389,7 +396,7 @@ func (w *Writer) abort(err error) {
 	w.closing = true
 	w.mu.Unlock()
 	w.stop(err)
-	w.markClosed()
+	w.markClosed(err)
 }
 
 // stop ends the writer's goroutines. Entries still pending fail with err
