@@ -1,0 +1,229 @@
+package mledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/isobar-mq/isobar/bookie/ledger"
+)
+
+type addRequest struct {
+	data []byte
+	cb   func(Position, error)
+}
+
+// AddEntry appends data as the next entry and returns its position once an
+// ack quorum of bookies has it. If ctx ends first the entry may still be
+// written. data must not be modified afterwards (it may be kept to serve
+// reads of the newest entries).
+func (m *ManagedLedger) AddEntry(ctx context.Context, data []byte) (Position, error) {
+	type result struct {
+		p   Position
+		err error
+	}
+	ch := make(chan result, 1)
+	m.AddEntryAsync(ctx, data, func(p Position, err error) { ch <- result{p, err} })
+	select {
+	case r := <-ch:
+		return r.p, r.err
+	case <-ctx.Done():
+		return Position{}, fmt.Errorf("mledger %s: add: %w", m.name, ctx.Err())
+	}
+}
+
+// AddEntryAsync queues data as the next entry; cb gets its position once an
+// ack quorum has it, or the error that failed it. Callbacks run in the order
+// of the calls (for calls from one goroutine), one at a time, and must not
+// block for long or call AddEntry (AddEntryAsync is fine). While
+// Config.MaxPendingAdds adds are queued it blocks until there is room or ctx
+// ends (then cb gets ctx's error on the calling goroutine). data must not be
+// modified afterwards.
+func (m *ManagedLedger) AddEntryAsync(ctx context.Context, data []byte, cb func(Position, error)) {
+	m.addMu.RLock()
+	defer m.addMu.RUnlock()
+	if m.closing {
+		cb(Position{}, fmt.Errorf("mledger %s: add: %w", m.name, ErrClosed))
+		return
+	}
+	if err := m.fencedErr(); err != nil {
+		cb(Position{}, err)
+		return
+	}
+	select {
+	case m.queue <- addRequest{data: data, cb: cb}:
+	case <-ctx.Done():
+		cb(Position{}, fmt.Errorf("mledger %s: add: %w", m.name, ctx.Err()))
+	}
+}
+
+// run is the driver: it issues queued adds to the current ledger in order
+// and rolls over between two adds when needed. It returns once stop is
+// closed and the queue is drained.
+func (m *ManagedLedger) run() {
+	defer close(m.done)
+	for {
+		select {
+		case r := <-m.queue:
+			m.issue(r)
+		case <-m.stop:
+			for {
+				select {
+				case r := <-m.queue:
+					m.issue(r)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// needRollover reports whether the current ledger takes no more adds.
+func (m *ManagedLedger) needRollover() bool {
+	return m.w == nil || m.wBroken.Load() ||
+		m.wEntries >= m.cfg.MaxEntriesPerLedger ||
+		m.wBytes >= m.cfg.MaxLedgerSize ||
+		m.cfg.Now().Sub(m.wCreated) >= m.cfg.MaxLedgerAge
+}
+
+func (m *ManagedLedger) issue(r addRequest) {
+	if err := m.fencedErr(); err != nil {
+		r.cb(Position{}, err)
+		return
+	}
+	if m.needRollover() {
+		if err := m.rollover(context.Background()); err != nil {
+			r.cb(Position{}, fmt.Errorf("mledger %s: add: %w", m.name, err))
+			return
+		}
+	}
+	id := m.wID
+	m.wEntries++
+	m.wBytes += int64(len(r.data))
+	m.inflight.Add(1)
+	// The entry carries (piggybacked) a last-add-confirmed at least this;
+	// once it is confirmed the bookies can serve reads up to it.
+	lacAtIssue := m.w.LastAddConfirmed()
+	m.w.AppendAsync(r.data, func(entry int64, err error) {
+		defer m.inflight.Done()
+		if err != nil {
+			m.wBroken.Store(true)
+			if errors.Is(err, ledger.ErrFenced) {
+				err = m.setFenced(err)
+			}
+			r.cb(Position{}, fmt.Errorf("mledger %s: add: %w", m.name, err))
+			return
+		}
+		p := Position{Ledger: id, Entry: entry}
+		m.confirmed(p, r.data, lacAtIssue)
+		r.cb(p, nil)
+	})
+}
+
+// confirmed records an acknowledged entry: the last confirmed position and
+// the tail cache of the current ledger. readable is an entry id up to which
+// the bookies are known to serve reads; the cache keeps at least every
+// entry after it, and otherwise at most Config.TailCacheEntries.
+func (m *ManagedLedger) confirmed(p Position, data []byte, readable int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p.Compare(m.lastConfirmed) > 0 {
+		m.lastConfirmed = p
+	}
+	if m.tailLedger != p.Ledger || m.tailFirst+int64(len(m.tail)) != p.Entry {
+		m.tailLedger, m.tailFirst, m.tail, m.tailReadable = p.Ledger, p.Entry, m.tail[:0], -1
+	}
+	m.tailReadable = max(m.tailReadable, readable)
+	m.tail = append(m.tail, data)
+	drop := min(len(m.tail)-m.cfg.TailCacheEntries, int(m.tailReadable-m.tailFirst+1))
+	if drop > 0 {
+		clear(m.tail[:drop])
+		m.tail = m.tail[drop:]
+		m.tailFirst += int64(drop)
+	}
+}
+
+// rollover closes the current ledger (waiting for its callbacks, so the
+// order of callbacks holds across ledgers), creates the next and records
+// both in one CAS. Driver only.
+func (m *ManagedLedger) rollover(ctx context.Context) error {
+	var closed *LedgerInfo
+	if m.w != nil {
+		old := m.w
+		md, err := m.closeWriter(ctx, old)
+		if err != nil {
+			return fmt.Errorf("rollover: %w", err)
+		}
+		closed = &LedgerInfo{ID: int64(old.ID()), Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed}
+		m.w = nil
+	}
+	w, err := m.createLedger(ctx)
+	if err != nil {
+		if closed != nil {
+			// Record the close anyway so the list stays exact.
+			if uerr := m.update(ctx, func(t *topicMeta) error { return setLast(t, *closed) }); uerr != nil {
+				return uerr
+			}
+		}
+		return fmt.Errorf("rollover: %w", err)
+	}
+	err = m.update(ctx, func(t *topicMeta) error {
+		if closed != nil {
+			if err := setLast(t, *closed); err != nil {
+				return err
+			}
+		}
+		t.Ledgers = append(t.Ledgers, LedgerInfo{ID: int64(w.ID()), State: LedgerOpen})
+		return nil
+	})
+	if err != nil {
+		m.discardWriter(w)
+		return fmt.Errorf("rollover: %w", err)
+	}
+	m.setWriter(w)
+	if closed != nil {
+		m.log.Debug("rolled over", "closed", closed.ID, "entries", closed.Entries, "new", w.ID())
+	}
+	return nil
+}
+
+// setLast replaces the last ledger of the list, which must be l's.
+func setLast(t *topicMeta, l LedgerInfo) error {
+	n := len(t.Ledgers)
+	if n == 0 || t.Ledgers[n-1].ID != l.ID {
+		return fmt.Errorf("%w: ledger %d is no longer the last of the list", ErrFenced, l.ID)
+	}
+	t.Ledgers[n-1] = l
+	return nil
+}
+
+// closeWriter closes w and waits for its callbacks. If the writer broke (an
+// add failed and it stopped) the ledger is recovered instead, which fences
+// and closes it at the last entry a quorum has. Our ledger fenced by someone
+// else fences the managed ledger. It returns the closed ledger's metadata.
+// Driver only (or Close after the driver).
+func (m *ManagedLedger) closeWriter(ctx context.Context, w *ledger.Writer) (ledger.Metadata, error) {
+	err := w.Close(ctx)
+	m.inflight.Wait()
+	if err == nil {
+		// A writer aborted earlier (its client closed) "closes" without
+		// closing the ledger: trust only metadata that says closed.
+		if md := w.Metadata(); md.State == ledger.StateClosed {
+			m.w = nil
+			return md, nil
+		}
+		err = fmt.Errorf("ledger %d: writer stopped with the ledger still open", w.ID())
+	}
+	if errors.Is(err, ledger.ErrFenced) {
+		m.w = nil
+		return ledger.Metadata{}, m.setFenced(err)
+	}
+	m.log.Warn("closing the ledger failed; recovering it", "ledger", w.ID(), "err", err)
+	r, rerr := m.cfg.Ledgers.OpenRecover(ctx, w.ID())
+	if rerr != nil {
+		return ledger.Metadata{}, fmt.Errorf("close ledger %d: %w; recover it: %w", w.ID(), err, rerr)
+	}
+	m.w = nil
+	return r.Metadata(), nil
+}

@@ -1,0 +1,460 @@
+// Package mledger owns the managed ledger, after Pulsar's ManagedLedger: a
+// topic's log kept as an ordered list of bookie ledgers, of which only the
+// last is written, plus the durable cursors that consume it. The list and
+// the cursors live as one JSON value in the region's metadata store under
+// /isobar/<region>/topics/<name> and every change to it is a
+// compare-and-swap on the revision last read, so a second owner can never
+// be silently overwritten: the first one gets ErrFenced. Appends go through
+// one driver goroutine that rolls over to a new ledger when the current one
+// is full (entries, bytes or age) without losing or reordering adds; reads
+// cross ledger boundaries; ledgers that every cursor has consumed are
+// removed from the list and deleted from the bookies.
+//
+// The position arithmetic over the ledger list, the backlog and the
+// trimming decision are pure functions (logic.go); a cursor's acknowledged
+// ranges are package ackset. The design and the metadata format are in
+// docs/mledger.md.
+package mledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/broker/mledger/ackset"
+	"github.com/isobar-mq/isobar/metastore"
+)
+
+// Position is the position of an entry: (ledger id, entry id), ordered by
+// ledger then entry. It is ackset's type, so cursors need no conversion.
+type Position = ackset.Position
+
+// Errors. Check them with errors.Is; they are wrapped with context.
+var (
+	// ErrFenced: the topic metadata changed under us (another managed
+	// ledger opened the same name) or our ledger was recovered by someone
+	// else. The managed ledger can do nothing more; close it.
+	ErrFenced = errors.New("mledger: fenced by another owner")
+	// ErrClosed: the managed ledger (or cursor) is closed.
+	ErrClosed = errors.New("mledger: closed")
+	// ErrInvalidName: a managed ledger or cursor name is not acceptable.
+	ErrInvalidName = errors.New("mledger: invalid name")
+	// ErrInvalidPosition: a position that is not in the log (beyond its end,
+	// negative, or in no ledger of it).
+	ErrInvalidPosition = errors.New("mledger: invalid position")
+	// ErrInvalidConfig: a bad Config.
+	ErrInvalidConfig = errors.New("mledger: invalid config")
+	// ErrCorruptMeta: the topic metadata cannot be decoded.
+	ErrCorruptMeta = errors.New("mledger: corrupt metadata")
+	// ErrNoCursor: no cursor with that name.
+	ErrNoCursor = errors.New("mledger: no such cursor")
+)
+
+// Config configures a managed ledger. Zero values of optional fields mean
+// the documented defaults.
+type Config struct {
+	// Meta is the region's metadata store. Required.
+	Meta *metastore.Store
+	// Ledgers creates, recovers, reads and deletes ledgers. Required.
+	Ledgers *ledger.Client
+	// Region names the region (the metadata key prefix). Required.
+	Region string
+	// Logger receives rollovers, recoveries, trims and failures; nil discards.
+	Logger *slog.Logger
+	// MaxEntriesPerLedger rolls over to a new ledger once the current one
+	// has this many entries. Zero means 50000 (Pulsar's default).
+	MaxEntriesPerLedger int64
+	// MaxLedgerSize rolls over once the current ledger holds this many data
+	// bytes. Zero means 2 GiB.
+	MaxLedgerSize int64
+	// MaxLedgerAge rolls over, at the next add, once the current ledger is
+	// this old. Zero means 4h.
+	MaxLedgerAge time.Duration
+	// EnsembleSize, WriteQuorum and AckQuorum shape new ledgers (E, Qw,
+	// Qa). Zero means the ledger client's defaults (3, 2, 2).
+	EnsembleSize, WriteQuorum, AckQuorum int
+	// MaxPendingAdds bounds the adds queued for the driver; AddEntryAsync
+	// blocks (bounded by its ctx) while the queue is full. Zero means 1000.
+	MaxPendingAdds int
+	// TailCacheEntries is how many of the newest entries of the current
+	// ledger are kept in memory to serve recent reads. Entries the bookies
+	// cannot serve yet (their last-add-confirmed, piggybacked on adds,
+	// trails the writer by up to the ledger client's MaxInFlight entries)
+	// are kept whatever this says. Zero means 1024.
+	TailCacheEntries int
+	// Now is the clock for ledger age; nil means time.Now.
+	Now func() time.Time
+}
+
+// Validate reports every problem with the config at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Meta == nil {
+		errs = append(errs, errors.New("mledger.meta: required"))
+	}
+	if c.Ledgers == nil {
+		errs = append(errs, errors.New("mledger.ledgers: required"))
+	}
+	if strings.TrimSpace(c.Region) == "" || strings.Contains(c.Region, "/") {
+		errs = append(errs, fmt.Errorf("mledger.region: %q must be a non-empty name without '/'", c.Region))
+	}
+	for name, v := range map[string]int64{
+		"maxEntriesPerLedger": c.MaxEntriesPerLedger, "maxLedgerSize": c.MaxLedgerSize,
+		"maxLedgerAge": int64(c.MaxLedgerAge), "ensembleSize": int64(c.EnsembleSize),
+		"writeQuorum": int64(c.WriteQuorum), "ackQuorum": int64(c.AckQuorum),
+		"maxPendingAdds": int64(c.MaxPendingAdds), "tailCacheEntries": int64(c.TailCacheEntries),
+	} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("mledger.%s: %d is negative", name, v))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.MaxEntriesPerLedger == 0 {
+		c.MaxEntriesPerLedger = 50000
+	}
+	if c.MaxLedgerSize == 0 {
+		c.MaxLedgerSize = 2 << 30
+	}
+	if c.MaxLedgerAge == 0 {
+		c.MaxLedgerAge = 4 * time.Hour
+	}
+	if c.MaxPendingAdds == 0 {
+		c.MaxPendingAdds = 1000
+	}
+	if c.TailCacheEntries == 0 {
+		c.TailCacheEntries = 1024
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// ManagedLedger is one topic's log. It is safe for concurrent use.
+type ManagedLedger struct {
+	cfg  Config
+	name string
+	key  string
+	log  *slog.Logger
+
+	// metaMu serialises metadata updates; it guards meta and rev.
+	metaMu sync.Mutex
+	meta   topicMeta
+	rev    int64
+
+	// fenced is set once a CAS failed or our ledger was fenced; sticky.
+	fenced atomic.Pointer[error]
+
+	// mu guards the confirmed state, updated by add callbacks.
+	mu            sync.Mutex
+	lastConfirmed Position
+	tailLedger    int64
+	tailFirst     int64    // entry id of tail[0]
+	tail          [][]byte // newest confirmed entries of tailLedger
+	tailReadable  int64    // bookies serve tailLedger's entries up to this
+
+	// addMu guards closing against AddEntryAsync sending to queue.
+	addMu   sync.RWMutex
+	closing bool
+	queue   chan addRequest
+	stop    chan struct{} // closed by Close: the driver drains and returns
+	done    chan struct{} // closed when the driver returned
+
+	// Owned by the driver goroutine (and by Close after done).
+	w        *ledger.Writer
+	wID      int64
+	wEntries int64
+	wBytes   int64
+	wCreated time.Time
+	wBroken  atomic.Bool    // an add failed: roll over before the next
+	inflight sync.WaitGroup // adds issued to w whose callbacks have not run
+
+	readersMu sync.Mutex
+	readers   map[int64]*ledger.Reader
+
+	cursorsMu sync.Mutex
+	cursors   map[string]*Cursor
+}
+
+// Open opens the managed ledger name, creating it if needed. A last ledger
+// left open by a previous owner is recovered (fenced and closed) and its
+// final entry count recorded; an empty one is dropped and deleted. Then a
+// new ledger is created for writing and added to the list with a CAS.
+func Open(ctx context.Context, cfg Config, name string) (*ManagedLedger, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	m := &ManagedLedger{
+		cfg:     cfg,
+		name:    name,
+		key:     TopicKey(cfg.Region, name),
+		log:     cfg.Logger.With("component", "mledger", "topic", name),
+		queue:   make(chan addRequest, cfg.MaxPendingAdds),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		readers: map[int64]*ledger.Reader{},
+		cursors: map[string]*Cursor{},
+	}
+	kv, err := cfg.Meta.Get(ctx, m.key)
+	switch {
+	case err == nil:
+		m.meta, err = decodeMeta(kv.Value)
+		if err != nil {
+			return nil, fmt.Errorf("mledger %s: %w", name, err)
+		}
+		m.rev = kv.Rev
+	case errors.Is(err, metastore.ErrNotFound):
+		m.meta = topicMeta{Version: MetaVersion}
+	default:
+		return nil, fmt.Errorf("mledger %s: open: %w", name, err)
+	}
+
+	next := m.meta.clone()
+	var drop []int64
+	if n := len(next.Ledgers); n > 0 && next.Ledgers[n-1].State == LedgerOpen {
+		last := &next.Ledgers[n-1]
+		r, err := cfg.Ledgers.OpenRecover(ctx, uint64(last.ID))
+		switch {
+		case errors.Is(err, ledger.ErrNoLedger):
+			drop = append(drop, last.ID)
+		case err != nil:
+			return nil, fmt.Errorf("mledger %s: recover ledger %d: %w", name, last.ID, err)
+		default:
+			md := r.Metadata()
+			last.Entries, last.Size, last.State = md.LastEntry+1, int64(md.Length), LedgerClosed
+			m.log.Info("recovered the previous owner's ledger", "ledger", last.ID, "entries", last.Entries)
+			if last.Entries == 0 {
+				drop = append(drop, last.ID)
+			}
+		}
+		if len(drop) > 0 {
+			next.Ledgers = next.Ledgers[:n-1]
+		}
+	}
+	// Until the new ledger has entries, the last confirmed entry is the
+	// last one of the closed ledgers.
+	m.lastConfirmed = lastPosition(next.Ledgers)
+
+	w, err := m.createLedger(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mledger %s: %w", name, err)
+	}
+	next.Ledgers = append(next.Ledgers, LedgerInfo{ID: int64(w.ID()), State: LedgerOpen})
+	if len(next.Ledgers) == 1 {
+		m.lastConfirmed = Position{Ledger: int64(w.ID()), Entry: -1}
+	}
+	m.metaMu.Lock()
+	err = m.casLocked(ctx, next)
+	m.metaMu.Unlock()
+	if err != nil {
+		m.discardWriter(w)
+		return nil, fmt.Errorf("mledger %s: open: %w", name, err)
+	}
+	for _, id := range drop {
+		m.deleteLedger(ctx, id)
+	}
+	m.setWriter(w)
+	go m.run()
+	m.log.Debug("opened", "ledger", w.ID(), "ledgers", len(next.Ledgers))
+	return m, nil
+}
+
+// Name is the managed ledger's name.
+func (m *ManagedLedger) Name() string { return m.name }
+
+func (m *ManagedLedger) createLedger(ctx context.Context) (*ledger.Writer, error) {
+	w, err := m.cfg.Ledgers.Create(ctx, ledger.CreateOptions{
+		Ensemble:    m.cfg.EnsembleSize,
+		WriteQuorum: m.cfg.WriteQuorum,
+		AckQuorum:   m.cfg.AckQuorum,
+		Properties:  map[string]string{"mledger": m.name},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create ledger: %w", err)
+	}
+	return w, nil
+}
+
+// discardWriter closes and deletes a ledger that never made it into the
+// list (best effort: a failure leaves an orphan ledger, logged).
+func (m *ManagedLedger) discardWriter(w *ledger.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		m.log.Warn("closing an unused ledger", "ledger", w.ID(), "err", err)
+	}
+	m.deleteLedger(ctx, int64(w.ID()))
+}
+
+func (m *ManagedLedger) deleteLedger(ctx context.Context, id int64) {
+	m.readersMu.Lock()
+	delete(m.readers, id)
+	m.readersMu.Unlock()
+	if err := m.cfg.Ledgers.Delete(ctx, uint64(id)); err != nil && !errors.Is(err, ledger.ErrNoLedger) {
+		m.log.Warn("deleting a ledger failed; it is orphaned", "ledger", id, "err", err)
+	}
+}
+
+func (m *ManagedLedger) setWriter(w *ledger.Writer) {
+	m.w, m.wID, m.wEntries, m.wBytes, m.wCreated = w, int64(w.ID()), 0, 0, m.cfg.Now()
+	m.wBroken.Store(false)
+}
+
+// fencedErr returns the sticky fenced error, or nil.
+func (m *ManagedLedger) fencedErr() error {
+	if p := m.fenced.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (m *ManagedLedger) setFenced(cause error) error {
+	err := fmt.Errorf("mledger %s: %w (%w)", m.name, ErrFenced, cause)
+	m.fenced.CompareAndSwap(nil, &err)
+	return *m.fenced.Load()
+}
+
+// casLocked writes next with a CAS on m.rev and adopts it. A conflict
+// fences the managed ledger. metaMu must be held.
+func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
+	if err := m.fencedErr(); err != nil {
+		return err
+	}
+	val, err := encodeMeta(&next)
+	if err != nil {
+		return err
+	}
+	rev, err := m.cfg.Meta.CAS(ctx, m.key, val, m.rev)
+	if errors.Is(err, metastore.ErrConflict) {
+		return m.setFenced(err)
+	}
+	if err != nil {
+		return fmt.Errorf("mledger %s: write metadata: %w", m.name, err)
+	}
+	m.meta, m.rev = next, rev
+	return nil
+}
+
+// update applies fn to a copy of the metadata and writes it by CAS.
+func (m *ManagedLedger) update(ctx context.Context, fn func(*topicMeta) error) error {
+	m.metaMu.Lock()
+	defer m.metaMu.Unlock()
+	next := m.meta.clone()
+	if err := fn(&next); err != nil {
+		return err
+	}
+	return m.casLocked(ctx, next)
+}
+
+// view returns the ledger list with the open ledger's confirmed entry
+// count filled in, for the pure functions of logic.go.
+func (m *ManagedLedger) view() []LedgerInfo {
+	m.metaMu.Lock()
+	ls := append([]LedgerInfo(nil), m.meta.Ledgers...)
+	m.metaMu.Unlock()
+	m.mu.Lock()
+	lc := m.lastConfirmed
+	m.mu.Unlock()
+	for i := range ls {
+		if ls[i].State == LedgerOpen {
+			ls[i].Entries = 0
+			if ls[i].ID == lc.Ledger {
+				ls[i].Entries = lc.Entry + 1
+			}
+		}
+	}
+	return ls
+}
+
+// Ledgers returns a copy of the ledger list as the metadata has it, the open
+// ledger's entry count filled in.
+func (m *ManagedLedger) Ledgers() []LedgerInfo { return m.view() }
+
+// LastConfirmed is the position of the last entry acknowledged to a writer;
+// (first ledger, -1) while the log is empty.
+func (m *ManagedLedger) LastConfirmed() Position {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastConfirmed
+}
+
+// Next returns the position of the entry after p, crossing to entry 0 of
+// the next non-empty ledger after the last entry of one; false if p is the
+// last confirmed entry or after it. It suits ackset.Set.Advance.
+func (m *ManagedLedger) Next(p Position) (Position, bool) {
+	return nextPosition(m.view(), p)
+}
+
+// Close stops accepting adds, waits for the queued ones, closes the current
+// ledger and records its final size in the metadata. Cursors stay usable
+// only until Close returns. A fenced managed ledger's Close returns
+// ErrFenced and writes nothing.
+func (m *ManagedLedger) Close(ctx context.Context) error {
+	m.addMu.Lock()
+	if m.closing {
+		m.addMu.Unlock()
+		<-m.done
+		return nil
+	}
+	m.closing = true
+	m.addMu.Unlock()
+	close(m.stop)
+	<-m.done
+	if m.w == nil {
+		return m.fencedErr()
+	}
+	if err := m.fencedErr(); err != nil {
+		m.abandonWriter()
+		return err
+	}
+	if err := m.closeCurrent(ctx); err != nil {
+		return fmt.Errorf("mledger %s: close: %w", m.name, err)
+	}
+	m.log.Debug("closed")
+	return nil
+}
+
+// abandonWriter closes a fenced writer without touching any metadata
+// (Writer.Close fails with ErrFenced once recovery fenced it).
+func (m *ManagedLedger) abandonWriter() {
+	if m.w == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = m.w.Close(ctx)
+	m.inflight.Wait()
+	m.w = nil
+}
+
+// closeCurrent closes the current ledger and marks it closed in the list
+// with its final entry count and size. Driver (or Close after the driver).
+func (m *ManagedLedger) closeCurrent(ctx context.Context) error {
+	id := m.wID
+	md, err := m.closeWriter(ctx, m.w)
+	if err != nil {
+		return err
+	}
+	return m.update(ctx, func(t *topicMeta) error {
+		return setLast(t, LedgerInfo{ID: id, Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed})
+	})
+}

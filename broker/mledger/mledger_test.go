@@ -1,0 +1,749 @@
+package mledger
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/internal/testcluster"
+	"github.com/isobar-mq/isobar/metastore"
+)
+
+func startCluster(t *testing.T) *testcluster.Cluster {
+	t.Helper()
+	return testcluster.Start(t, testcluster.Options{Bookies: 3})
+}
+
+func newLedgerClient(t *testing.T, cl *testcluster.Cluster) *ledger.Client {
+	t.Helper()
+	c, err := ledger.NewClient(ledger.Config{
+		Meta:            cl.Connect(),
+		Region:          cl.Region,
+		Logger:          cl.Logger(),
+		RequestTimeout:  5 * time.Second,
+		LongPollTimeout: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func testConfig(cl *testcluster.Cluster, lc *ledger.Client, perLedger int64) Config {
+	return Config{
+		Meta: cl.Connect(), Ledgers: lc, Region: cl.Region, Logger: cl.Logger(),
+		MaxEntriesPerLedger: perLedger, EnsembleSize: 3, WriteQuorum: 2, AckQuorum: 2,
+	}
+}
+
+func open(t *testing.T, cfg Config, name string) *ManagedLedger {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := Open(ctx, cfg, name)
+	if err != nil {
+		t.Fatalf("open %s: %v", name, err)
+	}
+	return m
+}
+
+func payload(i int) []byte { return []byte(fmt.Sprintf("entry-%05d-%s", i, strings.Repeat("x", i%50))) }
+
+// appendN adds entries from..from+n-1 asynchronously and checks that the
+// callbacks come in order with strictly increasing positions.
+func appendN(t *testing.T, m *ManagedLedger, from, n int) []Position {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		got   []Position
+		order []int
+		errs  []error
+		wg    sync.WaitGroup
+	)
+	ctx := context.Background()
+	for i := from; i < from+n; i++ {
+		wg.Add(1)
+		m.AddEntryAsync(ctx, payload(i), func(p Position, err error) {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			got = append(got, p)
+			order = append(order, i)
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("adds failed: %v", errs[0])
+	}
+	for k := range order {
+		if order[k] != from+k {
+			t.Fatalf("callback %d was for add %d", k, order[k])
+		}
+		if k > 0 && got[k].Compare(got[k-1]) <= 0 {
+			t.Fatalf("position %v after %v", got[k], got[k-1])
+		}
+	}
+	return got
+}
+
+// readAll reads everything from `from` in chunks of chunk entries.
+func readAll(t *testing.T, m *ManagedLedger, from Position, chunk int) []Entry {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []Entry
+	for {
+		es, next, err := m.Read(ctx, from, chunk)
+		if err != nil {
+			t.Fatalf("read from %v: %v", from, err)
+		}
+		if len(es) == 0 {
+			return out
+		}
+		out = append(out, es...)
+		from = next
+	}
+}
+
+func checkEntries(t *testing.T, es []Entry, want []Position, firstPayload int) {
+	t.Helper()
+	if len(es) != len(want) {
+		t.Fatalf("read %d entries, want %d", len(es), len(want))
+	}
+	for i, e := range es {
+		if e.Position != want[i] {
+			t.Fatalf("entry %d at %v, want %v", i, e.Position, want[i])
+		}
+		if !bytes.Equal(e.Data, payload(firstPayload+i)) {
+			t.Fatalf("entry %d at %v: data %q, want %q", i, e.Position, e.Data, payload(firstPayload+i))
+		}
+	}
+}
+
+func first(m *ManagedLedger) Position { return Position{Ledger: m.Ledgers()[0].ID} }
+
+func TestAppendReadAcrossLedgers(t *testing.T) {
+	cl := startCluster(t)
+	m := open(t, testConfig(cl, newLedgerClient(t, cl), 100), "t/ns/persistent/a")
+	defer m.Close(context.Background())
+	ps := appendN(t, m, 0, 1000)
+	ledgers := map[int64]int{}
+	for _, p := range ps {
+		ledgers[p.Ledger]++
+	}
+	if len(ledgers) != 10 {
+		t.Fatalf("1000 entries in %d ledgers, want 10: %v", len(ledgers), ledgers)
+	}
+	for id, n := range ledgers {
+		if n != 100 {
+			t.Errorf("ledger %d holds %d entries", id, n)
+		}
+	}
+	if lc := m.LastConfirmed(); lc != ps[999] {
+		t.Fatalf("LastConfirmed %v, want %v", lc, ps[999])
+	}
+	checkEntries(t, readAll(t, m, first(m), 37), ps, 0)
+	checkEntries(t, readAll(t, m, ps[0], 1000), ps, 0)
+	// Next walks the same positions.
+	for i := 0; i+1 < len(ps); i++ {
+		if n, ok := m.Next(ps[i]); !ok || n != ps[i+1] {
+			t.Fatalf("Next(%v) = %v, %v; want %v", ps[i], n, ok, ps[i+1])
+		}
+	}
+	if _, ok := m.Next(ps[999]); ok {
+		t.Fatal("Next of the last entry")
+	}
+}
+
+func TestReopenAfterClose(t *testing.T) {
+	cl := startCluster(t)
+	lc := newLedgerClient(t, cl)
+	const name = "t/ns/persistent/reopen"
+	m := open(t, testConfig(cl, lc, 100), name)
+	ps := appendN(t, m, 0, 250)
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.AddEntry(context.Background(), []byte("late")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("add after close: %v", err)
+	}
+	m = open(t, testConfig(cl, lc, 100), name)
+	defer m.Close(context.Background())
+	checkEntries(t, readAll(t, m, first(m), 64), ps, 0)
+	more := appendN(t, m, 250, 10)
+	if more[0].Ledger <= ps[249].Ledger || more[0].Entry != 0 {
+		t.Fatalf("after reopen the first add went to %v (last before: %v)", more[0], ps[249])
+	}
+	checkEntries(t, readAll(t, m, first(m), 64), append(ps, more...), 0)
+}
+
+// crash stops m as if its process died: its metadata connection and its
+// ledger client go at once (the writer's ledger stays open), so nothing
+// more is written anywhere.
+func crash(m *ManagedLedger, lc *ledger.Client) {
+	m.cfg.Meta.Close()
+	lc.Close()
+	m.addMu.Lock()
+	m.closing = true
+	m.addMu.Unlock()
+	close(m.stop)
+	<-m.done
+}
+
+func TestCrashRecovery(t *testing.T) {
+	cl := startCluster(t)
+	lc1, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "t/ns/persistent/crash"
+	m1 := open(t, testConfig(cl, lc1, 100), name)
+	ps := appendN(t, m1, 0, 150)
+	openLedger := m1.Ledgers()[len(m1.Ledgers())-1]
+	// More adds in flight when the owner dies: those acknowledged must
+	// survive, the others may or may not.
+	var (
+		mu    sync.Mutex
+		acked int
+		wg    sync.WaitGroup
+	)
+	for i := 150; i < 350; i++ {
+		wg.Add(1)
+		m1.AddEntryAsync(context.Background(), payload(i), func(p Position, err error) {
+			defer wg.Done()
+			if err == nil {
+				mu.Lock()
+				acked++
+				mu.Unlock()
+			}
+		})
+	}
+	testcluster.WaitFor(t, 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return acked >= 30 })
+	crash(m1, lc1)
+	wg.Wait()
+
+	m2 := open(t, testConfig(cl, newLedgerClient(t, cl), 100), name)
+	defer m2.Close(context.Background())
+	var rec *LedgerInfo
+	for _, l := range m2.Ledgers() {
+		if l.ID == openLedger.ID {
+			rec = &l
+		}
+	}
+	if rec == nil || rec.State != LedgerClosed || rec.Entries < 50 {
+		t.Fatalf("recovered ledger %d: %+v, want closed with at least 50 entries", openLedger.ID, rec)
+	}
+	got := readAll(t, m2, first(m2), 64)
+	if len(got) < 150+acked {
+		t.Fatalf("recovered %d entries, but %d were acknowledged", len(got), 150+acked)
+	}
+	for i, e := range got {
+		if !bytes.Equal(e.Data, payload(i)) || (i < 150 && e.Position != ps[i]) {
+			t.Fatalf("entry %d at %v: %q", i, e.Position, e.Data)
+		}
+	}
+	t.Logf("%d acknowledged after the first 150, %d recovered", acked, len(got)-150)
+	more := appendN(t, m2, len(got), 5)
+	all := readAll(t, m2, first(m2), 64)
+	checkEntries(t, all[len(got):], more, len(got))
+}
+
+// The owner dies with adds in flight to its open ledger (none of them
+// acknowledged yet): recovery keeps every acknowledged entry, in order.
+func TestCrashWithAddsInFlight(t *testing.T) {
+	cl := startCluster(t)
+	lc1, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "t/ns/persistent/crash-inflight"
+	m1 := open(t, testConfig(cl, lc1, 100), name)
+	ps := appendN(t, m1, 0, 150)
+	openLedger := m1.Ledgers()[len(m1.Ledgers())-1]
+	var (
+		mu    sync.Mutex
+		acked int
+		wg    sync.WaitGroup
+	)
+	for i := 150; i < 190; i++ {
+		wg.Add(1)
+		m1.AddEntryAsync(context.Background(), payload(i), func(p Position, err error) {
+			defer wg.Done()
+			if err == nil {
+				mu.Lock()
+				acked++
+				mu.Unlock()
+			}
+		})
+	}
+	crash(m1, lc1)
+	wg.Wait()
+	m2 := open(t, testConfig(cl, newLedgerClient(t, cl), 100), name)
+	defer m2.Close(context.Background())
+	t.Logf("ledgers %+v (open one was %d), acked %d", m2.Ledgers(), openLedger.ID, acked)
+	got := readAll(t, m2, first(m2), 64)
+	if len(got) < 150+acked {
+		t.Fatalf("recovered %d entries, but %d were acknowledged", len(got), 150+acked)
+	}
+	for i, e := range got {
+		if !bytes.Equal(e.Data, payload(i)) || (i < 150 && e.Position != ps[i]) {
+			t.Fatalf("entry %d at %v: %q", i, e.Position, e.Data)
+		}
+	}
+}
+
+func TestCrashWithEmptyLedger(t *testing.T) {
+	cl := startCluster(t)
+	ctx := context.Background()
+	const name = "t/ns/persistent/crash-empty"
+	m0 := open(t, testConfig(cl, newLedgerClient(t, cl), 10), name)
+	ps := appendN(t, m0, 0, 5)
+	if err := m0.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lc1, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1 := open(t, testConfig(cl, lc1, 10), name)
+	ls := m1.Ledgers()
+	empty := ls[len(ls)-1].ID
+	crash(m1, lc1) // its ledger is open and empty
+
+	m2 := open(t, testConfig(cl, newLedgerClient(t, cl), 10), name)
+	defer m2.Close(ctx)
+	for _, l := range m2.Ledgers() {
+		if l.ID == empty {
+			t.Fatalf("the empty recovered ledger %d is still listed: %+v", empty, m2.Ledgers())
+		}
+	}
+	if _, err := newLedgerClient(t, cl).OpenNoRecovery(ctx, uint64(empty)); !errors.Is(err, ledger.ErrNoLedger) {
+		t.Fatalf("the empty recovered ledger was not deleted: %v", err)
+	}
+	checkEntries(t, readAll(t, m2, first(m2), 64), ps, 0)
+}
+
+func TestCursors(t *testing.T) {
+	cl := startCluster(t)
+	lc := newLedgerClient(t, cl)
+	ctx := context.Background()
+	const name = "t/ns/persistent/cursors"
+	m := open(t, testConfig(cl, lc, 10), name)
+	ps := appendN(t, m, 0, 20) // two ledgers of 10
+	c, err := m.OpenCursor(ctx, "sub", Earliest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBacklog := func(c *Cursor, n int64) {
+		t.Helper()
+		if got := c.Backlog(); got != n {
+			t.Fatalf("backlog %d, want %d (mark-delete %v, ranges %v)", got, n, c.MarkDelete(), c.AckedRanges())
+		}
+	}
+	wantBacklog(c, 20)
+	for _, i := range []int{5, 3, 12} {
+		if err := c.Ack(ctx, ps[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantBacklog(c, 17)
+	for _, i := range []int{2, 0, 1} {
+		if err := c.Ack(ctx, ps[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.MarkDelete() != ps[3] {
+		t.Fatalf("mark-delete %v, want %v", c.MarkDelete(), ps[3])
+	}
+	wantBacklog(c, 14)
+	if err := c.AckCumulative(ctx, ps[9]); err != nil {
+		t.Fatal(err)
+	}
+	wantBacklog(c, 9)
+	for _, i := range []int{11, 10} { // crosses into the second ledger
+		if err := c.Ack(ctx, ps[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.MarkDelete() != ps[12] {
+		t.Fatalf("mark-delete %v, want %v", c.MarkDelete(), ps[12])
+	}
+	if err := c.Ack(ctx, ps[15]); err != nil {
+		t.Fatal(err)
+	}
+	wantBacklog(c, 6)
+	latest, err := m.OpenCursor(ctx, "tail", Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBacklog(latest, 0)
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	m = open(t, testConfig(cl, lc, 10), name)
+	defer m.Close(ctx)
+	c, err = m.OpenCursor(ctx, "sub", Latest) // exists: restored, initial ignored
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MarkDelete() != ps[12] || !c.IsAcked(ps[15]) || c.IsAcked(ps[13]) || !c.IsAcked(ps[4]) {
+		t.Fatalf("restored mark-delete %v ranges %v", c.MarkDelete(), c.AckedRanges())
+	}
+	wantBacklog(c, 6)
+	tail, err := m.OpenCursor(ctx, "tail", Earliest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBacklog(tail, 0)
+	more := appendN(t, m, 20, 3)
+	wantBacklog(tail, 3)
+	wantBacklog(c, 9)
+	if err := tail.AckCumulative(ctx, more[2]); err != nil {
+		t.Fatal(err)
+	}
+	wantBacklog(tail, 0)
+	if err := m.DeleteCursor(ctx, "tail"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tail.Ack(ctx, more[0]); !errors.Is(err, ErrClosed) {
+		t.Fatalf("ack on a deleted cursor: %v", err)
+	}
+	if err := m.DeleteCursor(ctx, "tail"); !errors.Is(err, ErrNoCursor) {
+		t.Fatalf("delete twice: %v", err)
+	}
+	if got := m.Cursors(); len(got) != 1 || got[0] != "sub" {
+		t.Fatalf("cursors %v", got)
+	}
+}
+
+func TestTrimming(t *testing.T) {
+	cl := startCluster(t)
+	lc := newLedgerClient(t, cl)
+	ctx := context.Background()
+	m := open(t, testConfig(cl, lc, 10), "t/ns/persistent/trim")
+	defer m.Close(ctx)
+	c, err := m.OpenCursor(ctx, "sub", Earliest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := appendN(t, m, 0, 35)
+	before := m.Ledgers()
+	if len(before) != 4 {
+		t.Fatalf("%d ledgers, want 4", len(before))
+	}
+	if err := c.AckCumulative(ctx, ps[14]); err != nil { // halfway through the second
+		t.Fatal(err)
+	}
+	if got := m.Ledgers(); len(got) != 3 || got[0].ID != before[1].ID {
+		t.Fatalf("after acking into ledger 2: %+v", got)
+	}
+	if err := c.AckCumulative(ctx, ps[34]); err != nil {
+		t.Fatal(err)
+	}
+	after := m.Ledgers()
+	if len(after) != 1 || after[0].ID != before[3].ID {
+		t.Fatalf("after acking everything: %+v", after)
+	}
+	// The metadata says so too, and the bookies no longer have them.
+	kv, err := cl.Meta.Get(ctx, TopicKey(cl.Region, "t/ns/persistent/trim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := decodeMeta(kv.Value)
+	if err != nil || len(tm.Ledgers) != 1 {
+		t.Fatalf("metadata: %+v, %v", tm, err)
+	}
+	other := newLedgerClient(t, cl)
+	for _, l := range before[:3] {
+		if _, err := other.OpenNoRecovery(ctx, uint64(l.ID)); !errors.Is(err, ledger.ErrNoLedger) {
+			t.Errorf("ledger %d after trimming: %v", l.ID, err)
+		}
+	}
+	// A read from a trimmed position starts at the first entry kept.
+	es, _, err := m.Read(ctx, ps[0], 100)
+	if err != nil || len(es) != 5 || es[0].Position != ps[30] {
+		t.Fatalf("read from a trimmed position: %d entries, %v", len(es), err)
+	}
+	if c.Backlog() != 0 {
+		t.Fatalf("backlog %d", c.Backlog())
+	}
+}
+
+func TestNoCursorsNoTrimming(t *testing.T) {
+	cl := startCluster(t)
+	ctx := context.Background()
+	m := open(t, testConfig(cl, newLedgerClient(t, cl), 5), "t/ns/persistent/keep")
+	defer m.Close(ctx)
+	ps := appendN(t, m, 0, 12)
+	c, err := m.OpenCursor(ctx, "x", Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.DeleteCursor(ctx, c.Name()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.Ledgers()); n != 3 {
+		t.Fatalf("%d ledgers, want all 3 kept", n)
+	}
+	checkEntries(t, readAll(t, m, first(m), 100), ps, 0)
+}
+
+func TestSecondOwnerFencesFirst(t *testing.T) {
+	cl := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const name = "t/ns/persistent/fence"
+	m1 := open(t, testConfig(cl, newLedgerClient(t, cl), 100), name)
+	ps := appendN(t, m1, 0, 5)
+
+	m2 := open(t, testConfig(cl, newLedgerClient(t, cl), 100), name)
+	kv, err := cl.Meta.Get(ctx, TopicKey(cl.Region, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// m1's next metadata update fails: it must not clobber m2's list.
+	if _, err := m1.OpenCursor(ctx, "sub", Earliest); !errors.Is(err, ErrFenced) {
+		t.Fatalf("first owner's cursor create: %v, want ErrFenced", err)
+	}
+	if _, err := m1.AddEntry(ctx, []byte("stale")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("first owner's add: %v, want ErrFenced", err)
+	}
+	if err := m1.Close(ctx); !errors.Is(err, ErrFenced) {
+		t.Fatalf("first owner's close: %v, want ErrFenced", err)
+	}
+	kv2, err := cl.Meta.Get(ctx, TopicKey(cl.Region, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kv2.Rev != kv.Rev {
+		t.Fatalf("the fenced owner wrote the metadata")
+	}
+	more := appendN(t, m2, 5, 3)
+	checkEntries(t, readAll(t, m2, first(m2), 100), append(ps, more...), 0)
+
+	// A third owner takes over from m2; m2's next add hits its fenced ledger.
+	m3 := open(t, testConfig(cl, newLedgerClient(t, cl), 100), name)
+	defer m3.Close(context.Background())
+	if _, err := m2.AddEntry(ctx, []byte("stale")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("second owner's add after a takeover: %v, want ErrFenced", err)
+	}
+	m2.Close(ctx)
+	checkEntries(t, readAll(t, m3, first(m3), 100), append(ps, more...), 0)
+}
+
+func TestBadInput(t *testing.T) {
+	cl := startCluster(t)
+	lc := newLedgerClient(t, cl)
+	ctx := context.Background()
+	cfg := testConfig(cl, lc, 10)
+	for _, name := range []string{"", "a/../b", "..", "/abs", strings.Repeat("n", MaxNameLen+1), "sp ace"} {
+		if _, err := Open(ctx, cfg, name); !errors.Is(err, ErrInvalidName) {
+			t.Errorf("Open(%q): %v, want ErrInvalidName", name, err)
+		}
+	}
+	if _, err := Open(ctx, Config{MaxEntriesPerLedger: -1}, "ok"); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Open with an empty config: %v", err)
+	} else if !strings.Contains(err.Error(), "mledger.meta") || !strings.Contains(err.Error(), "maxEntriesPerLedger") {
+		t.Errorf("config error does not name every field: %v", err)
+	}
+	kvs, err := cl.Meta.List(ctx, metastore.RegionPrefix(cl.Region)+"topics/")
+	if err != nil || len(kvs) != 0 {
+		t.Fatalf("bad names wrote metadata: %v, %v", kvs, err)
+	}
+	kvs, err = cl.Meta.List(ctx, metastore.RegionPrefix(cl.Region)+"ledgers/")
+	if err != nil || len(kvs) != 0 {
+		t.Fatalf("bad names created ledgers: %v, %v", len(kvs), err)
+	}
+
+	const name = "t/ns/persistent/bad"
+	m := open(t, cfg, name)
+	defer m.Close(ctx)
+	ps := appendN(t, m, 0, 3)
+	c, err := m.OpenCursor(ctx, "sub", Earliest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.OpenCursor(ctx, "a/b", Earliest); !errors.Is(err, ErrInvalidName) {
+		t.Errorf("cursor a/b: %v", err)
+	}
+	kv, _ := cl.Meta.Get(ctx, TopicKey(cl.Region, name))
+	end := Position{Ledger: ps[2].Ledger, Entry: 3}
+	if es, next, err := m.Read(ctx, end, 10); err != nil || len(es) != 0 || next != end {
+		t.Errorf("read at the end: %d entries, %v, %v", len(es), next, err)
+	}
+	for _, p := range []Position{{Ledger: ps[2].Ledger, Entry: 4}, {Ledger: ps[2].Ledger + 100}, {Ledger: -1}, {Ledger: ps[0].Ledger, Entry: -2}} {
+		if _, _, err := m.Read(ctx, p, 10); !errors.Is(err, ErrInvalidPosition) {
+			t.Errorf("read from %v: %v, want ErrInvalidPosition", p, err)
+		}
+		if err := c.Ack(ctx, p); !errors.Is(err, ErrInvalidPosition) {
+			t.Errorf("ack %v: %v, want ErrInvalidPosition", p, err)
+		}
+	}
+	if err := c.AckCumulative(ctx, end); !errors.Is(err, ErrInvalidPosition) {
+		t.Errorf("cumulative ack of the end: %v", err)
+	}
+	if _, _, err := m.Read(ctx, ps[0], 0); err == nil {
+		t.Error("read of 0 entries accepted")
+	}
+	kv2, _ := cl.Meta.Get(ctx, TopicKey(cl.Region, name))
+	if kv2.Rev != kv.Rev {
+		t.Error("bad input changed the metadata")
+	}
+	if c.Backlog() != 3 {
+		t.Errorf("backlog %d", c.Backlog())
+	}
+}
+
+// With a tiny tail cache the current ledger's entries come from the bookies,
+// whose last-add-confirmed trails the writer.
+func TestReadCurrentLedgerFromBookies(t *testing.T) {
+	cl := startCluster(t)
+	cfg := testConfig(cl, newLedgerClient(t, cl), 1000)
+	cfg.TailCacheEntries = 2
+	m := open(t, cfg, "t/ns/persistent/tail")
+	defer m.Close(context.Background())
+	ps := appendN(t, m, 0, 200)
+	checkEntries(t, readAll(t, m, ps[0], 33), ps, 0)
+	ps = append(ps, appendN(t, m, 200, 1)...)
+	checkEntries(t, readAll(t, m, ps[0], 1000), ps, 0)
+}
+
+func TestRolloverBySizeAndAge(t *testing.T) {
+	cl := startCluster(t)
+	var (
+		mu  sync.Mutex
+		now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	)
+	cfg := testConfig(cl, newLedgerClient(t, cl), 0)
+	cfg.MaxLedgerSize = 100
+	cfg.MaxLedgerAge = time.Minute
+	cfg.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	m := open(t, cfg, "t/ns/persistent/size-age")
+	defer m.Close(context.Background())
+	ctx := context.Background()
+	var ps []Position
+	for i := 0; i < 5; i++ { // 40 bytes each: a ledger takes 3 (120 >= 100)
+		p, err := m.AddEntry(ctx, bytes.Repeat([]byte{byte(i)}, 40))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	if ps[2].Ledger != ps[0].Ledger || ps[3].Ledger == ps[2].Ledger || ps[3].Entry != 0 {
+		t.Fatalf("size rollover: %v", ps)
+	}
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	p, err := m.AddEntry(ctx, []byte("aged"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Ledger == ps[4].Ledger || p.Entry != 0 {
+		t.Fatalf("age rollover: %v after %v", p, ps[4])
+	}
+	ls := m.Ledgers()
+	if len(ls) != 3 || ls[0].Size != 120 || ls[0].Entries != 3 || ls[1].Entries != 2 || ls[1].Size != 80 {
+		t.Fatalf("ledgers %+v", ls)
+	}
+}
+
+// A reader tails the log while a writer appends across rollovers.
+func TestConcurrentAppendAndRead(t *testing.T) {
+	cl := startCluster(t)
+	m := open(t, testConfig(cl, newLedgerClient(t, cl), 50), "t/ns/persistent/tailing")
+	defer m.Close(context.Background())
+	const n = 400
+	start := first(m)
+	done := make(chan []Position, 1)
+	go func() {
+		var ps []Position
+		for i := 0; i < n; i += 40 {
+			ps = append(ps, appendNNoT(m, i, 40)...)
+		}
+		done <- ps
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []Entry
+	from := start
+	for len(got) < n {
+		es, next, err := m.Read(ctx, from, 25)
+		if err != nil {
+			t.Fatalf("read from %v: %v", from, err)
+		}
+		if len(es) == 0 {
+			time.Sleep(2 * time.Millisecond)
+			continue
+		}
+		got = append(got, es...)
+		from = next
+	}
+	ps := <-done
+	checkEntries(t, got, ps, 0)
+}
+
+// appendNNoT is appendN for goroutines other than the test's: it returns
+// nil positions on failure, which checkEntries then reports.
+func appendNNoT(m *ManagedLedger, from, n int) []Position {
+	ps := make([]Position, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		m.AddEntryAsync(context.Background(), payload(from+i), func(p Position, err error) {
+			defer wg.Done()
+			if err == nil {
+				ps[i] = p
+			}
+		})
+	}
+	wg.Wait()
+	return ps
+}
+
+func TestConcurrentAcks(t *testing.T) {
+	cl := startCluster(t)
+	ctx := context.Background()
+	m := open(t, testConfig(cl, newLedgerClient(t, cl), 10), "t/ns/persistent/acks")
+	defer m.Close(ctx)
+	ps := appendN(t, m, 0, 40)
+	c, err := m.OpenCursor(ctx, "sub", Earliest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ps))
+	for g := 0; g < 4; g++ {
+		wg.Go(func() {
+			for i := g; i < len(ps); i += 4 {
+				if err := c.Ack(ctx, ps[len(ps)-1-i]); err != nil {
+					errs <- err
+				}
+				_ = c.Backlog()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if c.MarkDelete() != ps[39] || c.Backlog() != 0 || len(c.AckedRanges()) != 0 {
+		t.Fatalf("mark-delete %v backlog %d ranges %v", c.MarkDelete(), c.Backlog(), c.AckedRanges())
+	}
+	if ls := m.Ledgers(); len(ls) != 1 || ls[0].ID != ps[39].Ledger {
+		t.Fatalf("ledgers after acking everything: %+v", ls)
+	}
+}
