@@ -57,19 +57,13 @@ type lacState struct {
 	changed chan struct{}
 }
 
-// Registration is what a bookie publishes under /isobar/<region>/bookies/<id>.
-type Registration struct {
-	ID         string `json:"id"`
-	Address    string `json:"address"`
-	Rack       string `json:"rack,omitempty"`
-	TotalBytes uint64 `json:"totalBytes"`
-	FreeBytes  uint64 `json:"freeBytes"`
-	ReadOnly   bool   `json:"readOnly"`
-}
+// Registration is what a bookie publishes under /isobar/<region>/bookies/<id>
+// (defined with the protocol, which ledger clients share).
+type Registration = proto.Registration
 
 // RegistrationKey is the metadata key a bookie registers under.
 func RegistrationKey(region, id string) string {
-	return metastore.RegionPrefix(region) + "bookies/" + id
+	return proto.BookiesPrefix(metastore.RegionPrefix(region)) + id
 }
 
 // New opens the bookie's storage (replaying its journal). Call Start or Serve

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/isobar-mq/isobar/bookie/proto"
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -62,7 +63,7 @@ func LedgerKey(region string, id uint64) string {
 func LedgerIDKey(region string) string { return metastore.RegionPrefix(region) + "ledger-id" }
 
 // BookiesPrefix is where bookies register.
-func BookiesPrefix(region string) string { return metastore.RegionPrefix(region) + "bookies/" }
+func BookiesPrefix(region string) string { return proto.BookiesPrefix(metastore.RegionPrefix(region)) }
 
 // checkQuorums reports what is wrong with an ensemble size and quorums.
 func checkQuorums(e, qw, qa int) []error {

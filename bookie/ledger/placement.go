@@ -5,17 +5,13 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+
+	"github.com/isobar-mq/isobar/bookie/proto"
 )
 
-// BookieInfo is a bookie's registration under /isobar/<region>/bookies/<id>.
-type BookieInfo struct {
-	ID         string `json:"id"`
-	Address    string `json:"address"`
-	Rack       string `json:"rack,omitempty"`
-	TotalBytes uint64 `json:"totalBytes"`
-	FreeBytes  uint64 `json:"freeBytes"`
-	ReadOnly   bool   `json:"readOnly"`
-}
+// BookieInfo is a bookie's registration under /isobar/<region>/bookies/<id>,
+// as the bookie publishes it.
+type BookieInfo = proto.Registration
 
 // writable filters out read-only bookies and those listed in exclude, then
 // orders the rest: shuffled by rng, or by id when rng is nil.

@@ -1,0 +1,18 @@
+package proto
+
+// Registration is what a bookie publishes, as JSON under a lease, at
+// BookiesPrefix(region prefix) + its id in the region's metadata store, and
+// what ledger clients read to place ensembles. It is part of the contract
+// between bookies and ledger clients, like the frames in this package.
+type Registration struct {
+	ID         string `json:"id"`
+	Address    string `json:"address"`
+	Rack       string `json:"rack,omitempty"`
+	TotalBytes uint64 `json:"totalBytes"`
+	FreeBytes  uint64 `json:"freeBytes"`
+	ReadOnly   bool   `json:"readOnly"`
+}
+
+// BookiesPrefix is where bookies register, under a region's metadata prefix
+// (metastore.RegionPrefix).
+func BookiesPrefix(regionPrefix string) string { return regionPrefix + "bookies/" }
