@@ -391,18 +391,20 @@ func (s *Server) handleSlow(ctx context.Context, req *proto.Request) *proto.Resp
 }
 
 // lacStateLocked returns the ledger's LAC state, loading it from the last
-// stored entry the first time. It returns nil for a ledger this bookie does
-// not have. lacMu must be held.
-func (s *Server) lacStateLocked(ledger uint64) *lacState {
+// stored entry the first time. For a ledger this bookie does not have it
+// returns nil, or with create a fresh state at LAC -1 (a long poll or an
+// add may reach a bookie before the ledger's first entry does). lacMu must
+// be held.
+func (s *Server) lacStateLocked(ledger uint64, create bool) *lacState {
 	if st, ok := s.lacs[ledger]; ok {
 		return st
 	}
 	last, err := s.store.LastEntryID(ledger)
-	if err != nil {
+	if err != nil && !create {
 		return nil
 	}
 	st := &lacState{lac: -1, changed: make(chan struct{})}
-	if last >= 0 {
+	if err == nil && last >= 0 {
 		if data, err := s.store.Read(ledger, uint64(last)); err == nil {
 			if e, err := proto.DecodeEntry(data); err == nil {
 				st.lac = e.LAC
@@ -416,7 +418,7 @@ func (s *Server) lacStateLocked(ledger uint64) *lacState {
 func (s *Server) lac(ledger uint64) int64 {
 	s.lacMu.Lock()
 	defer s.lacMu.Unlock()
-	if st := s.lacStateLocked(ledger); st != nil {
+	if st := s.lacStateLocked(ledger, false); st != nil {
 		return st.lac
 	}
 	return -1
@@ -425,11 +427,7 @@ func (s *Server) lac(ledger uint64) int64 {
 func (s *Server) observeLAC(ledger uint64, lac int64) {
 	s.lacMu.Lock()
 	defer s.lacMu.Unlock()
-	st := s.lacStateLocked(ledger)
-	if st == nil {
-		st = &lacState{lac: -1, changed: make(chan struct{})}
-		s.lacs[ledger] = st
-	}
+	st := s.lacStateLocked(ledger, true)
 	if lac > st.lac {
 		st.lac = lac
 		close(st.changed)
@@ -448,17 +446,12 @@ func (s *Server) waitLAC(ctx context.Context, ledger uint64, prev int64, timeout
 	}
 	for {
 		s.lacMu.Lock()
-		st := s.lacStateLocked(ledger)
+		// A long poll may arrive before the ledger's first entry: create
+		// the state so that entry wakes it.
+		st := s.lacStateLocked(ledger, timeout > 0)
 		if st == nil {
 			s.lacMu.Unlock()
-			if timeout == 0 {
-				return -1, storage.ErrNoLedger
-			}
-			// The ledger may not have reached this bookie yet: create the
-			// state so the first add wakes us.
-			s.lacMu.Lock()
-			st = &lacState{lac: -1, changed: make(chan struct{})}
-			s.lacs[ledger] = st
+			return -1, storage.ErrNoLedger
 		}
 		lac, ch := st.lac, st.changed
 		s.lacMu.Unlock()
