@@ -131,6 +131,7 @@ func (m *ManagedLedger) confirmed(p Position, data []byte, readable int64) {
 	if p.Compare(m.lastConfirmed) > 0 {
 		m.lastConfirmed = p
 	}
+	defer m.wakeLocked()
 	if m.tailLedger != p.Ledger || m.tailFirst+int64(len(m.tail)) != p.Entry {
 		m.tailLedger, m.tailFirst, m.tail, m.tailReadable = p.Ledger, p.Entry, m.tail[:0], -1
 	}

@@ -189,10 +189,15 @@ func (c *Cursor) AckCumulative(ctx context.Context, p Position) error {
 }
 
 func (c *Cursor) change(ctx context.Context, p Position, fn func(*ackset.Set) (bool, error)) error {
-	ls := c.m.view()
-	if !validEntry(ls, p) {
+	if !validEntry(c.m.view(), p) {
 		return fmt.Errorf("mledger %s: cursor %s: ack %v: %w (last confirmed %v)", c.m.name, c.name, p, ErrInvalidPosition, c.m.LastConfirmed())
 	}
+	return c.apply(ctx, fn)
+}
+
+// apply runs fn on a copy of the cursor's set, advances it and persists.
+func (c *Cursor) apply(ctx context.Context, fn func(*ackset.Set) (bool, error)) error {
+	ls := c.m.view()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.deleted {

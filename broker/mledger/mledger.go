@@ -164,9 +164,10 @@ type ManagedLedger struct {
 	mu            sync.Mutex
 	lastConfirmed Position
 	tailLedger    int64
-	tailFirst     int64    // entry id of tail[0]
-	tail          [][]byte // newest confirmed entries of tailLedger
-	tailReadable  int64    // bookies serve tailLedger's entries up to this
+	tailFirst     int64         // entry id of tail[0]
+	tail          [][]byte      // newest confirmed entries of tailLedger
+	tailReadable  int64         // bookies serve tailLedger's entries up to this
+	notify        chan struct{} // closed at the next confirmed entry; nil until asked for
 
 	// addMu guards closing against AddEntryAsync sending to queue.
 	addMu   sync.RWMutex

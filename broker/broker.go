@@ -1,0 +1,530 @@
+// Package broker is Isobar's stateless broker: it serves the Pulsar binary
+// protocol (package wire) on a listener, owns the topics of the namespace
+// bundles placed on it, appends what producers send to each topic's managed
+// ledger (package mledger) and dispatches entries to the consumers of each
+// subscription (Exclusive, Failover, Shared, Key_Shared). It keeps no state
+// that is not in the metadata store or on the bookies: a topic is loaded on
+// first use by the broker that owns its bundle and unloaded when the bundle
+// goes elsewhere. The design is in docs/broker.md.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/broker/wire"
+	"github.com/isobar-mq/isobar/metastore"
+)
+
+// Version is the server version sent in CONNECTED.
+const Version = "Isobar 0.1"
+
+// Errors returned by the broker's Go API; on the wire they become the
+// matching server error codes.
+var (
+	ErrClosed          = errors.New("broker: closed")
+	ErrNotOwner        = errors.New("broker: topic not served by this broker")
+	ErrTopicNotFound   = errors.New("broker: topic not found")
+	ErrSubNotFound     = errors.New("broker: subscription not found")
+	ErrNamespace       = errors.New("broker: namespace not found")
+	ErrInvalidArgument = errors.New("broker: invalid argument")
+	ErrBusy            = errors.New("broker: in use")
+)
+
+// LookupResult says which broker serves a topic.
+type LookupResult struct {
+	// ServiceURL and HTTPURL are the serving broker's advertised URLs.
+	ServiceURL, HTTPURL string
+	// Self is true when this broker serves it.
+	Self bool
+	// Authoritative tells the client that the answer comes from the broker
+	// that decided the placement (sent with redirects).
+	Authoritative bool
+}
+
+// Placement decides which broker serves a topic: the bundle ownership
+// registry in a region, or Self in a single-broker setup. It is the one
+// place where lookup policy lives.
+type Placement interface {
+	// Lookup returns the broker that serves name, taking ownership of its
+	// bundle when this broker is chosen.
+	Lookup(ctx context.Context, name topic.Name, authoritative bool) (LookupResult, error)
+	// Owns reports, without blocking, whether this broker serves name now.
+	Owns(name topic.Name) bool
+}
+
+// NamespacePolicy is what the broker needs to know about a namespace.
+type NamespacePolicy struct {
+	// AutoCreate allows topics to be created on first use.
+	AutoCreate bool
+	// AutoCreatePartitions is the partition count of auto-created topics;
+	// 0 creates non-partitioned topics.
+	AutoCreatePartitions int
+	// Deduplication turns on de-duplication by producer name and sequence id.
+	Deduplication bool
+}
+
+// Namespaces answers questions about namespaces and partitioned topics
+// (the policy store behind an adapter).
+type Namespaces interface {
+	// Policy returns the namespace's policy; an error wrapping ErrNamespace
+	// when it does not exist.
+	Policy(ctx context.Context, ns string) (NamespacePolicy, error)
+	// Partitions returns a topic's partition count, ok false when it is not
+	// a partitioned topic.
+	Partitions(ctx context.Context, name topic.Name) (n int, ok bool, err error)
+	// CreatePartitioned records a partitioned topic.
+	CreatePartitioned(ctx context.Context, name topic.Name, n int) error
+}
+
+// Config configures a broker. Zero values of optional fields mean the
+// documented defaults.
+type Config struct {
+	// Region names the region (metadata key prefix). Required.
+	Region string
+	// Cluster is the cluster name reported to clients and in stats;
+	// empty means Region.
+	Cluster string
+	// Meta is the region's metadata store. Required.
+	Meta *metastore.Store
+	// Ledgers is the ledger client. Required.
+	Ledgers *ledger.Client
+	// ServiceURL is this broker's advertised pulsar:// URL. Required.
+	ServiceURL string
+	// HTTPURL is this broker's advertised http:// URL.
+	HTTPURL string
+	// Placement decides topic ownership; nil means this broker serves
+	// every topic (a single-broker region).
+	Placement Placement
+	// Namespaces answers namespace policy questions; nil allows every
+	// namespace with auto-creation of non-partitioned topics.
+	Namespaces Namespaces
+	// MaxMessageSize is the largest message accepted and advertised in
+	// CONNECTED. Zero means 5 MiB.
+	MaxMessageSize int
+	// KeepAlive is the ping interval; a connection silent for two
+	// intervals is closed. Zero means 30s.
+	KeepAlive time.Duration
+	// Ledger tunes the managed ledgers of topics (Meta, Ledgers, Region
+	// and Logger are filled in).
+	Ledger mledger.Config
+	// Logger receives connection and topic events; nil discards.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Validate reports every problem with the config at once.
+func (c Config) Validate() error {
+	var errs []error
+	if strings.TrimSpace(c.Region) == "" {
+		errs = append(errs, errors.New("broker.region: required"))
+	}
+	if c.Meta == nil {
+		errs = append(errs, errors.New("broker.meta: required"))
+	}
+	if c.Ledgers == nil {
+		errs = append(errs, errors.New("broker.ledgers: required"))
+	}
+	if !strings.HasPrefix(c.ServiceURL, "pulsar://") {
+		errs = append(errs, fmt.Errorf("broker.serviceUrl: %q must be a pulsar:// URL", c.ServiceURL))
+	}
+	if c.MaxMessageSize < 0 || c.MaxMessageSize > 100<<20 {
+		errs = append(errs, fmt.Errorf("broker.maxMessageSize: %d must be between 0 and 100 MiB", c.MaxMessageSize))
+	}
+	if c.KeepAlive < 0 {
+		errs = append(errs, fmt.Errorf("broker.keepAlive: %v is negative", c.KeepAlive))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Cluster == "" {
+		c.Cluster = c.Region
+	}
+	if c.MaxMessageSize == 0 {
+		c.MaxMessageSize = wire.MaxMessageSize
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Placement == nil {
+		c.Placement = Self{ServiceURL: c.ServiceURL, HTTPURL: c.HTTPURL}
+	}
+	if c.Namespaces == nil {
+		c.Namespaces = openNamespaces{}
+	}
+	c.Ledger.Meta, c.Ledger.Ledgers, c.Ledger.Region = c.Meta, c.Ledgers, c.Region
+	c.Ledger.Logger = c.Logger
+	return c
+}
+
+// Self is the Placement of a broker that serves every topic itself.
+type Self struct{ ServiceURL, HTTPURL string }
+
+// Lookup implements Placement.
+func (s Self) Lookup(context.Context, topic.Name, bool) (LookupResult, error) {
+	return LookupResult{ServiceURL: s.ServiceURL, HTTPURL: s.HTTPURL, Self: true, Authoritative: true}, nil
+}
+
+// Owns implements Placement.
+func (Self) Owns(topic.Name) bool { return true }
+
+type openNamespaces struct{}
+
+func (openNamespaces) Policy(context.Context, string) (NamespacePolicy, error) {
+	return NamespacePolicy{AutoCreate: true}, nil
+}
+func (openNamespaces) Partitions(context.Context, topic.Name) (int, bool, error) {
+	return 0, false, nil
+}
+func (openNamespaces) CreatePartitioned(context.Context, topic.Name, int) error {
+	return fmt.Errorf("%w: no namespace store to record partitioned topics", ErrInvalidArgument)
+}
+
+// Broker serves the Pulsar protocol for the topics it owns.
+type Broker struct {
+	cfg Config
+	log *slog.Logger
+
+	ctx    context.Context // cancelled by Shutdown's deadline or Close
+	cancel context.CancelFunc
+
+	nextProducer atomic.Uint64
+
+	mu        sync.Mutex
+	listeners []net.Listener
+	conns     map[*conn]struct{}
+	topics    map[string]*topicSlot
+	shutdown  bool
+
+	wg sync.WaitGroup // accept loops and connections
+}
+
+// topicSlot is a loaded topic or one being loaded (ready closed when done).
+type topicSlot struct {
+	ready chan struct{}
+	t     *Topic
+	err   error
+}
+
+// New returns a broker; Serve starts it on a listener.
+func New(cfg Config) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Broker{
+		cfg:    cfg,
+		log:    cfg.Logger.With("component", "broker"),
+		ctx:    ctx,
+		cancel: cancel,
+		conns:  map[*conn]struct{}{},
+		topics: map[string]*topicSlot{},
+	}, nil
+}
+
+// Config returns the broker's configuration with defaults filled in.
+func (b *Broker) Config() Config { return b.cfg }
+
+// Serve accepts connections on ln until Shutdown; it returns nil then.
+func (b *Broker) Serve(ln net.Listener) error {
+	b.mu.Lock()
+	if b.shutdown {
+		b.mu.Unlock()
+		ln.Close()
+		return ErrClosed
+	}
+	b.listeners = append(b.listeners, ln)
+	b.wg.Add(1)
+	b.mu.Unlock()
+	defer b.wg.Done()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			b.mu.Lock()
+			down := b.shutdown
+			b.mu.Unlock()
+			if down {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("broker: accept: %w", err)
+		}
+		b.ServeConn(nc)
+	}
+}
+
+// ServeConn serves one connection in the background (tests hand it one end
+// of a net.Pipe).
+func (b *Broker) ServeConn(nc net.Conn) {
+	b.mu.Lock()
+	if b.shutdown {
+		b.mu.Unlock()
+		nc.Close()
+		return
+	}
+	c := newConn(b, nc)
+	b.conns[c] = struct{}{}
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		c.serve()
+		b.mu.Lock()
+		delete(b.conns, c)
+		b.mu.Unlock()
+	}()
+}
+
+// Shutdown stops accepting, unloads every topic (telling clients to
+// reconnect elsewhere and closing the managed ledgers cleanly), closes the
+// connections and waits for them. When ctx ends first the rest is cut
+// short.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	b.mu.Lock()
+	if b.shutdown {
+		b.mu.Unlock()
+		return nil
+	}
+	b.shutdown = true
+	lns := b.listeners
+	b.mu.Unlock()
+	for _, ln := range lns {
+		ln.Close()
+	}
+	stop := context.AfterFunc(ctx, b.cancel)
+	defer stop()
+	var errs []error
+	for _, t := range b.loadedTopics() {
+		if err := b.unloadTopic(ctx, t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	b.mu.Lock()
+	conns := make([]*conn, 0, len(b.conns))
+	for c := range b.conns {
+		conns = append(conns, c)
+	}
+	b.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	done := make(chan struct{})
+	go func() { b.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("broker: shutdown: %w", ctx.Err()))
+	}
+	b.cancel()
+	return errors.Join(errs...)
+}
+
+func (b *Broker) loadedTopics() []*Topic {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []*Topic
+	for _, s := range b.topics {
+		select {
+		case <-s.ready:
+			if s.t != nil {
+				out = append(out, s.t)
+			}
+		default:
+		}
+	}
+	return out
+}
+
+// Topics returns the names of the loaded topics.
+func (b *Broker) Topics() []string {
+	var out []string
+	for _, t := range b.loadedTopics() {
+		out = append(out, t.name.String())
+	}
+	return out
+}
+
+// loadedTopic returns the topic if it is loaded here, without loading.
+func (b *Broker) loadedTopic(name string) *Topic {
+	b.mu.Lock()
+	s := b.topics[name]
+	b.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	select {
+	case <-s.ready:
+		return s.t
+	default:
+		return nil
+	}
+}
+
+// getTopic returns the loaded topic name, loading it if this broker owns
+// it. create says whether a missing topic may be created (subject to the
+// namespace's auto-creation policy).
+func (b *Broker) getTopic(ctx context.Context, name topic.Name, create bool) (*Topic, error) {
+	key := name.String()
+	for {
+		b.mu.Lock()
+		if b.shutdown {
+			b.mu.Unlock()
+			return nil, ErrClosed
+		}
+		s := b.topics[key]
+		if s == nil {
+			s = &topicSlot{ready: make(chan struct{})}
+			b.topics[key] = s
+			b.mu.Unlock()
+			s.t, s.err = b.loadTopic(ctx, name, create)
+			close(s.ready)
+			if s.err != nil {
+				b.mu.Lock()
+				if b.topics[key] == s {
+					delete(b.topics, key)
+				}
+				b.mu.Unlock()
+			}
+			return s.t, s.err
+		}
+		b.mu.Unlock()
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if s.err == nil {
+			if s.t.isClosed() {
+				// Being unloaded: wait for the slot to go and load again.
+				b.waitGone(ctx, key, s)
+				continue
+			}
+			return s.t, nil
+		}
+		// A failed load by someone else: try ourselves (it was removed).
+		if errors.Is(s.err, ErrNotOwner) || errors.Is(s.err, ErrTopicNotFound) {
+			return nil, s.err
+		}
+	}
+}
+
+func (b *Broker) waitGone(ctx context.Context, key string, s *topicSlot) {
+	for ctx.Err() == nil {
+		b.mu.Lock()
+		cur := b.topics[key]
+		b.mu.Unlock()
+		if cur != s {
+			return
+		}
+		select {
+		case <-s.t.gone:
+		case <-ctx.Done():
+		}
+	}
+}
+
+func (b *Broker) loadTopic(ctx context.Context, name topic.Name, create bool) (*Topic, error) {
+	if !b.cfg.Placement.Owns(name) {
+		return nil, fmt.Errorf("%w: %s", ErrNotOwner, name)
+	}
+	pol, err := b.cfg.Namespaces.Policy(ctx, name.NamespaceName())
+	if err != nil {
+		return nil, err
+	}
+	if name.Domain == topic.NonPersistent {
+		return newTopic(b, name, nil, pol), nil
+	}
+	mlName := MLName(name)
+	if !create || !pol.AutoCreate {
+		if _, err := b.cfg.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, mlName)); errors.Is(err, metastore.ErrNotFound) {
+			// A partition of a partitioned topic exists once the
+			// partitioned topic does.
+			if p := name.Partition(); p >= 0 {
+				n, ok, perr := b.cfg.Namespaces.Partitions(ctx, name.Base())
+				if perr != nil {
+					return nil, perr
+				}
+				if !ok || p >= n {
+					return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+				}
+			} else {
+				return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+			}
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	ml, err := mledger.Open(ctx, b.cfg.Ledger, mlName)
+	if err != nil {
+		return nil, err
+	}
+	t := newTopic(b, name, ml, pol)
+	if err := t.load(ctx); err != nil {
+		_ = ml.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	b.log.Info("topic loaded", "topic", name.String())
+	return t, nil
+}
+
+// unloadTopic closes t (clients are told to reconnect) and forgets it.
+func (b *Broker) unloadTopic(ctx context.Context, t *Topic) error {
+	err := t.close(ctx, true)
+	b.mu.Lock()
+	if s := b.topics[t.name.String()]; s != nil && s.t == t {
+		delete(b.topics, t.name.String())
+	}
+	b.mu.Unlock()
+	close(t.gone)
+	return err
+}
+
+// Unload unloads a topic (or each partition of a partitioned one) if it is
+// loaded here; clients reconnect through a new lookup.
+func (b *Broker) Unload(ctx context.Context, name topic.Name) error {
+	if t := b.loadedTopic(name.String()); t != nil {
+		return b.unloadTopic(ctx, t)
+	}
+	return nil
+}
+
+// UnloadBundle unloads every loaded topic for which in reports true (the
+// topics of a bundle this broker lost or gives away).
+func (b *Broker) UnloadMatching(ctx context.Context, in func(topic.Name) bool) error {
+	var errs []error
+	for _, t := range b.loadedTopics() {
+		if in(t.name) {
+			errs = append(errs, b.unloadTopic(ctx, t))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MLName is the managed ledger name of a persistent topic:
+// tenant/namespace/persistent/local, so a namespace's topics share a
+// metadata key prefix.
+func MLName(name topic.Name) string {
+	return name.Tenant + "/" + name.Namespace + "/" + string(topic.Persistent) + "/" + name.Local
+}

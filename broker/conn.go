@@ -1,0 +1,834 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/broker/wire"
+	"github.com/isobar-mq/isobar/broker/wire/pb"
+)
+
+// maxProtocolVersion is the highest protocol version this broker speaks.
+const maxProtocolVersion = 21
+
+// maxOutBuffer bounds the bytes queued for a connection's writer; senders
+// block (the dispatcher of a slow consumer, mostly) while it is full.
+const maxOutBuffer = 8 << 20
+
+// conn is one client connection: a reader loop (serve) that handles
+// commands in order, and a writer goroutine that writes what senders
+// queue, many frames per write.
+type conn struct {
+	b   *Broker
+	nc  net.Conn
+	log *slog.Logger
+
+	ctx    context.Context // ends when the connection closes
+	cancel context.CancelFunc
+
+	// wmu guards the output buffer and closed; wcond signals room.
+	wmu     sync.Mutex
+	wcond   *sync.Cond
+	wbuf    []byte
+	wclosed bool
+	wkick   chan struct{}
+
+	// mu guards the producer and consumer tables.
+	mu        sync.Mutex
+	producers map[uint64]*producer
+	consumers map[uint64]*consumer
+
+	clientVersion   string
+	protocolVersion int32
+	lastRead        time.Time // reader goroutine only
+	slow            sync.WaitGroup
+	closeOnce       sync.Once
+	drain           bool // reader goroutine, read by serve after it
+}
+
+func newConn(b *Broker, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(b.ctx)
+	c := &conn{
+		b: b, nc: nc,
+		log:       b.log.With("remote", nc.RemoteAddr().String()),
+		ctx:       ctx,
+		cancel:    cancel,
+		wkick:     make(chan struct{}, 1),
+		producers: map[uint64]*producer{},
+		consumers: map[uint64]*consumer{},
+	}
+	c.wcond = sync.NewCond(&c.wmu)
+	return c
+}
+
+// serve runs the connection until the peer goes or it is closed.
+func (c *conn) serve() {
+	wdone := make(chan struct{})
+	go func() { defer close(wdone); c.writeLoop() }()
+	kdone := make(chan struct{})
+	go func() { defer close(kdone); c.keepAlive() }()
+	err := c.readLoop()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		c.log.Debug("connection closed", "err", err)
+	}
+	c.close()
+	<-wdone // the writer flushed what was queued (a final error, say)
+	if c.drain {
+		// The peer may still be sending the frame we refused: half-close
+		// and read it away (bounded) so it reads our reply, not a reset.
+		if hc, ok := c.nc.(interface{ CloseWrite() error }); ok {
+			_ = hc.CloseWrite()
+			c.nc.SetReadDeadline(time.Now().Add(time.Second))
+			_, _ = io.Copy(io.Discard, io.LimitReader(c.nc, 64<<20))
+		}
+	}
+	c.nc.Close()
+	c.slow.Wait()
+	c.release()
+	<-kdone
+}
+
+// close stops the connection: the reader wakes up, the writer flushes
+// what is queued and stops, serve cleans up.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.wmu.Lock()
+		c.wclosed = true
+		c.wcond.Broadcast()
+		c.wmu.Unlock()
+		select {
+		case c.wkick <- struct{}{}:
+		default:
+		}
+		c.nc.SetReadDeadline(time.Now())
+		c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	})
+}
+
+// release removes the connection's producers and consumers.
+func (c *conn) release() {
+	c.mu.Lock()
+	prods := make([]*producer, 0, len(c.producers))
+	for _, p := range c.producers {
+		prods = append(prods, p)
+	}
+	cons := make([]*consumer, 0, len(c.consumers))
+	for _, k := range c.consumers {
+		cons = append(cons, k)
+	}
+	c.producers, c.consumers = map[uint64]*producer{}, map[uint64]*consumer{}
+	c.mu.Unlock()
+	for _, p := range prods {
+		p.t.removeProducer(p)
+	}
+	for _, k := range cons {
+		k.sub.removeConsumer(k)
+	}
+}
+
+// send queues a frame for the writer. It blocks while the buffer is full
+// and drops the frame once the connection is closed.
+func (c *conn) send(frame []byte) {
+	c.wmu.Lock()
+	for len(c.wbuf) > maxOutBuffer && !c.wclosed {
+		c.wcond.Wait()
+	}
+	if c.wclosed {
+		c.wmu.Unlock()
+		return
+	}
+	c.wbuf = append(c.wbuf, frame...)
+	c.wmu.Unlock()
+	select {
+	case c.wkick <- struct{}{}:
+	default:
+	}
+}
+
+// sendCmd queues a simple command.
+func (c *conn) sendCmd(cmd *pb.BaseCommand) {
+	f, err := wire.AppendCommand(nil, cmd)
+	if err != nil {
+		c.log.Error("encode command", "type", cmd.GetType(), "err", err)
+		return
+	}
+	c.send(f)
+}
+
+func (c *conn) writeLoop() {
+	var buf []byte
+	for range c.wkick {
+		c.wmu.Lock()
+		buf, c.wbuf = c.wbuf, buf[:0]
+		closed := c.wclosed
+		c.wcond.Broadcast()
+		c.wmu.Unlock()
+		if len(buf) > 0 {
+			if !closed {
+				c.nc.SetWriteDeadline(time.Now().Add(2 * c.b.cfg.KeepAlive))
+			}
+			if _, err := c.nc.Write(buf); err != nil {
+				c.close()
+				c.nc.Close()
+				return
+			}
+		}
+		if closed {
+			return
+		}
+		if cap(buf) > 4*maxOutBuffer {
+			buf = nil
+		}
+	}
+}
+
+// keepAlive pings an idle peer and closes the connection when it stays
+// silent for two intervals.
+func (c *conn) keepAlive() {
+	t := time.NewTicker(c.b.cfg.KeepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PING.Enum(), Ping: &pb.CommandPing{}})
+	}
+}
+
+func (c *conn) readLoop() error {
+	maxFrame := c.b.cfg.MaxMessageSize + wire.FramePadding
+	connected := false
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(2*c.b.cfg.KeepAlive + time.Second))
+		if err := c.ctx.Err(); err != nil {
+			return err
+		}
+		raw, err := wire.ReadFrame(c.nc, maxFrame, nil)
+		if err != nil {
+			var ne net.Error
+			switch {
+			case errors.Is(err, wire.ErrFrameTooLarge):
+				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %w (max message size %d)", wire.ErrNotAllowed, err, c.b.cfg.MaxMessageSize)))
+				c.drainAndClose()
+			case errors.As(err, &ne) && ne.Timeout():
+				err = fmt.Errorf("broker: peer silent for %v: %w", 2*c.b.cfg.KeepAlive, err)
+			}
+			return err
+		}
+		f, derr := wire.DecodeFrame(raw)
+		if derr != nil && f.Cmd == nil {
+			c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %w", wire.ErrUnknown, derr)))
+			c.drainAndClose()
+			return derr
+		}
+		if !connected {
+			if f.Cmd.GetType() != pb.BaseCommand_CONNECT {
+				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: expected CONNECT first, got %v", wire.ErrNotAllowed, f.Cmd.GetType())))
+				c.drainAndClose()
+				return fmt.Errorf("broker: %v before CONNECT", f.Cmd.GetType())
+			}
+			c.handleConnect(f.Cmd.Connect)
+			connected = true
+			continue
+		}
+		if err := c.handle(f, derr); err != nil {
+			return err
+		}
+	}
+}
+
+// drainAndClose makes serve send what is queued, then read away what the
+// peer still sends before closing (see serve).
+func (c *conn) drainAndClose() { c.drain = true }
+
+func (c *conn) handleConnect(cmd *pb.CommandConnect) {
+	c.clientVersion = cmd.GetClientVersion()
+	c.protocolVersion = min(cmd.GetProtocolVersion(), maxProtocolVersion)
+	mms := int32(c.b.cfg.MaxMessageSize)
+	c.sendCmd(&pb.BaseCommand{
+		Type: pb.BaseCommand_CONNECTED.Enum(),
+		Connected: &pb.CommandConnected{
+			ServerVersion:   strp(Version),
+			ProtocolVersion: &c.protocolVersion,
+			MaxMessageSize:  &mms,
+			FeatureFlags:    &pb.FeatureFlags{SupportsPartialProducer: boolp(true)},
+		},
+	})
+	c.log = c.log.With("client", c.clientVersion)
+}
+
+// handle dispatches one command. Commands that may block on the metadata
+// store or the bookies run in their own goroutine (clients wait for their
+// replies before depending on them); the rest run in order here.
+func (c *conn) handle(f wire.Frame, derr error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("panic handling command", "type", f.Cmd.GetType(), "panic", r)
+			err = fmt.Errorf("broker: panic handling %v: %v", f.Cmd.GetType(), r)
+		}
+	}()
+	cmd := f.Cmd
+	switch cmd.GetType() {
+	case pb.BaseCommand_PING:
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PONG.Enum(), Pong: &pb.CommandPong{}})
+	case pb.BaseCommand_PONG:
+	case pb.BaseCommand_SEND:
+		c.handleSend(cmd.Send, f, derr)
+	case pb.BaseCommand_ACK:
+		c.handleAck(cmd.Ack)
+	case pb.BaseCommand_FLOW:
+		if k := c.consumer(cmd.Flow.GetConsumerId()); k != nil {
+			k.sub.flow(k, int64(cmd.Flow.GetMessagePermits()))
+		}
+	case pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES:
+		r := cmd.RedeliverUnacknowledgedMessages
+		if k := c.consumer(r.GetConsumerId()); k != nil {
+			k.sub.redeliver(k, msgIDsToPositions(r.GetMessageIds()))
+		}
+	case pb.BaseCommand_PARTITIONED_METADATA:
+		c.async(func() { c.handlePartitionedMetadata(cmd.PartitionMetadata) })
+	case pb.BaseCommand_LOOKUP:
+		c.async(func() { c.handleLookup(cmd.LookupTopic) })
+	case pb.BaseCommand_PRODUCER:
+		c.async(func() { c.handleProducer(cmd.Producer) })
+	case pb.BaseCommand_CLOSE_PRODUCER:
+		c.handleCloseProducer(cmd.CloseProducer)
+	case pb.BaseCommand_SUBSCRIBE:
+		c.async(func() { c.handleSubscribe(cmd.Subscribe) })
+	case pb.BaseCommand_CLOSE_CONSUMER:
+		c.handleCloseConsumer(cmd.CloseConsumer)
+	case pb.BaseCommand_UNSUBSCRIBE:
+		c.async(func() { c.handleUnsubscribe(cmd.Unsubscribe) })
+	case pb.BaseCommand_SEEK:
+		c.async(func() { c.handleSeek(cmd.Seek) })
+	case pb.BaseCommand_GET_LAST_MESSAGE_ID:
+		c.async(func() { c.handleGetLastMessageID(cmd.GetLastMessageId) })
+	case pb.BaseCommand_GET_TOPICS_OF_NAMESPACE:
+		c.async(func() { c.handleGetTopics(cmd.GetTopicsOfNamespace) })
+	case pb.BaseCommand_CONSUMER_STATS:
+		c.handleConsumerStats(cmd.ConsumerStats)
+	case pb.BaseCommand_GET_SCHEMA:
+		id := cmd.GetSchema.GetRequestId()
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
+			RequestId: &id, ErrorCode: pb.ServerError_TopicNotFound.Enum(), ErrorMessage: strp("no schema stored for the topic (Isobar has no schema registry)"),
+		}})
+	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
+		id := cmd.GetOrCreateSchema.GetRequestId()
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE.Enum(), GetOrCreateSchemaResponse: &pb.CommandGetOrCreateSchemaResponse{
+			RequestId: &id, SchemaVersion: make([]byte, 8),
+		}})
+	case pb.BaseCommand_AUTH_RESPONSE:
+		// No authentication yet: nothing was challenged.
+	case pb.BaseCommand_CONNECT:
+		c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: CONNECT on a connected connection", wire.ErrNotAllowed)))
+	default:
+		c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: command %v is not supported by this broker", wire.ErrNotAllowed, cmd.GetType())))
+	}
+	return nil
+}
+
+// async runs fn in a goroutine the connection waits for on close.
+func (c *conn) async(fn func()) {
+	c.slow.Add(1)
+	go func() {
+		defer c.slow.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				c.log.Error("panic in command handler", "panic", r)
+				c.close()
+			}
+		}()
+		fn()
+	}()
+}
+
+func (c *conn) consumer(id uint64) *consumer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.consumers[id]
+}
+
+func (c *conn) producer(id uint64) *producer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.producers[id]
+}
+
+// serverError maps a Go error to the wire error to send.
+func serverError(err error) error {
+	var we *wire.Error
+	switch {
+	case errors.As(err, &we):
+		return err
+	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrClosed), errors.Is(err, mledger.ErrFenced), errors.Is(err, mledger.ErrClosed):
+		return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
+	case errors.Is(err, ErrTopicNotFound):
+		return fmt.Errorf("%w: %w", wire.ErrTopicNotFound, err)
+	case errors.Is(err, ErrSubNotFound):
+		return fmt.Errorf("%w: %w", wire.ErrSubscriptionNotFound, err)
+	case errors.Is(err, ErrNamespace):
+		return fmt.Errorf("%w: %w", wire.ErrTopicNotFound, err)
+	case errors.Is(err, topic.ErrInvalidName):
+		return fmt.Errorf("%w: %w", wire.ErrInvalidTopicName, err)
+	case errors.Is(err, ErrInvalidArgument), errors.Is(err, mledger.ErrInvalidPosition):
+		return fmt.Errorf("%w: %w", wire.ErrNotAllowed, err)
+	case errors.Is(err, ErrBusy):
+		return fmt.Errorf("%w: %w", wire.ErrConsumerBusy, err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
+	default:
+		return fmt.Errorf("%w: %w", wire.ErrPersistence, err)
+	}
+}
+
+func (c *conn) sendError(reqID uint64, err error) {
+	c.sendCmd(wire.NewErrorCommand(reqID, serverError(err)))
+}
+
+func (c *conn) sendSuccess(reqID uint64) {
+	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_SUCCESS.Enum(), Success: &pb.CommandSuccess{RequestId: &reqID}})
+}
+
+// opCtx is the context of a slow command: the connection's, bounded.
+func (c *conn) opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.ctx, 30*time.Second)
+}
+
+func (c *conn) handlePartitionedMetadata(cmd *pb.CommandPartitionedTopicMetadata) {
+	id := cmd.GetRequestId()
+	fail := func(err error) {
+		err = serverError(err)
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: &pb.CommandPartitionedTopicMetadataResponse{
+			RequestId: &id, Response: pb.CommandPartitionedTopicMetadataResponse_Failed.Enum(),
+			Error: wire.CodeOf(err).Enum(), Message: strp(err.Error()),
+		}})
+	}
+	name, err := topic.Parse(cmd.GetTopic())
+	if err != nil {
+		fail(err)
+		return
+	}
+	ctx, cancel := c.opCtx()
+	defer cancel()
+	n, err := c.b.partitions(ctx, name, true)
+	if err != nil {
+		fail(err)
+		return
+	}
+	un := uint32(n)
+	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: &pb.CommandPartitionedTopicMetadataResponse{
+		RequestId: &id, Partitions: &un, Response: pb.CommandPartitionedTopicMetadataResponse_Success.Enum(),
+	}})
+}
+
+func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
+	id := cmd.GetRequestId()
+	fail := func(err error) {
+		err = serverError(err)
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
+			RequestId: &id, Response: pb.CommandLookupTopicResponse_Failed.Enum(),
+			Error: wire.CodeOf(err).Enum(), Message: strp(err.Error()),
+		}})
+	}
+	name, err := topic.Parse(cmd.GetTopic())
+	if err != nil {
+		fail(err)
+		return
+	}
+	ctx, cancel := c.opCtx()
+	defer cancel()
+	if _, err := c.b.cfg.Namespaces.Policy(ctx, name.NamespaceName()); err != nil {
+		fail(err)
+		return
+	}
+	r, err := c.b.cfg.Placement.Lookup(ctx, name, cmd.GetAuthoritative())
+	if err != nil {
+		fail(err)
+		return
+	}
+	resp := pb.CommandLookupTopicResponse_Connect
+	if !r.Self {
+		resp = pb.CommandLookupTopicResponse_Redirect
+	}
+	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
+		RequestId: &id, Response: resp.Enum(), BrokerServiceUrl: strp(r.ServiceURL),
+		Authoritative: boolp(r.Authoritative), ProxyThroughServiceUrl: boolp(false),
+	}})
+}
+
+func (c *conn) handleProducer(cmd *pb.CommandProducer) {
+	reqID, pid := cmd.GetRequestId(), cmd.GetProducerId()
+	name, err := topic.Parse(cmd.GetTopic())
+	if err != nil {
+		c.sendError(reqID, err)
+		return
+	}
+	ctx, cancel := c.opCtx()
+	defer cancel()
+	t, err := c.b.getTopic(ctx, name, true)
+	if err != nil {
+		c.sendError(reqID, err)
+		return
+	}
+	pname := cmd.GetProducerName()
+	if pname == "" || !cmd.GetUserProvidedProducerName() && pname == "" {
+		pname = fmt.Sprintf("%s-%d", c.b.cfg.Cluster, c.b.nextProducer.Add(1))
+	}
+	p := &producer{
+		c: c, id: pid, name: pname, t: t, access: cmd.GetProducerAccessMode(),
+		metadata: kvMap(cmd.GetMetadata()), since: c.b.cfg.Now(),
+	}
+	c.mu.Lock()
+	if _, dup := c.producers[pid]; dup {
+		c.mu.Unlock()
+		c.sendError(reqID, fmt.Errorf("%w: producer id %d is already in use on this connection", wire.ErrProducerBusy, pid))
+		return
+	}
+	c.producers[pid] = p
+	c.mu.Unlock()
+	lastSeq, err := t.addProducer(p)
+	if err != nil {
+		c.mu.Lock()
+		delete(c.producers, pid)
+		c.mu.Unlock()
+		c.sendError(reqID, err)
+		return
+	}
+	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
+		RequestId: &reqID, ProducerName: &pname, LastSequenceId: &lastSeq, ProducerReady: boolp(true),
+	}})
+}
+
+func (c *conn) handleCloseProducer(cmd *pb.CommandCloseProducer) {
+	c.mu.Lock()
+	p := c.producers[cmd.GetProducerId()]
+	delete(c.producers, cmd.GetProducerId())
+	c.mu.Unlock()
+	if p != nil {
+		p.t.removeProducer(p)
+	}
+	c.sendSuccess(cmd.GetRequestId())
+}
+
+// closeProducer forgets p and, when notify, tells the client to
+// reconnect it (CLOSE_PRODUCER).
+func (c *conn) closeProducer(p *producer, notify bool) {
+	c.mu.Lock()
+	if c.producers[p.id] == p {
+		delete(c.producers, p.id)
+	}
+	c.mu.Unlock()
+	p.t.removeProducer(p)
+	if notify {
+		id := p.id
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_CLOSE_PRODUCER.Enum(), CloseProducer: &pb.CommandCloseProducer{ProducerId: &id, RequestId: u64p(0)}})
+	}
+}
+
+func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
+	pid, seq := cmd.GetProducerId(), cmd.GetSequenceId()
+	p := c.producer(pid)
+	if p == nil {
+		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: no producer %d on this connection", wire.ErrNotAllowed, pid)))
+		return
+	}
+	if derr != nil {
+		c.sendCmd(wire.NewSendErrorCommand(pid, seq, derr))
+		return
+	}
+	if f.Entry == nil {
+		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: SEND without a message", wire.ErrNotAllowed)))
+		return
+	}
+	if n := len(f.Payload); n > c.b.cfg.MaxMessageSize {
+		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: message of %d bytes exceeds the maximum message size %d", wire.ErrNotAllowed, n, c.b.cfg.MaxMessageSize)))
+		return
+	}
+	nm := int(cmd.GetNumMessages())
+	if nm <= 0 {
+		nm = 1
+	}
+	highest := cmd.GetHighestSequenceId()
+	p.msgIn.Add(int64(nm))
+	p.bytesIn.Add(int64(len(f.Payload)))
+	partition := int32(p.t.name.Partition())
+	p.t.publish(c.ctx, p, seq, highest, nm, f.Entry, func(pos mledger.Position, stored bool, err error) {
+		if err != nil {
+			c.sendCmd(wire.NewSendErrorCommand(pid, seq, serverError(err)))
+			// The client resends its pending messages after reconnecting
+			// the producer; later sends of this producer must not land
+			// before them.
+			c.closeProducer(p, true)
+			return
+		}
+		id := &pb.MessageIdData{LedgerId: u64p(uint64(pos.Ledger)), EntryId: u64p(uint64(pos.Entry)), Partition: &partition}
+		if !stored {
+			id = &pb.MessageIdData{LedgerId: u64p(^uint64(0)), EntryId: u64p(^uint64(0)), Partition: &partition}
+		}
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_SEND_RECEIPT.Enum(), SendReceipt: &pb.CommandSendReceipt{
+			ProducerId: &pid, SequenceId: &seq, MessageId: id, HighestSequenceId: &highest,
+		}})
+	})
+}
+
+func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
+	reqID, cid := cmd.GetRequestId(), cmd.GetConsumerId()
+	name, err := topic.Parse(cmd.GetTopic())
+	if err != nil {
+		c.sendError(reqID, err)
+		return
+	}
+	if cmd.GetSubscription() == "" {
+		c.sendError(reqID, fmt.Errorf("%w: empty subscription name", ErrInvalidArgument))
+		return
+	}
+	ctx, cancel := c.opCtx()
+	defer cancel()
+	t, err := c.b.getTopic(ctx, name, cmd.ForceTopicCreation == nil || cmd.GetForceTopicCreation())
+	if err != nil {
+		c.sendError(reqID, err)
+		return
+	}
+	k := &consumer{
+		c: c, id: cid, name: cmd.GetConsumerName(), priority: cmd.GetPriorityLevel(),
+		metadata: kvMap(cmd.GetMetadata()), since: c.b.cfg.Now(),
+		pending: map[mledger.Position]struct{}{},
+	}
+	if km := cmd.GetKeySharedMeta(); km != nil && km.GetKeySharedMode() == pb.KeySharedMode_STICKY {
+		for _, r := range km.GetHashRanges() {
+			k.ranges = append(k.ranges, [2]int32{r.GetStart(), r.GetEnd()})
+		}
+	}
+	c.mu.Lock()
+	if _, dup := c.consumers[cid]; dup {
+		c.mu.Unlock()
+		c.sendError(reqID, fmt.Errorf("%w: consumer id %d is already in use on this connection", ErrBusy, cid))
+		return
+	}
+	c.consumers[cid] = k
+	c.mu.Unlock()
+	err = t.subscribe(ctx, cmd, k)
+	if err != nil {
+		c.mu.Lock()
+		delete(c.consumers, cid)
+		c.mu.Unlock()
+		c.sendError(reqID, err)
+		return
+	}
+	c.sendSuccess(reqID)
+	k.sub.consumerReady(k)
+}
+
+func (c *conn) handleCloseConsumer(cmd *pb.CommandCloseConsumer) {
+	c.mu.Lock()
+	k := c.consumers[cmd.GetConsumerId()]
+	delete(c.consumers, cmd.GetConsumerId())
+	c.mu.Unlock()
+	if k != nil {
+		k.sub.removeConsumer(k)
+	}
+	c.sendSuccess(cmd.GetRequestId())
+}
+
+// closeConsumer forgets k and, when notify, tells the client to
+// resubscribe (CLOSE_CONSUMER).
+func (c *conn) closeConsumer(k *consumer, notify bool) {
+	c.mu.Lock()
+	if c.consumers[k.id] == k {
+		delete(c.consumers, k.id)
+	}
+	c.mu.Unlock()
+	if notify {
+		id := k.id
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_CLOSE_CONSUMER.Enum(), CloseConsumer: &pb.CommandCloseConsumer{ConsumerId: &id, RequestId: u64p(0)}})
+	}
+}
+
+func (c *conn) handleUnsubscribe(cmd *pb.CommandUnsubscribe) {
+	reqID := cmd.GetRequestId()
+	k := c.consumer(cmd.GetConsumerId())
+	if k == nil {
+		c.sendError(reqID, fmt.Errorf("%w: no consumer %d on this connection", wire.ErrConsumerNotFound, cmd.GetConsumerId()))
+		return
+	}
+	ctx, cancel := c.opCtx()
+	defer cancel()
+	if err := k.sub.unsubscribe(ctx, k, cmd.GetForce()); err != nil {
+		c.sendError(reqID, err)
+		return
+	}
+	c.mu.Lock()
+	delete(c.consumers, k.id)
+	c.mu.Unlock()
+	c.sendSuccess(reqID)
+}
+
+func (c *conn) handleSeek(cmd *pb.CommandSeek) {
+	reqID := cmd.GetRequestId()
+	k := c.consumer(cmd.GetConsumerId())
+	if k == nil {
+		c.sendError(reqID, fmt.Errorf("%w: no consumer %d on this connection", wire.ErrConsumerNotFound, cmd.GetConsumerId()))
+		return
+	}
+	ctx, cancel := c.opCtx()
+	defer cancel()
+	var err error
+	switch {
+	case cmd.MessageId != nil:
+		id := cmd.MessageId
+		err = k.sub.seek(ctx, msgIDToPosition(id))
+	case cmd.MessagePublishTime != nil:
+		err = k.sub.seekTime(ctx, time.UnixMilli(int64(cmd.GetMessagePublishTime())))
+	default:
+		err = fmt.Errorf("%w: SEEK without a message id or publish time", ErrInvalidArgument)
+	}
+	if err != nil {
+		c.sendError(reqID, err)
+		return
+	}
+	c.sendSuccess(reqID)
+	k.sub.disconnectAll()
+}
+
+func (c *conn) handleGetLastMessageID(cmd *pb.CommandGetLastMessageId) {
+	reqID := cmd.GetRequestId()
+	k := c.consumer(cmd.GetConsumerId())
+	if k == nil {
+		c.sendError(reqID, fmt.Errorf("%w: no consumer %d on this connection", wire.ErrConsumerNotFound, cmd.GetConsumerId()))
+		return
+	}
+	ctx, cancel := c.opCtx()
+	defer cancel()
+	last, batchIdx, err := k.sub.t.lastMessageID(ctx)
+	if err != nil {
+		c.sendError(reqID, err)
+		return
+	}
+	part := int32(k.sub.t.name.Partition())
+	resp := &pb.CommandGetLastMessageIdResponse{
+		RequestId:     &reqID,
+		LastMessageId: &pb.MessageIdData{LedgerId: u64p(uint64(last.Ledger)), EntryId: u64p(uint64(last.Entry)), Partition: &part, BatchIndex: &batchIdx},
+	}
+	if md, ok := k.sub.markDelete(); ok {
+		resp.ConsumerMarkDeletePosition = &pb.MessageIdData{LedgerId: u64p(uint64(md.Ledger)), EntryId: u64p(uint64(md.Entry)), Partition: &part}
+	}
+	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_LAST_MESSAGE_ID_RESPONSE.Enum(), GetLastMessageIdResponse: resp})
+}
+
+func (c *conn) handleConsumerStats(cmd *pb.CommandConsumerStats) {
+	reqID := cmd.GetRequestId()
+	k := c.consumer(cmd.GetConsumerId())
+	if k == nil {
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_CONSUMER_STATS_RESPONSE.Enum(), ConsumerStatsResponse: &pb.CommandConsumerStatsResponse{
+			RequestId: &reqID, ErrorCode: pb.ServerError_ConsumerNotFound.Enum(), ErrorMessage: strp("no such consumer"),
+		}})
+		return
+	}
+	st := k.stats()
+	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_CONSUMER_STATS_RESPONSE.Enum(), ConsumerStatsResponse: &pb.CommandConsumerStatsResponse{
+		RequestId: &reqID, ConsumerName: &k.name, AvailablePermits: u64p(uint64(max(0, st.permits))),
+		UnackedMessages: u64p(uint64(st.unacked)), MsgBacklog: u64p(uint64(max(0, k.sub.backlog()))),
+		Type: strp(k.sub.subType.String()), ConnectedSince: strp(k.since.UTC().Format(time.RFC3339)),
+		Address: strp(c.nc.RemoteAddr().String()),
+	}})
+}
+
+func (c *conn) handleAck(cmd *pb.CommandAck) {
+	k := c.consumer(cmd.GetConsumerId())
+	respond := func(err error) {
+		if cmd.RequestId == nil {
+			return
+		}
+		r := &pb.CommandAckResponse{ConsumerId: u64p(cmd.GetConsumerId()), RequestId: cmd.RequestId}
+		if err != nil {
+			err = serverError(err)
+			r.Error, r.Message = wire.CodeOf(err).Enum(), strp(err.Error())
+		}
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_ACK_RESPONSE.Enum(), AckResponse: r})
+	}
+	if k == nil {
+		respond(fmt.Errorf("%w: no consumer %d on this connection", wire.ErrConsumerNotFound, cmd.GetConsumerId()))
+		return
+	}
+	var ps []mledger.Position
+	for _, id := range cmd.GetMessageId() {
+		if partialAck(id) {
+			continue
+		}
+		ps = append(ps, msgIDToPosition(id))
+	}
+	respond(k.sub.ack(k, ps, cmd.GetAckType() == pb.CommandAck_Cumulative))
+}
+
+// partialAck reports an acknowledgement of some messages of a batch (bits
+// still set in ack_set mean messages not yet acknowledged).
+func partialAck(id *pb.MessageIdData) bool {
+	for _, w := range id.GetAckSet() {
+		if w != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *conn) handleGetTopics(cmd *pb.CommandGetTopicsOfNamespace) {
+	reqID := cmd.GetRequestId()
+	ctx, cancel := c.opCtx()
+	defer cancel()
+	topics, err := c.b.TopicsOfNamespace(ctx, cmd.GetNamespace(), cmd.GetMode())
+	if err != nil {
+		c.sendError(reqID, err)
+		return
+	}
+	resp := &pb.CommandGetTopicsOfNamespaceResponse{RequestId: &reqID}
+	if pat := cmd.GetTopicsPattern(); pat != "" {
+		if filtered, err := filterTopics(topics, pat); err == nil {
+			topics = filtered
+			resp.Filtered = boolp(true)
+		}
+	}
+	hash := topicsHash(topics)
+	resp.TopicsHash = &hash
+	if cmd.TopicsHash != nil && cmd.GetTopicsHash() == hash {
+		resp.Changed = boolp(false)
+	} else {
+		resp.Topics = topics
+		resp.Changed = boolp(true)
+	}
+	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_TOPICS_OF_NAMESPACE_RESPONSE.Enum(), GetTopicsOfNamespaceResponse: resp})
+}
+
+func msgIDToPosition(id *pb.MessageIdData) mledger.Position {
+	return mledger.Position{Ledger: int64(id.GetLedgerId()), Entry: int64(id.GetEntryId())}
+}
+
+func msgIDsToPositions(ids []*pb.MessageIdData) []mledger.Position {
+	out := make([]mledger.Position, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, msgIDToPosition(id))
+	}
+	return out
+}
+
+func kvMap(kvs []*pb.KeyValue) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[kv.GetKey()] = kv.GetValue()
+	}
+	return m
+}
+
+func strp(s string) *string { return &s }
+func boolp(b bool) *bool    { return &b }
+func u64p(v uint64) *uint64 { return &v }

@@ -1,0 +1,94 @@
+package broker_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/sirupsen/logrus"
+
+	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/internal/testcluster"
+)
+
+// env is a region for broker tests: embedded etcd, three real bookies and
+// one broker on a loopback port.
+type env struct {
+	t      testing.TB
+	cl     *testcluster.Cluster
+	lc     *ledger.Client
+	b      *broker.Broker
+	url    string
+	modify func(*broker.Config)
+}
+
+func startEnv(t testing.TB, modify func(*broker.Config)) *env {
+	t.Helper()
+	cl := testcluster.Start(t, testcluster.Options{Bookies: 3})
+	lc, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger(), RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lc.Close() })
+	e := &env{t: t, cl: cl, lc: lc, modify: modify}
+	e.startBroker()
+	return e
+}
+
+func (e *env) startBroker() {
+	t := e.t
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.url = "pulsar://" + ln.Addr().String()
+	cfg := broker.Config{
+		Region:     e.cl.Region,
+		Meta:       e.cl.Connect(),
+		Ledgers:    e.lc,
+		ServiceURL: e.url,
+		Logger:     e.cl.Logger(),
+	}
+	if e.modify != nil {
+		e.modify(&cfg)
+	}
+	b, err := broker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.b = b
+	go b.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		b.Shutdown(ctx)
+	})
+}
+
+// client returns a Pulsar client connected to the broker.
+func (e *env) client() pulsar.Client {
+	e.t.Helper()
+	l := logrus.New()
+	l.SetLevel(logrus.WarnLevel)
+	c, err := pulsar.NewClient(pulsar.ClientOptions{
+		URL:               e.url,
+		OperationTimeout:  15 * time.Second,
+		ConnectionTimeout: 5 * time.Second,
+		Logger:            plog.NewLoggerWithLogrus(l),
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(c.Close)
+	return c
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

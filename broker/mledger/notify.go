@@ -1,0 +1,126 @@
+package mledger
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/isobar-mq/isobar/broker/mledger/ackset"
+)
+
+// Notify returns a channel that is closed when an entry is confirmed after
+// the call. Tailing readers take it, check for entries, and wait on it when
+// there are none, so an entry confirmed in between is never missed.
+func (m *ManagedLedger) Notify() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.notify == nil {
+		m.notify = make(chan struct{})
+	}
+	return m.notify
+}
+
+// wakeLocked closes the notify channel, if anyone took it. m.mu held.
+func (m *ManagedLedger) wakeLocked() {
+	if m.notify != nil {
+		close(m.notify)
+		m.notify = nil
+	}
+}
+
+// FirstPosition is the first entry still in the log, or the position just
+// after the last entry (with ok false) when the log has none.
+func (m *ManagedLedger) FirstPosition() (p Position, ok bool) {
+	ls := m.view()
+	if p, ok := firstFrom(ls, 0); ok {
+		return p, true
+	}
+	last := lastPosition(ls)
+	return Position{Ledger: last.Ledger, Entry: last.Entry + 1}, false
+}
+
+// Valid reports whether p names an entry of the log.
+func (m *ManagedLedger) Valid(p Position) bool { return validEntry(m.view(), p) }
+
+// AckMany acknowledges each valid position of ps individually and persists
+// the cursor once. Positions that name no entry of the log are skipped and
+// reported in the error (wrapping ErrInvalidPosition) after the valid ones
+// are applied.
+func (c *Cursor) AckMany(ctx context.Context, ps []Position) error {
+	ls := c.m.view()
+	var bad []Position
+	good := ps[:0:0]
+	for _, p := range ps {
+		if validEntry(ls, p) {
+			good = append(good, p)
+		} else {
+			bad = append(bad, p)
+		}
+	}
+	var err error
+	if len(good) > 0 {
+		err = c.apply(ctx, func(s *ackset.Set) (bool, error) {
+			changed := false
+			for _, p := range good {
+				ch, err := s.Ack(p)
+				if err != nil {
+					return changed, err
+				}
+				changed = changed || ch
+			}
+			return changed, nil
+		})
+	}
+	if err == nil && len(bad) > 0 {
+		err = fmt.Errorf("mledger %s: cursor %s: ack %v: %w (last confirmed %v)", c.m.name, c.name, bad, ErrInvalidPosition, c.m.LastConfirmed())
+	}
+	return err
+}
+
+// ResetTo moves the cursor so that p is the next entry it delivers:
+// everything before p counts as acknowledged, nothing after it does. p may
+// be the position just after the last entry (the end of the log); a p before
+// the first entry kept resets to the beginning.
+func (c *Cursor) ResetTo(ctx context.Context, p Position) error {
+	if p.Ledger < 0 || p.Entry < 0 {
+		return fmt.Errorf("mledger %s: cursor %s: reset to %v: %w", c.m.name, c.name, p, ErrInvalidPosition)
+	}
+	md := Position{Ledger: p.Ledger, Entry: p.Entry - 1}
+	if first, ok := c.m.FirstPosition(); ok && p.Compare(first) <= 0 {
+		md = Position{Ledger: first.Ledger, Entry: first.Entry - 1}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deleted {
+		return fmt.Errorf("mledger %s: cursor %s: %w", c.m.name, c.name, ErrClosed)
+	}
+	if err := c.m.checkOpen(); err != nil {
+		return err
+	}
+	next := ackset.New(md)
+	next.MaxRanges = c.set.MaxRanges
+	old := c.set
+	c.set = next
+	if err := c.persistLocked(ctx); err != nil {
+		c.set = old
+		return err
+	}
+	return nil
+}
+
+// SetProperties replaces the cursor's stored properties (small string
+// state kept with it, such as a de-duplication snapshot) and persists them.
+func (c *Cursor) SetProperties(ctx context.Context, props map[string]string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deleted {
+		return fmt.Errorf("mledger %s: cursor %s: %w", c.m.name, c.name, ErrClosed)
+	}
+	old := c.props
+	c.props = maps.Clone(props)
+	if err := c.persistLocked(ctx); err != nil {
+		c.props = old
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,52 @@
+package broker
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/isobar-mq/isobar/broker/wire/pb"
+)
+
+// producer is a producer attached to a topic through a connection.
+type producer struct {
+	c        *conn
+	id       uint64
+	name     string
+	t        *Topic
+	access   pb.ProducerAccessMode
+	metadata map[string]string
+	since    time.Time
+
+	msgIn, bytesIn atomic.Int64
+}
+
+// consumer is a consumer attached to a subscription through a connection.
+// Its permits and pending entries are guarded by its subscription's mu.
+type consumer struct {
+	c        *conn
+	id       uint64
+	name     string
+	priority int32
+	metadata map[string]string
+	since    time.Time
+	ranges   [][2]int32 // Key_Shared sticky hash ranges (inclusive)
+	sub      *subscription
+
+	// Guarded by sub.mu.
+	permits int64
+	pending map[Position]struct{}
+	active  bool // Failover: this consumer receives
+
+	msgOut, bytesOut, redelivered atomic.Int64
+}
+
+type consumerStats struct {
+	permits int64
+	unacked int
+}
+
+func (k *consumer) stats() consumerStats {
+	k.sub.mu.Lock()
+	defer k.sub.mu.Unlock()
+	return consumerStats{permits: k.permits, unacked: len(k.pending)}
+}

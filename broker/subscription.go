@@ -1,0 +1,934 @@
+package broker
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/broker/wire"
+	"github.com/isobar-mq/isobar/broker/wire/pb"
+)
+
+// Position is an entry's position in a topic's log.
+type Position = mledger.Position
+
+// ReservedPrefix starts the names of the broker's own cursors
+// (de-duplication, replication); clients cannot subscribe with it.
+const ReservedPrefix = "isobar."
+
+// maxReadBatch bounds the entries one dispatch round reads.
+const maxReadBatch = 100
+
+// maxReplay bounds the entries waiting for redelivery before the
+// dispatcher stops reading new ones (Key_Shared with a stuck consumer).
+const maxReplay = 10000
+
+// subscription is a durable cursor (or, for readers and non-persistent
+// topics, an in-memory position) and the consumers attached to it. Its
+// dispatcher goroutine runs while it has consumers.
+type subscription struct {
+	t       *Topic
+	name    string
+	durable bool
+	cursor  *mledger.Cursor // nil unless durable on a persistent topic
+
+	// mu guards everything below and the consumers' permits and pending.
+	mu            sync.Mutex
+	subType       pb.CommandSubscribe_SubType
+	consumers     []*consumer
+	readPos       Position
+	epoch         uint64 // bumped by seek: reads begun before are dropped
+	replay        []Position
+	replaySet     map[Position]struct{}
+	replayBlocked bool // the last round could send none of replay
+	pending       map[Position]*consumer
+	redeliveries  map[Position]uint32
+	delayed       delayHeap
+	ring          []ringPoint // Key_Shared auto-split
+	rr            int
+	closed        bool
+	running       bool
+	wake          chan struct{}
+	stop          chan struct{}
+	done          chan struct{}
+	msgOut        int64
+}
+
+func newSubscription(t *Topic, name string, st pb.CommandSubscribe_SubType, durable bool) *subscription {
+	return &subscription{
+		t: t, name: name, subType: st, durable: durable,
+		replaySet:    map[Position]struct{}{},
+		pending:      map[Position]*consumer{},
+		redeliveries: map[Position]uint32{},
+		wake:         make(chan struct{}, 1),
+	}
+}
+
+// subscribe attaches k to the subscription cmd names, creating it.
+func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *consumer) error {
+	name := cmd.GetSubscription()
+	if strings.HasPrefix(name, ReservedPrefix) {
+		return fmt.Errorf("%w: subscription names starting with %q are reserved", ErrInvalidArgument, ReservedPrefix)
+	}
+	durable := cmd.Durable == nil || cmd.GetDurable()
+	if t.ml == nil {
+		durable = false
+	}
+	st := cmd.GetSubType()
+	s, err := t.subscription(name, func() (*subscription, error) {
+		s := newSubscription(t, name, st, durable)
+		if t.ml == nil {
+			return s, nil
+		}
+		if durable {
+			initial := mledger.Latest
+			if cmd.GetInitialPosition() == pb.CommandSubscribe_Earliest {
+				initial = mledger.Earliest
+			}
+			cur, err := t.ml.OpenCursor(ctx, name, initial)
+			if err != nil {
+				return nil, err
+			}
+			s.cursor = cur
+			md := cur.MarkDelete()
+			s.readPos = Position{Ledger: md.Ledger, Entry: md.Entry + 1}
+			return s, nil
+		}
+		s.readPos = t.startPosition(cmd.GetStartMessageId(), cmd.GetInitialPosition())
+		if d := cmd.GetStartMessageRollbackDurationSec(); d > 0 {
+			if p, err := t.findByTime(ctx, t.b.cfg.Now().Add(-time.Duration(d)*time.Second)); err == nil {
+				s.readPos = p
+			}
+		}
+		return s, nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.addConsumer(k, st)
+}
+
+// endPosition is the position just after the last entry.
+func (t *Topic) endPosition() Position {
+	last := t.ml.LastConfirmed()
+	return Position{Ledger: last.Ledger, Entry: last.Entry + 1}
+}
+
+// startPosition resolves a reader's start message id: earliest, latest or
+// the given entry (the client filters inside a batch), clamped to the log.
+func (t *Topic) startPosition(id *pb.MessageIdData, initial pb.CommandSubscribe_InitialPosition) Position {
+	if id == nil {
+		if initial == pb.CommandSubscribe_Earliest {
+			p, _ := t.ml.FirstPosition()
+			return p
+		}
+		return t.endPosition()
+	}
+	l, e := int64(id.GetLedgerId()), int64(id.GetEntryId())
+	switch {
+	case l < 0 || e < 0 && l <= 0:
+		p, _ := t.ml.FirstPosition()
+		return p
+	case l == math.MaxInt64:
+		return t.endPosition()
+	}
+	p := Position{Ledger: l, Entry: max(e, 0)}
+	if end := t.endPosition(); p.Compare(end) > 0 {
+		return end
+	}
+	if first, ok := t.ml.FirstPosition(); ok && p.Compare(first) < 0 {
+		return first
+	}
+	return p
+}
+
+// findByTime returns the first entry published at or after ts (the end
+// of the log if none), by binary search over the entries.
+func (t *Topic) findByTime(ctx context.Context, ts time.Time) (Position, error) {
+	var all []Position // the first entry of each ledger, and counts
+	type span struct {
+		id, n int64
+	}
+	var spans []span
+	var total int64
+	for _, l := range t.ml.Ledgers() {
+		if l.Entries > 0 {
+			spans = append(spans, span{l.ID, l.Entries})
+			total += l.Entries
+		}
+	}
+	_ = all
+	at := func(i int64) Position {
+		for _, s := range spans {
+			if i < s.n {
+				return Position{Ledger: s.id, Entry: i}
+			}
+			i -= s.n
+		}
+		return t.endPosition()
+	}
+	ms := uint64(ts.UnixMilli())
+	var ferr error
+	i := sort.Search(int(total), func(i int) bool {
+		if ferr != nil {
+			return true
+		}
+		es, _, err := t.ml.Read(ctx, at(int64(i)), 1)
+		if err != nil || len(es) == 0 {
+			ferr = err
+			return true
+		}
+		meta, _, err := wire.DecodeEntry(es[0].Data)
+		if err != nil {
+			return false
+		}
+		return meta.GetPublishTime() >= ms
+	})
+	if ferr != nil {
+		return Position{}, ferr
+	}
+	return at(int64(i)), nil
+}
+
+// addConsumer attaches k, enforcing the subscription type's rules.
+func (s *subscription) addConsumer(k *consumer, st pb.CommandSubscribe_SubType) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("%w: subscription %s is closing", ErrNotOwner, s.name)
+	}
+	if len(s.consumers) > 0 {
+		if st != s.subType {
+			return fmt.Errorf("%w: subscription %s is %v, consumer asks for %v", ErrBusy, s.name, s.subType, st)
+		}
+		if st == pb.CommandSubscribe_Exclusive {
+			return fmt.Errorf("%w: exclusive consumer is already connected to subscription %s", ErrBusy, s.name)
+		}
+	}
+	s.subType = st
+	k.sub = s
+	s.consumers = append(s.consumers, k)
+	s.rebuildRingLocked()
+	if !s.running {
+		s.running = true
+		s.stop, s.done = make(chan struct{}), make(chan struct{})
+		go s.run(s.stop, s.done)
+	}
+	return nil
+}
+
+// consumerReady runs after the client got SUCCESS for k: a Failover
+// subscription tells every consumer whether it is the active one.
+func (s *subscription) consumerReady(k *consumer) {
+	s.notifyActive()
+}
+
+// notifyActive recomputes the Failover active consumer and sends
+// ACTIVE_CONSUMER_CHANGE to every consumer.
+func (s *subscription) notifyActive() {
+	s.mu.Lock()
+	if s.subType != pb.CommandSubscribe_Failover || len(s.consumers) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	active := s.activeLocked()
+	type note struct {
+		k      *consumer
+		active bool
+	}
+	var notes []note
+	for _, c := range s.consumers {
+		if c == active && !c.active {
+			// Entries the previous active one held go to the new one.
+			for _, o := range s.consumers {
+				if o != c && len(o.pending) > 0 {
+					for p := range o.pending {
+						delete(s.pending, p)
+						s.addReplayLocked(p)
+					}
+					clear(o.pending)
+				}
+			}
+		}
+		c.active = c == active
+		notes = append(notes, note{c, c.active})
+	}
+	s.mu.Unlock()
+	for _, n := range notes {
+		id := n.k.id
+		n.k.c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_ACTIVE_CONSUMER_CHANGE.Enum(), ActiveConsumerChange: &pb.CommandActiveConsumerChange{
+			ConsumerId: &id, IsActive: boolp(n.active),
+		}})
+	}
+	s.kick()
+}
+
+// activeLocked picks the Failover active consumer: consumers sorted by
+// priority then name; index 0, or the partition index modulo the count on
+// a partition of a partitioned topic (so N consumers of N partitions get
+// one partition each).
+func (s *subscription) activeLocked() *consumer {
+	if len(s.consumers) == 0 {
+		return nil
+	}
+	sorted := slices.Clone(s.consumers)
+	slices.SortStableFunc(sorted, func(a, b *consumer) int {
+		if a.priority != b.priority {
+			return int(a.priority - b.priority)
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	i := 0
+	if p := s.t.name.Partition(); p >= 0 {
+		i = p % len(sorted)
+	}
+	return sorted[i]
+}
+
+// removeConsumer detaches k; what it held unacknowledged is redelivered
+// to the others.
+func (s *subscription) removeConsumer(k *consumer) {
+	s.mu.Lock()
+	i := slices.Index(s.consumers, k)
+	if i < 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.consumers = slices.Delete(s.consumers, i, i+1)
+	for p := range k.pending {
+		delete(s.pending, p)
+		s.redeliveries[p]++
+		s.addReplayLocked(p)
+	}
+	clear(k.pending)
+	s.rebuildRingLocked()
+	empty := len(s.consumers) == 0
+	var stop chan struct{}
+	if empty && s.running {
+		s.running = false
+		stop = s.stop
+	}
+	failover := s.subType == pb.CommandSubscribe_Failover
+	s.mu.Unlock()
+	if stop != nil {
+		close(stop)
+	}
+	if empty && !s.durable {
+		s.t.removeSubscription(s)
+	}
+	if failover && !empty {
+		s.notifyActive()
+	}
+	s.kick()
+}
+
+// closeAll detaches every consumer (telling clients to resubscribe when
+// notify) and stops the dispatcher for good.
+func (s *subscription) closeAll(notify bool) {
+	s.mu.Lock()
+	s.closed = true
+	cons := slices.Clone(s.consumers)
+	s.mu.Unlock()
+	for _, k := range cons {
+		s.removeConsumer(k)
+		k.c.closeConsumer(k, notify)
+	}
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// disconnectAll detaches every consumer and tells the clients to
+// resubscribe (after a seek).
+func (s *subscription) disconnectAll() {
+	s.mu.Lock()
+	cons := slices.Clone(s.consumers)
+	s.mu.Unlock()
+	for _, k := range cons {
+		s.removeConsumer(k)
+		k.c.closeConsumer(k, true)
+	}
+}
+
+func (s *subscription) kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscription) flow(k *consumer, n int64) {
+	s.mu.Lock()
+	k.permits += n
+	s.replayBlocked = false
+	s.mu.Unlock()
+	s.kick()
+}
+
+// ack acknowledges ps for k (individually, or cumulatively up to ps[0])
+// and persists the cursor.
+func (s *subscription) ack(k *consumer, ps []Position, cumulative bool) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	if cumulative {
+		if s.subType == pb.CommandSubscribe_Shared || s.subType == pb.CommandSubscribe_Key_Shared {
+			s.mu.Unlock()
+			return fmt.Errorf("%w: cumulative acknowledgement is not allowed on %v subscription %s", ErrInvalidArgument, s.subType, s.name)
+		}
+		upTo := ps[0]
+		for p, o := range s.pending {
+			if p.Compare(upTo) <= 0 {
+				delete(s.pending, p)
+				delete(o.pending, p)
+				delete(s.redeliveries, p)
+			}
+		}
+		s.replay = slices.DeleteFunc(s.replay, func(p Position) bool {
+			if p.Compare(upTo) <= 0 {
+				delete(s.replaySet, p)
+				return true
+			}
+			return false
+		})
+	} else {
+		for _, p := range ps {
+			if o := s.pending[p]; o != nil {
+				delete(s.pending, p)
+				delete(o.pending, p)
+			}
+			delete(s.redeliveries, p)
+			if _, ok := s.replaySet[p]; ok {
+				delete(s.replaySet, p)
+				if i, found := slices.BinarySearchFunc(s.replay, p, Position.Compare); found {
+					s.replay = slices.Delete(s.replay, i, i+1)
+				}
+			}
+		}
+	}
+	s.replayBlocked = false
+	s.mu.Unlock()
+	s.kick()
+	if s.cursor == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(k.c.ctx, 30*time.Second)
+	defer cancel()
+	if cumulative {
+		return s.cursor.AckCumulative(ctx, ps[0])
+	}
+	return s.cursor.AckMany(ctx, ps)
+}
+
+// redeliver sends k's unacknowledged entries ps (all of them when ps is
+// empty) again, each with its redelivery count raised by one.
+func (s *subscription) redeliver(k *consumer, ps []Position) {
+	s.mu.Lock()
+	if len(ps) == 0 {
+		for p := range k.pending {
+			ps = append(ps, p)
+		}
+	}
+	for _, p := range ps {
+		if s.pending[p] != k {
+			continue
+		}
+		delete(s.pending, p)
+		delete(k.pending, p)
+		s.redeliveries[p]++
+		k.redelivered.Add(1)
+		s.addReplayLocked(p)
+	}
+	s.replayBlocked = false
+	s.mu.Unlock()
+	s.kick()
+}
+
+func (s *subscription) addReplayLocked(p Position) {
+	if _, ok := s.replaySet[p]; ok {
+		return
+	}
+	s.replaySet[p] = struct{}{}
+	i, _ := slices.BinarySearchFunc(s.replay, p, Position.Compare)
+	s.replay = slices.Insert(s.replay, i, p)
+}
+
+// unsubscribe removes the subscription: only k may be attached unless
+// force, in which case the others are disconnected.
+func (s *subscription) unsubscribe(ctx context.Context, k *consumer, force bool) error {
+	s.mu.Lock()
+	others := len(s.consumers) > 1 || len(s.consumers) == 1 && s.consumers[0] != k
+	s.mu.Unlock()
+	if others && !force {
+		return fmt.Errorf("%w: subscription %s has other consumers", ErrBusy, s.name)
+	}
+	if s.cursor != nil {
+		if err := s.t.ml.DeleteCursor(ctx, s.name); err != nil && !errors.Is(err, mledger.ErrNoCursor) {
+			return err
+		}
+	}
+	s.t.removeSubscription(s)
+	s.mu.Lock()
+	s.closed = true
+	cons := slices.Clone(s.consumers)
+	s.mu.Unlock()
+	for _, o := range cons {
+		s.removeConsumer(o)
+		if o != k {
+			o.c.closeConsumer(o, true)
+		}
+	}
+	return nil
+}
+
+// seek moves the subscription to p; consumers are then disconnected.
+func (s *subscription) seek(ctx context.Context, p Position) error {
+	if s.t.ml == nil {
+		return fmt.Errorf("%w: seek on a non-persistent topic", ErrInvalidArgument)
+	}
+	id := &pb.MessageIdData{LedgerId: u64p(uint64(p.Ledger)), EntryId: u64p(uint64(p.Entry))}
+	to := s.t.startPosition(id, pb.CommandSubscribe_Earliest)
+	if s.cursor != nil {
+		if err := s.cursor.ResetTo(ctx, to); err != nil {
+			return err
+		}
+	}
+	s.resetTo(to)
+	return nil
+}
+
+func (s *subscription) seekTime(ctx context.Context, ts time.Time) error {
+	if s.t.ml == nil {
+		return fmt.Errorf("%w: seek on a non-persistent topic", ErrInvalidArgument)
+	}
+	p, err := s.t.findByTime(ctx, ts)
+	if err != nil {
+		return err
+	}
+	if s.cursor != nil {
+		if err := s.cursor.ResetTo(ctx, p); err != nil {
+			return err
+		}
+	}
+	s.resetTo(p)
+	return nil
+}
+
+func (s *subscription) resetTo(p Position) {
+	s.mu.Lock()
+	s.readPos = p
+	s.epoch++
+	s.replay, s.replayBlocked = nil, false
+	clear(s.replaySet)
+	clear(s.pending)
+	clear(s.redeliveries)
+	s.delayed = nil
+	for _, k := range s.consumers {
+		clear(k.pending)
+	}
+	s.mu.Unlock()
+	s.kick()
+}
+
+func (s *subscription) markDelete() (Position, bool) {
+	if s.cursor == nil {
+		return Position{}, false
+	}
+	return s.cursor.MarkDelete(), true
+}
+
+func (s *subscription) backlog() int64 {
+	if s.cursor != nil {
+		return s.cursor.Backlog()
+	}
+	return 0
+}
+
+// ---------------------------------------------------------------------------
+// Dispatch
+
+type plan struct {
+	epoch  uint64
+	replay []Position
+	from   Position
+	n      int
+}
+
+type outFrame struct {
+	k     *consumer
+	frame []byte
+}
+
+// run is the dispatcher: it reads entries for consumers with permits and
+// sends them, until stop is closed.
+func (s *subscription) run(stop, done chan struct{}) {
+	defer close(done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		s.mu.Lock()
+		s.promoteDelayedLocked()
+		var notify <-chan struct{}
+		if s.t.ml != nil {
+			notify = s.t.ml.Notify()
+		}
+		pl, ok := s.planLocked()
+		wait := time.Hour
+		if len(s.delayed) > 0 {
+			wait = max(time.Millisecond, time.Until(s.delayed[0].at))
+		}
+		s.mu.Unlock()
+		if !ok {
+			timer.Reset(wait)
+			select {
+			case <-stop:
+				return
+			case <-s.wake:
+			case <-notify:
+			case <-timer.C:
+			}
+			continue
+		}
+		entries, next, err := s.read(pl)
+		if err != nil {
+			s.t.b.log.Warn("dispatch read failed", "topic", s.t.name.String(), "subscription", s.name, "err", err)
+			timer.Reset(100 * time.Millisecond)
+			select {
+			case <-stop:
+				return
+			case <-timer.C:
+			}
+		}
+		for _, f := range s.assign(pl, entries, next, err == nil) {
+			f.k.c.send(f.frame)
+		}
+	}
+}
+
+// planLocked decides what the next round reads: entries to redeliver
+// first, else new entries from readPos; false when nothing can be sent.
+func (s *subscription) planLocked() (plan, bool) {
+	var permits int64
+	for _, k := range s.consumers {
+		if s.eligibleLocked(k) && k.permits > 0 {
+			permits += k.permits
+		}
+	}
+	if permits <= 0 || s.t.ml == nil {
+		return plan{}, false
+	}
+	n := int(min(permits, maxReadBatch))
+	pl := plan{epoch: s.epoch}
+	if len(s.replay) > 0 && !s.replayBlocked {
+		cnt := min(n, len(s.replay))
+		pl.replay = slices.Clone(s.replay[:cnt])
+		return pl, true
+	}
+	if len(s.replay) >= maxReplay {
+		return plan{}, false
+	}
+	if s.readPos.Compare(s.t.ml.LastConfirmed()) > 0 {
+		return plan{}, false
+	}
+	pl.from, pl.n = s.readPos, n
+	return pl, true
+}
+
+func (s *subscription) eligibleLocked(k *consumer) bool {
+	switch s.subType {
+	case pb.CommandSubscribe_Exclusive:
+		return len(s.consumers) > 0 && s.consumers[0] == k
+	case pb.CommandSubscribe_Failover:
+		return k.active
+	}
+	return true
+}
+
+// read reads what pl names, outside the lock.
+func (s *subscription) read(pl plan) ([]mledger.Entry, Position, error) {
+	ctx, cancel := context.WithTimeout(s.t.b.ctx, 30*time.Second)
+	defer cancel()
+	if len(pl.replay) > 0 {
+		var out []mledger.Entry
+		for _, p := range pl.replay {
+			es, _, err := s.t.ml.Read(ctx, p, 1)
+			if errors.Is(err, mledger.ErrInvalidPosition) || err == nil && (len(es) == 0 || es[0].Position != p) {
+				out = append(out, mledger.Entry{Position: p}) // gone: dropped in assign
+				continue
+			}
+			if err != nil {
+				return out, Position{}, err
+			}
+			out = append(out, es[0])
+		}
+		return out, Position{}, nil
+	}
+	return s.t.ml.Read(ctx, pl.from, pl.n)
+}
+
+// assign hands the entries read to consumers and builds their frames.
+func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, advance bool) []outFrame {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pl.epoch != s.epoch || s.closed {
+		return nil
+	}
+	isReplay := len(pl.replay) > 0
+	if isReplay {
+		for _, p := range pl.replay {
+			if _, ok := s.replaySet[p]; ok {
+				delete(s.replaySet, p)
+			}
+		}
+		s.replay = slices.DeleteFunc(s.replay, func(p Position) bool {
+			return slices.Contains(pl.replay, p)
+		})
+	} else if advance {
+		s.readPos = next
+	}
+	var out []outFrame
+	blocked := map[*consumer]bool{}
+	sentReplay := false
+	now := s.t.b.cfg.Now()
+	for _, e := range entries {
+		p := e.Position
+		if e.Data == nil {
+			delete(s.redeliveries, p)
+			continue
+		}
+		if s.cursor != nil && s.cursor.IsAcked(p) || s.pending[p] != nil {
+			delete(s.redeliveries, p)
+			continue
+		}
+		meta, _, err := wire.DecodeEntry(e.Data)
+		if err != nil {
+			s.t.b.log.Error("undecodable entry skipped", "topic", s.t.name.String(), "position", p.String(), "err", err)
+			continue
+		}
+		if at := meta.GetDeliverAtTime(); at > 0 && s.subType == pb.CommandSubscribe_Shared && !isReplay {
+			if t := time.UnixMilli(at); t.After(now) {
+				heap.Push(&s.delayed, delayed{at: t, p: p})
+				continue
+			}
+		}
+		k := s.pickLocked(meta, blocked)
+		if k == nil {
+			s.addReplayLocked(p)
+			continue
+		}
+		n := int64(1)
+		if meta.NumMessagesInBatch != nil {
+			n = int64(max(1, meta.GetNumMessagesInBatch()))
+		}
+		k.permits -= n
+		k.pending[p] = struct{}{}
+		s.pending[p] = k
+		if isReplay {
+			sentReplay = true
+		}
+		f, err := s.messageFrame(k, p, e.Data)
+		if err != nil {
+			continue
+		}
+		k.msgOut.Add(n)
+		k.bytesOut.Add(int64(len(e.Data)))
+		s.msgOut += n
+		out = append(out, outFrame{k, f})
+	}
+	if isReplay && !sentReplay {
+		s.replayBlocked = true
+	}
+	return out
+}
+
+func (s *subscription) messageFrame(k *consumer, p Position, data []byte) ([]byte, error) {
+	part := int32(s.t.name.Partition())
+	cmd := &pb.BaseCommand{Type: pb.BaseCommand_MESSAGE.Enum(), Message: &pb.CommandMessage{
+		ConsumerId: &k.id,
+		MessageId:  &pb.MessageIdData{LedgerId: u64p(uint64(p.Ledger)), EntryId: u64p(uint64(p.Entry)), Partition: &part},
+	}}
+	if rc := s.redeliveries[p]; rc > 0 {
+		cmd.Message.RedeliveryCount = &rc
+	}
+	return wire.AppendEntryCommand(nil, cmd, nil, data)
+}
+
+// pickLocked chooses the consumer for an entry, nil if none can take it
+// now. blocked records Key_Shared consumers that missed an entry this
+// round, so that their later entries wait too (per-key order).
+func (s *subscription) pickLocked(meta *pb.MessageMetadata, blocked map[*consumer]bool) *consumer {
+	switch s.subType {
+	case pb.CommandSubscribe_Exclusive, pb.CommandSubscribe_Failover:
+		for _, k := range s.consumers {
+			if s.eligibleLocked(k) && k.permits > 0 {
+				return k
+			}
+		}
+		return nil
+	case pb.CommandSubscribe_Key_Shared:
+		k := s.keyOwnerLocked(stickyKey(meta))
+		if k == nil || blocked[k] || k.permits <= 0 {
+			if k != nil {
+				blocked[k] = true
+			}
+			return nil
+		}
+		return k
+	default:
+		// Shared: round robin over consumers with permits, the highest
+		// priority level (lowest number) first.
+		best := int32(math.MaxInt32)
+		for _, k := range s.consumers {
+			if k.permits > 0 && k.priority < best {
+				best = k.priority
+			}
+		}
+		for i := range s.consumers {
+			k := s.consumers[(s.rr+i)%len(s.consumers)]
+			if k.permits > 0 && k.priority == best {
+				s.rr = (s.rr + i + 1) % len(s.consumers)
+				return k
+			}
+		}
+		return nil
+	}
+}
+
+// offerNonPersistent delivers a message of a non-persistent topic to a
+// consumer with a permit, or drops it.
+func (s *subscription) offerNonPersistent(p Position, entry []byte) {
+	s.mu.Lock()
+	meta, _, err := wire.DecodeEntry(entry)
+	if err != nil {
+		s.mu.Unlock()
+		return
+	}
+	k := s.pickLocked(meta, map[*consumer]bool{})
+	if k == nil {
+		s.mu.Unlock()
+		return
+	}
+	k.permits -= int64(max(1, meta.GetNumMessagesInBatch()))
+	f, err := s.messageFrame(k, p, entry)
+	s.mu.Unlock()
+	if err == nil {
+		k.c.send(f)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Key_Shared
+
+// stickyKeyNone is the key of messages without one, as in Pulsar.
+var stickyKeyNone = []byte("NONE_KEY")
+
+func stickyKey(meta *pb.MessageMetadata) []byte {
+	if k := meta.GetOrderingKey(); len(k) > 0 {
+		return k
+	}
+	if meta.PartitionKey != nil {
+		return []byte(meta.GetPartitionKey())
+	}
+	return stickyKeyNone
+}
+
+// keyHashRange is the size of Key_Shared's hash space.
+const keyHashRange = 65536
+
+func keyHash(key []byte) int32 {
+	return int32((topic.Murmur3(key, 0) & 0x7fffffff) % keyHashRange)
+}
+
+type ringPoint struct {
+	hash int32
+	k    *consumer
+}
+
+// pointsPerConsumer is the number of points each consumer has on the
+// auto-split hash ring.
+const pointsPerConsumer = 100
+
+func (s *subscription) rebuildRingLocked() {
+	s.ring = s.ring[:0]
+	if s.subType != pb.CommandSubscribe_Key_Shared {
+		return
+	}
+	for _, k := range s.consumers {
+		if len(k.ranges) > 0 {
+			continue
+		}
+		for i := range pointsPerConsumer {
+			h := keyHash(fmt.Appendf(nil, "%s-%d-%d", k.name, k.id, i))
+			s.ring = append(s.ring, ringPoint{h, k})
+		}
+	}
+	slices.SortFunc(s.ring, func(a, b ringPoint) int { return int(a.hash - b.hash) })
+}
+
+func (s *subscription) keyOwnerLocked(key []byte) *consumer {
+	h := keyHash(key)
+	for _, k := range s.consumers {
+		for _, r := range k.ranges {
+			if h >= r[0] && h <= r[1] {
+				return k
+			}
+		}
+	}
+	if len(s.ring) == 0 {
+		return nil
+	}
+	i := sort.Search(len(s.ring), func(i int) bool { return s.ring[i].hash >= h })
+	if i == len(s.ring) {
+		i = 0
+	}
+	return s.ring[i].k
+}
+
+// ---------------------------------------------------------------------------
+// Delayed delivery
+
+type delayed struct {
+	at time.Time
+	p  Position
+}
+
+type delayHeap []delayed
+
+func (h delayHeap) Len() int           { return len(h) }
+func (h delayHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h delayHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *delayHeap) Push(x any)        { *h = append(*h, x.(delayed)) }
+func (h *delayHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// promoteDelayedLocked moves delayed entries that are due to replay.
+func (s *subscription) promoteDelayedLocked() {
+	now := s.t.b.cfg.Now()
+	for len(s.delayed) > 0 && !s.delayed[0].at.After(now) {
+		d := heap.Pop(&s.delayed).(delayed)
+		s.addReplayLocked(d.p)
+		s.replayBlocked = false
+	}
+}

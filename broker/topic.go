@@ -1,0 +1,326 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/broker/wire"
+	"github.com/isobar-mq/isobar/broker/wire/pb"
+)
+
+// dedupCursor is the cursor whose properties hold the de-duplication
+// snapshot (producer name → highest sequence id) and whose mark-delete
+// position says up to where the snapshot covers the log.
+const dedupCursor = "isobar.dedup"
+
+// dedupSnapshotEvery is how many entries pass between snapshots.
+const dedupSnapshotEvery = 1000
+
+// Topic is a loaded topic: its managed ledger (nil for a non-persistent
+// topic), producers and subscriptions.
+type Topic struct {
+	b      *Broker
+	name   topic.Name
+	ml     *mledger.ManagedLedger
+	policy NamespacePolicy
+	gone   chan struct{} // closed once unloaded and forgotten
+
+	// mu guards the fields below.
+	mu        sync.Mutex
+	producers map[string]*producer // by producer name
+	subs      map[string]*subscription
+	closed    bool
+	// De-duplication: highest sequence id per producer name, persisted
+	// (pushed) and confirmed.
+	dedupPushed    map[string]int64
+	dedupConfirmed map[string]int64
+	dedupCur       *mledger.Cursor
+	dedupSince     int64
+	nonPersistent  atomic.Int64 // message ids of a non-persistent topic
+
+	msgIn, bytesIn atomic.Int64
+	created        time.Time
+}
+
+func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol NamespacePolicy) *Topic {
+	return &Topic{
+		b: b, name: name, ml: ml, policy: pol,
+		gone:      make(chan struct{}),
+		producers: map[string]*producer{},
+		subs:      map[string]*subscription{},
+		created:   b.cfg.Now(),
+	}
+}
+
+// Name is the topic's name.
+func (t *Topic) Name() topic.Name { return t.name }
+
+func (t *Topic) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+// load restores the durable subscriptions' existence and, when
+// de-duplication is on, the sequence ids from the snapshot plus a replay of
+// the entries after it.
+func (t *Topic) load(ctx context.Context) error {
+	if !t.policy.Deduplication {
+		return nil
+	}
+	c, err := t.ml.OpenCursor(ctx, dedupCursor, mledger.Earliest)
+	if err != nil {
+		return err
+	}
+	seqs := map[string]int64{}
+	for k, v := range c.Properties() {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			seqs[k] = n
+		}
+	}
+	md := c.MarkDelete()
+	from := mledger.Position{Ledger: md.Ledger, Entry: md.Entry + 1}
+	for {
+		es, next, err := t.ml.Read(ctx, from, 256)
+		if err != nil {
+			return fmt.Errorf("topic %s: de-duplication replay: %w", t.name, err)
+		}
+		for _, e := range es {
+			meta, _, err := wire.DecodeEntry(e.Data)
+			if err != nil {
+				continue
+			}
+			seq := int64(max(meta.GetSequenceId(), meta.GetHighestSequenceId()))
+			if seq > seqs[meta.GetProducerName()] {
+				seqs[meta.GetProducerName()] = seq
+			}
+		}
+		if len(es) == 0 {
+			break
+		}
+		from = next
+	}
+	t.dedupCur = c
+	t.dedupPushed = seqs
+	t.dedupConfirmed = maps.Clone(seqs)
+	return nil
+}
+
+// close closes the topic: producers and consumers are closed (told to
+// reconnect when notify) and the managed ledger is closed.
+func (t *Topic) close(ctx context.Context, notify bool) error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	prods := make([]*producer, 0, len(t.producers))
+	for _, p := range t.producers {
+		prods = append(prods, p)
+	}
+	subs := make([]*subscription, 0, len(t.subs))
+	for _, s := range t.subs {
+		subs = append(subs, s)
+	}
+	t.mu.Unlock()
+	for _, p := range prods {
+		p.c.closeProducer(p, notify)
+	}
+	for _, s := range subs {
+		s.closeAll(notify)
+	}
+	if t.ml == nil {
+		return nil
+	}
+	err := t.ml.Close(ctx)
+	if errors.Is(err, mledger.ErrFenced) {
+		err = nil // another owner took over: nothing of ours to close
+	}
+	return err
+}
+
+// addProducer registers p, enforcing unique names and access modes.
+func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, fmt.Errorf("%w: topic %s is closing", ErrNotOwner, t.name)
+	}
+	if _, ok := t.producers[p.name]; ok {
+		return 0, fmt.Errorf("%w: producer with name '%s' is already connected to topic %s", wire.ErrProducerBusy, p.name, t.name)
+	}
+	for _, o := range t.producers {
+		conflict := o.access != pb.ProducerAccessMode_Shared || p.access != pb.ProducerAccessMode_Shared
+		if conflict && p.access != pb.ProducerAccessMode_ExclusiveWithFencing {
+			return 0, fmt.Errorf("%w: topic %s has producer %s (access mode %v); producer %s wants access mode %v",
+				wire.ErrProducerBusy, t.name, o.name, o.access, p.name, p.access)
+		}
+	}
+	if p.access == pb.ProducerAccessMode_ExclusiveWithFencing {
+		for name, o := range t.producers {
+			delete(t.producers, name)
+			go o.c.closeProducer(o, true)
+		}
+	}
+	t.producers[p.name] = p
+	lastSeq = -1
+	if t.dedupPushed != nil {
+		if s, ok := t.dedupPushed[p.name]; ok {
+			lastSeq = s
+		}
+	}
+	return lastSeq, nil
+}
+
+func (t *Topic) removeProducer(p *producer) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.producers[p.name] == p {
+		delete(t.producers, p.name)
+	}
+}
+
+// publish appends one SEND's entry. done gets the position, or ok false
+// with no error for a duplicate that was dropped.
+func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, numMsgs int, entry []byte, done func(mledger.Position, bool, error)) {
+	t.msgIn.Add(int64(numMsgs))
+	t.bytesIn.Add(int64(len(entry)))
+	if t.ml == nil {
+		id := t.nonPersistent.Add(1) - 1
+		pos := mledger.Position{Ledger: 0, Entry: id}
+		t.dispatchNonPersistent(pos, entry)
+		done(pos, true, nil)
+		return
+	}
+	top := int64(max(seq, highest))
+	if t.dedupPushed != nil {
+		t.mu.Lock()
+		last, ok := t.dedupPushed[p.name]
+		if ok && int64(seq) <= last {
+			t.mu.Unlock()
+			done(mledger.Position{}, false, nil)
+			return
+		}
+		t.dedupPushed[p.name] = top
+		t.mu.Unlock()
+	}
+	t.ml.AddEntryAsync(ctx, entry, func(pos mledger.Position, err error) {
+		if err == nil && t.dedupPushed != nil {
+			t.confirmDedup(p.name, top, pos)
+		}
+		if err != nil && t.dedupPushed != nil {
+			t.mu.Lock()
+			if t.dedupPushed[p.name] == top {
+				t.dedupPushed[p.name] = t.dedupConfirmed[p.name]
+			}
+			t.mu.Unlock()
+		}
+		done(pos, true, err)
+	})
+}
+
+// confirmDedup records a persisted sequence id and snapshots now and then.
+func (t *Topic) confirmDedup(name string, seq int64, pos mledger.Position) {
+	t.mu.Lock()
+	if seq > t.dedupConfirmed[name] {
+		t.dedupConfirmed[name] = seq
+	}
+	t.dedupSince++
+	var snap map[string]string
+	if t.dedupSince >= dedupSnapshotEvery {
+		t.dedupSince = 0
+		snap = make(map[string]string, len(t.dedupConfirmed))
+		for k, v := range t.dedupConfirmed {
+			snap[k] = strconv.FormatInt(v, 10)
+		}
+	}
+	cur := t.dedupCur
+	t.mu.Unlock()
+	if snap != nil {
+		// Off the add callback: the callback must not block.
+		go func() {
+			ctx, cancel := context.WithTimeout(t.b.ctx, 10*time.Second)
+			defer cancel()
+			if err := cur.SetProperties(ctx, snap); err == nil {
+				_ = cur.AckCumulative(ctx, pos)
+			}
+		}()
+	}
+}
+
+// subscription returns the named subscription, creating it with create.
+func (t *Topic) subscription(name string, create func() (*subscription, error)) (*subscription, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, fmt.Errorf("%w: topic %s is closing", ErrNotOwner, t.name)
+	}
+	if s := t.subs[name]; s != nil {
+		return s, nil
+	}
+	if create == nil {
+		return nil, fmt.Errorf("%w: %s on %s", ErrSubNotFound, name, t.name)
+	}
+	s, err := create()
+	if err != nil {
+		return nil, err
+	}
+	t.subs[name] = s
+	return s, nil
+}
+
+func (t *Topic) removeSubscription(s *subscription) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.subs[s.name] == s {
+		delete(t.subs, s.name)
+	}
+}
+
+// dispatchNonPersistent hands a message of a non-persistent topic to one
+// consumer of each subscription that has a permit; it is dropped for the
+// others, as in Pulsar.
+func (t *Topic) dispatchNonPersistent(pos mledger.Position, entry []byte) {
+	t.mu.Lock()
+	subs := make([]*subscription, 0, len(t.subs))
+	for _, s := range t.subs {
+		subs = append(subs, s)
+	}
+	t.mu.Unlock()
+	for _, s := range subs {
+		s.offerNonPersistent(pos, entry)
+	}
+}
+
+// lastMessageID returns the last entry's position and, for a batch, the
+// index of its last message (-1 otherwise).
+func (t *Topic) lastMessageID(ctx context.Context) (mledger.Position, int32, error) {
+	if t.ml == nil {
+		return mledger.Position{Ledger: 0, Entry: t.nonPersistent.Load() - 1}, -1, nil
+	}
+	last := t.ml.LastConfirmed()
+	if last.Entry < 0 {
+		return last, -1, nil
+	}
+	es, _, err := t.ml.Read(ctx, last, 1)
+	if err != nil || len(es) == 0 {
+		return last, -1, err
+	}
+	meta, _, err := wire.DecodeEntry(es[0].Data)
+	if err != nil {
+		return last, -1, nil
+	}
+	if meta.NumMessagesInBatch != nil {
+		return last, meta.GetNumMessagesInBatch() - 1, nil
+	}
+	return last, -1, nil
+}
