@@ -1,0 +1,490 @@
+package admin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/isobar-mq/isobar/broker/policy"
+	"github.com/isobar-mq/isobar/broker/topic"
+)
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// ---- clusters
+
+func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	cs, err := s.cfg.Policies.Clusters(r.Context())
+	if err != nil {
+		return err
+	}
+	return ok(w, nonNil(cs))
+}
+
+func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	d, err := s.cfg.Policies.Cluster(r.Context(), r.PathValue("cluster"))
+	if err != nil {
+		return err
+	}
+	return ok(w, d)
+}
+
+func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	var d policy.ClusterData
+	if _, err := decodeBody(w, r, &d); err != nil {
+		return err
+	}
+	if err := s.cfg.Policies.CreateCluster(r.Context(), r.PathValue("cluster"), d); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	var d policy.ClusterData
+	if _, err := decodeBody(w, r, &d); err != nil {
+		return err
+	}
+	if err := s.cfg.Policies.UpdateCluster(r.Context(), r.PathValue("cluster"), d); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	err := s.cfg.Policies.DeleteCluster(r.Context(), r.PathValue("cluster"))
+	if errors.Is(err, policy.ErrNotEmpty) {
+		// Pulsar answers 412 "Cluster not empty" here.
+		return &StatusError{Status: http.StatusPreconditionFailed, Reason: err.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+// ---- tenants
+
+func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	ts, err := s.cfg.Policies.Tenants(r.Context())
+	if err != nil {
+		return err
+	}
+	return ok(w, nonNil(ts))
+}
+
+func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	ti, err := s.cfg.Policies.Tenant(r.Context(), r.PathValue("tenant"))
+	if err != nil {
+		return err
+	}
+	ti.AdminRoles, ti.AllowedClusters = nonNil(ti.AdminRoles), nonNil(ti.AllowedClusters)
+	return ok(w, ti)
+}
+
+func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	var ti policy.TenantInfo
+	if _, err := decodeBody(w, r, &ti); err != nil {
+		return err
+	}
+	if err := s.cfg.Policies.CreateTenant(r.Context(), r.PathValue("tenant"), ti); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	var ti policy.TenantInfo
+	if _, err := decodeBody(w, r, &ti); err != nil {
+		return err
+	}
+	if err := s.cfg.Policies.UpdateTenant(r.Context(), r.PathValue("tenant"), ti); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	if err := s.cfg.Policies.DeleteTenant(r.Context(), r.PathValue("tenant")); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+// ---- namespaces
+
+func nsName(r *http.Request) (string, error) {
+	ns := r.PathValue("tenant") + "/" + r.PathValue("namespace")
+	if _, _, err := topic.ParseNamespace(ns); err != nil {
+		return "", err
+	}
+	return ns, nil
+}
+
+func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	nss, err := s.cfg.Policies.Namespaces(r.Context(), r.PathValue("tenant"))
+	if err != nil {
+		return err
+	}
+	return ok(w, nonNil(nss))
+}
+
+func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	ns, err := nsName(r)
+	if err != nil {
+		return err
+	}
+	p, err := s.cfg.Policies.Namespace(r.Context(), ns)
+	if err != nil {
+		return err
+	}
+	return ok(w, p)
+}
+
+func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	ns, err := nsName(r)
+	if err != nil {
+		return err
+	}
+	var p policy.Policies
+	has, err := decodeBody(w, r, &p)
+	if err != nil {
+		return err
+	}
+	var pp *policy.Policies
+	if has {
+		pp = &p
+	}
+	if err := s.cfg.Policies.CreateNamespace(r.Context(), ns, pp); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+// deleteNamespace deletes a namespace; with ?force=true it first deletes
+// every topic and partitioned topic in it.
+func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	ns, err := nsName(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	if boolParam(r, "force") {
+		if _, err := s.cfg.Policies.Namespace(ctx, ns); err != nil {
+			return err
+		}
+		if s.topics != nil {
+			for _, d := range []topic.Domain{topic.Persistent, topic.NonPersistent} {
+				names, err := s.topics.ListTopics(ctx, ns, d)
+				if err != nil {
+					return err
+				}
+				for _, n := range names {
+					tn, err := topic.Parse(n)
+					if err != nil {
+						return err
+					}
+					if err := s.topics.DeleteTopic(ctx, tn, true); err != nil && !errors.Is(err, ErrTopicNotFound) {
+						return err
+					}
+				}
+			}
+		}
+		pts, err := s.cfg.Policies.ListPartitioned(ctx, ns, "")
+		if err != nil {
+			return err
+		}
+		for _, pt := range pts {
+			if err := s.cfg.Policies.DeletePartitioned(ctx, pt); err != nil && !errors.Is(err, policy.ErrNotFound) {
+				return err
+			}
+		}
+	}
+	if err := s.cfg.Policies.DeleteNamespace(ctx, ns); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+// namespaceTopics serves GET /admin/v2/namespaces/{t}/{ns}/topics?mode=.
+func (s *Server) namespaceTopics(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	ns, err := nsName(r)
+	if err != nil {
+		return err
+	}
+	var domains []topic.Domain
+	switch mode := strings.ToUpper(r.URL.Query().Get("mode")); mode {
+	case "", "PERSISTENT":
+		domains = []topic.Domain{topic.Persistent}
+	case "NON_PERSISTENT":
+		domains = []topic.Domain{topic.NonPersistent}
+	case "ALL":
+		domains = []topic.Domain{topic.Persistent, topic.NonPersistent}
+	default:
+		return badRequestf("mode %q: want PERSISTENT, NON_PERSISTENT or ALL", mode)
+	}
+	if _, err := s.cfg.Policies.Namespace(r.Context(), ns); err != nil {
+		return err
+	}
+	if s.topics == nil {
+		return errNoTopics
+	}
+	out := []string{}
+	for _, d := range domains {
+		names, err := s.topics.ListTopics(r.Context(), ns, d)
+		if err != nil {
+			return err
+		}
+		out = append(out, names...)
+	}
+	return ok(w, out)
+}
+
+// ---- namespace policy sub-resources
+
+// nsPolicy is one sub-resource of a namespace's policies.
+type nsPolicy struct {
+	path   string
+	get    func(p *policy.Policies) any
+	set    func(r *http.Request, body []byte, p *policy.Policies) error // nil: read-only
+	remove func(r *http.Request, p *policy.Policies)                    // nil: no DELETE
+}
+
+func decodeStrict(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return badRequestf("empty body")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return badRequestf("body: %w", err)
+	}
+	return nil
+}
+
+func quotaType(r *http.Request) (string, error) {
+	t := r.URL.Query().Get("backlogQuotaType")
+	switch t {
+	case "":
+		return policy.DestinationStorage, nil
+	case policy.DestinationStorage, policy.MessageAge:
+		return t, nil
+	}
+	return "", badRequestf("backlogQuotaType %q: want %s or %s", t, policy.DestinationStorage, policy.MessageAge)
+}
+
+var backlogQuotaPolicy = nsPolicy{
+	path: "backlogQuota",
+	get: func(p *policy.Policies) any {
+		if p.BacklogQuotaMap == nil {
+			return map[string]policy.BacklogQuota{}
+		}
+		return p.BacklogQuotaMap
+	},
+	set: func(r *http.Request, body []byte, p *policy.Policies) error {
+		t, err := quotaType(r)
+		if err != nil {
+			return err
+		}
+		var q policy.BacklogQuota
+		if err := decodeStrict(body, &q); err != nil {
+			return err
+		}
+		if p.BacklogQuotaMap == nil {
+			p.BacklogQuotaMap = map[string]policy.BacklogQuota{}
+		}
+		p.BacklogQuotaMap[t] = q
+		return nil
+	},
+	remove: func(r *http.Request, p *policy.Policies) {
+		t, err := quotaType(r)
+		if err == nil {
+			delete(p.BacklogQuotaMap, t)
+		}
+	},
+}
+
+var namespacePolicies = []nsPolicy{
+	{
+		path: "retention",
+		get:  func(p *policy.Policies) any { return p.RetentionPolicies },
+		set: func(_ *http.Request, body []byte, p *policy.Policies) error {
+			var v policy.RetentionPolicies
+			if err := decodeStrict(body, &v); err != nil {
+				return err
+			}
+			p.RetentionPolicies = &v
+			return nil
+		},
+		remove: func(_ *http.Request, p *policy.Policies) { p.RetentionPolicies = nil },
+	},
+	{
+		path: "messageTTL",
+		get:  func(p *policy.Policies) any { return p.MessageTTLInSeconds },
+		set: func(_ *http.Request, body []byte, p *policy.Policies) error {
+			var v int
+			if err := decodeStrict(body, &v); err != nil {
+				return err
+			}
+			p.MessageTTLInSeconds = &v
+			return nil
+		},
+		remove: func(_ *http.Request, p *policy.Policies) { p.MessageTTLInSeconds = nil },
+	},
+	backlogQuotaPolicy,
+	{
+		path: "deduplication",
+		get:  func(p *policy.Policies) any { return p.DeduplicationEnabled },
+		set: func(_ *http.Request, body []byte, p *policy.Policies) error {
+			var v bool
+			if err := decodeStrict(body, &v); err != nil {
+				return err
+			}
+			p.DeduplicationEnabled = &v
+			return nil
+		},
+		remove: func(_ *http.Request, p *policy.Policies) { p.DeduplicationEnabled = nil },
+	},
+	{
+		path: "autoTopicCreation",
+		get:  func(p *policy.Policies) any { return p.AutoTopicCreation },
+		set: func(_ *http.Request, body []byte, p *policy.Policies) error {
+			var v policy.AutoTopicCreation
+			if err := decodeStrict(body, &v); err != nil {
+				return err
+			}
+			p.AutoTopicCreation = &v
+			return nil
+		},
+		remove: func(_ *http.Request, p *policy.Policies) { p.AutoTopicCreation = nil },
+	},
+	{
+		path: "replication",
+		get:  func(p *policy.Policies) any { return nonNil(p.ReplicationClusters) },
+		set: func(_ *http.Request, body []byte, p *policy.Policies) error {
+			var v []string
+			if err := decodeStrict(body, &v); err != nil {
+				return err
+			}
+			if len(v) == 0 {
+				return fmt.Errorf("%w: replication clusters: at least one is required", policy.ErrInvalid)
+			}
+			p.ReplicationClusters = v
+			return nil
+		},
+	},
+}
+
+func (s *Server) getNSPolicy(p nsPolicy) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if s.cfg.Policies == nil {
+			return errNoPolicies
+		}
+		ns, err := nsName(r)
+		if err != nil {
+			return err
+		}
+		pol, err := s.cfg.Policies.Namespace(r.Context(), ns)
+		if err != nil {
+			return err
+		}
+		return ok(w, p.get(pol))
+	}
+}
+
+func (s *Server) setNSPolicy(p nsPolicy) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if s.cfg.Policies == nil {
+			return errNoPolicies
+		}
+		ns, err := nsName(r)
+		if err != nil {
+			return err
+		}
+		body, err := readBody(w, r)
+		if err != nil {
+			return err
+		}
+		if _, err := s.cfg.Policies.UpdateNamespace(r.Context(), ns, func(pol *policy.Policies) error {
+			return p.set(r, body, pol)
+		}); err != nil {
+			return err
+		}
+		return noContent(w)
+	}
+}
+
+func (s *Server) removeNSPolicy(p nsPolicy) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if s.cfg.Policies == nil {
+			return errNoPolicies
+		}
+		ns, err := nsName(r)
+		if err != nil {
+			return err
+		}
+		if p.path == "backlogQuota" {
+			if _, err := quotaType(r); err != nil {
+				return err
+			}
+		}
+		if _, err := s.cfg.Policies.UpdateNamespace(r.Context(), ns, func(pol *policy.Policies) error {
+			p.remove(r, pol)
+			return nil
+		}); err != nil {
+			return err
+		}
+		return noContent(w)
+	}
+}

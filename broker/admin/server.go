@@ -1,0 +1,327 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+
+	"github.com/isobar-mq/isobar/broker/policy"
+	"github.com/isobar-mq/isobar/broker/topic"
+)
+
+// Config configures the admin server.
+type Config struct {
+	// Policies is the configuration store. Required: without it every
+	// policy endpoint answers 503.
+	Policies *policy.Store
+	// Topics is the broker. Nil makes every topic endpoint answer 503.
+	Topics Topics
+	// Cluster is the local cluster name. Required.
+	Cluster string
+	// Logger receives request failures; nil discards them.
+	Logger *slog.Logger
+	// AutoTopicCreation is the broker's default for namespaces without an
+	// autoTopicCreationOverride; it decides whether
+	// GET .../partitions?checkAllowAutoCreation=true creates a
+	// partitioned topic. The zero value creates none.
+	AutoTopicCreation policy.AutoTopicCreation
+	// Decompress expands compressed entries for GET .../ledger/{l}/entry/{e};
+	// nil handles NONE and ZLIB and serves other codecs as stored, with
+	// X-Pulsar-Compression and X-Pulsar-Uncompressed-Size headers.
+	Decompress Decompressor
+	// Health checks the broker for GET /admin/v2/brokers/health; nil
+	// checks that the configuration store answers.
+	Health func(ctx context.Context) error
+}
+
+// Validate reports every problem with the config at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Policies == nil {
+		errs = append(errs, errors.New("admin.policies: required"))
+	}
+	if c.Cluster == "" {
+		errs = append(errs, errors.New("admin.cluster: required"))
+	} else if err := topic.ValidTenant(c.Cluster); err != nil {
+		errs = append(errs, fmt.Errorf("admin.cluster: %q is not a valid cluster name", c.Cluster))
+	}
+	if a := c.AutoTopicCreation; a.AllowAutoTopicCreation {
+		if err := a.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("admin.autoTopicCreation: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Server serves the Pulsar v2 admin REST API subset; see docs/admin.md.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	mux    *http.ServeMux
+	topics Topics
+}
+
+// New returns a server for cfg. It does not validate cfg (see
+// Config.Validate); missing parts make their endpoints answer 503.
+func New(cfg Config) *Server {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: log, mux: http.NewServeMux(), topics: cfg.Topics}
+	s.routes()
+	return s
+}
+
+// ServeHTTP serves one request. Unknown paths and methods get Pulsar's
+// JSON error body.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Serve unclean paths ("a//b", a trailing slash) in place: the mux
+	// would answer with a 301, which clients follow as a GET.
+	if ep := r.URL.EscapedPath(); ep != "/" && path.Clean(ep) != ep {
+		clean := path.Clean(ep)
+		if p, err := url.PathUnescape(clean); err == nil {
+			r2 := r.Clone(r.Context())
+			r2.URL.Path, r2.URL.RawPath = p, clean
+			r = r2
+		}
+	}
+	h, pattern := s.mux.Handler(r)
+	if pattern == "" {
+		// Not found, method not allowed or a redirect to the clean path:
+		// let the mux decide, then answer in JSON.
+		cw := &captureWriter{header: http.Header{}}
+		h.ServeHTTP(cw, r)
+		for _, k := range []string{"Allow", "Location"} {
+			if v := cw.header.Get(k); v != "" {
+				w.Header().Set(k, v)
+			}
+		}
+		status := cw.status
+		if status == 0 {
+			status = http.StatusNotFound
+		}
+		reason := http.StatusText(status)
+		if status == http.StatusNotFound {
+			reason = "Not found: " + r.URL.Path
+		}
+		writeJSON(w, status, errorBody{Reason: reason})
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+type captureWriter struct {
+	header http.Header
+	status int
+}
+
+func (c *captureWriter) Header() http.Header { return c.header }
+func (c *captureWriter) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (c *captureWriter) WriteHeader(status int) {
+	if c.status == 0 {
+		c.status = status
+	}
+}
+
+type errorBody struct {
+	Reason string `json:"reason"`
+}
+
+// handlerFunc is a handler that reports failure by error.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) handle(pattern string, h handlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// badRequest marks errors in the request itself (400).
+type badRequest struct{ err error }
+
+func (e *badRequest) Error() string { return e.err.Error() }
+func (e *badRequest) Unwrap() error { return e.err }
+
+func badRequestf(format string, args ...any) error {
+	return &badRequest{fmt.Errorf(format, args...)}
+}
+
+// statusOf maps an error to its HTTP status.
+func statusOf(err error) int {
+	var se *StatusError
+	var br *badRequest
+	switch {
+	case errors.As(err, &se):
+		return se.Status
+	case errors.As(err, &br):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrNotOwner):
+		return http.StatusTemporaryRedirect
+	case errors.Is(err, ErrTopicNotFound), errors.Is(err, ErrSubscriptionNotFound),
+		errors.Is(err, ErrEntryNotFound), errors.Is(err, policy.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrConflict), errors.Is(err, policy.ErrExists),
+		errors.Is(err, policy.ErrConflict), errors.Is(err, policy.ErrNotEmpty):
+		return http.StatusConflict
+	case errors.Is(err, ErrPreconditionFailed), errors.Is(err, policy.ErrInvalid),
+		errors.Is(err, topic.ErrInvalidName):
+		return http.StatusPreconditionFailed
+	case errors.Is(err, ErrNotAllowed):
+		return http.StatusMethodNotAllowed
+	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status := statusOf(err)
+	reason := err.Error()
+	var se *StatusError
+	if errors.As(err, &se) {
+		reason = se.Reason
+	}
+	var no *NotOwnerError
+	if errors.As(err, &no) {
+		w.Header().Set("Location", no.URL+r.URL.RequestURI())
+	}
+	if status >= 500 {
+		s.log.Warn("admin request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	} else {
+		s.log.Debug("admin request refused", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	writeJSON(w, status, errorBody{Reason: reason})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(errorBody{Reason: "encode response: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+func ok(w http.ResponseWriter, v any) error {
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func noContent(w http.ResponseWriter) error {
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		return nil, badRequestf("read body: %w", err)
+	}
+	return b, nil
+}
+
+// decodeBody decodes a JSON body into v; empty and null bodies leave v
+// alone and report false.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) (bool, error) {
+	b, err := readBody(w, r)
+	if err != nil {
+		return false, err
+	}
+	if len(bytes.TrimSpace(b)) == 0 || string(bytes.TrimSpace(b)) == "null" {
+		return false, nil
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return false, badRequestf("body: %w", err)
+	}
+	return true, nil
+}
+
+func boolParam(r *http.Request, name string) bool {
+	v, _ := strconv.ParseBool(r.URL.Query().Get(name))
+	return v
+}
+
+var errNoPolicies = &StatusError{Status: http.StatusServiceUnavailable, Reason: "the configuration store is not available"}
+var errNoTopics = &StatusError{Status: http.StatusServiceUnavailable, Reason: "topics are not served by this broker"}
+
+func (s *Server) routes() {
+	const v2 = "/admin/v2"
+	// Clusters.
+	s.handle("GET "+v2+"/clusters", s.listClusters)
+	s.handle("GET "+v2+"/clusters/{cluster}", s.getCluster)
+	s.handle("PUT "+v2+"/clusters/{cluster}", s.createCluster)
+	s.handle("POST "+v2+"/clusters/{cluster}", s.updateCluster)
+	s.handle("DELETE "+v2+"/clusters/{cluster}", s.deleteCluster)
+	// Tenants.
+	s.handle("GET "+v2+"/tenants", s.listTenants)
+	s.handle("GET "+v2+"/tenants/{tenant}", s.getTenant)
+	s.handle("PUT "+v2+"/tenants/{tenant}", s.createTenant)
+	s.handle("POST "+v2+"/tenants/{tenant}", s.updateTenant)
+	s.handle("DELETE "+v2+"/tenants/{tenant}", s.deleteTenant)
+	// Namespaces.
+	ns := v2 + "/namespaces/{tenant}/{namespace}"
+	s.handle("GET "+v2+"/namespaces/{tenant}", s.listNamespaces)
+	s.handle("GET "+ns, s.getNamespace)
+	s.handle("PUT "+ns, s.createNamespace)
+	s.handle("DELETE "+ns, s.deleteNamespace)
+	s.handle("GET "+ns+"/topics", s.namespaceTopics)
+	for _, p := range namespacePolicies {
+		s.handle("GET "+ns+"/"+p.path, s.getNSPolicy(p))
+		if p.set != nil {
+			s.handle("POST "+ns+"/"+p.path, s.setNSPolicy(p))
+		}
+		if p.remove != nil {
+			s.handle("DELETE "+ns+"/"+p.path, s.removeNSPolicy(p))
+		}
+	}
+	s.handle("GET "+ns+"/backlogQuotaMap", s.getNSPolicy(backlogQuotaPolicy))
+	// Topics, in both domains.
+	for _, d := range []topic.Domain{topic.Persistent, topic.NonPersistent} {
+		base := v2 + "/" + string(d) + "/{tenant}/{namespace}"
+		t := base + "/{topic}"
+		s.handle("GET "+base, s.listTopics(d))
+		s.handle("GET "+base+"/partitioned", s.listPartitioned(d))
+		s.handle("PUT "+t, s.topicHandler(d, s.createTopic))
+		s.handle("DELETE "+t, s.topicHandler(d, s.deleteTopic))
+		s.handle("PUT "+t+"/partitions", s.topicHandler(d, s.createPartitioned))
+		s.handle("POST "+t+"/partitions", s.topicHandler(d, s.updatePartitioned))
+		s.handle("GET "+t+"/partitions", s.topicHandler(d, s.getPartitions))
+		s.handle("DELETE "+t+"/partitions", s.topicHandler(d, s.deletePartitioned))
+		s.handle("GET "+t+"/stats", s.topicHandler(d, s.stats))
+		s.handle("GET "+t+"/partitioned-stats", s.topicHandler(d, s.partitionedStats))
+		s.handle("GET "+t+"/internalStats", s.topicHandler(d, s.internalStats))
+		s.handle("GET "+t+"/subscriptions", s.topicHandler(d, s.subscriptions))
+		s.handle("PUT "+t+"/subscription/{sub}", s.topicHandler(d, s.createSubscription))
+		s.handle("DELETE "+t+"/subscription/{sub}", s.topicHandler(d, s.deleteSubscription))
+		s.handle("POST "+t+"/subscription/{sub}/skip/{n}", s.topicHandler(d, s.skip))
+		s.handle("POST "+t+"/subscription/{sub}/skip_all", s.topicHandler(d, s.skipAll))
+		s.handle("POST "+t+"/subscription/{sub}/resetcursor/{timestamp}", s.topicHandler(d, s.resetCursorToTime))
+		s.handle("POST "+t+"/subscription/{sub}/resetcursor", s.topicHandler(d, s.resetCursor))
+		s.handle("PUT "+t+"/unload", s.topicHandler(d, s.unload))
+		s.handle("GET "+t+"/lastMessageId", s.topicHandler(d, s.lastMessageID))
+		s.handle("GET "+t+"/ledger/{ledger}/entry/{entry}", s.topicHandler(d, s.entry))
+		s.handle("GET /lookup/v2/topic/"+string(d)+"/{tenant}/{namespace}/{topic}", s.topicHandler(d, s.lookup))
+	}
+	// Brokers.
+	s.handle("GET "+v2+"/brokers/health", s.health)
+	s.handle("GET "+v2+"/brokers/ready", s.ready)
+	s.handle("GET "+v2+"/brokers/{cluster}", s.brokers)
+}

@@ -1,0 +1,99 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/isobar-mq/isobar/broker/topic"
+)
+
+// Topics is everything the admin API needs from a broker. Names passed in
+// are always single topics: a non-partitioned topic or one partition
+// (the admin server fans partitioned-topic operations out to the
+// partitions itself). Errors should wrap the sentinels below (or be a
+// *NotOwnerError or *StatusError) so the server answers with Pulsar's
+// status codes; anything else is a 500.
+type Topics interface {
+	// CreateTopic creates a topic; ErrConflict if it exists.
+	CreateTopic(ctx context.Context, name topic.Name) error
+	// DeleteTopic deletes a topic; ErrTopicNotFound if there is none,
+	// ErrPreconditionFailed if it has producers or subscriptions and
+	// force is false (force disconnects them first).
+	DeleteTopic(ctx context.Context, name topic.Name, force bool) error
+	// ListTopics lists the full names of a namespace's ("tenant/ns")
+	// topics of one domain: non-partitioned topics and partitions.
+	ListTopics(ctx context.Context, namespace string, domain topic.Domain) ([]string, error)
+	// Stats returns a topic's stats; ErrTopicNotFound if there is none.
+	Stats(ctx context.Context, name topic.Name) (*TopicStats, error)
+	// InternalStats returns a topic's storage stats.
+	InternalStats(ctx context.Context, name topic.Name) (*PersistentTopicInternalStats, error)
+	// Subscriptions lists a topic's subscription names.
+	Subscriptions(ctx context.Context, name topic.Name) ([]string, error)
+	// CreateSubscription creates a durable subscription positioned at
+	// at (nil: the end of the topic; Earliest and Latest are special);
+	// ErrConflict if it exists.
+	CreateSubscription(ctx context.Context, name topic.Name, sub string, at *MessageID) error
+	// DeleteSubscription deletes a subscription; ErrSubscriptionNotFound
+	// if there is none, ErrPreconditionFailed if it has consumers and
+	// force is false.
+	DeleteSubscription(ctx context.Context, name topic.Name, sub string, force bool) error
+	// Skip acknowledges the next n messages of a subscription; n == -1
+	// skips everything (clears the backlog).
+	Skip(ctx context.Context, name topic.Name, sub string, n int64) error
+	// ResetCursor moves a subscription to a message id.
+	ResetCursor(ctx context.Context, name topic.Name, sub string, id MessageID) error
+	// ResetCursorToTime moves a subscription to the first message
+	// published at or after t.
+	ResetCursorToTime(ctx context.Context, name topic.Name, sub string, t time.Time) error
+	// Unload closes a topic on its broker so its clients reconnect.
+	Unload(ctx context.Context, name topic.Name) error
+	// LastMessageID returns the id of the last message (entry -1 of the
+	// current ledger when the topic is empty).
+	LastMessageID(ctx context.Context, name topic.Name) (MessageID, error)
+	// Entry returns one stored entry as written by the producer path:
+	// [u32 metadata size][MessageMetadata][payload] (wire.AppendEntry's
+	// format). ErrEntryNotFound if the ledger or entry does not exist.
+	Entry(ctx context.Context, name topic.Name, ledger, entry int64) ([]byte, error)
+	// Lookup returns the URLs of the broker that owns the topic.
+	Lookup(ctx context.Context, name topic.Name) (LookupData, error)
+	// Brokers lists the live brokers of the local cluster as host:port
+	// of their HTTP listeners.
+	Brokers(ctx context.Context) ([]string, error)
+}
+
+// Errors a Topics implementation returns, mapped to HTTP statuses.
+var (
+	ErrTopicNotFound        = errors.New("admin: topic not found")        // 404
+	ErrSubscriptionNotFound = errors.New("admin: subscription not found") // 404
+	ErrEntryNotFound        = errors.New("admin: entry not found")        // 404
+	ErrConflict             = errors.New("admin: already exists")         // 409
+	ErrPreconditionFailed   = errors.New("admin: precondition failed")    // 412
+	ErrNotAllowed           = errors.New("admin: operation not allowed")  // 405
+	ErrUnavailable          = errors.New("admin: service unavailable")    // 503
+	ErrNotOwner             = errors.New("admin: not the owner")          // 307, see NotOwnerError
+)
+
+// NotOwnerError says another broker owns the topic; the server redirects
+// the request there (307, Location: URL + the request's path and query).
+// It matches ErrNotOwner with errors.Is.
+type NotOwnerError struct {
+	// URL is the owner's HTTP base URL, e.g. "http://broker-2:8080".
+	URL string
+}
+
+func (e *NotOwnerError) Error() string {
+	return fmt.Sprintf("admin: not the owner; owner is %s", e.URL)
+}
+
+// Is matches ErrNotOwner.
+func (e *NotOwnerError) Is(target error) bool { return target == ErrNotOwner }
+
+// StatusError carries an explicit HTTP status and reason.
+type StatusError struct {
+	Status int
+	Reason string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("admin: %d: %s", e.Status, e.Reason) }

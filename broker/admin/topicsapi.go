@@ -1,0 +1,664 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/isobar-mq/isobar/broker/policy"
+	"github.com/isobar-mq/isobar/broker/topic"
+)
+
+// topicHandlerFunc handles a request about one topic named in the path.
+type topicHandlerFunc func(w http.ResponseWriter, r *http.Request, name topic.Name) error
+
+// topicHandler parses {tenant}/{namespace}/{topic} (already URL-decoded
+// once by the mux) in domain d.
+func (s *Server) topicHandler(d topic.Domain, h topicHandlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if s.cfg.Policies == nil {
+			return errNoPolicies
+		}
+		if s.topics == nil {
+			return errNoTopics
+		}
+		name, err := topic.Parse(string(d) + "://" + r.PathValue("tenant") + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic"))
+		if err != nil {
+			return err
+		}
+		return h(w, r, name)
+	}
+}
+
+// partitions returns how many partitions name has when it is a
+// partitioned topic (0 otherwise).
+func (s *Server) partitions(ctx context.Context, name topic.Name) (int, error) {
+	n, _, err := s.cfg.Policies.Partitions(ctx, name)
+	return n, err
+}
+
+// targets is what an operation on name acts on: its partitions when it is
+// a partitioned topic, else name itself.
+func (s *Server) targets(ctx context.Context, name topic.Name) ([]topic.Name, bool, error) {
+	n, err := s.partitions(ctx, name)
+	if err != nil {
+		return nil, false, err
+	}
+	if n == 0 {
+		return []topic.Name{name}, false, nil
+	}
+	out := make([]topic.Name, n)
+	for i := range out {
+		out[i] = name.Partitioned(i)
+	}
+	return out, true, nil
+}
+
+// eachTarget runs fn on every target; on a partitioned topic, partitions
+// that do not exist yet are skipped when skipMissing is set.
+func (s *Server) eachTarget(ctx context.Context, name topic.Name, skipMissing bool, fn func(topic.Name) error) error {
+	ts, partitioned, err := s.targets(ctx, name)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		if err := fn(t); err != nil {
+			if partitioned && skipMissing && errors.Is(err, ErrTopicNotFound) {
+				continue
+			}
+			return fmt.Errorf("%s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+func notAllowedOnPartitioned(op string, name topic.Name) error {
+	return &StatusError{Status: http.StatusMethodNotAllowed, Reason: fmt.Sprintf("%s is not allowed on partitioned topic %s", op, name)}
+}
+
+func (s *Server) namespaceExists(ctx context.Context, name topic.Name) error {
+	_, err := s.cfg.Policies.Namespace(ctx, name.NamespaceName())
+	return err
+}
+
+// topicExists reports whether name is an existing non-partitioned topic
+// (or partition) according to the broker's listing.
+func (s *Server) topicExists(ctx context.Context, name topic.Name) (bool, error) {
+	names, err := s.topics.ListTopics(ctx, name.NamespaceName(), name.Domain)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(names, name.String()), nil
+}
+
+// ---- listing
+
+func (s *Server) listTopics(d topic.Domain) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if s.cfg.Policies == nil {
+			return errNoPolicies
+		}
+		ns, err := nsName(r)
+		if err != nil {
+			return err
+		}
+		if _, err := s.cfg.Policies.Namespace(r.Context(), ns); err != nil {
+			return err
+		}
+		if s.topics == nil {
+			return errNoTopics
+		}
+		names, err := s.topics.ListTopics(r.Context(), ns, d)
+		if err != nil {
+			return err
+		}
+		return ok(w, nonNil(names))
+	}
+}
+
+func (s *Server) listPartitioned(d topic.Domain) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if s.cfg.Policies == nil {
+			return errNoPolicies
+		}
+		ns, err := nsName(r)
+		if err != nil {
+			return err
+		}
+		if _, err := s.cfg.Policies.Namespace(r.Context(), ns); err != nil {
+			return err
+		}
+		pts, err := s.cfg.Policies.ListPartitioned(r.Context(), ns, d)
+		if err != nil {
+			return err
+		}
+		out := make([]string, 0, len(pts))
+		for _, pt := range pts {
+			out = append(out, pt.String())
+		}
+		return ok(w, out)
+	}
+}
+
+// ---- create and delete
+
+func (s *Server) createTopic(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	ctx := r.Context()
+	if _, err := readBody(w, r); err != nil { // null, empty or properties: ignored
+		return err
+	}
+	if err := s.namespaceExists(ctx, name); err != nil {
+		return err
+	}
+	if n, err := s.partitions(ctx, name); err != nil {
+		return err
+	} else if n > 0 {
+		return fmt.Errorf("%w: %s is a partitioned topic", ErrConflict, name)
+	}
+	if err := s.topics.CreateTopic(ctx, name); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	ctx := r.Context()
+	if n, err := s.partitions(ctx, name); err != nil {
+		return err
+	} else if n > 0 {
+		return fmt.Errorf("%w: %s is a partitioned topic; delete it with DELETE .../partitions", ErrConflict, name)
+	}
+	if err := s.topics.DeleteTopic(ctx, name, boolParam(r, "force")); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func (s *Server) createPartitioned(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	ctx := r.Context()
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	n, props, err := DecodePartitions(body)
+	if err != nil {
+		return &badRequest{err}
+	}
+	if name.Partition() >= 0 {
+		return fmt.Errorf("%w: %s is a partition name", ErrPreconditionFailed, name)
+	}
+	if err := s.namespaceExists(ctx, name); err != nil {
+		return err
+	}
+	if exists, err := s.topicExists(ctx, name); err != nil {
+		return err
+	} else if exists {
+		return fmt.Errorf("%w: non-partitioned topic %s exists", ErrConflict, name)
+	}
+	if err := s.cfg.Policies.CreatePartitionedWithProperties(ctx, name, n, props); err != nil {
+		return err
+	}
+	s.createPartitions(ctx, name, 0, n, nil)
+	return noContent(w)
+}
+
+// createPartitions creates partitions [from, to) of name, best effort
+// (topics are also created on first use), and on each the subscriptions
+// subs at the earliest position so that nothing published to a new
+// partition before consumers find it is missed (as Pulsar does).
+func (s *Server) createPartitions(ctx context.Context, name topic.Name, from, to int, subs []string) {
+	for i := from; i < to; i++ {
+		p := name.Partitioned(i)
+		if err := s.topics.CreateTopic(ctx, p); err != nil && !errors.Is(err, ErrConflict) {
+			s.log.Warn("admin: create partition", "topic", p.String(), "err", err)
+			continue
+		}
+		for _, sub := range subs {
+			at := Earliest
+			if err := s.topics.CreateSubscription(ctx, p, sub, &at); err != nil && !errors.Is(err, ErrConflict) {
+				s.log.Warn("admin: create subscription on new partition", "topic", p.String(), "subscription", sub, "err", err)
+			}
+		}
+	}
+}
+
+func (s *Server) updatePartitioned(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	ctx := r.Context()
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	n, _, err := DecodePartitions(body)
+	if err != nil {
+		return &badRequest{err}
+	}
+	old, err := s.partitions(ctx, name)
+	if err != nil {
+		return err
+	}
+	if old == 0 {
+		return fmt.Errorf("%w: %s is not a partitioned topic", ErrTopicNotFound, name)
+	}
+	if err := s.cfg.Policies.UpdatePartitions(ctx, name, n); err != nil {
+		return err
+	}
+	if n > old {
+		subs, err := s.subscriptionNames(ctx, name, old)
+		if err != nil {
+			s.log.Warn("admin: list subscriptions for new partitions", "topic", name.String(), "err", err)
+		}
+		s.createPartitions(ctx, name, old, n, subs)
+	}
+	return noContent(w)
+}
+
+// subscriptionNames is the union of the subscriptions of the first n
+// partitions of name.
+func (s *Server) subscriptionNames(ctx context.Context, name topic.Name, n int) ([]string, error) {
+	var all []string
+	for i := range n {
+		subs, err := s.topics.Subscriptions(ctx, name.Partitioned(i))
+		if errors.Is(err, ErrTopicNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, subs...)
+	}
+	slices.Sort(all)
+	return slices.Compact(all), nil
+}
+
+func (s *Server) getPartitions(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	ctx := r.Context()
+	if err := s.namespaceExists(ctx, name); err != nil {
+		return err
+	}
+	n, err := s.partitions(ctx, name)
+	if err != nil {
+		return err
+	}
+	if n == 0 && boolParam(r, "checkAllowAutoCreation") && name.Partition() < 0 {
+		if n, err = s.autoCreatePartitioned(ctx, name); err != nil {
+			return err
+		}
+	}
+	return ok(w, PartitionedTopicMetadata{Partitions: n})
+}
+
+// autoCreatePartitioned creates name as a partitioned topic when auto
+// topic creation (the namespace override, else the broker default) makes
+// new topics partitioned and name does not exist as a topic; it returns
+// the partition count (0 when it creates nothing).
+func (s *Server) autoCreatePartitioned(ctx context.Context, name topic.Name) (int, error) {
+	pol, err := s.cfg.Policies.Namespace(ctx, name.NamespaceName())
+	if err != nil {
+		return 0, err
+	}
+	auto := s.cfg.AutoTopicCreation
+	if pol.AutoTopicCreation != nil {
+		auto = *pol.AutoTopicCreation
+	}
+	if !auto.AllowAutoTopicCreation || auto.TopicType != policy.TopicTypePartitioned || auto.DefaultNumPartitions == nil {
+		return 0, nil
+	}
+	if exists, err := s.topicExists(ctx, name); err != nil || exists {
+		return 0, err
+	}
+	n := *auto.DefaultNumPartitions
+	err = s.cfg.Policies.CreatePartitioned(ctx, name, n)
+	if errors.Is(err, policy.ErrExists) {
+		n, err = s.partitions(ctx, name)
+		return n, err
+	}
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func (s *Server) deletePartitioned(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	ctx := r.Context()
+	n, err := s.partitions(ctx, name)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: partitioned topic %s does not exist", ErrTopicNotFound, name)
+	}
+	force := boolParam(r, "force")
+	for i := range n {
+		if err := s.topics.DeleteTopic(ctx, name.Partitioned(i), force); err != nil && !errors.Is(err, ErrTopicNotFound) {
+			return fmt.Errorf("%s: %w", name.Partitioned(i), err)
+		}
+	}
+	if err := s.cfg.Policies.DeletePartitioned(ctx, name); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+// ---- stats
+
+func (s *Server) stats(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	ctx := r.Context()
+	ts, partitioned, err := s.targets(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !partitioned {
+		st, err := s.topics.Stats(ctx, name)
+		if err != nil {
+			return err
+		}
+		normalizeTopicStats(st)
+		return ok(w, st)
+	}
+	ps, err := s.aggregate(ctx, ts, false)
+	if err != nil {
+		return err
+	}
+	return ok(w, ps.topicStats())
+}
+
+func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	ctx := r.Context()
+	ts, partitioned, err := s.targets(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !partitioned {
+		return fmt.Errorf("%w: partitioned topic %s does not exist", ErrTopicNotFound, name)
+	}
+	perPartition := true // Pulsar's default
+	if v := r.URL.Query().Get("perPartition"); v != "" {
+		perPartition, _ = strconv.ParseBool(v)
+	}
+	ps, err := s.aggregate(ctx, ts, perPartition)
+	if err != nil {
+		return err
+	}
+	return ok(w, ps)
+}
+
+func (s *Server) aggregate(ctx context.Context, parts []topic.Name, perPartition bool) (*PartitionedTopicStats, error) {
+	stats := make([]*TopicStats, 0, len(parts))
+	names := make([]string, 0, len(parts))
+	for _, p := range parts {
+		st, err := s.topics.Stats(ctx, p)
+		if errors.Is(err, ErrTopicNotFound) {
+			continue // not created yet
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		normalizeTopicStats(st)
+		stats = append(stats, st)
+		names = append(names, p.String())
+	}
+	return aggregateStats(len(parts), names, stats, perPartition), nil
+}
+
+func (s *Server) internalStats(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	ctx := r.Context()
+	if n, err := s.partitions(ctx, name); err != nil {
+		return err
+	} else if n > 0 {
+		return notAllowedOnPartitioned("internalStats", name)
+	}
+	st, err := s.topics.InternalStats(ctx, name)
+	if err != nil {
+		return err
+	}
+	if st.Ledgers == nil {
+		st.Ledgers = []LedgerInfo{}
+	}
+	if st.Cursors == nil {
+		st.Cursors = map[string]CursorStats{}
+	}
+	if st.SchemaLedgers == nil {
+		st.SchemaLedgers = []SchemaLedger{}
+	}
+	return ok(w, st)
+}
+
+// ---- subscriptions
+
+func (s *Server) subscriptions(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	ctx := r.Context()
+	ts, partitioned, err := s.targets(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !partitioned {
+		subs, err := s.topics.Subscriptions(ctx, name)
+		if err != nil {
+			return err
+		}
+		return ok(w, nonNil(subs))
+	}
+	subs, err := s.subscriptionNames(ctx, name, len(ts))
+	if err != nil {
+		return err
+	}
+	return ok(w, nonNil(subs))
+}
+
+func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	at, err := decodeMessageID(body)
+	if err != nil {
+		return &badRequest{err}
+	}
+	sub := r.PathValue("sub")
+	if sub == "" {
+		return badRequestf("empty subscription name")
+	}
+	if err := s.eachTarget(r.Context(), name, false, func(t topic.Name) error {
+		return s.topics.CreateSubscription(r.Context(), t, sub, at)
+	}); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	sub, force := r.PathValue("sub"), boolParam(r, "force")
+	ctx := r.Context()
+	ts, partitioned, err := s.targets(ctx, name)
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, t := range ts {
+		err := s.topics.DeleteSubscription(ctx, t, sub, force)
+		if partitioned && (errors.Is(err, ErrSubscriptionNotFound) || errors.Is(err, ErrTopicNotFound)) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+	}
+	if !found {
+		return fmt.Errorf("%w: %s on %s", ErrSubscriptionNotFound, sub, name)
+	}
+	return noContent(w)
+}
+
+func (s *Server) skip(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	n, err := strconv.ParseInt(r.PathValue("n"), 10, 64)
+	if err != nil || n < 0 {
+		return badRequestf("skip %q: want a non-negative number of messages", r.PathValue("n"))
+	}
+	if p, err := s.partitions(r.Context(), name); err != nil {
+		return err
+	} else if p > 0 {
+		return notAllowedOnPartitioned("skip", name)
+	}
+	if err := s.topics.Skip(r.Context(), name, r.PathValue("sub"), n); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func (s *Server) skipAll(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	sub := r.PathValue("sub")
+	if err := s.eachTarget(r.Context(), name, true, func(t topic.Name) error {
+		return s.topics.Skip(r.Context(), t, sub, -1)
+	}); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func (s *Server) resetCursorToTime(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	ms, err := strconv.ParseInt(r.PathValue("timestamp"), 10, 64)
+	if err != nil {
+		return badRequestf("timestamp %q: want milliseconds since the epoch", r.PathValue("timestamp"))
+	}
+	sub, at := r.PathValue("sub"), time.UnixMilli(ms)
+	if err := s.eachTarget(r.Context(), name, true, func(t topic.Name) error {
+		return s.topics.ResetCursorToTime(r.Context(), t, sub, at)
+	}); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func (s *Server) resetCursor(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	id, err := decodeMessageID(body)
+	if err != nil {
+		return &badRequest{err}
+	}
+	if id == nil {
+		return badRequestf("message id: required")
+	}
+	if p, err := s.partitions(r.Context(), name); err != nil {
+		return err
+	} else if p > 0 {
+		return notAllowedOnPartitioned("reset cursor to a message id", name)
+	}
+	if err := s.topics.ResetCursor(r.Context(), name, r.PathValue("sub"), *id); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+// ---- the rest
+
+func (s *Server) unload(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	if err := s.eachTarget(r.Context(), name, true, func(t topic.Name) error {
+		return s.topics.Unload(r.Context(), t)
+	}); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func (s *Server) lastMessageID(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	if p, err := s.partitions(r.Context(), name); err != nil {
+		return err
+	} else if p > 0 {
+		return notAllowedOnPartitioned("lastMessageId", name)
+	}
+	id, err := s.topics.LastMessageID(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	return ok(w, id)
+}
+
+func (s *Server) entry(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	ledger, err1 := strconv.ParseInt(r.PathValue("ledger"), 10, 64)
+	entryID, err2 := strconv.ParseInt(r.PathValue("entry"), 10, 64)
+	if err1 != nil || err2 != nil || ledger < 0 || entryID < 0 {
+		return badRequestf("ledger %q entry %q: want non-negative numbers", r.PathValue("ledger"), r.PathValue("entry"))
+	}
+	if p, err := s.partitions(r.Context(), name); err != nil {
+		return err
+	} else if p > 0 {
+		return notAllowedOnPartitioned("reading an entry", name)
+	}
+	raw, err := s.topics.Entry(r.Context(), name, ledger, entryID)
+	if err != nil {
+		return err
+	}
+	resp, err := decodeEntryResponse(raw, ledger, entryID, s.cfg.Decompress)
+	if err != nil {
+		return fmt.Errorf("entry %d:%d of %s: %w", ledger, entryID, name, err)
+	}
+	for k, v := range resp.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(http.StatusOK)
+	w.Write(resp.body)
+	return nil
+}
+
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	ld, err := s.topics.Lookup(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	return ok(w, ld)
+}
+
+func (s *Server) brokers(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Policies == nil {
+		return errNoPolicies
+	}
+	cluster := r.PathValue("cluster")
+	if cluster != s.cfg.Cluster {
+		cd, err := s.cfg.Policies.Cluster(r.Context(), cluster)
+		if err != nil {
+			return err
+		}
+		if cd.ServiceURL == "" {
+			return fmt.Errorf("%w: cluster %s has no serviceUrl", ErrPreconditionFailed, cluster)
+		}
+		return &NotOwnerError{URL: cd.ServiceURL}
+	}
+	if s.topics == nil {
+		return errNoTopics
+	}
+	bs, err := s.topics.Brokers(r.Context())
+	if err != nil {
+		return err
+	}
+	return ok(w, nonNil(bs))
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
+	var err error
+	switch {
+	case s.cfg.Health != nil:
+		err = s.cfg.Health(r.Context())
+	case s.cfg.Policies == nil:
+		err = errNoPolicies
+	default:
+		_, err = s.cfg.Policies.Clusters(r.Context())
+	}
+	if err != nil {
+		return &StatusError{Status: http.StatusServiceUnavailable, Reason: "unhealthy: " + err.Error()}
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.Write([]byte("ok"))
+	return nil
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
+	return s.health(w, r)
+}

@@ -1,0 +1,787 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/metastore"
+)
+
+// Errors, checked with errors.Is; they are wrapped with the name involved.
+var (
+	ErrNotFound = errors.New("policy: not found")
+	ErrExists   = errors.New("policy: already exists")
+	ErrInvalid  = errors.New("policy: invalid")
+	ErrConflict = errors.New("policy: concurrent modification")
+	ErrNotEmpty = errors.New("policy: not empty")
+)
+
+// Root is the prefix of every key of the store.
+const Root = "/isobar-global/"
+
+const (
+	clustersPrefix    = Root + "clusters/"
+	tenantsPrefix     = Root + "tenants/"
+	namespacesPrefix  = Root + "namespaces/"
+	partitionedPrefix = Root + "partitioned-topics/"
+)
+
+// Config configures a Store.
+type Config struct {
+	// Meta is the metadata store. Required.
+	Meta *metastore.Store
+	// LocalCluster becomes a new namespace's only replication cluster when
+	// it names none, as in Pulsar; empty leaves the list empty.
+	LocalCluster string
+	// DefaultBundles is the number of bundles of a new namespace that
+	// names none; zero means topic.DefaultBundles.
+	DefaultBundles int
+	// MaxPartitions bounds a partitioned topic's partitions; zero means
+	// no limit.
+	MaxPartitions int
+	// HasTopics reports whether a namespace ("tenant/ns") has topics the
+	// broker knows about (beyond partitioned-topic metadata); a namespace
+	// with topics cannot be deleted. Nil means it never has.
+	HasTopics func(ctx context.Context, namespace string) (bool, error)
+}
+
+// Validate reports every problem with the config at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Meta == nil {
+		errs = append(errs, errors.New("policy.meta: required"))
+	}
+	if c.LocalCluster != "" {
+		if err := validClusterName(c.LocalCluster); err != nil {
+			errs = append(errs, fmt.Errorf("policy.localCluster: %w", err))
+		}
+	}
+	if c.DefaultBundles < 0 || c.DefaultBundles > topic.MaxBundles {
+		errs = append(errs, fmt.Errorf("policy.defaultBundles: %d is not in [0, %d]", c.DefaultBundles, topic.MaxBundles))
+	}
+	if c.MaxPartitions < 0 {
+		errs = append(errs, fmt.Errorf("policy.maxPartitions: %d is negative", c.MaxPartitions))
+	}
+	return errors.Join(errs...)
+}
+
+// Store is the typed configuration store. It is safe for concurrent use.
+type Store struct {
+	cfg  Config
+	meta *metastore.Store
+}
+
+// New returns a store over cfg.Meta.
+func New(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Store{cfg: cfg, meta: cfg.Meta}, nil
+}
+
+// LocalCluster is the configured local cluster name.
+func (s *Store) LocalCluster() string { return s.cfg.LocalCluster }
+
+// ClusterKey, TenantKey, NamespaceKey and PartitionedKey are the keys of
+// the records.
+func ClusterKey(name string) string         { return clustersPrefix + name }
+func TenantKey(name string) string          { return tenantsPrefix + name }
+func NamespaceKey(tenant, ns string) string { return namespacesPrefix + tenant + "/" + ns }
+func PartitionedKey(n topic.Name) string {
+	return partitionedPrefix + n.Tenant + "/" + n.Namespace + "/" + string(n.Domain) + "/" + n.Local
+}
+
+func namespaceTopicsPrefix(tenant, ns string) string {
+	return partitionedPrefix + tenant + "/" + ns + "/"
+}
+
+// ---- generic helpers
+
+func (s *Store) getJSON(ctx context.Context, key, what string, v any) (int64, error) {
+	kv, err := s.meta.Get(ctx, key)
+	if errors.Is(err, metastore.ErrNotFound) {
+		return 0, fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	if err := json.Unmarshal(kv.Value, v); err != nil {
+		return 0, fmt.Errorf("%s: corrupt record at %s: %w", what, key, err)
+	}
+	return kv.Rev, nil
+}
+
+// txn commits ops if every comparison holds; it reports whether it did.
+func (s *Store) txn(ctx context.Context, what string, cmps []clientv3.Cmp, ops ...clientv3.Op) (bool, error) {
+	resp, err := s.meta.Client().Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", what, err)
+	}
+	return resp.Succeeded, nil
+}
+
+func absent(key string) clientv3.Cmp { return clientv3.Compare(clientv3.ModRevision(key), "=", 0) }
+
+func atRev(key string, rev int64) clientv3.Cmp {
+	return clientv3.Compare(clientv3.ModRevision(key), "=", rev)
+}
+
+func noneUnder(prefix string) clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(prefix), "=", 0).WithPrefix()
+}
+
+func (s *Store) exists(ctx context.Context, key string) (bool, error) {
+	_, err := s.meta.Get(ctx, key)
+	if errors.Is(err, metastore.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func lastSegments(kvs []metastore.KV, prefix string) []string {
+	out := make([]string, 0, len(kvs))
+	for _, kv := range kvs {
+		out = append(out, strings.TrimPrefix(kv.Key, prefix))
+	}
+	return out
+}
+
+func invalid(what string, err error) error {
+	return fmt.Errorf("%s: %w: %w", what, ErrInvalid, err)
+}
+
+// ---- clusters
+
+// CreateCluster records a new cluster; ErrExists if it is known.
+func (s *Store) CreateCluster(ctx context.Context, name string, d ClusterData) error {
+	what := "cluster " + name
+	if err := validClusterName(name); err != nil {
+		return invalid(what, err)
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if _, err := s.meta.Create(ctx, ClusterKey(name), b); err != nil {
+		if errors.Is(err, metastore.ErrExists) {
+			return fmt.Errorf("%s: %w", what, ErrExists)
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// Cluster reads a cluster.
+func (s *Store) Cluster(ctx context.Context, name string) (ClusterData, error) {
+	var d ClusterData
+	if err := validClusterName(name); err != nil {
+		return d, invalid("cluster "+name, err)
+	}
+	_, err := s.getJSON(ctx, ClusterKey(name), "cluster "+name, &d)
+	return d, err
+}
+
+// Clusters lists the cluster names in order.
+func (s *Store) Clusters(ctx context.Context) ([]string, error) {
+	kvs, err := s.meta.List(ctx, clustersPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("clusters: %w", err)
+	}
+	return lastSegments(kvs, clustersPrefix), nil
+}
+
+// UpdateCluster replaces a cluster's data; ErrNotFound if it is unknown.
+func (s *Store) UpdateCluster(ctx context.Context, name string, d ClusterData) error {
+	what := "cluster " + name
+	var old ClusterData
+	rev, err := s.getJSON(ctx, ClusterKey(name), what, &old)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if _, err := s.meta.CAS(ctx, ClusterKey(name), b, rev); err != nil {
+		if errors.Is(err, metastore.ErrConflict) {
+			return fmt.Errorf("%s: %w", what, ErrConflict)
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// DeleteCluster removes a cluster; ErrNotEmpty while a tenant allows it or
+// a namespace replicates to it.
+func (s *Store) DeleteCluster(ctx context.Context, name string) error {
+	what := "cluster " + name
+	kv, err := s.meta.Get(ctx, ClusterKey(name))
+	if errors.Is(err, metastore.ErrNotFound) {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	} else if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	tenants, err := s.meta.List(ctx, tenantsPrefix)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	for _, t := range tenants {
+		var ti TenantInfo
+		if json.Unmarshal(t.Value, &ti) == nil && slices.Contains(ti.AllowedClusters, name) {
+			return fmt.Errorf("%s: %w: tenant %s allows it", what, ErrNotEmpty, strings.TrimPrefix(t.Key, tenantsPrefix))
+		}
+	}
+	nss, err := s.meta.List(ctx, namespacesPrefix)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	for _, n := range nss {
+		var p Policies
+		if json.Unmarshal(n.Value, &p) == nil && slices.Contains(p.ReplicationClusters, name) {
+			return fmt.Errorf("%s: %w: namespace %s replicates to it", what, ErrNotEmpty, strings.TrimPrefix(n.Key, namespacesPrefix))
+		}
+	}
+	if err := s.meta.DeleteIf(ctx, ClusterKey(name), kv.Rev); err != nil {
+		if errors.Is(err, metastore.ErrConflict) {
+			return fmt.Errorf("%s: %w", what, ErrConflict)
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+func (s *Store) checkClustersExist(ctx context.Context, names []string) error {
+	var errs []error
+	for _, c := range names {
+		if err := validClusterName(c); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ok, err := s.exists(ctx, ClusterKey(c))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			errs = append(errs, fmt.Errorf("cluster %q does not exist", c))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))
+	}
+	return nil
+}
+
+// ---- tenants
+
+// CreateTenant records a new tenant; its allowed clusters must exist.
+func (s *Store) CreateTenant(ctx context.Context, name string, info TenantInfo) error {
+	what := "tenant " + name
+	if err := topic.ValidTenant(name); err != nil {
+		return invalid(what, err)
+	}
+	if err := s.checkClustersExist(ctx, info.AllowedClusters); err != nil {
+		return fmt.Errorf("%s: allowedClusters: %w", what, err)
+	}
+	b, err := json.Marshal(info)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if _, err := s.meta.Create(ctx, TenantKey(name), b); err != nil {
+		if errors.Is(err, metastore.ErrExists) {
+			return fmt.Errorf("%s: %w", what, ErrExists)
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// Tenant reads a tenant.
+func (s *Store) Tenant(ctx context.Context, name string) (TenantInfo, error) {
+	var ti TenantInfo
+	if err := topic.ValidTenant(name); err != nil {
+		return ti, invalid("tenant "+name, err)
+	}
+	_, err := s.getJSON(ctx, TenantKey(name), "tenant "+name, &ti)
+	return ti, err
+}
+
+// Tenants lists the tenant names in order.
+func (s *Store) Tenants(ctx context.Context) ([]string, error) {
+	kvs, err := s.meta.List(ctx, tenantsPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("tenants: %w", err)
+	}
+	return lastSegments(kvs, tenantsPrefix), nil
+}
+
+// UpdateTenant replaces a tenant's info. Its allowed clusters must exist,
+// and a cluster one of its namespaces replicates to cannot be removed.
+func (s *Store) UpdateTenant(ctx context.Context, name string, info TenantInfo) error {
+	what := "tenant " + name
+	if err := topic.ValidTenant(name); err != nil {
+		return invalid(what, err)
+	}
+	var old TenantInfo
+	rev, err := s.getJSON(ctx, TenantKey(name), what, &old)
+	if err != nil {
+		return err
+	}
+	if err := s.checkClustersExist(ctx, info.AllowedClusters); err != nil {
+		return fmt.Errorf("%s: allowedClusters: %w", what, err)
+	}
+	if len(info.AllowedClusters) > 0 {
+		nss, err := s.meta.List(ctx, namespacesPrefix+name+"/")
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		for _, n := range nss {
+			var p Policies
+			if json.Unmarshal(n.Value, &p) != nil {
+				continue
+			}
+			for _, c := range p.ReplicationClusters {
+				if !slices.Contains(info.AllowedClusters, c) {
+					return fmt.Errorf("%s: %w: namespace %s replicates to cluster %s", what, ErrInvalid, strings.TrimPrefix(n.Key, namespacesPrefix), c)
+				}
+			}
+		}
+	}
+	b, err := json.Marshal(info)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if _, err := s.meta.CAS(ctx, TenantKey(name), b, rev); err != nil {
+		if errors.Is(err, metastore.ErrConflict) {
+			return fmt.Errorf("%s: %w", what, ErrConflict)
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// DeleteTenant removes a tenant; ErrNotEmpty while it has namespaces.
+func (s *Store) DeleteTenant(ctx context.Context, name string) error {
+	what := "tenant " + name
+	if err := topic.ValidTenant(name); err != nil {
+		return invalid(what, err)
+	}
+	kv, err := s.meta.Get(ctx, TenantKey(name))
+	if errors.Is(err, metastore.ErrNotFound) {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	} else if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	nsPrefix := namespacesPrefix + name + "/"
+	ok, err := s.txn(ctx, what, []clientv3.Cmp{atRev(kv.Key, kv.Rev), noneUnder(nsPrefix)}, clientv3.OpDelete(kv.Key))
+	if err != nil || ok {
+		return err
+	}
+	nss, err := s.meta.List(ctx, nsPrefix)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if len(nss) > 0 {
+		return fmt.Errorf("%s: %w: it has %d namespaces", what, ErrNotEmpty, len(nss))
+	}
+	return fmt.Errorf("%s: %w", what, ErrConflict)
+}
+
+// ---- namespaces
+
+func parseNS(namespace string) (tenant, ns string, err error) {
+	tenant, ns, err = topic.ParseNamespace(namespace)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return tenant, ns, nil
+}
+
+// checkReplication checks that the clusters exist and are allowed by the
+// tenant.
+func (s *Store) checkReplication(ctx context.Context, ti TenantInfo, clusters []string) error {
+	if err := s.checkClustersExist(ctx, clusters); err != nil {
+		return fmt.Errorf("replication_clusters: %w", err)
+	}
+	if len(ti.AllowedClusters) == 0 {
+		return nil
+	}
+	for _, c := range clusters {
+		if !slices.Contains(ti.AllowedClusters, c) {
+			return fmt.Errorf("replication_clusters: %w: cluster %s is not in the tenant's allowed clusters %v", ErrInvalid, c, ti.AllowedClusters)
+		}
+	}
+	return nil
+}
+
+// CreateNamespace records a new namespace ("tenant/ns") with policies p
+// (nil: defaults). Its tenant must exist; with no replication clusters
+// it gets the local cluster; bundles default to Config.DefaultBundles.
+func (s *Store) CreateNamespace(ctx context.Context, namespace string, p *Policies) error {
+	what := "namespace " + namespace
+	tenant, ns, err := parseNS(namespace)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if p == nil {
+		p = &Policies{}
+	} else {
+		p = p.Clone()
+	}
+	if len(p.ReplicationClusters) == 0 && s.cfg.LocalCluster != "" {
+		p.ReplicationClusters = []string{s.cfg.LocalCluster}
+	}
+	if err := p.validate(s.cfg.DefaultBundles); err != nil {
+		return invalid(what, err)
+	}
+	var ti TenantInfo
+	trev, err := s.getJSON(ctx, TenantKey(tenant), "tenant "+tenant, &ti)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := s.checkReplication(ctx, ti, p.ReplicationClusters); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	key := NamespaceKey(tenant, ns)
+	ok, err := s.txn(ctx, what, []clientv3.Cmp{atRev(TenantKey(tenant), trev), absent(key)}, clientv3.OpPut(key, string(b)))
+	if err != nil || ok {
+		return err
+	}
+	if ok, err := s.exists(ctx, key); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	} else if ok {
+		return fmt.Errorf("%s: %w", what, ErrExists)
+	}
+	return fmt.Errorf("%s: %w: tenant %s changed", what, ErrConflict, tenant)
+}
+
+// Namespace reads a namespace's policies.
+func (s *Store) Namespace(ctx context.Context, namespace string) (*Policies, error) {
+	p, _, err := s.namespace(ctx, namespace)
+	return p, err
+}
+
+func (s *Store) namespace(ctx context.Context, namespace string) (*Policies, int64, error) {
+	what := "namespace " + namespace
+	tenant, ns, err := parseNS(namespace)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", what, err)
+	}
+	var p Policies
+	rev, err := s.getJSON(ctx, NamespaceKey(tenant, ns), what, &p)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &p, rev, nil
+}
+
+// Namespaces lists a tenant's namespaces as "tenant/ns", in order;
+// ErrNotFound if the tenant does not exist.
+func (s *Store) Namespaces(ctx context.Context, tenant string) ([]string, error) {
+	what := "tenant " + tenant
+	if err := topic.ValidTenant(tenant); err != nil {
+		return nil, invalid(what, err)
+	}
+	if ok, err := s.exists(ctx, TenantKey(tenant)); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	} else if !ok {
+		return nil, fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	kvs, err := s.meta.List(ctx, namespacesPrefix+tenant+"/")
+	if err != nil {
+		return nil, fmt.Errorf("%s: namespaces: %w", what, err)
+	}
+	out := lastSegments(kvs, namespacesPrefix)
+	return out, nil
+}
+
+// UpdateNamespace applies fn to a copy of a namespace's policies and
+// writes the result with compare-and-swap, retrying on conflict; fn may
+// run several times. The result is validated as on create.
+func (s *Store) UpdateNamespace(ctx context.Context, namespace string, fn func(*Policies) error) (*Policies, error) {
+	what := "namespace " + namespace
+	tenant, ns, err := parseNS(namespace)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	key := NamespaceKey(tenant, ns)
+	for {
+		p, rev, err := s.namespace(ctx, namespace)
+		if err != nil {
+			return nil, err
+		}
+		if err := fn(p); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if err := p.validate(s.cfg.DefaultBundles); err != nil {
+			return nil, invalid(what, err)
+		}
+		var ti TenantInfo
+		trev, err := s.getJSON(ctx, TenantKey(tenant), "tenant "+tenant, &ti)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if err := s.checkReplication(ctx, ti, p.ReplicationClusters); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		ok, err := s.txn(ctx, what, []clientv3.Cmp{atRev(key, rev), atRev(TenantKey(tenant), trev)}, clientv3.OpPut(key, string(b)))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return p, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", what, ErrConflict, err)
+		}
+	}
+}
+
+// DeleteNamespace removes a namespace; ErrNotEmpty while it has
+// partitioned topics or Config.HasTopics says it has topics.
+func (s *Store) DeleteNamespace(ctx context.Context, namespace string) error {
+	what := "namespace " + namespace
+	tenant, ns, err := parseNS(namespace)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	key := NamespaceKey(tenant, ns)
+	kv, err := s.meta.Get(ctx, key)
+	if errors.Is(err, metastore.ErrNotFound) {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	} else if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if s.cfg.HasTopics != nil {
+		has, err := s.cfg.HasTopics(ctx, tenant+"/"+ns)
+		if err != nil {
+			return fmt.Errorf("%s: topics: %w", what, err)
+		}
+		if has {
+			return fmt.Errorf("%s: %w: it has topics", what, ErrNotEmpty)
+		}
+	}
+	tp := namespaceTopicsPrefix(tenant, ns)
+	ok, err := s.txn(ctx, what, []clientv3.Cmp{atRev(key, kv.Rev), noneUnder(tp)}, clientv3.OpDelete(key))
+	if err != nil || ok {
+		return err
+	}
+	kvs, err := s.meta.List(ctx, tp)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if len(kvs) > 0 {
+		return fmt.Errorf("%s: %w: it has %d partitioned topics", what, ErrNotEmpty, len(kvs))
+	}
+	return fmt.Errorf("%s: %w", what, ErrConflict)
+}
+
+// ---- partitioned topics
+
+func checkBase(n topic.Name) error {
+	if n.Domain == "" || n.Tenant == "" || n.Namespace == "" || n.Local == "" {
+		return fmt.Errorf("%w: topic %q is not a valid name", ErrInvalid, n.String())
+	}
+	if n.Partition() >= 0 {
+		return fmt.Errorf("%w: %s is a partition name; a partitioned topic cannot end in %s<n>", ErrInvalid, n, topic.PartitionSuffix)
+	}
+	return nil
+}
+
+// CreatePartitioned records partitioned topic name with n partitions (n
+// at least 1); ErrExists if it is already partitioned, ErrNotFound if its
+// namespace does not exist.
+func (s *Store) CreatePartitioned(ctx context.Context, name topic.Name, n int) error {
+	return s.CreatePartitionedWithProperties(ctx, name, n, nil)
+}
+
+// CreatePartitionedWithProperties is CreatePartitioned with topic
+// properties stored alongside.
+func (s *Store) CreatePartitionedWithProperties(ctx context.Context, name topic.Name, n int, props map[string]string) error {
+	what := "partitioned topic " + name.String()
+	if err := checkBase(name); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := s.checkPartitions(n); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	nsKey := NamespaceKey(name.Tenant, name.Namespace)
+	kv, err := s.meta.Get(ctx, nsKey)
+	if errors.Is(err, metastore.ErrNotFound) {
+		return fmt.Errorf("%s: namespace %s: %w", what, name.NamespaceName(), ErrNotFound)
+	} else if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	b, err := json.Marshal(PartitionedMetadata{Partitions: n, Properties: props})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	key := PartitionedKey(name)
+	ok, err := s.txn(ctx, what, []clientv3.Cmp{atRev(nsKey, kv.Rev), absent(key)}, clientv3.OpPut(key, string(b)))
+	if err != nil || ok {
+		return err
+	}
+	if ok, err := s.exists(ctx, key); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	} else if ok {
+		return fmt.Errorf("%s: %w", what, ErrExists)
+	}
+	return fmt.Errorf("%s: %w: namespace changed", what, ErrConflict)
+}
+
+func (s *Store) checkPartitions(n int) error {
+	if n < 1 {
+		return fmt.Errorf("%w: %d partitions, want at least 1", ErrInvalid, n)
+	}
+	if s.cfg.MaxPartitions > 0 && n > s.cfg.MaxPartitions {
+		return fmt.Errorf("%w: %d partitions, more than the maximum %d", ErrInvalid, n, s.cfg.MaxPartitions)
+	}
+	return nil
+}
+
+// Partitions returns the partition count of a partitioned topic; ok is
+// false (and n 0) when name is not a partitioned topic. A partition name
+// is never a partitioned topic.
+func (s *Store) Partitions(ctx context.Context, name topic.Name) (n int, ok bool, err error) {
+	m, ok, err := s.PartitionedMetadata(ctx, name)
+	return m.Partitions, ok, err
+}
+
+// PartitionedMetadata returns the stored record of a partitioned topic;
+// ok is false when name is not one.
+func (s *Store) PartitionedMetadata(ctx context.Context, name topic.Name) (PartitionedMetadata, bool, error) {
+	var m PartitionedMetadata
+	if name.Partition() >= 0 {
+		return m, false, nil
+	}
+	if err := checkBase(name); err != nil {
+		return m, false, err
+	}
+	_, err := s.getJSON(ctx, PartitionedKey(name), "partitioned topic "+name.String(), &m)
+	if errors.Is(err, ErrNotFound) {
+		return PartitionedMetadata{}, false, nil
+	}
+	if err != nil {
+		return PartitionedMetadata{}, false, err
+	}
+	return m, true, nil
+}
+
+// UpdatePartitions raises a partitioned topic's partition count to n;
+// ErrInvalid if n is lower than the current count (equal is a no-op),
+// ErrNotFound if the topic is not partitioned.
+func (s *Store) UpdatePartitions(ctx context.Context, name topic.Name, n int) error {
+	what := "partitioned topic " + name.String()
+	if err := checkBase(name); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := s.checkPartitions(n); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	for {
+		var m PartitionedMetadata
+		rev, err := s.getJSON(ctx, PartitionedKey(name), what, &m)
+		if err != nil {
+			return err
+		}
+		if n < m.Partitions {
+			return fmt.Errorf("%s: %w: cannot lower the partitions from %d to %d", what, ErrInvalid, m.Partitions, n)
+		}
+		if n == m.Partitions {
+			return nil
+		}
+		m.Partitions = n
+		b, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		_, err = s.meta.CAS(ctx, PartitionedKey(name), b, rev)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, metastore.ErrConflict) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s: %w: %w", what, ErrConflict, err)
+		}
+	}
+}
+
+// DeletePartitioned removes a partitioned topic's record; ErrNotFound if
+// there is none. Deleting the partitions themselves is the caller's job.
+func (s *Store) DeletePartitioned(ctx context.Context, name topic.Name) error {
+	what := "partitioned topic " + name.String()
+	if err := checkBase(name); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	resp, err := s.meta.Client().Delete(ctx, PartitionedKey(name))
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if resp.Deleted == 0 {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return nil
+}
+
+// ListPartitioned lists a namespace's partitioned topics of a domain
+// (empty: both domains), in key order. It does not check that the
+// namespace exists.
+func (s *Store) ListPartitioned(ctx context.Context, namespace string, domain topic.Domain) ([]topic.Name, error) {
+	what := "namespace " + namespace
+	tenant, ns, err := parseNS(namespace)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	prefix := namespaceTopicsPrefix(tenant, ns)
+	if domain != "" {
+		prefix += string(domain) + "/"
+	}
+	kvs, err := s.meta.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%s: partitioned topics: %w", what, err)
+	}
+	out := make([]topic.Name, 0, len(kvs))
+	for _, kv := range kvs {
+		d, local, ok := strings.Cut(strings.TrimPrefix(kv.Key, namespaceTopicsPrefix(tenant, ns)), "/")
+		if !ok {
+			continue
+		}
+		out = append(out, topic.Name{Domain: topic.Domain(d), Tenant: tenant, Namespace: ns, Local: local})
+	}
+	return out, nil
+}
+
+// ---- bootstrap
+
+// EnsureStandalone creates, if absent, cluster `cluster` with data d,
+// tenant "public" allowing it, and namespace "public/default". It is
+// idempotent and leaves existing records alone.
+func (s *Store) EnsureStandalone(ctx context.Context, cluster string, d ClusterData) error {
+	if err := s.CreateCluster(ctx, cluster, d); err != nil && !errors.Is(err, ErrExists) {
+		return err
+	}
+	if err := s.CreateTenant(ctx, topic.DefaultTenant, TenantInfo{AdminRoles: []string{}, AllowedClusters: []string{cluster}}); err != nil && !errors.Is(err, ErrExists) {
+		return err
+	}
+	p := &Policies{ReplicationClusters: []string{cluster}}
+	if err := s.CreateNamespace(ctx, topic.DefaultTenant+"/"+topic.DefaultNamespace, p); err != nil && !errors.Is(err, ErrExists) {
+		return err
+	}
+	return nil
+}
