@@ -1,0 +1,117 @@
+package ownership
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/metastore"
+)
+
+// DefaultLeaseTTL is the lease TTL when Config.LeaseTTL is zero.
+const DefaultLeaseTTL = 10 * time.Second
+
+// BrokerInfo is a broker's registration, stored as JSON under
+// /isobar/<region>/brokers/<id>.
+type BrokerInfo struct {
+	// ID names the broker in its region; no '/', spaces or control characters.
+	ID string `json:"id"`
+	// ServiceURL is the Pulsar binary protocol address, "pulsar://host:port"
+	// (or "pulsar+ssl://host:port").
+	ServiceURL string `json:"serviceUrl"`
+	// HTTPURL is the admin/lookup HTTP address, "http://host:port" (or https).
+	HTTPURL string `json:"httpUrl"`
+	// Started is when the broker's Registry started (kept across
+	// re-registrations of the same Registry).
+	Started time.Time `json:"started"`
+	// Load is the number of bundles the broker owns, as last published.
+	Load int `json:"load"`
+}
+
+// Config configures a Registry.
+type Config struct {
+	// Meta is the region's metadata store. Required.
+	Meta *metastore.Store
+	// Region names the region (the key prefix /isobar/<region>/). Required.
+	Region string
+	// Self describes this broker: ID, ServiceURL and HTTPURL are required;
+	// Started and Load are set by the Registry.
+	Self BrokerInfo
+	// LeaseTTL is the lease TTL: how long a dead or cut-off broker keeps its
+	// bundles. Zero means DefaultLeaseTTL; otherwise at least 1s (etcd may
+	// raise it to its own minimum, 2s for the embedded server).
+	LeaseTTL time.Duration
+	// Logger receives ownership changes; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock for timestamps; nil means time.Now.
+	Now func() time.Time
+	// OnLost, when set, is called once for each bundle this broker loses
+	// without releasing it: its key was deleted or overwritten by someone
+	// else, or the lease was lost. It is called from the Registry's own
+	// goroutine, one call at a time; it must not block for long and must not
+	// call Close. It is not called for bundles given up by Release or Close.
+	OnLost func(ns string, b topic.Bundle)
+}
+
+// Validate reports every problem with the config at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Meta == nil {
+		errs = append(errs, errors.New("ownership.meta: a metadata store is required"))
+	}
+	switch {
+	case c.Region == "":
+		errs = append(errs, errors.New("ownership.region: required"))
+	case !validID(c.Region):
+		errs = append(errs, fmt.Errorf("ownership.region: %q may not contain '/', spaces or control characters", c.Region))
+	}
+	switch {
+	case c.Self.ID == "":
+		errs = append(errs, errors.New("ownership.self.id: required"))
+	case !validID(c.Self.ID):
+		errs = append(errs, fmt.Errorf("ownership.self.id: %q may not contain '/', spaces or control characters", c.Self.ID))
+	}
+	if err := checkURL(c.Self.ServiceURL, "pulsar", "pulsar+ssl"); err != nil {
+		errs = append(errs, fmt.Errorf("ownership.self.serviceUrl: %w", err))
+	}
+	if err := checkURL(c.Self.HTTPURL, "http", "https"); err != nil {
+		errs = append(errs, fmt.Errorf("ownership.self.httpUrl: %w", err))
+	}
+	if c.LeaseTTL < 0 || c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
+		errs = append(errs, fmt.Errorf("ownership.leaseTTL: %v; want 0 (default %v) or at least 1s", c.LeaseTTL, DefaultLeaseTTL))
+	}
+	return errors.Join(errs...)
+}
+
+func validID(s string) bool {
+	for _, r := range s {
+		if r == '/' || r <= ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// checkURL requires scheme://host:port with one of schemes and nothing else.
+func checkURL(s string, schemes ...string) error {
+	want := schemes[0] + "://host:port"
+	if s == "" {
+		return fmt.Errorf("required (%s)", want)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%q: %v", s, err)
+	}
+	ok := false
+	for _, sc := range schemes {
+		ok = ok || u.Scheme == sc
+	}
+	if !ok || u.Hostname() == "" || u.Port() == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil {
+		return fmt.Errorf("%q: want %s", s, want)
+	}
+	return nil
+}

@@ -1,0 +1,549 @@
+package ownership
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/metastore"
+)
+
+// Errors returned by the registry.
+var (
+	ErrClosed        = errors.New("ownership: registry closed")
+	ErrNotRegistered = errors.New("ownership: broker not registered (lease lost; re-registering)")
+	ErrNoBrokers     = errors.New("ownership: no live broker to place the bundle on")
+	ErrIDInUse       = errors.New("ownership: another live broker holds this id")
+	ErrNotOwned      = errors.New("ownership: bundle not owned by this broker")
+	ErrInvalidBundle = errors.New("ownership: invalid bundle")
+	ErrContended     = errors.New("ownership: bundle ownership keeps changing")
+)
+
+// maxLookupTries bounds how often Lookup re-reads a bundle whose ownership
+// changes under it (a lost race whose winner vanished at once).
+const maxLookupTries = 8
+
+// OwnedBundle is a bundle this broker owns.
+type OwnedBundle struct {
+	Namespace string
+	Bundle    topic.Bundle
+	Acquired  time.Time
+}
+
+// owned is the registry's record of one owned bundle.
+type owned struct {
+	ns       string
+	b        topic.Bundle
+	lease    *metastore.Lease // the lease the key was created under
+	rev      int64            // the key's ModRevision when we created it
+	acquired time.Time
+	// releasing is set while Release deletes the key: Owns is false and
+	// changes to the key are not losses.
+	releasing bool
+}
+
+// Registry registers this broker in its region and tracks the bundles it
+// owns. It is safe for concurrent use.
+type Registry struct {
+	meta      *metastore.Store
+	logger    *slog.Logger
+	now       func() time.Time
+	onLost    func(ns string, b topic.Bundle)
+	ttl       time.Duration
+	self      BrokerInfo // Started set, Load unused
+	selfKey   string
+	ownPrefix string
+	brkPrefix string
+
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when run returns
+	loadDirty chan struct{} // capacity 1: coalesced requests to publish the load
+
+	mu         sync.Mutex
+	lease      *metastore.Lease      // nil while not registered
+	owned      map[string]*owned     // by ownership key
+	brokers    map[string]BrokerInfo // live brokers by id, kept by the watch
+	brokersRev int64                 // watch events at or below it are already in brokers
+	closed     bool
+}
+
+// Start registers the broker under a new lease and starts watching the
+// region's brokers and this broker's ownership keys.
+//
+// A registration of the same id that is still in etcd is handled so:
+// when it carries the same serviceUrl and httpUrl and started no later
+// than this Registry, it is this broker's previous life (a crash leaves its
+// lease running for up to a TTL), and Start revokes its lease at once,
+// which also frees every bundle the previous life owned. Otherwise another
+// broker holds the id and Start waits for that registration to go away, up
+// to 2×LeaseTTL+5s or until ctx ends, and then fails with ErrIDInUse.
+func Start(ctx context.Context, cfg Config) (*Registry, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Registry{
+		meta:      cfg.Meta,
+		logger:    cfg.Logger,
+		now:       cfg.Now,
+		onLost:    cfg.OnLost,
+		ttl:       cfg.LeaseTTL,
+		self:      cfg.Self,
+		selfKey:   BrokerKey(cfg.Region, cfg.Self.ID),
+		ownPrefix: OwnershipPrefix(cfg.Region),
+		brkPrefix: BrokersPrefix(cfg.Region),
+		done:      make(chan struct{}),
+		loadDirty: make(chan struct{}, 1),
+		owned:     make(map[string]*owned),
+		brokers:   make(map[string]BrokerInfo),
+	}
+	if r.logger == nil {
+		r.logger = slog.New(slog.DiscardHandler)
+	}
+	r.logger = r.logger.With("broker", cfg.Self.ID)
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.ttl == 0 {
+		r.ttl = DefaultLeaseTTL
+	}
+	r.self.Started = r.now()
+	r.self.Load = 0
+
+	lease, err := r.register(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	r.lease = lease
+	rev, err := r.listBrokers(ctx)
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), r.ttl)
+		lease.Revoke(rctx)
+		cancel()
+		return nil, err
+	}
+	dctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	ownCh := r.meta.Watch(dctx, r.ownPrefix, rev+1)
+	brkCh := r.meta.Watch(dctx, r.brkPrefix, rev+1)
+	go r.run(dctx, ownCh, brkCh)
+	r.logger.Info("broker registered", "lease", lease.ID(), "ttl", r.ttl)
+	return r, nil
+}
+
+// Self is this broker's registration as configured.
+func (r *Registry) Self() BrokerInfo { return r.self }
+
+// register creates the registration under a new lease; see Start for how
+// an existing registration of the same id is handled. With wait false a
+// foreign registration fails at once.
+func (r *Registry) register(ctx context.Context, wait bool) (*metastore.Lease, error) {
+	deadline := time.Now().Add(2*r.ttl + 5*time.Second)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("ownership: register %s: %w", r.self.ID, err)
+		}
+		resp, err := r.meta.Client().Get(ctx, r.selfKey)
+		if err != nil {
+			return nil, fmt.Errorf("ownership: register %s: %w", r.self.ID, err)
+		}
+		if len(resp.Kvs) > 0 {
+			kv := resp.Kvs[0]
+			var prev BrokerInfo
+			jerr := json.Unmarshal(kv.Value, &prev)
+			if jerr == nil && r.previousLife(prev) && time.Now().Before(deadline) {
+				r.logger.Info("revoking this broker's previous registration", "lease", kv.Lease, "started", prev.Started)
+				if kv.Lease != 0 {
+					// Errors are not checked: if the lease is gone the next
+					// Get finds no key; if etcd failed, it fails too.
+					r.meta.Client().Revoke(ctx, clientv3.LeaseID(kv.Lease))
+				} else {
+					r.meta.DeleteIf(ctx, r.selfKey, kv.ModRevision)
+				}
+				continue
+			}
+			if !wait || !time.Now().Before(deadline) {
+				return nil, fmt.Errorf("%w: %s is registered as %q", ErrIDInUse, r.self.ID, prev.ServiceURL)
+			}
+			r.logger.Warn("another broker holds this id; waiting for its registration to expire", "serviceUrl", prev.ServiceURL)
+			if err := r.waitGone(ctx, kv.ModRevision, deadline); err != nil {
+				return nil, fmt.Errorf("%w: %s is registered as %q: %w", ErrIDInUse, r.self.ID, prev.ServiceURL, err)
+			}
+			continue
+		}
+		lease, err := r.meta.Grant(ctx, r.ttl)
+		if err != nil {
+			return nil, fmt.Errorf("ownership: register %s: %w", r.self.ID, err)
+		}
+		val, _ := json.Marshal(r.self)
+		if _, err := lease.Create(ctx, r.selfKey, val); err != nil {
+			rctx, cancel := context.WithTimeout(context.Background(), r.ttl)
+			lease.Revoke(rctx)
+			cancel()
+			if errors.Is(err, metastore.ErrExists) {
+				continue
+			}
+			return nil, fmt.Errorf("ownership: register %s: %w", r.self.ID, err)
+		}
+		return lease, nil
+	}
+}
+
+// previousLife reports whether prev, a registration under our id, is this
+// broker's earlier incarnation (or this Registry's own lost lease).
+func (r *Registry) previousLife(prev BrokerInfo) bool {
+	return prev.ID == r.self.ID && prev.ServiceURL == r.self.ServiceURL &&
+		prev.HTTPURL == r.self.HTTPURL && !prev.Started.After(r.self.Started)
+}
+
+// waitGone waits until the registration key changes after rev (deleted, or
+// the watch lost track), the deadline passes (nil) or ctx ends (its error).
+func (r *Registry) waitGone(ctx context.Context, rev int64, deadline time.Time) error {
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for ev := range r.meta.Watch(wctx, r.selfKey, rev+1) {
+		if ev.Reset || ev.Key == r.selfKey && ev.Deleted {
+			return nil
+		}
+	}
+	return ctx.Err()
+}
+
+// listBrokers replaces the broker cache with etcd's view and returns the
+// revision it was read at.
+func (r *Registry) listBrokers(ctx context.Context) (int64, error) {
+	resp, err := r.meta.Client().Get(ctx, r.brkPrefix, clientv3.WithPrefix())
+	if err != nil {
+		return 0, fmt.Errorf("ownership: list brokers: %w", err)
+	}
+	m := make(map[string]BrokerInfo, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var info BrokerInfo
+		if err := json.Unmarshal(kv.Value, &info); err != nil {
+			r.logger.Warn("ignoring malformed broker registration", "key", string(kv.Key), "err", err)
+			continue
+		}
+		m[strings.TrimPrefix(string(kv.Key), r.brkPrefix)] = info
+	}
+	r.mu.Lock()
+	r.brokers, r.brokersRev = m, resp.Header.Revision
+	r.mu.Unlock()
+	return resp.Header.Revision, nil
+}
+
+// Lookup returns the owner of bundle b of namespace ns ("tenant/namespace").
+// An unowned bundle is placed on a live broker by Place; when that is this
+// broker, or authoritative is set (the client was redirected here by the
+// broker placement chose), this broker acquires the bundle, and if another
+// broker wins the race Lookup returns the winner. When placement chooses
+// another broker and authoritative is not set, Lookup returns that broker
+// without acquiring: the client will ask it with authoritative set.
+func (r *Registry) Lookup(ctx context.Context, ns string, b topic.Bundle, authoritative bool) (BrokerInfo, error) {
+	bk, err := bundleKey(ns, b)
+	if err != nil {
+		return BrokerInfo{}, err
+	}
+	key := r.ownPrefix + bk
+	for try := 0; try < maxLookupTries; try++ {
+		r.mu.Lock()
+		closed := r.closed
+		r.mu.Unlock()
+		if closed {
+			return BrokerInfo{}, ErrClosed
+		}
+		owner, found, err := r.readOwner(ctx, key, ns, b)
+		if err != nil {
+			return BrokerInfo{}, err
+		}
+		if found {
+			return owner, nil
+		}
+		lease, cands := r.candidates()
+		id, ok := Place(bk, cands)
+		if !ok {
+			return BrokerInfo{}, fmt.Errorf("%w: %s", ErrNoBrokers, bk)
+		}
+		if id != r.self.ID && !authoritative {
+			info, live, err := r.liveBroker(ctx, id)
+			if err != nil {
+				return BrokerInfo{}, err
+			}
+			if live {
+				return info, nil
+			}
+			continue // it died: place again without it
+		}
+		if lease == nil {
+			return BrokerInfo{}, fmt.Errorf("lookup %s: %w", bk, ErrNotRegistered)
+		}
+		won, err := r.acquire(ctx, lease, key, ns, b)
+		if err != nil {
+			return BrokerInfo{}, fmt.Errorf("lookup %s: %w", bk, err)
+		}
+		if won {
+			return r.self, nil
+		}
+	}
+	return BrokerInfo{}, fmt.Errorf("%w: %s", ErrContended, bk)
+}
+
+// readOwner reads the ownership key. A key of ours under the current lease
+// that the registry does not know (a Create whose answer was lost) is
+// adopted; a key of ours under a lease we lost is deleted and reported as
+// absent.
+func (r *Registry) readOwner(ctx context.Context, key, ns string, b topic.Bundle) (BrokerInfo, bool, error) {
+	resp, err := r.meta.Client().Get(ctx, key)
+	if err != nil {
+		return BrokerInfo{}, false, fmt.Errorf("ownership: read %s: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return BrokerInfo{}, false, nil
+	}
+	kv := resp.Kvs[0]
+	var o Ownership
+	if err := json.Unmarshal(kv.Value, &o); err != nil {
+		return BrokerInfo{}, false, fmt.Errorf("ownership: %s holds a malformed record: %w", key, err)
+	}
+	if o.Broker != r.self.ID {
+		return BrokerInfo{ID: o.Broker, ServiceURL: o.ServiceURL, HTTPURL: o.HTTPURL}, true, nil
+	}
+	r.mu.Lock()
+	cur := r.lease
+	if cur != nil && kv.Lease == cur.ID() {
+		if _, ok := r.owned[key]; !ok && !leaseDone(cur) {
+			r.owned[key] = &owned{ns: ns, b: b, lease: cur, rev: kv.ModRevision, acquired: o.Acquired}
+			r.markLoadDirty()
+		}
+		r.mu.Unlock()
+		return r.self, true, nil
+	}
+	r.mu.Unlock()
+	r.logger.Info("deleting stale ownership of a lost lease", "key", key, "lease", kv.Lease)
+	if err := r.meta.DeleteIf(ctx, key, kv.ModRevision); err != nil && !errors.Is(err, metastore.ErrConflict) {
+		return BrokerInfo{}, false, err
+	}
+	return BrokerInfo{}, false, nil
+}
+
+// candidates returns the current lease (nil when not registered) and the
+// brokers placement may choose: the cached live brokers and, when
+// registered, this broker with its exact load.
+func (r *Registry) candidates() (*metastore.Lease, []Candidate) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lease := r.lease
+	if lease != nil && leaseDone(lease) {
+		lease = nil
+	}
+	cands := make([]Candidate, 0, len(r.brokers)+1)
+	for id, info := range r.brokers {
+		if id != r.self.ID {
+			cands = append(cands, Candidate{ID: id, Load: info.Load})
+		}
+	}
+	if lease != nil {
+		cands = append(cands, Candidate{ID: r.self.ID, Load: r.ownedCountLocked()})
+	}
+	return lease, cands
+}
+
+// liveBroker confirms with etcd that broker id is registered (the cache
+// may lag a death by a moment) and returns its registration; a dead broker
+// is dropped from the cache.
+func (r *Registry) liveBroker(ctx context.Context, id string) (BrokerInfo, bool, error) {
+	kv, err := r.meta.Get(ctx, r.brkPrefix+id)
+	if errors.Is(err, metastore.ErrNotFound) {
+		r.mu.Lock()
+		delete(r.brokers, id)
+		r.mu.Unlock()
+		return BrokerInfo{}, false, nil
+	}
+	if err != nil {
+		return BrokerInfo{}, false, fmt.Errorf("ownership: read broker %s: %w", id, err)
+	}
+	var info BrokerInfo
+	if err := json.Unmarshal(kv.Value, &info); err != nil {
+		return BrokerInfo{}, false, fmt.Errorf("ownership: broker %s has a malformed registration: %w", id, err)
+	}
+	return info, true, nil
+}
+
+// acquire creates the ownership key under lease; false when it exists.
+func (r *Registry) acquire(ctx context.Context, lease *metastore.Lease, key, ns string, b topic.Bundle) (bool, error) {
+	now := r.now()
+	val, _ := json.Marshal(Ownership{Broker: r.self.ID, ServiceURL: r.self.ServiceURL, HTTPURL: r.self.HTTPURL, Acquired: now})
+	rev, err := lease.Create(ctx, key, val)
+	if errors.Is(err, metastore.ErrExists) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.closed:
+		return false, ErrClosed // the key goes with the lease Close revokes
+	case r.lease != lease || leaseDone(lease):
+		return false, ErrNotRegistered // the key goes with the lost lease
+	}
+	if _, ok := r.owned[key]; !ok {
+		r.owned[key] = &owned{ns: ns, b: b, lease: lease, rev: rev, acquired: now}
+	}
+	r.markLoadDirty()
+	r.logger.Info("bundle acquired", "namespace", ns, "bundle", b.String(), "rev", rev)
+	return true, nil
+}
+
+// Owns reports whether this broker owns bundle b of ns: it acquired it, has
+// not released or lost it, and its lease has not ended. It does not touch
+// etcd.
+func (r *Registry) Owns(ns string, b topic.Bundle) bool {
+	bk, err := bundleKey(ns, b)
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.validLocked(r.owned[r.ownPrefix+bk])
+}
+
+// validLocked reports whether e is a bundle we own right now.
+func (r *Registry) validLocked(e *owned) bool {
+	return e != nil && !e.releasing && e.lease == r.lease && !leaseDone(e.lease)
+}
+
+func (r *Registry) ownedCountLocked() int {
+	n := 0
+	for _, e := range r.owned {
+		if r.validLocked(e) {
+			n++
+		}
+	}
+	return n
+}
+
+// Owned lists the bundles this broker owns, by namespace and range.
+func (r *Registry) Owned() []OwnedBundle {
+	r.mu.Lock()
+	out := make([]OwnedBundle, 0, len(r.owned))
+	for _, e := range r.owned {
+		if r.validLocked(e) {
+			out = append(out, OwnedBundle{Namespace: e.ns, Bundle: e.b, Acquired: e.acquired})
+		}
+	}
+	r.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Bundle.Lo < out[j].Bundle.Lo
+	})
+	return out
+}
+
+// Release gives up bundle b of ns (an unload): Owns turns false at once and
+// the ownership key is deleted if it is still ours. The caller stops
+// serving the bundle's topics first. ErrNotOwned when we do not own it.
+func (r *Registry) Release(ctx context.Context, ns string, b topic.Bundle) error {
+	bk, err := bundleKey(ns, b)
+	if err != nil {
+		return err
+	}
+	key := r.ownPrefix + bk
+	r.mu.Lock()
+	e := r.owned[key]
+	if !r.validLocked(e) {
+		r.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrNotOwned, bk)
+	}
+	e.releasing = true
+	r.mu.Unlock()
+
+	err = r.meta.DeleteIf(ctx, key, e.rev)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.owned[key] != e {
+		return nil // lost or closed meanwhile: not ours either way
+	}
+	if err != nil && !errors.Is(err, metastore.ErrConflict) {
+		e.releasing = false
+		return fmt.Errorf("ownership: release %s: %w", bk, err)
+	}
+	delete(r.owned, key)
+	r.markLoadDirty()
+	r.logger.Info("bundle released", "namespace", ns, "bundle", b.String())
+	return nil
+}
+
+// Brokers reads the live brokers from etcd, by id.
+func (r *Registry) Brokers(ctx context.Context) ([]BrokerInfo, error) {
+	kvs, err := r.meta.List(ctx, r.brkPrefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BrokerInfo, 0, len(kvs))
+	for _, kv := range kvs {
+		var info BrokerInfo
+		if err := json.Unmarshal(kv.Value, &info); err != nil {
+			r.logger.Warn("ignoring malformed broker registration", "key", kv.Key, "err", err)
+			continue
+		}
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Close gives up every bundle and the registration by revoking the lease,
+// which deletes all of the broker's keys in one etcd operation, so clients
+// fail over at once. OnLost is not called. When etcd cannot be reached the
+// keys expire with the lease instead and Close returns the error. Calls
+// after the first return nil.
+func (r *Registry) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	lease := r.lease
+	r.lease = nil
+	r.owned = make(map[string]*owned)
+	r.mu.Unlock()
+
+	r.cancel()
+	<-r.done
+	if lease == nil {
+		return nil
+	}
+	if err := lease.Revoke(ctx); err != nil {
+		return fmt.Errorf("ownership: close (keys expire with the lease): %w", err)
+	}
+	r.logger.Info("broker unregistered")
+	return nil
+}
+
+func (r *Registry) markLoadDirty() {
+	select {
+	case r.loadDirty <- struct{}{}:
+	default:
+	}
+}
+
+func leaseDone(l *metastore.Lease) bool {
+	select {
+	case <-l.Done():
+		return true
+	default:
+		return false
+	}
+}
