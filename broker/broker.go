@@ -118,6 +118,10 @@ type Config struct {
 	// Ledger tunes the managed ledgers of topics (Meta, Ledgers, Region
 	// and Logger are filled in).
 	Ledger mledger.Config
+	// OnDrained runs during Shutdown once every topic is unloaded and
+	// before connections close: the place to give up bundle ownership so
+	// that clients reconnect elsewhere.
+	OnDrained func(ctx context.Context)
 	// Logger receives connection and topic events; nil discards.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -207,6 +211,7 @@ type Broker struct {
 	cancel context.CancelFunc
 
 	nextProducer atomic.Uint64
+	panics       atomic.Int64 // recovered panics in command handlers (bugs)
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -240,6 +245,10 @@ func New(cfg Config) (*Broker, error) {
 		topics: map[string]*topicSlot{},
 	}, nil
 }
+
+// Panics is the number of panics recovered in command handlers; each is a
+// bug (the connection it happened on is closed).
+func (b *Broker) Panics() int64 { return b.panics.Load() }
 
 // Config returns the broker's configuration with defaults filled in.
 func (b *Broker) Config() Config { return b.cfg }
@@ -321,6 +330,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if b.cfg.OnDrained != nil {
+		b.cfg.OnDrained(ctx)
+	}
 	b.mu.Lock()
 	conns := make([]*conn, 0, len(b.conns))
 	for c := range b.conns {
@@ -382,10 +394,18 @@ func (b *Broker) loadedTopic(name string) *Topic {
 	}
 }
 
+// createMode says whether loading a topic may create it.
+type createMode int
+
+const (
+	mustExist  createMode = iota // a missing topic is ErrTopicNotFound
+	autoCreate                   // created if the namespace allows auto-creation
+	create                       // created (admin)
+)
+
 // getTopic returns the loaded topic name, loading it if this broker owns
-// it. create says whether a missing topic may be created (subject to the
-// namespace's auto-creation policy).
-func (b *Broker) getTopic(ctx context.Context, name topic.Name, create bool) (*Topic, error) {
+// it; mode says whether a missing topic may be created.
+func (b *Broker) getTopic(ctx context.Context, name topic.Name, mode createMode) (*Topic, error) {
 	key := name.String()
 	for {
 		b.mu.Lock()
@@ -398,7 +418,7 @@ func (b *Broker) getTopic(ctx context.Context, name topic.Name, create bool) (*T
 			s = &topicSlot{ready: make(chan struct{})}
 			b.topics[key] = s
 			b.mu.Unlock()
-			s.t, s.err = b.loadTopic(ctx, name, create)
+			s.t, s.err = b.loadTopic(ctx, name, mode)
 			close(s.ready)
 			if s.err != nil {
 				b.mu.Lock()
@@ -445,7 +465,7 @@ func (b *Broker) waitGone(ctx context.Context, key string, s *topicSlot) {
 	}
 }
 
-func (b *Broker) loadTopic(ctx context.Context, name topic.Name, create bool) (*Topic, error) {
+func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode) (*Topic, error) {
 	if !b.cfg.Placement.Owns(name) {
 		return nil, fmt.Errorf("%w: %s", ErrNotOwner, name)
 	}
@@ -457,7 +477,7 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, create bool) (*
 		return newTopic(b, name, nil, pol), nil
 	}
 	mlName := MLName(name)
-	if !create || !pol.AutoCreate {
+	if mode == mustExist || mode == autoCreate && !pol.AutoCreate {
 		if _, err := b.cfg.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, mlName)); errors.Is(err, metastore.ErrNotFound) {
 			// A partition of a partitioned topic exists once the
 			// partitioned topic does.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/ownership"
+	"github.com/isobar-mq/isobar/broker/policy"
 	"github.com/isobar-mq/isobar/broker/topic"
 	"github.com/isobar-mq/isobar/broker/wire"
 	"github.com/isobar-mq/isobar/broker/wire/pb"
@@ -274,6 +276,7 @@ func (c *conn) handleConnect(cmd *pb.CommandConnect) {
 func (c *conn) handle(f wire.Frame, derr error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			c.b.panics.Add(1)
 			c.log.Error("panic handling command", "type", f.Cmd.GetType(), "panic", r)
 			err = fmt.Errorf("broker: panic handling %v: %v", f.Cmd.GetType(), r)
 		}
@@ -345,6 +348,7 @@ func (c *conn) async(fn func()) {
 		defer c.slow.Done()
 		defer func() {
 			if r := recover(); r != nil {
+				c.b.panics.Add(1)
 				c.log.Error("panic in command handler", "panic", r)
 				c.close()
 			}
@@ -371,13 +375,14 @@ func serverError(err error) error {
 	switch {
 	case errors.As(err, &we):
 		return err
-	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrClosed), errors.Is(err, mledger.ErrFenced), errors.Is(err, mledger.ErrClosed):
+	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrClosed), errors.Is(err, mledger.ErrFenced), errors.Is(err, mledger.ErrClosed),
+		errors.Is(err, ownership.ErrClosed), errors.Is(err, ownership.ErrNoBrokers), errors.Is(err, ownership.ErrNotRegistered), errors.Is(err, ownership.ErrContended):
 		return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
 	case errors.Is(err, ErrTopicNotFound):
 		return fmt.Errorf("%w: %w", wire.ErrTopicNotFound, err)
 	case errors.Is(err, ErrSubNotFound):
 		return fmt.Errorf("%w: %w", wire.ErrSubscriptionNotFound, err)
-	case errors.Is(err, ErrNamespace):
+	case errors.Is(err, ErrNamespace), errors.Is(err, policy.ErrNotFound):
 		return fmt.Errorf("%w: %w", wire.ErrTopicNotFound, err)
 	case errors.Is(err, topic.ErrInvalidName):
 		return fmt.Errorf("%w: %w", wire.ErrInvalidTopicName, err)
@@ -476,7 +481,7 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	}
 	ctx, cancel := c.opCtx()
 	defer cancel()
-	t, err := c.b.getTopic(ctx, name, true)
+	t, err := c.b.getTopic(ctx, name, autoCreate)
 	if err != nil {
 		c.sendError(reqID, err)
 		return
@@ -595,7 +600,11 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 	}
 	ctx, cancel := c.opCtx()
 	defer cancel()
-	t, err := c.b.getTopic(ctx, name, cmd.ForceTopicCreation == nil || cmd.GetForceTopicCreation())
+	mode := autoCreate
+	if cmd.ForceTopicCreation != nil && !cmd.GetForceTopicCreation() {
+		mode = mustExist
+	}
+	t, err := c.b.getTopic(ctx, name, mode)
 	if err != nil {
 		c.sendError(reqID, err)
 		return

@@ -15,8 +15,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/isobar-mq/isobar/bookie"
+	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/broker/policy"
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -39,6 +43,30 @@ type Config struct {
 	// Bookie is the template for every bookie's config; directories and
 	// addresses are filled in per bookie.
 	Bookie bookie.Config `yaml:"bookie"`
+	// Brokers is how many brokers to run; zero means 1, -1 none.
+	Brokers int `yaml:"brokers"`
+	// BrokerPort is the first broker's Pulsar protocol port, the others
+	// follow; 0 picks free ports.
+	BrokerPort int `yaml:"brokerPort"`
+	// HTTPPort is the first broker's HTTP (admin, lookup) port, the others
+	// follow; 0 picks free ports.
+	HTTPPort int `yaml:"httpPort"`
+	// Cluster is the cluster name of the region in the policy store;
+	// empty means Name.
+	Cluster string `yaml:"cluster"`
+	// BrokerLeaseTTL is how long a dead broker keeps its bundles; zero
+	// means the ownership registry's default.
+	BrokerLeaseTTL time.Duration `yaml:"brokerLeaseTTL"`
+	// Broker is the template for every broker's config; addresses, stores
+	// and placement are filled in per broker.
+	Broker broker.Config `yaml:"-"`
+}
+
+func (c Config) clusterName() string {
+	if c.Cluster != "" {
+		return c.Cluster
+	}
+	return c.Name
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -55,10 +83,13 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("region.dataDir: required"))
 	}
+	if c.Brokers < -1 || c.Brokers > 64 {
+		errs = append(errs, fmt.Errorf("region.brokers: %d is not within -1..64", c.Brokers))
+	}
 	if c.Bookies < 0 || c.Bookies > 64 {
 		errs = append(errs, fmt.Errorf("region.bookies: %d is not within 0..64", c.Bookies))
 	}
-	for name, p := range map[string]int{"metastorePort": c.MetastorePort, "bookiePort": c.BookiePort} {
+	for name, p := range map[string]int{"metastorePort": c.MetastorePort, "bookiePort": c.BookiePort, "brokerPort": c.BrokerPort, "httpPort": c.HTTPPort} {
 		if p < 0 || p > 65535 {
 			errs = append(errs, fmt.Errorf("region.%s: %d is not a port", name, p))
 		}
@@ -73,13 +104,22 @@ type Region struct {
 	etcd    *metastore.Embedded
 	meta    *metastore.Store
 	bookies []*bookie.Server
+
+	ledgers  *ledger.Client
+	policies *policy.Store
+	brokers  []*runningBroker
 }
 
 // Endpoints says where a region's parts listen.
 type Endpoints struct {
-	Name        string   `json:"name"`
-	MetadataURL string   `json:"metadataUrl"`
-	Bookies     []string `json:"bookies"`
+	Name string `json:"name"`
+	// ServiceURL, WebServiceURL and MetricsURL are the first broker's.
+	ServiceURL    string            `json:"serviceUrl,omitempty"`
+	WebServiceURL string            `json:"webServiceUrl,omitempty"`
+	MetricsURL    string            `json:"metricsUrl,omitempty"`
+	MetadataURL   string            `json:"metadataUrl"`
+	Bookies       []string          `json:"bookies"`
+	Brokers       []BrokerEndpoints `json:"brokers"`
 }
 
 // Start starts the region's parts in order and waits until each serves. On
@@ -87,6 +127,9 @@ type Endpoints struct {
 func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Region, err error) {
 	if cfg.Bookies == 0 {
 		cfg.Bookies = 3
+	}
+	if cfg.Brokers == 0 {
+		cfg.Brokers = 1
 	}
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
@@ -155,7 +198,12 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Region, err
 			return nil, fmt.Errorf("region %s: bookie %d: %w", cfg.Name, i, err)
 		}
 	}
-	logger.Info("region started", "metadata", endpoints, "bookies", len(r.bookies))
+	if cfg.Brokers > 0 {
+		if err := r.startBrokers(ctx); err != nil {
+			return nil, err
+		}
+	}
+	logger.Info("region started", "metadata", endpoints, "bookies", len(r.bookies), "brokers", len(r.brokers))
 	return r, nil
 }
 
@@ -176,12 +224,20 @@ func (r *Region) Endpoints() Endpoints {
 	for _, b := range r.bookies {
 		e.Bookies = append(e.Bookies, b.Addr())
 	}
+	e.Brokers = r.Brokers()
+	if len(e.Brokers) > 0 {
+		e.ServiceURL, e.WebServiceURL = e.Brokers[0].ServiceURL, e.Brokers[0].WebServiceURL
+		e.MetricsURL = e.WebServiceURL + "/metrics"
+	}
 	return e
 }
 
 // Shutdown stops the parts in reverse order.
 func (r *Region) Shutdown(ctx context.Context) error {
 	var errs []error
+	if err := r.stopBrokers(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	for i := len(r.bookies) - 1; i >= 0; i-- {
 		if err := r.bookies[i].Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("bookie %d: %w", i, err))

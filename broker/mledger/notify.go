@@ -2,10 +2,13 @@ package mledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/isobar-mq/isobar/broker/mledger/ackset"
+	"github.com/isobar-mq/isobar/metastore"
 )
 
 // Notify returns a channel that is closed when an entry is confirmed after
@@ -121,6 +124,30 @@ func (c *Cursor) SetProperties(ctx context.Context, props map[string]string) err
 	if err := c.persistLocked(ctx); err != nil {
 		c.props = old
 		return err
+	}
+	return nil
+}
+
+// Delete closes the managed ledger, removes its metadata (by CAS: a
+// concurrent owner makes it fail with ErrFenced) and deletes its ledgers
+// from the bookies. Ledgers that cannot be deleted now are logged as
+// orphans; the topic is gone either way.
+func (m *ManagedLedger) Delete(ctx context.Context) error {
+	if err := m.Close(ctx); err != nil {
+		return fmt.Errorf("mledger %s: delete: %w", m.name, err)
+	}
+	m.metaMu.Lock()
+	ls := slices.Clone(m.meta.Ledgers)
+	rev := m.rev
+	m.metaMu.Unlock()
+	if err := m.cfg.Meta.DeleteIf(ctx, m.key, rev); err != nil {
+		if errors.Is(err, metastore.ErrConflict) {
+			return fmt.Errorf("mledger %s: delete: %w", m.name, m.setFenced(err))
+		}
+		return fmt.Errorf("mledger %s: delete: %w", m.name, err)
+	}
+	for _, l := range ls {
+		m.deleteLedger(ctx, l.ID)
 	}
 	return nil
 }

@@ -16,10 +16,12 @@ import (
 )
 
 // devPorts is the port plan of `isobar dev`: region i owns the block
-// basePort + 100*i. Offsets +0 and +1 are kept for the region's broker
-// (Pulsar binary and HTTP) once brokers land.
+// basePort + 100*i: its broker's Pulsar port at +0, etcd at +30 (+31
+// peer), bookie j at +40+j. The broker's HTTP port is basePort + 1430 +
+// 100*i, so the default base 6650 gives Pulsar's familiar 6650 and 8080.
 const (
 	devPortStride     = 100
+	devHTTPShift      = 1430
 	devMetastoreShift = 30 // etcd client; +31 etcd peer
 	devBookieShift    = 40 // bookie j at +40+j
 )
@@ -37,14 +39,15 @@ func newDevCmd(g *globalFlags) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run a whole federation in one process (embedded etcd and bookies per region)",
+		Short: "Run a whole federation in one process (embedded etcd, bookies and a broker per region)",
 		Long: `Run a development federation: for each region an embedded etcd
-metadata store and a bookie ensemble, all in this process, data under
---data-dir (restart keeps it). Prints every endpoint and writes them to
-<data-dir>/endpoints.json. Ctrl-C stops it cleanly.
+metadata store, a bookie ensemble and a broker (Pulsar protocol and admin
+REST API), all in this process, data under --data-dir (restart keeps it).
+Prints every endpoint and writes them to <data-dir>/endpoints.json. Ctrl-C
+stops it cleanly.
 
-Brokers, replicators and the global configuration store join as they land;
-today the federation is its storage layer.`,
+Replicators and the global configuration store join with the federation
+issue; until then the regions do not replicate to each other.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := g.logger()
@@ -55,7 +58,7 @@ today the federation is its storage layer.`,
 			if err != nil {
 				return usageError{err}
 			}
-			if basePort < 1024 || basePort+devPortStride*len(names) > 65535 {
+			if basePort < 1024 || basePort+devHTTPShift+devPortStride*len(names) > 65535 {
 				return usageError{fmt.Errorf("--base-port: %d leaves no room for %d regions of %d ports", basePort, len(names), devPortStride)}
 			}
 			if bookies < 1 || bookies > devPortStride-devBookieShift {
@@ -79,6 +82,8 @@ today the federation is its storage layer.`,
 					MetastorePort: block + devMetastoreShift,
 					Bookies:       bookies,
 					BookiePort:    block + devBookieShift,
+					BrokerPort:    block,
+					HTTPPort:      block + devHTTPShift,
 				}, logger)
 				if err != nil {
 					stopAll()
@@ -90,14 +95,14 @@ today the federation is its storage layer.`,
 			defer stopAll()
 			out := cmd.OutOrStdout()
 			for _, e := range eps.Regions {
-				fmt.Fprintf(out, "region %s: metadata %s, bookies %s\n", e.Name, e.MetadataURL, strings.Join(e.Bookies, " "))
+				fmt.Fprintf(out, "region %s: service %s, web %s, metadata %s, bookies %s\n", e.Name, e.ServiceURL, e.WebServiceURL, e.MetadataURL, strings.Join(e.Bookies, " "))
 			}
 			path := filepath.Join(dataDir, "endpoints.json")
 			if err := writeJSON(path, eps); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "endpoints written to %s\n", path)
-			fmt.Fprintln(out, "brokers are not part of Isobar yet: this federation serves its storage layer (metadata + bookies). Ctrl-C to stop.")
+			fmt.Fprintln(out, "each region is independent until geo-replication lands (the federation issue). Ctrl-C to stop.")
 			<-ctx.Done()
 			fmt.Fprintln(out, "stopping")
 			return nil

@@ -1,0 +1,519 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/metastore"
+)
+
+// Admin returns the broker's implementation of the admin API's topic
+// operations.
+func (b *Broker) Admin() admin.Topics { return adminTopics{b} }
+
+type adminTopics struct{ b *Broker }
+
+// BrokerLister is implemented by a Placement that knows the region's live
+// brokers.
+type BrokerLister interface {
+	Brokers(ctx context.Context) ([]string, error)
+}
+
+// owned loads the topic here, or says who owns it.
+func (a adminTopics) owned(ctx context.Context, name topic.Name, mode createMode) (*Topic, error) {
+	b := a.b
+	if !b.cfg.Placement.Owns(name) {
+		r, err := b.cfg.Placement.Lookup(ctx, name, false)
+		if err != nil {
+			return nil, adminErr(err)
+		}
+		if !r.Self {
+			return nil, &admin.NotOwnerError{URL: r.HTTPURL}
+		}
+	}
+	t, err := b.getTopic(ctx, name, mode)
+	if err != nil {
+		return nil, adminErr(err)
+	}
+	return t, nil
+}
+
+func adminErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrTopicNotFound), errors.Is(err, ErrNamespace):
+		return fmt.Errorf("%w: %w", admin.ErrTopicNotFound, err)
+	case errors.Is(err, ErrSubNotFound), errors.Is(err, mledger.ErrNoCursor):
+		return fmt.Errorf("%w: %w", admin.ErrSubscriptionNotFound, err)
+	case errors.Is(err, ErrBusy):
+		return fmt.Errorf("%w: %w", admin.ErrPreconditionFailed, err)
+	case errors.Is(err, ErrInvalidArgument), errors.Is(err, mledger.ErrInvalidPosition), errors.Is(err, topic.ErrInvalidName):
+		return &admin.StatusError{Status: 400, Reason: err.Error()}
+	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrClosed), errors.Is(err, mledger.ErrFenced):
+		return fmt.Errorf("%w: %w", admin.ErrUnavailable, err)
+	}
+	return err
+}
+
+func (a adminTopics) exists(ctx context.Context, name topic.Name) (bool, error) {
+	if name.Domain == topic.NonPersistent {
+		return a.b.loadedTopic(name.String()) != nil, nil
+	}
+	_, err := a.b.cfg.Meta.Get(ctx, mledger.TopicKey(a.b.cfg.Region, MLName(name)))
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, metastore.ErrNotFound) {
+		return false, nil
+	}
+	return false, err
+}
+
+func (a adminTopics) CreateTopic(ctx context.Context, name topic.Name) error {
+	ok, err := a.exists(ctx, name)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return fmt.Errorf("%w: topic %s", admin.ErrConflict, name)
+	}
+	_, err = a.owned(ctx, name, create)
+	return err
+}
+
+func (a adminTopics) DeleteTopic(ctx context.Context, name topic.Name, force bool) error {
+	ok, err := a.exists(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s", admin.ErrTopicNotFound, name)
+	}
+	t, err := a.owned(ctx, name, mustExist)
+	if err != nil {
+		return err
+	}
+	if !force {
+		t.mu.Lock()
+		busy := len(t.producers) > 0
+		for _, s := range t.subs {
+			s.mu.Lock()
+			busy = busy || len(s.consumers) > 0
+			s.mu.Unlock()
+		}
+		t.mu.Unlock()
+		if busy {
+			return fmt.Errorf("%w: topic %s has active producers or consumers", admin.ErrPreconditionFailed, name)
+		}
+	}
+	if err := a.b.unloadTopic(ctx, t); err != nil || t.ml == nil {
+		return adminErr(err)
+	}
+	// Closed by the unload; Delete removes the metadata and the ledgers.
+	return adminErr(t.ml.Delete(ctx))
+}
+
+func (a adminTopics) ListTopics(ctx context.Context, ns string, domain topic.Domain) ([]string, error) {
+	if domain == topic.NonPersistent {
+		var out []string
+		for _, t := range a.b.loadedTopics() {
+			if t.name.Domain == topic.NonPersistent && t.name.NamespaceName() == ns {
+				out = append(out, t.name.String())
+			}
+		}
+		return out, nil
+	}
+	return a.b.PersistentTopics(ctx, ns)
+}
+
+func (a adminTopics) Stats(ctx context.Context, name topic.Name) (*admin.TopicStats, error) {
+	t, err := a.owned(ctx, name, mustExist)
+	if err != nil {
+		return nil, err
+	}
+	return t.stats(), nil
+}
+
+// stats builds Pulsar's TopicStats for the topic.
+func (t *Topic) stats() *admin.TopicStats {
+	st := &admin.TopicStats{
+		MsgCounterIn:           t.msgIn.Load(),
+		Publishers:             []admin.PublisherStats{},
+		Subscriptions:          map[string]admin.SubscriptionStats{},
+		Replication:            map[string]admin.ReplicatorStats{},
+		DeDuplicationStatus:    "Disabled",
+		TopicCreationTimeStamp: t.created.UnixMilli(),
+	}
+	if t.policy.Deduplication {
+		st.DeDuplicationStatus = "Enabled"
+	}
+	if t.ml != nil {
+		for _, l := range t.ml.Ledgers() {
+			st.StorageSize += l.Size
+		}
+	}
+	t.mu.Lock()
+	prods := make([]*producer, 0, len(t.producers))
+	for _, p := range t.producers {
+		prods = append(prods, p)
+	}
+	subs := make([]*subscription, 0, len(t.subs))
+	for _, s := range t.subs {
+		subs = append(subs, s)
+	}
+	t.mu.Unlock()
+	slices.SortFunc(prods, func(a, b *producer) int { return strings.Compare(a.name, b.name) })
+	for _, p := range prods {
+		st.Publishers = append(st.Publishers, admin.PublisherStats{
+			AccessMode: p.access.String(), ProducerID: int64(p.id), ProducerName: p.name,
+			Address: p.c.nc.RemoteAddr().String(), ConnectedSince: p.since.UTC().Format(time.RFC3339Nano),
+			ClientVersion: p.c.clientVersion, Metadata: nonNil(p.metadata),
+			IsSupportsPartialProducer: true,
+		})
+	}
+	loaded := map[string]bool{}
+	for _, s := range subs {
+		loaded[s.name] = true
+		ss := s.stats()
+		st.Subscriptions[s.name] = ss
+		st.MsgCounterOut += ss.MsgOutCounter
+		st.BacklogSize += ss.BacklogSize
+	}
+	if t.ml != nil {
+		for _, name := range t.ml.Cursors() {
+			if loaded[name] || strings.HasPrefix(name, ReservedPrefix) {
+				continue
+			}
+			ss := admin.SubscriptionStats{SubType: "Exclusive", IsDurable: true, Consumers: []admin.ConsumerStats{},
+				ConsumersAfterMarkDeletePosition: map[string]string{}, SubscriptionProperties: map[string]string{}}
+			st.Subscriptions[name] = ss
+		}
+	}
+	return st
+}
+
+func (s *subscription) stats() admin.SubscriptionStats {
+	s.mu.Lock()
+	cons := slices.Clone(s.consumers)
+	ss := admin.SubscriptionStats{
+		SubType: subTypeName(s.subType), IsDurable: s.durable, MsgOutCounter: s.msgOut,
+		Consumers: []admin.ConsumerStats{}, ConsumersAfterMarkDeletePosition: map[string]string{},
+		SubscriptionProperties: map[string]string{}, MsgDelayed: int64(len(s.delayed)),
+	}
+	for _, k := range cons {
+		if s.subType == pb.CommandSubscribe_Failover && k.active || s.subType == pb.CommandSubscribe_Exclusive {
+			ss.ActiveConsumerName = k.name
+		}
+		ss.UnAckedMessages += int64(len(k.pending))
+		ss.Consumers = append(ss.Consumers, admin.ConsumerStats{
+			AvailablePermits: int(k.permits), UnAckedMessages: len(k.pending), ConsumerName: k.name,
+			BytesOutCounter: k.bytesOut.Load(), MsgOutCounter: k.msgOut.Load(),
+			Address: k.c.nc.RemoteAddr().String(), ConnectedSince: k.since.UTC().Format(time.RFC3339Nano),
+			ClientVersion: k.c.clientVersion, Metadata: nonNil(k.metadata),
+		})
+	}
+	s.mu.Unlock()
+	ss.MsgBacklog = s.backlog()
+	ss.MsgBacklogNoDelayed = ss.MsgBacklog - ss.MsgDelayed
+	return ss
+}
+
+func subTypeName(t pb.CommandSubscribe_SubType) string {
+	if t == pb.CommandSubscribe_Key_Shared {
+		return "Key_Shared"
+	}
+	return t.String()
+}
+
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func (a adminTopics) InternalStats(ctx context.Context, name topic.Name) (*admin.PersistentTopicInternalStats, error) {
+	t, err := a.owned(ctx, name, mustExist)
+	if err != nil {
+		return nil, err
+	}
+	st := &admin.PersistentTopicInternalStats{Ledgers: []admin.LedgerInfo{}, Cursors: map[string]admin.CursorStats{}, SchemaLedgers: []admin.SchemaLedger{}, State: "Open"}
+	if t.ml == nil {
+		return st, nil
+	}
+	ls := t.ml.Ledgers()
+	for i, l := range ls {
+		st.Ledgers = append(st.Ledgers, admin.LedgerInfo{LedgerID: l.ID, Entries: l.Entries, Size: l.Size})
+		st.NumberOfEntries += l.Entries
+		st.TotalSize += l.Size
+		if i == len(ls)-1 {
+			st.CurrentLedgerEntries, st.CurrentLedgerSize = l.Entries, l.Size
+		}
+	}
+	st.EntriesAddedCounter = st.NumberOfEntries
+	st.LastConfirmedEntry = posString(t.ml.LastConfirmed())
+	for _, name := range t.ml.Cursors() {
+		c, err := t.ml.OpenCursor(ctx, name, mledger.Latest)
+		if err != nil {
+			continue
+		}
+		md := c.MarkDelete()
+		var ranges []string
+		for _, r := range c.AckedRanges() {
+			ranges = append(ranges, fmt.Sprintf("(%d:%d..%d:%d]", r.Ledger, r.First-1, r.Ledger, r.Last))
+		}
+		st.Cursors[name] = admin.CursorStats{
+			MarkDeletePosition: posString(md), ReadPosition: posString(Position{Ledger: md.Ledger, Entry: md.Entry + 1}),
+			CursorLedger: -1, CursorLedgerLastEntry: -1, State: "Open",
+			IndividuallyDeletedMessages:            "[" + strings.Join(ranges, ",") + "]",
+			TotalNonContiguousDeletedMessagesRange: len(ranges), Properties: map[string]int64{},
+			NumberOfEntriesSinceFirstNotAckedMessage: c.Backlog(),
+		}
+	}
+	return st, nil
+}
+
+func posString(p Position) string { return fmt.Sprintf("%d:%d", p.Ledger, p.Entry) }
+
+func (a adminTopics) Subscriptions(ctx context.Context, name topic.Name) ([]string, error) {
+	t, err := a.owned(ctx, name, mustExist)
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	if t.ml != nil {
+		for _, c := range t.ml.Cursors() {
+			if !strings.HasPrefix(c, ReservedPrefix) {
+				set[c] = true
+			}
+		}
+	}
+	t.mu.Lock()
+	for n := range t.subs {
+		set[n] = true
+	}
+	t.mu.Unlock()
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// durableSub returns the loaded subscription, or a detached one over the
+// stored cursor (nil cursor error when it does not exist).
+func (t *Topic) durableSub(ctx context.Context, sub string) (*subscription, error) {
+	t.mu.Lock()
+	s := t.subs[sub]
+	t.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	if t.ml == nil || !slices.Contains(t.ml.Cursors(), sub) {
+		return nil, fmt.Errorf("%w: %s on %s", ErrSubNotFound, sub, t.name)
+	}
+	return t.subscription(sub, func() (*subscription, error) {
+		s := newSubscription(t, sub, pb.CommandSubscribe_Exclusive, true)
+		cur, err := t.ml.OpenCursor(ctx, sub, mledger.Latest)
+		if err != nil {
+			return nil, err
+		}
+		s.cursor = cur
+		md := cur.MarkDelete()
+		s.readPos = Position{Ledger: md.Ledger, Entry: md.Entry + 1}
+		return s, nil
+	})
+}
+
+func (a adminTopics) CreateSubscription(ctx context.Context, name topic.Name, sub string, at *admin.MessageID) error {
+	if strings.HasPrefix(sub, ReservedPrefix) || sub == "" {
+		return &admin.StatusError{Status: 400, Reason: fmt.Sprintf("invalid subscription name %q", sub)}
+	}
+	t, err := a.owned(ctx, name, autoCreate)
+	if err != nil {
+		return err
+	}
+	if t.ml == nil {
+		return fmt.Errorf("%w: durable subscriptions on a non-persistent topic", admin.ErrNotAllowed)
+	}
+	if slices.Contains(t.ml.Cursors(), sub) {
+		return fmt.Errorf("%w: subscription %s", admin.ErrConflict, sub)
+	}
+	initial := mledger.Latest
+	if at != nil && at.LedgerID < 0 {
+		initial = mledger.Earliest
+	}
+	c, err := t.ml.OpenCursor(ctx, sub, initial)
+	if err != nil {
+		return adminErr(err)
+	}
+	if at != nil && at.LedgerID >= 0 && at.LedgerID != admin.Latest.LedgerID {
+		id := &pb.MessageIdData{LedgerId: u64p(uint64(at.LedgerID)), EntryId: u64p(uint64(at.EntryID))}
+		return adminErr(c.ResetTo(ctx, t.startPosition(id, pb.CommandSubscribe_Earliest)))
+	}
+	return nil
+}
+
+func (a adminTopics) DeleteSubscription(ctx context.Context, name topic.Name, sub string, force bool) error {
+	t, err := a.owned(ctx, name, mustExist)
+	if err != nil {
+		return err
+	}
+	s, err := t.durableSub(ctx, sub)
+	if err != nil {
+		return adminErr(err)
+	}
+	s.mu.Lock()
+	n := len(s.consumers)
+	s.mu.Unlock()
+	if n > 0 && !force {
+		return fmt.Errorf("%w: subscription %s has %d consumers", admin.ErrPreconditionFailed, sub, n)
+	}
+	t.removeSubscription(s)
+	s.closeAll(true)
+	if s.cursor != nil {
+		if err := t.ml.DeleteCursor(ctx, sub); err != nil && !errors.Is(err, mledger.ErrNoCursor) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a adminTopics) Skip(ctx context.Context, name topic.Name, sub string, n int64) error {
+	t, err := a.owned(ctx, name, mustExist)
+	if err != nil {
+		return err
+	}
+	s, err := t.durableSub(ctx, sub)
+	if err != nil {
+		return adminErr(err)
+	}
+	if s.cursor == nil {
+		return fmt.Errorf("%w: skip on a non-durable subscription", admin.ErrNotAllowed)
+	}
+	if n < 0 {
+		return adminErr(s.cursor.ResetTo(ctx, t.endPosition()))
+	}
+	var ps []Position
+	p := s.cursor.MarkDelete()
+	for int64(len(ps)) < n {
+		next, ok := t.ml.Next(p)
+		if !ok {
+			break
+		}
+		p = next
+		if !s.cursor.IsAcked(p) {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	return adminErr(s.cursor.AckMany(ctx, ps))
+}
+
+func (a adminTopics) ResetCursor(ctx context.Context, name topic.Name, sub string, id admin.MessageID) error {
+	t, err := a.owned(ctx, name, mustExist)
+	if err != nil {
+		return err
+	}
+	s, err := t.durableSub(ctx, sub)
+	if err != nil {
+		return adminErr(err)
+	}
+	if err := s.seek(ctx, Position{Ledger: id.LedgerID, Entry: id.EntryID}); err != nil {
+		return adminErr(err)
+	}
+	s.disconnectAll()
+	return nil
+}
+
+func (a adminTopics) ResetCursorToTime(ctx context.Context, name topic.Name, sub string, ts time.Time) error {
+	t, err := a.owned(ctx, name, mustExist)
+	if err != nil {
+		return err
+	}
+	s, err := t.durableSub(ctx, sub)
+	if err != nil {
+		return adminErr(err)
+	}
+	if err := s.seekTime(ctx, ts); err != nil {
+		return adminErr(err)
+	}
+	s.disconnectAll()
+	return nil
+}
+
+func (a adminTopics) Unload(ctx context.Context, name topic.Name) error {
+	if !a.b.cfg.Placement.Owns(name) {
+		r, err := a.b.cfg.Placement.Lookup(ctx, name, false)
+		if err != nil {
+			return adminErr(err)
+		}
+		if !r.Self {
+			return &admin.NotOwnerError{URL: r.HTTPURL}
+		}
+	}
+	return adminErr(a.b.Unload(ctx, name))
+}
+
+func (a adminTopics) LastMessageID(ctx context.Context, name topic.Name) (admin.MessageID, error) {
+	t, err := a.owned(ctx, name, mustExist)
+	if err != nil {
+		return admin.MessageID{}, err
+	}
+	p, bi, err := t.lastMessageID(ctx)
+	if err != nil {
+		return admin.MessageID{}, adminErr(err)
+	}
+	return admin.MessageID{LedgerID: p.Ledger, EntryID: p.Entry, PartitionIndex: name.Partition(), BatchIndex: int(bi)}, nil
+}
+
+func (a adminTopics) Entry(ctx context.Context, name topic.Name, ledgerID, entry int64) ([]byte, error) {
+	t, err := a.owned(ctx, name, mustExist)
+	if err != nil {
+		return nil, err
+	}
+	p := Position{Ledger: ledgerID, Entry: entry}
+	if t.ml == nil || !t.ml.Valid(p) {
+		return nil, fmt.Errorf("%w: %s in %s", admin.ErrEntryNotFound, posString(p), name)
+	}
+	es, _, err := t.ml.Read(ctx, p, 1)
+	if err != nil {
+		return nil, adminErr(err)
+	}
+	if len(es) == 0 || es[0].Position != p {
+		return nil, fmt.Errorf("%w: %s in %s", admin.ErrEntryNotFound, posString(p), name)
+	}
+	return es[0].Data, nil
+}
+
+func (a adminTopics) Lookup(ctx context.Context, name topic.Name) (admin.LookupData, error) {
+	r, err := a.b.cfg.Placement.Lookup(ctx, name, false)
+	if err != nil {
+		return admin.LookupData{}, adminErr(err)
+	}
+	return admin.LookupData{BrokerURL: r.ServiceURL, HTTPURL: r.HTTPURL}, nil
+}
+
+func (a adminTopics) Brokers(ctx context.Context) ([]string, error) {
+	if l, ok := a.b.cfg.Placement.(BrokerLister); ok {
+		return l.Brokers(ctx)
+	}
+	u, err := url.Parse(a.b.cfg.HTTPURL)
+	if err != nil || u.Host == "" {
+		return []string{strings.TrimPrefix(a.b.cfg.ServiceURL, "pulsar://")}, nil
+	}
+	return []string{u.Host}, nil
+}

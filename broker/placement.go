@@ -1,0 +1,102 @@
+package broker
+
+import (
+	"context"
+	"net/url"
+	"sync"
+
+	"github.com/isobar-mq/isobar/broker/ownership"
+	"github.com/isobar-mq/isobar/broker/policy"
+	"github.com/isobar-mq/isobar/broker/topic"
+)
+
+// DefaultBundles is the number of bundles of a namespace without a bundles
+// policy (Pulsar's default).
+const DefaultBundles = 4
+
+// OwnershipPlacement places topics by namespace bundle through the
+// region's ownership registry: the bundle of a topic is found from its
+// namespace's bundle count in the policy store (cached, so that Owns does
+// not block).
+type OwnershipPlacement struct {
+	Registry *ownership.Registry
+	Policies *policy.Store
+
+	mu      sync.Mutex
+	bundles map[string][]topic.Bundle // by namespace
+}
+
+func (p *OwnershipPlacement) bundleFor(ctx context.Context, name topic.Name) (topic.Bundle, bool, error) {
+	ns := name.NamespaceName()
+	p.mu.Lock()
+	bs, ok := p.bundles[ns]
+	p.mu.Unlock()
+	if !ok {
+		if ctx == nil {
+			return topic.Bundle{}, false, nil
+		}
+		n := DefaultBundles
+		if p.Policies != nil {
+			pol, err := p.Policies.Namespace(ctx, ns)
+			if err != nil {
+				return topic.Bundle{}, false, err
+			}
+			if pol.Bundles != nil && pol.Bundles.NumBundles > 0 {
+				n = pol.Bundles.NumBundles
+			}
+		}
+		bs = topic.Bundles(n)
+		p.mu.Lock()
+		if p.bundles == nil {
+			p.bundles = map[string][]topic.Bundle{}
+		}
+		p.bundles[ns] = bs
+		p.mu.Unlock()
+	}
+	return topic.BundleFor(name, bs), true, nil
+}
+
+// Lookup implements Placement.
+func (p *OwnershipPlacement) Lookup(ctx context.Context, name topic.Name, authoritative bool) (LookupResult, error) {
+	b, _, err := p.bundleFor(ctx, name)
+	if err != nil {
+		return LookupResult{}, err
+	}
+	info, err := p.Registry.Lookup(ctx, name.NamespaceName(), b, authoritative)
+	if err != nil {
+		return LookupResult{}, err
+	}
+	self := info.ID == p.Registry.Self().ID
+	return LookupResult{ServiceURL: info.ServiceURL, HTTPURL: info.HTTPURL, Self: self, Authoritative: !self || authoritative}, nil
+}
+
+// Owns implements Placement.
+func (p *OwnershipPlacement) Owns(name topic.Name) bool {
+	b, ok, _ := p.bundleFor(nil, name)
+	return ok && p.Registry.Owns(name.NamespaceName(), b)
+}
+
+// InBundle reports whether name falls in bundle b of namespace ns.
+func (p *OwnershipPlacement) InBundle(name topic.Name, ns string, b topic.Bundle) bool {
+	if name.NamespaceName() != ns {
+		return false
+	}
+	got, ok, _ := p.bundleFor(nil, name)
+	return ok && got == b
+}
+
+// Brokers implements BrokerLister: host:port of each live broker's HTTP
+// listener.
+func (p *OwnershipPlacement) Brokers(ctx context.Context) ([]string, error) {
+	infos, err := p.Registry.Brokers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(infos))
+	for _, i := range infos {
+		if u, err := url.Parse(i.HTTPURL); err == nil && u.Host != "" {
+			out = append(out, u.Host)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,75 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/isobar-mq/isobar/broker/policy"
+	"github.com/isobar-mq/isobar/broker/topic"
+)
+
+// PolicyNamespaces answers the broker's namespace questions from the
+// policy store.
+type PolicyNamespaces struct {
+	Store *policy.Store
+	// Default is the auto topic creation of namespaces without an
+	// override (the broker-level setting).
+	Default policy.AutoTopicCreation
+}
+
+// Policy implements Namespaces.
+func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolicy, error) {
+	pol, err := p.Store.Namespace(ctx, ns)
+	if errors.Is(err, policy.ErrNotFound) {
+		return NamespacePolicy{}, fmt.Errorf("%w: %s", ErrNamespace, ns)
+	}
+	if errors.Is(err, policy.ErrInvalid) {
+		return NamespacePolicy{}, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	if err != nil {
+		return NamespacePolicy{}, err
+	}
+	ac := p.Default
+	if pol.AutoTopicCreation != nil {
+		ac = *pol.AutoTopicCreation
+	}
+	out := NamespacePolicy{AutoCreate: ac.AllowAutoTopicCreation}
+	if ac.TopicType == policy.TopicTypePartitioned {
+		out.AutoCreatePartitions = 1
+		if ac.DefaultNumPartitions != nil && *ac.DefaultNumPartitions > 0 {
+			out.AutoCreatePartitions = *ac.DefaultNumPartitions
+		}
+	}
+	out.Deduplication = pol.DeduplicationEnabled != nil && *pol.DeduplicationEnabled
+	return out, nil
+}
+
+// Partitions implements Namespaces.
+func (p PolicyNamespaces) Partitions(ctx context.Context, name topic.Name) (int, bool, error) {
+	return p.Store.Partitions(ctx, name)
+}
+
+// CreatePartitioned implements Namespaces.
+func (p PolicyNamespaces) CreatePartitioned(ctx context.Context, name topic.Name, n int) error {
+	return p.Store.CreatePartitioned(ctx, name, n)
+}
+
+// ListPartitioned implements PartitionedLister.
+func (p PolicyNamespaces) ListPartitioned(ctx context.Context, ns string) ([]PartitionedTopic, error) {
+	names, err := p.Store.ListPartitioned(ctx, ns, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PartitionedTopic, 0, len(names))
+	for _, n := range names {
+		cnt, ok, err := p.Store.Partitions(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, PartitionedTopic{Name: n, Partitions: cnt})
+		}
+	}
+	return out, nil
+}
