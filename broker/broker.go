@@ -548,3 +548,26 @@ func (b *Broker) UnloadMatching(ctx context.Context, in func(topic.Name) bool) e
 func MLName(name topic.Name) string {
 	return name.Tenant + "/" + name.Namespace + "/" + string(topic.Persistent) + "/" + name.Local
 }
+
+// Abort stops the broker as a crash would, for fault tests: listeners and
+// connections close at once, topics are not unloaded and their managed
+// ledgers are left open (the next owner recovers them), and nothing is
+// released in the metadata store.
+func (b *Broker) Abort() {
+	b.mu.Lock()
+	b.shutdown = true
+	lns := b.listeners
+	conns := make([]*conn, 0, len(b.conns))
+	for c := range b.conns {
+		conns = append(conns, c)
+	}
+	b.mu.Unlock()
+	b.cancel()
+	for _, ln := range lns {
+		ln.Close()
+	}
+	for _, c := range conns {
+		c.nc.Close()
+		c.close()
+	}
+}

@@ -706,8 +706,10 @@ func (c *conn) handleSeek(cmd *pb.CommandSeek) {
 		c.sendError(reqID, err)
 		return
 	}
-	c.sendSuccess(reqID)
+	// CLOSE_CONSUMER first: the client clears its queue at SUCCESS, so
+	// nothing from before the seek may arrive after it.
 	k.sub.disconnectAll()
+	c.sendSuccess(reqID)
 }
 
 func (c *conn) handleGetLastMessageID(cmd *pb.CommandGetLastMessageId) {
@@ -796,6 +798,9 @@ func (c *conn) handleGetTopics(cmd *pb.CommandGetTopicsOfNamespace) {
 	ctx, cancel := c.opCtx()
 	defer cancel()
 	topics, err := c.b.TopicsOfNamespace(ctx, cmd.GetNamespace(), cmd.GetMode())
+	if errors.Is(err, ErrNamespace) {
+		topics, err = nil, nil // as Pulsar: an unknown namespace has no topics
+	}
 	if err != nil {
 		c.sendError(reqID, err)
 		return

@@ -33,9 +33,13 @@ type consumer struct {
 	sub      *subscription
 
 	// Guarded by sub.mu.
-	permits int64
-	pending map[Position]struct{}
-	active  bool // Failover: this consumer receives
+	permits        int64
+	pending        map[Position]struct{}
+	active         bool // Failover: this consumer receives
+	flowed         bool // it sent a FLOW: the client knows it
+	told, toldOnce bool // the activity last notified
+
+	detached bool // guarded by sub.sendMu: nothing more is sent to it
 
 	msgOut, bytesOut, redelivered atomic.Int64
 }

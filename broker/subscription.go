@@ -41,6 +41,10 @@ type subscription struct {
 	durable bool
 	cursor  *mledger.Cursor // nil unless durable on a persistent topic
 
+	// sendMu orders the dispatcher's sends with consumers being detached:
+	// nothing is sent to a consumer after removeConsumer returned.
+	sendMu sync.Mutex
+
 	// mu guards everything below and the consumers' permits and pending.
 	mu            sync.Mutex
 	subType       pb.CommandSubscribe_SubType
@@ -247,6 +251,7 @@ func (s *subscription) notifyActive() {
 	}
 	var notes []note
 	for _, c := range s.consumers {
+		was := c.active
 		if c == active && !c.active {
 			// Entries the previous active one held go to the new one.
 			for _, o := range s.consumers {
@@ -260,7 +265,14 @@ func (s *subscription) notifyActive() {
 			}
 		}
 		c.active = c == active
-		notes = append(notes, note{c, c.active})
+		// The Go client registers a consumer only after it has read the
+		// SUBSCRIBE reply, and drops notifications for unknown ids: tell a
+		// consumer once it has sent its first FLOW (see flow), after that
+		// on every change.
+		if c.flowed && (c.active != was || c.told != c.active || !c.toldOnce) {
+			c.told, c.toldOnce = c.active, true
+			notes = append(notes, note{c, c.active})
+		}
 	}
 	s.mu.Unlock()
 	for _, n := range notes {
@@ -297,6 +309,9 @@ func (s *subscription) activeLocked() *consumer {
 // removeConsumer detaches k; what it held unacknowledged is redelivered
 // to the others.
 func (s *subscription) removeConsumer(k *consumer) {
+	s.sendMu.Lock()
+	k.detached = true
+	s.sendMu.Unlock()
 	s.mu.Lock()
 	i := slices.Index(s.consumers, k)
 	if i < 0 {
@@ -373,7 +388,13 @@ func (s *subscription) flow(k *consumer, n int64) {
 	s.mu.Lock()
 	k.permits += n
 	s.replayBlocked = false
+	first := !k.flowed
+	k.flowed = true
+	failover := s.subType == pb.CommandSubscribe_Failover
 	s.mu.Unlock()
+	if first && failover {
+		s.notifyActive()
+	}
 	s.kick()
 }
 
@@ -617,9 +638,14 @@ func (s *subscription) run(stop, done chan struct{}) {
 			case <-timer.C:
 			}
 		}
-		for _, f := range s.assign(pl, entries, next, err == nil) {
-			f.k.c.send(f.frame)
+		frames := s.assign(pl, entries, next, err == nil)
+		s.sendMu.Lock()
+		for _, f := range frames {
+			if !f.k.detached {
+				f.k.c.send(f.frame)
+			}
 		}
+		s.sendMu.Unlock()
 	}
 }
 
@@ -830,7 +856,11 @@ func (s *subscription) offerNonPersistent(p Position, entry []byte) {
 	f, err := s.messageFrame(k, p, entry)
 	s.mu.Unlock()
 	if err == nil {
-		k.c.send(f)
+		s.sendMu.Lock()
+		if !k.detached {
+			k.c.send(f)
+		}
+		s.sendMu.Unlock()
 	}
 }
 

@@ -160,9 +160,16 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 	}
 	for _, o := range t.producers {
 		conflict := o.access != pb.ProducerAccessMode_Shared || p.access != pb.ProducerAccessMode_Shared
-		if conflict && p.access != pb.ProducerAccessMode_ExclusiveWithFencing {
-			return 0, fmt.Errorf("%w: topic %s has producer %s (access mode %v); producer %s wants access mode %v",
-				wire.ErrProducerBusy, t.name, o.name, o.access, p.name, p.access)
+		switch {
+		case !conflict || p.access == pb.ProducerAccessMode_ExclusiveWithFencing:
+		case p.access == pb.ProducerAccessMode_Shared:
+			// As Pulsar: a shared producer meets an exclusive one.
+			return 0, fmt.Errorf("%w: topic %s has an exclusive producer %s; producer %s is shared",
+				wire.ErrProducerBusy, t.name, o.name, p.name)
+		default:
+			// An exclusive producer meets any other.
+			return 0, fmt.Errorf("%w: topic %s already has producer %s (access mode %v); producer %s wants access mode %v",
+				wire.ErrProducerFenced, t.name, o.name, o.access, p.name, p.access)
 		}
 	}
 	if p.access == pb.ProducerAccessMode_ExclusiveWithFencing {

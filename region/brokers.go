@@ -15,6 +15,7 @@ import (
 	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/broker/policy"
 	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/metastore"
 )
 
 // BrokerEndpoints says where one broker listens.
@@ -26,11 +27,13 @@ type BrokerEndpoints struct {
 // runningBroker is one broker of the region with its ownership registry
 // and HTTP server.
 type runningBroker struct {
-	b    *broker.Broker
-	reg  *ownership.Registry
-	http *http.Server
-	eps  BrokerEndpoints
-	done chan struct{} // the binary listener's Serve returned
+	meta   *metastore.Store // the broker's own etcd client, as a separate process would have
+	b      *broker.Broker
+	reg    *ownership.Registry
+	http   *http.Server
+	eps    BrokerEndpoints
+	done   chan struct{} // the binary listener's Serve returned
+	killed bool
 }
 
 // startBrokers starts the ledger client, the policy store and the region's
@@ -103,10 +106,20 @@ func (r *Region) startBroker(ctx context.Context, i int, lc *ledger.Client, pol 
 		done: make(chan struct{}),
 	}
 	logger := r.logger.With("broker", i)
+	meta, err := metastore.Connect(ctx, metastore.Config{Endpoints: r.metaEndpoints, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			meta.Close()
+		}
+	}()
+	rb.meta = meta
 	var b *broker.Broker // set below; OnLost runs only after Start
 	placement := &broker.OwnershipPlacement{Policies: pol}
 	reg, err := ownership.Start(ctx, ownership.Config{
-		Meta:   r.meta,
+		Meta:   meta,
 		Region: cfg.Name,
 		Self: ownership.BrokerInfo{
 			ID:         fmt.Sprintf("broker-%s", strconv.Itoa(bln.Addr().(*net.TCPAddr).Port)),
@@ -129,7 +142,7 @@ func (r *Region) startBroker(ctx context.Context, i int, lc *ledger.Client, pol 
 	placement.Registry = reg
 	rb.reg = reg
 	bc := cfg.Broker
-	bc.Region, bc.Cluster, bc.Meta, bc.Ledgers = cfg.Name, cfg.clusterName(), r.meta, lc
+	bc.Region, bc.Cluster, bc.Meta, bc.Ledgers = cfg.Name, cfg.clusterName(), meta, lc
 	bc.ServiceURL, bc.HTTPURL = rb.eps.ServiceURL, rb.eps.WebServiceURL
 	bc.Placement = placement
 	bc.Namespaces = broker.PolicyNamespaces{Store: pol, Default: policy.AutoTopicCreation{AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned}}
@@ -174,6 +187,9 @@ func (r *Region) stopBrokers(ctx context.Context) error {
 	var errs []error
 	for i := len(r.brokers) - 1; i >= 0; i-- {
 		rb := r.brokers[i]
+		if rb.killed {
+			continue
+		}
 		if err := rb.b.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("broker %d: %w", i, err))
 		}
@@ -184,6 +200,7 @@ func (r *Region) stopBrokers(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("broker %d: http: %w", i, err))
 		}
 		<-rb.done
+		rb.meta.Close()
 	}
 	r.brokers = nil
 	if r.ledgers != nil {
@@ -191,6 +208,18 @@ func (r *Region) stopBrokers(ctx context.Context) error {
 		r.ledgers = nil
 	}
 	return errors.Join(errs...)
+}
+
+// KillBroker stops broker i as a crash would (for fault tests): its
+// connections drop, its topics stay open, and its etcd client closes, so
+// its registration and bundles stay until their lease expires.
+func (r *Region) KillBroker(i int) {
+	rb := r.brokers[i]
+	rb.killed = true
+	rb.b.Abort()
+	rb.http.Close()
+	rb.meta.Close()
+	<-rb.done
 }
 
 // Brokers lists where the region's brokers listen.

@@ -105,9 +105,10 @@ type Region struct {
 	meta    *metastore.Store
 	bookies []*bookie.Server
 
-	ledgers  *ledger.Client
-	policies *policy.Store
-	brokers  []*runningBroker
+	metaEndpoints []string
+	ledgers       *ledger.Client
+	policies      *policy.Store
+	brokers       []*runningBroker
 }
 
 // Endpoints says where a region's parts listen.
@@ -163,6 +164,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Region, err
 		}
 		endpoints = r.etcd.Endpoints()
 	}
+	r.metaEndpoints = endpoints
 	r.meta, err = metastore.Connect(ctx, metastore.Config{Endpoints: endpoints, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("region %s: %w", cfg.Name, err)

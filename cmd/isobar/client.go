@@ -1,0 +1,380 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/spf13/cobra"
+)
+
+const defaultServiceURL = "pulsar://localhost:6650"
+
+// newClientCmd is `isobar client produce|consume`, shaped like Pulsar's
+// pulsar-client: it talks to any Pulsar-protocol broker.
+func newClientCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "client",
+		Short: "Produce and consume messages with the Pulsar protocol (like pulsar-client)",
+	}
+	cmd.AddCommand(newClientProduceCmd(g), newClientConsumeCmd(g))
+	return cmd
+}
+
+type clientProduceFlags struct {
+	serviceURL string
+	messages   []string
+	count      int
+	key        string
+	properties []string
+}
+
+func newClientProduceCmd(g *globalFlags) *cobra.Command {
+	f := &clientProduceFlags{}
+	cmd := &cobra.Command{
+		Use:   "produce <topic>",
+		Short: "Send messages; prints one message id (ledger:entry:partition:batch) per message",
+		Args:  oneTopicArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			props, err := f.validate(args[0])
+			if err != nil {
+				return err
+			}
+			logger, err := g.logger()
+			if err != nil {
+				return err
+			}
+			client, err := newPulsarClient(f.serviceURL, logger, 1)
+			if err != nil {
+				return err
+			}
+			defer client.Close()
+			producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: args[0]})
+			if err != nil {
+				return fmt.Errorf("create producer on %s: %w", args[0], err)
+			}
+			defer producer.Close()
+			out := cmd.OutOrStdout()
+			for i := 0; i < f.count; i++ {
+				for _, m := range f.messages {
+					id, err := producer.Send(cmd.Context(), &pulsar.ProducerMessage{
+						Payload:    []byte(m),
+						Key:        f.key,
+						Properties: props,
+					})
+					if err != nil {
+						return fmt.Errorf("send to %s: %w", args[0], err)
+					}
+					fmt.Fprintln(out, formatMessageID(id))
+				}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.serviceURL, "service-url", defaultServiceURL, "broker URL (pulsar:// or pulsar+ssl://)")
+	fl.StringArrayVarP(&f.messages, "messages", "m", nil, "message payload (repeatable; required)")
+	fl.IntVarP(&f.count, "num-produce", "n", 1, "send the messages this many times")
+	fl.StringVar(&f.key, "key", "", "partition key of every message")
+	fl.StringSliceVar(&f.properties, "properties", nil, "message properties k=v,k2=v2 (repeatable)")
+	return cmd
+}
+
+// validate checks every flag and reports all problems at once.
+func (f *clientProduceFlags) validate(topic string) (map[string]string, error) {
+	var errs []error
+	if err := validateServiceURL(f.serviceURL); err != nil {
+		errs = append(errs, err)
+	}
+	if len(f.messages) == 0 {
+		errs = append(errs, errors.New("-m/--messages: at least one message is required"))
+	}
+	if f.count < 1 {
+		errs = append(errs, fmt.Errorf("-n/--num-produce: %d must be at least 1", f.count))
+	}
+	props, err := parseProperties(f.properties)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, usageError{err}
+	}
+	return props, nil
+}
+
+type clientConsumeFlags struct {
+	serviceURL   string
+	subscription string
+	subType      string
+	count        int
+	position     string
+	asJSON       bool
+}
+
+func newClientConsumeCmd(g *globalFlags) *cobra.Command {
+	f := &clientConsumeFlags{}
+	cmd := &cobra.Command{
+		Use:   "consume <topic>",
+		Short: "Receive and acknowledge messages; prints each payload on its own line (--json: every field)",
+		Args:  oneTopicArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, pos, err := f.validate()
+			if err != nil {
+				return err
+			}
+			logger, err := g.logger()
+			if err != nil {
+				return err
+			}
+			client, err := newPulsarClient(f.serviceURL, logger, 1)
+			if err != nil {
+				return err
+			}
+			defer client.Close()
+			consumer, err := client.Subscribe(pulsar.ConsumerOptions{
+				Topic:                       args[0],
+				SubscriptionName:            f.subscription,
+				Type:                        st,
+				SubscriptionInitialPosition: pos,
+			})
+			if err != nil {
+				return fmt.Errorf("subscribe %s to %s: %w", f.subscription, args[0], err)
+			}
+			defer consumer.Close()
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			for got := 0; f.count == 0 || got < f.count; got++ {
+				msg, err := consumer.Receive(cmd.Context())
+				if err != nil {
+					if cmd.Context().Err() != nil {
+						if f.count == 0 {
+							return nil // interrupted while consuming forever
+						}
+						return fmt.Errorf("interrupted after %d of %d messages", got, f.count)
+					}
+					return fmt.Errorf("receive: %w", err)
+				}
+				if f.asJSON {
+					err = enc.Encode(toJSONMessage(msg))
+				} else {
+					_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", msg.Payload())
+				}
+				if err != nil {
+					return err
+				}
+				if err := consumer.Ack(msg); err != nil {
+					return fmt.Errorf("ack %s: %w", formatMessageID(msg.ID()), err)
+				}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.serviceURL, "service-url", defaultServiceURL, "broker URL (pulsar:// or pulsar+ssl://)")
+	fl.StringVarP(&f.subscription, "subscription-name", "s", "", "subscription name (required)")
+	fl.StringVarP(&f.subType, "subscription-type", "t", "Exclusive", "Exclusive, Shared, Failover or KeyShared")
+	fl.IntVarP(&f.count, "num-messages", "n", 1, "messages to consume; 0 = until interrupted")
+	fl.StringVarP(&f.position, "subscription-position", "p", "Latest", "where a new subscription starts: Earliest or Latest")
+	fl.BoolVar(&f.asJSON, "json", false, "print each message as a JSON object")
+	return cmd
+}
+
+func (f *clientConsumeFlags) validate() (pulsar.SubscriptionType, pulsar.SubscriptionInitialPosition, error) {
+	var errs []error
+	if err := validateServiceURL(f.serviceURL); err != nil {
+		errs = append(errs, err)
+	}
+	if f.subscription == "" {
+		errs = append(errs, errors.New("-s/--subscription-name: required"))
+	}
+	if f.count < 0 {
+		errs = append(errs, fmt.Errorf("-n/--num-messages: %d is negative", f.count))
+	}
+	st, err := parseSubscriptionType(f.subType)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	pos, err := parseInitialPosition(f.position)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, usageError{err}
+	}
+	return st, pos, nil
+}
+
+// jsonMessage is one consumed message as `isobar client consume --json`
+// prints it. Payload is the text when it is valid UTF-8, else PayloadBase64.
+type jsonMessage struct {
+	ID              string            `json:"id"`
+	Topic           string            `json:"topic"`
+	Key             string            `json:"key,omitempty"`
+	Properties      map[string]string `json:"properties,omitempty"`
+	Producer        string            `json:"producer"`
+	PublishTime     time.Time         `json:"publish_time"`
+	EventTime       *time.Time        `json:"event_time,omitempty"`
+	RedeliveryCount uint32            `json:"redelivery_count"`
+	Payload         *string           `json:"payload,omitempty"`
+	PayloadBase64   []byte            `json:"payload_base64,omitempty"`
+}
+
+func toJSONMessage(m pulsar.Message) jsonMessage {
+	j := jsonMessage{
+		ID:              formatMessageID(m.ID()),
+		Topic:           m.Topic(),
+		Key:             m.Key(),
+		Properties:      m.Properties(),
+		Producer:        m.ProducerName(),
+		PublishTime:     m.PublishTime(),
+		RedeliveryCount: m.RedeliveryCount(),
+	}
+	if et := m.EventTime(); !et.IsZero() && et.UnixNano() != 0 {
+		j.EventTime = &et
+	}
+	if p := m.Payload(); utf8.Valid(p) {
+		s := string(p)
+		j.Payload = &s
+	} else {
+		j.PayloadBase64 = p
+	}
+	return j
+}
+
+// formatMessageID prints an id as ledger:entry:partition:batch.
+func formatMessageID(id pulsar.MessageID) string {
+	return fmt.Sprintf("%d:%d:%d:%d", id.LedgerID(), id.EntryID(), id.PartitionIdx(), id.BatchIdx())
+}
+
+// oneTopicArg accepts exactly one well-formed topic name.
+func oneTopicArg(_ *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usageError{fmt.Errorf("want exactly one topic argument, got %d", len(args))}
+	}
+	if _, err := restTopicPath(args[0]); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// restTopicPath turns a topic name (short "t", "tenant/ns/t" or
+// "persistent://tenant/ns/t") into the admin REST path
+// "persistent/tenant/ns/t".
+func restTopicPath(topic string) (string, error) {
+	domain, rest := "persistent", topic
+	if i := strings.Index(topic, "://"); i >= 0 {
+		domain, rest = topic[:i], topic[i+3:]
+	}
+	if domain != "persistent" && domain != "non-persistent" {
+		return "", fmt.Errorf("topic %q: domain %q is not persistent or non-persistent", topic, domain)
+	}
+	parts := strings.Split(rest, "/")
+	switch len(parts) {
+	case 1:
+		parts = []string{"public", "default", parts[0]}
+	case 3:
+	default:
+		return "", fmt.Errorf("topic %q: want name, tenant/namespace/name or domain://tenant/namespace/name", topic)
+	}
+	for i, p := range parts {
+		if p == "" {
+			return "", fmt.Errorf("topic %q: empty name part", topic)
+		}
+		parts[i] = url.PathEscape(p)
+	}
+	return domain + "/" + strings.Join(parts, "/"), nil
+}
+
+func validateServiceURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "pulsar" && u.Scheme != "pulsar+ssl") || u.Host == "" {
+		return fmt.Errorf("--service-url: %q is not pulsar://host:port or pulsar+ssl://host:port", s)
+	}
+	return nil
+}
+
+func parseProperties(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	props := make(map[string]string, len(kvs))
+	var errs []error
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			errs = append(errs, fmt.Errorf("--properties: %q is not key=value", kv))
+			continue
+		}
+		props[k] = v
+	}
+	return props, errors.Join(errs...)
+}
+
+func parseSubscriptionType(s string) (pulsar.SubscriptionType, error) {
+	switch strings.ToLower(strings.ReplaceAll(s, "_", "")) {
+	case "exclusive":
+		return pulsar.Exclusive, nil
+	case "shared":
+		return pulsar.Shared, nil
+	case "failover":
+		return pulsar.Failover, nil
+	case "keyshared":
+		return pulsar.KeyShared, nil
+	}
+	return 0, fmt.Errorf("-t/--subscription-type: %q is not Exclusive, Shared, Failover or KeyShared", s)
+}
+
+func parseInitialPosition(s string) (pulsar.SubscriptionInitialPosition, error) {
+	switch strings.ToLower(s) {
+	case "latest":
+		return pulsar.SubscriptionPositionLatest, nil
+	case "earliest":
+		return pulsar.SubscriptionPositionEarliest, nil
+	}
+	return 0, fmt.Errorf("-p/--subscription-position: %q is not Earliest or Latest", s)
+}
+
+// newPulsarClient connects lazily to serviceURL. The client library logs
+// through logger, one level quieter than Isobar's own logs unless debug is
+// on (its info lines are per producer and consumer).
+func newPulsarClient(serviceURL string, logger *slog.Logger, conns int) (pulsar.Client, error) {
+	lvl := slog.LevelWarn
+	if logger.Enabled(context.Background(), slog.LevelDebug) {
+		lvl = slog.LevelDebug
+	}
+	quiet := slog.New(minLevelHandler{logger.Handler(), lvl})
+	c, err := pulsar.NewClient(pulsar.ClientOptions{
+		URL:                     serviceURL,
+		Logger:                  plog.NewLoggerWithSlog(quiet),
+		MaxConnectionsPerBroker: max(conns, 1),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pulsar client for %s: %w", serviceURL, err)
+	}
+	return c, nil
+}
+
+// minLevelHandler drops records below min.
+type minLevelHandler struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevelHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevelHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevelHandler{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevelHandler) WithGroup(name string) slog.Handler {
+	return minLevelHandler{h.Handler.WithGroup(name), h.min}
+}

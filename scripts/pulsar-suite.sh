@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# Runs 37 tests of the Pulsar Go client's own suite (pulsar-client-go
+# v0.19.0, package pulsar) against a broker on localhost:6650 (binary) and
+# localhost:8080 (HTTP), each test in its own process. What each test
+# needs from the broker: docs/compat/pulsar-suite.md.
+#
+# Usage: scripts/pulsar-suite.sh [--start] [--results DIR] [--list] [TestName ...]
+#   --start        start `go run ./cmd/isobar standalone --data-dir <tmp>`
+#                  first and stop it at exit (otherwise a broker must be
+#                  listening already)
+#   --results DIR  keep the per-test logs in DIR (default: a new temp dir)
+#   --list         print the test names and exit
+#   TestName ...   run only these tests (default: all 37)
+# Environment: TEST_TIMEOUT (per test, default 180s).
+# Exit status: 0 if every test passed, 1 if any failed, 2 on bad usage or
+# when no broker is reachable.
+set -euo pipefail
+
+ver=v0.19.0
+repo=$(cd "$(dirname "$0")/.." && pwd)
+test_timeout=${TEST_TIMEOUT:-180s}
+
+all_tests=(
+	TestProducerConsumer
+	TestSimpleProducer
+	TestProducerAsyncSend
+	TestConsumerSubscriptionEarliestPosition
+	TestBatchSendMessagesWithMetadata
+	TestProducerName
+	TestConsumerEventTime
+	TestBatchMessageReceive
+	TestFlushInProducer
+	TestMaxMessageSize
+	TestConsumerCompression
+	TestLargeMessage
+	TestChunkAckAndNAck
+	TestTopicPartitions
+	TestPartitionTopicsConsumerPubSub
+	TestRoundRobinRouterPartitionedProducer
+	TestConsumerShared
+	TestConsumerKeyShared
+	TestPartitionTopic_ActiveConsumerChanged
+	TestConsumerUnSubscribe
+	TestConsumerAck
+	TestConsumerNoBatchCumulativeAck
+	TestAckWithResponse
+	TestConsumerNack
+	TestDLQ
+	TestConsumerSeek
+	TestReader
+	TestReaderOnSpecificMessage
+	TestReaderHasNext
+	TestReaderLatestInclusiveHasNext
+	TestMultiTopicConsumerReceive
+	TestRegexConsumer
+	TestProducerDuplicateNameOnSameTopic
+	TestExclusiveProducer
+	TestNonPersistentTopic
+	TestNormalZeroQueueConsumer
+	TestConsumerCompressionWithRSAEncryption
+)
+
+usage() {
+	sed -n '/^# Usage:/,/^# when no broker/p' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+
+start=0
+results=""
+tests=()
+while (($# > 0)); do
+	case $1 in
+	--start) start=1 ;;
+	--results)
+		(($# >= 2)) || usage
+		results=$2
+		shift
+		;;
+	--list)
+		printf '%s\n' "${all_tests[@]}"
+		exit 0
+		;;
+	-h | --help) usage ;;
+	-*)
+		echo "pulsar-suite: unknown flag $1" >&2
+		usage
+		;;
+	*)
+		if [[ ! $1 =~ ^Test[A-Za-z0-9_]+$ ]]; then
+			echo "pulsar-suite: $1 is not a test name" >&2
+			exit 2
+		fi
+		tests+=("$1")
+		;;
+	esac
+	shift
+done
+if ((${#tests[@]} == 0)); then
+	tests=("${all_tests[@]}")
+fi
+
+# port_open HOST PORT: true if something accepts TCP connections there.
+port_open() {
+	timeout 2 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null
+}
+
+broker_up() {
+	port_open localhost 6650 && port_open localhost 8080
+}
+
+# Probe first: without a broker every test would wait out the client's 30 s
+# operation timeout.
+if ((!start)) && ! broker_up; then
+	for port in 6650 8080; do
+		port_open localhost "$port" || echo "pulsar-suite: nothing listens on localhost:$port" >&2
+	done
+	echo "pulsar-suite: the suite needs a broker on localhost:6650 (binary) and localhost:8080 (HTTP);" >&2
+	echo "  start one (go run ./cmd/isobar standalone) or pass --start" >&2
+	exit 2
+fi
+
+work=$(mktemp -d)
+broker_pid=""
+cleanup() {
+	if [[ -n $broker_pid ]]; then
+		# The broker runs in its own session (setsid), so this stops
+		# `go run` and the binary it started, nothing else.
+		kill -TERM -- "-$broker_pid" 2>/dev/null || kill -TERM "$broker_pid" 2>/dev/null || true
+		for _ in $(seq 50); do
+			kill -0 "$broker_pid" 2>/dev/null || break
+			sleep 0.2
+		done
+		kill -KILL -- "-$broker_pid" 2>/dev/null || true
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+if [[ -z $results ]]; then
+	results=$(mktemp -d "${TMPDIR:-/tmp}/pulsar-suite.XXXXXX")
+fi
+mkdir -p "$results"
+results=$(cd "$results" && pwd)
+
+if ((start)); then
+	if port_open localhost 6650 || port_open localhost 8080; then
+		echo "pulsar-suite: --start: localhost:6650 or :8080 is already in use; stop that broker or drop --start" >&2
+		exit 2
+	fi
+	data_dir="$work/data"
+	mkdir -p "$data_dir"
+	echo "starting isobar standalone (data $data_dir, log $results/standalone.log)" >&2
+	(cd "$repo" && exec setsid go run ./cmd/isobar standalone --data-dir "$data_dir") >"$results/standalone.log" 2>&1 &
+	broker_pid=$!
+	deadline=$((SECONDS + 300))
+	until broker_up; do
+		if ! kill -0 "$broker_pid" 2>/dev/null; then
+			echo "pulsar-suite: isobar standalone exited before listening; last lines of its log:" >&2
+			tail -n 20 "$results/standalone.log" >&2
+			broker_pid=""
+			exit 2
+		fi
+		if ((SECONDS > deadline)); then
+			echo "pulsar-suite: isobar standalone is not listening on :6650 and :8080 after 300s" >&2
+			exit 2
+		fi
+		sleep 0.5
+	done
+fi
+
+src="$(go env GOMODCACHE)/github.com/apache/pulsar-client-go@$ver"
+if [[ ! -d $src ]]; then
+	(cd "$repo" && go mod download "github.com/apache/pulsar-client-go@$ver")
+fi
+cp -r "$src" "$work/client"
+chmod -R u+w "$work/client"
+bin="$work/pulsar.test"
+echo "building the client's test binary (a few minutes when the build cache is cold)" >&2
+if ! (cd "$work/client" && GOFLAGS=-mod=mod go test -c -vet=off -o "$bin" ./pulsar) >"$results/build.log" 2>&1; then
+	echo "pulsar-suite: building the test binary failed; see $results/build.log" >&2
+	tail -n 20 "$results/build.log" >&2
+	exit 1
+fi
+
+echo "results in $results" >&2
+passed=0
+failed=()
+for name in "${tests[@]}"; do
+	log="$results/$name.log"
+	t0=$(date +%s.%N)
+	status=FAIL
+	note=""
+	if ! broker_up; then
+		note=" (broker not reachable, not run)"
+		echo "broker not reachable on localhost:6650 / :8080" >"$log"
+	else
+		# From the package directory: tests read crypto/testdata/... relatively.
+		rc=0
+		(cd "$work/client/pulsar" && "$bin" -test.run "^${name}\$" -test.count=1 \
+			-test.timeout="$test_timeout" -test.v) >"$log" 2>&1 || rc=$?
+		# Exit status 0 with no "--- PASS" line means no test had that name.
+		if ((rc == 0)) && grep -q -- "^--- PASS: ${name} " "$log"; then
+			status=PASS
+		elif ((rc == 0)); then
+			note=" (no such test)"
+		fi
+	fi
+	t1=$(date +%s.%N)
+	printf '%-4s %-42s %7ss%s\n' "$status" "$name" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')" "$note"
+	if [[ $status == PASS ]]; then
+		passed=$((passed + 1))
+	else
+		failed+=("$name")
+	fi
+done
+
+echo "passed $passed/${#tests[@]}"
+echo "logs: $results"
+if ((${#failed[@]} > 0)); then
+	echo "failed: ${failed[*]}"
+	exit 1
+fi
