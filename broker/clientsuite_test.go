@@ -91,7 +91,7 @@ func names(prefix string, n int) []string {
 func TestBatchingAndCompression(t *testing.T) {
 	e := startEnv(t, nil)
 	c := e.client()
-	for _, ct := range []pulsar.CompressionType{pulsar.NoCompression, pulsar.LZ4, pulsar.ZLib, pulsar.ZSTD} {
+	for _, ct := range []pulsar.CompressionType{pulsar.NoCompression, pulsar.LZ4, pulsar.ZLib, pulsar.ZSTD, pulsar.SNAPPY} {
 		t.Run(fmt.Sprint(ct), func(t *testing.T) {
 			topic := fmt.Sprintf("comp-%d", ct)
 			cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/broker/policy"
 	"github.com/isobar-mq/isobar/internal/testcluster"
 )
 
@@ -21,6 +22,7 @@ type env struct {
 	t      testing.TB
 	cl     *testcluster.Cluster
 	lc     *ledger.Client
+	pol    *policy.Store
 	b      *broker.Broker
 	url    string
 	modify func(*broker.Config)
@@ -34,7 +36,14 @@ func startEnv(t testing.TB, modify func(*broker.Config)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lc.Close() })
-	e := &env{t: t, cl: cl, lc: lc, modify: modify}
+	pol, err := policy.New(policy.Config{Meta: cl.Connect(), LocalCluster: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pol.EnsureStandalone(context.Background(), "test", policy.ClusterData{ServiceURL: "http://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, cl: cl, lc: lc, pol: pol, modify: modify}
 	e.startBroker()
 	return e
 }
@@ -52,6 +61,8 @@ func (e *env) startBroker() {
 		Ledgers:    e.lc,
 		ServiceURL: e.url,
 		Logger:     e.cl.Logger(),
+		Namespaces: broker.PolicyNamespaces{Store: e.pol, Default: policy.AutoTopicCreation{
+			AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned}},
 	}
 	if e.modify != nil {
 		e.modify(&cfg)
