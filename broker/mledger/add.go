@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
 )
@@ -50,31 +51,67 @@ func (m *ManagedLedger) AddEntryAsync(ctx context.Context, data []byte, cb func(
 		cb(Position{}, err)
 		return
 	}
+	// The queue is made on first use: an idle managed ledger holds none.
+	m.queueOnce.Do(func() { m.queue = make(chan addRequest, m.cfg.MaxPendingAdds) })
 	select {
 	case m.queue <- addRequest{data: data, cb: cb}:
+		m.kickDriver()
 	case <-ctx.Done():
 		cb(Position{}, fmt.Errorf("mledger %s: add: %w", m.name, ctx.Err()))
 	}
 }
 
+// driverIdle is how long the driver waits for adds before it exits; the
+// next add starts a new one. Idle topics keep no goroutine.
+const driverIdle = 2 * time.Second
+
+// kickDriver starts the driver goroutine unless one runs. Called after
+// each enqueue: a driver exits only when it finds the queue empty under
+// driverMu, so every queued add has a driver.
+func (m *ManagedLedger) kickDriver() {
+	m.driverMu.Lock()
+	defer m.driverMu.Unlock()
+	if m.driving || m.stopped {
+		return
+	}
+	m.driving = true
+	m.drivers.Add(1)
+	go m.run()
+}
+
 // run is the driver: it issues queued adds to the current ledger in order
-// and rolls over between two adds when needed. It returns once stop is
-// closed and the queue is drained.
+// and rolls over between two adds when needed. It returns when the queue
+// stays empty for driverIdle, or when Close stops it (Close then issues
+// what is left).
 func (m *ManagedLedger) run() {
-	defer close(m.done)
+	defer m.drivers.Done()
+	idle := time.NewTimer(driverIdle)
+	defer idle.Stop()
 	for {
 		select {
 		case r := <-m.queue:
 			m.issue(r)
+			continue
+		default:
+		}
+		idle.Reset(driverIdle)
+		select {
+		case r := <-m.queue:
+			m.issue(r)
 		case <-m.stop:
-			for {
-				select {
-				case r := <-m.queue:
-					m.issue(r)
-				default:
-					return
-				}
+			m.driverMu.Lock()
+			m.driving = false
+			m.driverMu.Unlock()
+			return
+		case <-idle.C:
+			m.driverMu.Lock()
+			if len(m.queue) > 0 {
+				m.driverMu.Unlock()
+				continue
 			}
+			m.driving = false
+			m.driverMu.Unlock()
+			return
 		}
 	}
 }

@@ -62,13 +62,19 @@ func lastPosition(ls []LedgerInfo) Position {
 }
 
 // startPosition resolves where a read from `from` begins. It returns the
-// first entry to read, or atEnd when from is just after the last entry. A
+// first entry to read, or atEnd when from is just after the last entry or
+// the list is empty. A
 // position inside the log that names a ledger no longer in the list (trimmed,
 // or dropped because empty) moves to the next ledger's entry 0; a position
 // after the end of the log is ErrInvalidPosition.
 func startPosition(ls []LedgerInfo, from Position) (p Position, atEnd bool, err error) {
 	if from.Ledger < 0 || from.Entry < 0 {
 		return Position{}, false, fmt.Errorf("%w: %v is negative", ErrInvalidPosition, from)
+	}
+	if len(ls) == 0 {
+		// No ledger yet (or the only one was dropped empty): every
+		// position is the end of the log.
+		return Position{}, true, nil
 	}
 	i := findLedger(ls, from.Ledger)
 	if i == len(ls) {

@@ -170,11 +170,19 @@ type ManagedLedger struct {
 	notify        chan struct{} // closed at the next confirmed entry; nil until asked for
 
 	// addMu guards closing against AddEntryAsync sending to queue.
-	addMu   sync.RWMutex
-	closing bool
-	queue   chan addRequest
-	stop    chan struct{} // closed by Close: the driver drains and returns
-	done    chan struct{} // closed when the driver returned
+	addMu     sync.RWMutex
+	closing   bool
+	queueOnce sync.Once
+	queue     chan addRequest // made by the first add
+	stop      chan struct{}   // closed by Close: the driver returns
+	closed    chan struct{}   // closed when Close has drained the queue
+
+	// driverMu guards driving and stopped: whether a driver goroutine
+	// runs, and whether Close stopped them for good.
+	driverMu sync.Mutex
+	driving  bool
+	stopped  bool
+	drivers  sync.WaitGroup
 
 	// Owned by the driver goroutine (and by Close after done).
 	w        *ledger.Writer
@@ -209,9 +217,8 @@ func Open(ctx context.Context, cfg Config, name string) (*ManagedLedger, error) 
 		name:    name,
 		key:     TopicKey(cfg.Region, name),
 		log:     cfg.Logger.With("component", "mledger", "topic", name),
-		queue:   make(chan addRequest, cfg.MaxPendingAdds),
 		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		closed:  make(chan struct{}),
 		readers: map[int64]*ledger.Reader{},
 		cursors: map[string]*Cursor{},
 	}
@@ -251,31 +258,22 @@ func Open(ctx context.Context, cfg Config, name string) (*ManagedLedger, error) 
 			next.Ledgers = next.Ledgers[:n-1]
 		}
 	}
-	// Until the new ledger has entries, the last confirmed entry is the
-	// last one of the closed ledgers.
+	// No ledger is created until the first add (an idle managed ledger
+	// holds no writer): the last confirmed entry is the last one of the
+	// closed ledgers.
 	m.lastConfirmed = lastPosition(next.Ledgers)
-
-	w, err := m.createLedger(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("mledger %s: %w", name, err)
-	}
-	next.Ledgers = append(next.Ledgers, LedgerInfo{ID: int64(w.ID()), State: LedgerOpen})
-	if len(next.Ledgers) == 1 {
-		m.lastConfirmed = Position{Ledger: int64(w.ID()), Entry: -1}
-	}
+	// Write the metadata even when nothing changed: the new revision makes
+	// a previous owner's next CAS fail, so it cannot keep writing.
 	m.metaMu.Lock()
 	err = m.casLocked(ctx, next)
 	m.metaMu.Unlock()
 	if err != nil {
-		m.discardWriter(w)
 		return nil, fmt.Errorf("mledger %s: open: %w", name, err)
 	}
 	for _, id := range drop {
 		m.deleteLedger(ctx, id)
 	}
-	m.setWriter(w)
-	go m.run()
-	m.log.Debug("opened", "ledger", w.ID(), "ledgers", len(next.Ledgers))
+	m.log.Debug("opened", "ledgers", len(next.Ledgers))
 	return m, nil
 }
 
@@ -413,13 +411,21 @@ func (m *ManagedLedger) Close(ctx context.Context) error {
 	m.addMu.Lock()
 	if m.closing {
 		m.addMu.Unlock()
-		<-m.done
+		<-m.closed
 		return nil
 	}
 	m.closing = true
 	m.addMu.Unlock()
+	m.driverMu.Lock()
+	m.stopped = true
+	m.driverMu.Unlock()
 	close(m.stop)
-	<-m.done
+	m.drivers.Wait()
+	// No driver runs and no add can be queued any more: issue what is left.
+	for m.queue != nil && len(m.queue) > 0 {
+		m.issue(<-m.queue)
+	}
+	defer close(m.closed)
 	if m.w == nil {
 		return m.fencedErr()
 	}

@@ -131,7 +131,14 @@ func checkEntries(t *testing.T, es []Entry, want []Position, firstPayload int) {
 	}
 }
 
-func first(m *ManagedLedger) Position { return Position{Ledger: m.Ledgers()[0].ID} }
+// first is a position to read the log from its start (entry 0 of the
+// first ledger, or (0, 0) while there is no ledger yet).
+func first(m *ManagedLedger) Position {
+	if ls := m.Ledgers(); len(ls) > 0 {
+		return Position{Ledger: ls[0].ID}
+	}
+	return Position{}
+}
 
 func TestAppendReadAcrossLedgers(t *testing.T) {
 	cl := startCluster(t)
@@ -197,8 +204,11 @@ func crash(m *ManagedLedger, lc *ledger.Client) {
 	m.addMu.Lock()
 	m.closing = true
 	m.addMu.Unlock()
+	m.driverMu.Lock()
+	m.stopped = true
+	m.driverMu.Unlock()
 	close(m.stop)
-	<-m.done
+	m.drivers.Wait()
 }
 
 func TestCrashRecovery(t *testing.T) {
@@ -317,6 +327,11 @@ func TestCrashWithEmptyLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	m1 := open(t, testConfig(cl, lc1, 10), name)
+	// Ledgers are created by the first add; make one as a rollover does
+	// (no driver runs yet).
+	if err := m1.rollover(ctx); err != nil {
+		t.Fatal(err)
+	}
 	ls := m1.Ledgers()
 	empty := ls[len(ls)-1].ID
 	crash(m1, lc1) // its ledger is open and empty
