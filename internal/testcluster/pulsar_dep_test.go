@@ -1,4 +1,0 @@
-package testcluster
-
-import _ "github.com/apache/pulsar-client-go/pulsar"
-import _ "github.com/apache/pulsar-client-go/pulsaradmin"
