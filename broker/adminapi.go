@@ -187,16 +187,35 @@ func (t *Topic) stats() *admin.TopicStats {
 		ss := s.stats()
 		st.Subscriptions[s.name] = ss
 		st.MsgCounterOut += ss.MsgOutCounter
-		st.BacklogSize += ss.BacklogSize
 	}
 	if t.ml != nil {
 		for _, name := range t.ml.Cursors() {
 			if loaded[name] || strings.HasPrefix(name, ReservedPrefix) {
 				continue
 			}
+			// A stored subscription nobody consumes now: its cursor still
+			// knows the backlog.
 			ss := admin.SubscriptionStats{SubType: "Exclusive", IsDurable: true, Consumers: []admin.ConsumerStats{},
 				ConsumersAfterMarkDeletePosition: map[string]string{}, SubscriptionProperties: map[string]string{}}
+			ctx, cancel := context.WithTimeout(t.b.ctx, 5*time.Second)
+			if c, err := t.ml.OpenCursor(ctx, name, mledger.Latest); err == nil {
+				ss.MsgBacklog = c.Backlog()
+				ss.MsgBacklogNoDelayed = ss.MsgBacklog
+			}
+			cancel()
 			st.Subscriptions[name] = ss
+		}
+		// Backlog bytes, estimated from the average entry size.
+		var entries int64
+		for _, l := range t.ml.Ledgers() {
+			entries += l.Entries
+		}
+		for name, ss := range st.Subscriptions {
+			if entries > 0 {
+				ss.BacklogSize = ss.MsgBacklog * st.StorageSize / entries
+				st.Subscriptions[name] = ss
+			}
+			st.BacklogSize = max(st.BacklogSize, ss.BacklogSize)
 		}
 	}
 	return st

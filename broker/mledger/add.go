@@ -168,6 +168,10 @@ func (m *ManagedLedger) confirmed(p Position, data []byte, readable int64) {
 	if p.Compare(m.lastConfirmed) > 0 {
 		m.lastConfirmed = p
 	}
+	if p.Ledger != m.lastBytesLedger {
+		m.lastBytesLedger, m.lastLedgerBytes = p.Ledger, 0
+	}
+	m.lastLedgerBytes += int64(len(data))
 	defer m.wakeLocked()
 	if m.tailLedger != p.Ledger || m.tailFirst+int64(len(m.tail)) != p.Entry {
 		m.tailLedger, m.tailFirst, m.tail, m.tailReadable = p.Ledger, p.Entry, m.tail[:0], -1

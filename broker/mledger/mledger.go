@@ -163,11 +163,14 @@ type ManagedLedger struct {
 	// mu guards the confirmed state, updated by add callbacks.
 	mu            sync.Mutex
 	lastConfirmed Position
-	tailLedger    int64
-	tailFirst     int64         // entry id of tail[0]
-	tail          [][]byte      // newest confirmed entries of tailLedger
-	tailReadable  int64         // bookies serve tailLedger's entries up to this
-	notify        chan struct{} // closed at the next confirmed entry; nil until asked for
+	// Data bytes confirmed in lastBytesLedger (the open ledger's size).
+	lastBytesLedger int64
+	lastLedgerBytes int64
+	tailLedger      int64
+	tailFirst       int64         // entry id of tail[0]
+	tail            [][]byte      // newest confirmed entries of tailLedger
+	tailReadable    int64         // bookies serve tailLedger's entries up to this
+	notify          chan struct{} // closed at the next confirmed entry; nil until asked for
 
 	// addMu guards closing against AddEntryAsync sending to queue.
 	addMu     sync.RWMutex
@@ -372,12 +375,16 @@ func (m *ManagedLedger) view() []LedgerInfo {
 	m.metaMu.Unlock()
 	m.mu.Lock()
 	lc := m.lastConfirmed
+	bl, bytes := m.lastBytesLedger, m.lastLedgerBytes
 	m.mu.Unlock()
 	for i := range ls {
 		if ls[i].State == LedgerOpen {
 			ls[i].Entries = 0
 			if ls[i].ID == lc.Ledger {
 				ls[i].Entries = lc.Entry + 1
+			}
+			if ls[i].ID == bl {
+				ls[i].Size = bytes
 			}
 		}
 	}

@@ -1,0 +1,443 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isobar-mq/isobar/region"
+)
+
+// adminRegion starts one region (etcd, bookies, one broker) on free ports
+// and returns its admin and service URLs and its cluster name.
+func adminRegion(t *testing.T) (adminURL, serviceURL, cluster string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := region.Start(ctx, region.Config{Name: "adm", DataDir: t.TempDir(), Brokers: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := r.Shutdown(ctx); err != nil {
+			t.Errorf("region shutdown: %v", err)
+		}
+	})
+	b := r.Brokers()[0]
+	return b.WebServiceURL, b.ServiceURL, "adm"
+}
+
+// adminRunner drives `isobar admin` against one admin URL.
+type adminRunner struct {
+	t   *testing.T
+	url string
+}
+
+func (a adminRunner) run(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return run(ctx, append([]string{"admin", "--admin-url", a.url}, args...)...)
+}
+
+// ok runs a command that must succeed and returns its output.
+func (a adminRunner) ok(args ...string) string {
+	a.t.Helper()
+	out, err := a.run(args...)
+	if err != nil {
+		a.t.Fatalf("admin %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// json runs a read command with --json and decodes its output into v.
+func (a adminRunner) json(v any, args ...string) {
+	a.t.Helper()
+	out := a.ok(append(args, "--json")...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		a.t.Fatalf("admin %s --json: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// fails runs a command that must fail with exit code and mention every want.
+func (a adminRunner) fails(code int, want []string, args ...string) {
+	a.t.Helper()
+	out, err := a.run(args...)
+	if err == nil {
+		a.t.Fatalf("admin %s: no error\n%s", strings.Join(args, " "), out)
+	}
+	if got := exitCode(err); got != code {
+		a.t.Errorf("admin %s: exit %d (%v), want %d", strings.Join(args, " "), got, err, code)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			a.t.Errorf("admin %s: error %q does not mention %q", strings.Join(args, " "), err, w)
+		}
+	}
+}
+
+func TestAdminAgainstARegion(t *testing.T) {
+	url, serviceURL, cluster := adminRegion(t)
+	a := adminRunner{t, url}
+
+	t.Run("clusters and brokers", func(t *testing.T) {
+		a := adminRunner{t, url}
+		var names []string
+		a.json(&names, "clusters", "list")
+		if !slices.Contains(names, cluster) {
+			t.Errorf("clusters %v lack %s", names, cluster)
+		}
+		var cd struct {
+			ServiceURL       string   `json:"serviceUrl"`
+			BrokerServiceURL string   `json:"brokerServiceUrl"`
+			Peers            []string `json:"peerClusterNames"`
+		}
+		a.json(&cd, "clusters", "get", cluster)
+		if cd.ServiceURL != url || cd.BrokerServiceURL != serviceURL || cd.Peers == nil {
+			t.Errorf("cluster %+v, want %s and %s", cd, url, serviceURL)
+		}
+		if out := a.ok("clusters", "get", cluster); !strings.Contains(out, "brokerServiceUrl:") || !strings.Contains(out, serviceURL) {
+			t.Errorf("clusters get: %q", out)
+		}
+		var brokers []string
+		a.json(&brokers, "brokers", "list", cluster)
+		if len(brokers) != 1 || !strings.Contains(url, brokers[0]) {
+			t.Errorf("brokers %v, admin URL %s", brokers, url)
+		}
+		if out := a.ok("brokers", "healthcheck"); out != "ok\n" {
+			t.Errorf("healthcheck: %q", out)
+		}
+		var health map[string]string
+		a.json(&health, "brokers", "healthcheck")
+		if health["status"] != "ok" {
+			t.Errorf("healthcheck --json: %v", health)
+		}
+		// The URL also comes from the environment.
+		t.Setenv("ISOBAR_ADMIN_URL", url)
+		if out, err := run(context.Background(), "admin", "clusters", "list"); err != nil || !strings.Contains(out, cluster) {
+			t.Errorf("ISOBAR_ADMIN_URL: %q %v", out, err)
+		}
+	})
+
+	t.Run("tenant namespace policy round trip", func(t *testing.T) {
+		a := adminRunner{t, url}
+		a.ok("tenants", "create", "acme", "--admin-roles", "ops,dev")
+		var td struct {
+			AdminRoles      []string `json:"adminRoles"`
+			AllowedClusters []string `json:"allowedClusters"`
+		}
+		a.json(&td, "tenants", "get", "acme")
+		if !slices.Equal(td.AdminRoles, []string{"ops", "dev"}) || !slices.Equal(td.AllowedClusters, []string{cluster}) {
+			t.Errorf("created tenant %+v (allowed clusters default to every cluster)", td)
+		}
+		a.ok("tenants", "update", "acme", "--admin-roles", "ops")
+		a.json(&td, "tenants", "get", "acme")
+		if !slices.Equal(td.AdminRoles, []string{"ops"}) || !slices.Equal(td.AllowedClusters, []string{cluster}) {
+			t.Errorf("updated tenant %+v: only the roles change", td)
+		}
+		var tenants []string
+		a.json(&tenants, "tenants", "list")
+		if !slices.Contains(tenants, "acme") {
+			t.Errorf("tenants %v", tenants)
+		}
+
+		a.ok("namespaces", "create", "acme/ns", "--clusters", cluster)
+		a.ok("namespaces", "create", "acme/bare")
+		var nss []string
+		a.json(&nss, "namespaces", "list", "acme")
+		slices.Sort(nss)
+		if !slices.Equal(nss, []string{"acme/bare", "acme/ns"}) {
+			t.Errorf("namespaces %v", nss)
+		}
+		// Unset policies read as null, not as zero values.
+		for _, verb := range []string{"get-retention", "get-message-ttl", "get-auto-topic-creation"} {
+			if out := a.ok("namespaces", verb, "acme/bare", "--json"); strings.TrimSpace(out) != "null" {
+				t.Errorf("%s of a fresh namespace: %q", verb, out)
+			}
+			if out := a.ok("namespaces", verb, "acme/bare"); !strings.Contains(out, "not set") {
+				t.Errorf("%s of a fresh namespace: %q", verb, out)
+			}
+		}
+
+		a.ok("namespaces", "set-retention", "acme/ns", "--time", "1h", "--size", "1G")
+		a.ok("namespaces", "set-message-ttl", "acme/ns", "--ttl", "3600")
+		a.ok("namespaces", "set-deduplication", "acme/ns", "--enable")
+		a.ok("namespaces", "set-auto-topic-creation", "acme/ns", "--enable", "--type", "partitioned", "--num-partitions", "4")
+		a.ok("namespaces", "set-clusters", "acme/ns", "--clusters", cluster)
+
+		var ret struct {
+			Minutes int   `json:"retentionTimeInMinutes"`
+			MB      int64 `json:"retentionSizeInMB"`
+		}
+		a.json(&ret, "namespaces", "get-retention", "acme/ns")
+		if ret.Minutes != 60 || ret.MB != 1024 {
+			t.Errorf("retention %+v", ret)
+		}
+		var ttl int
+		a.json(&ttl, "namespaces", "get-message-ttl", "acme/ns")
+		if ttl != 3600 {
+			t.Errorf("ttl %d", ttl)
+		}
+		var clusters []string
+		a.json(&clusters, "namespaces", "get-clusters", "acme/ns")
+		if !slices.Equal(clusters, []string{cluster}) {
+			t.Errorf("clusters %v", clusters)
+		}
+		var pol struct {
+			Clusters  []string `json:"replication_clusters"`
+			Retention *struct {
+				Minutes int `json:"retentionTimeInMinutes"`
+			} `json:"retention_policies"`
+			TTL   *int  `json:"message_ttl_in_seconds"`
+			Dedup *bool `json:"deduplicationEnabled"`
+			Auto  *struct {
+				Allow      bool   `json:"allowAutoTopicCreation"`
+				Type       string `json:"topicType"`
+				Partitions int    `json:"defaultNumPartitions"`
+			} `json:"autoTopicCreationOverride"`
+		}
+		a.json(&pol, "namespaces", "get-policies", "acme/ns")
+		if !slices.Equal(pol.Clusters, []string{cluster}) || pol.Retention == nil || pol.Retention.Minutes != 60 ||
+			pol.TTL == nil || *pol.TTL != 3600 || pol.Dedup == nil || !*pol.Dedup ||
+			pol.Auto == nil || !pol.Auto.Allow || pol.Auto.Type != "partitioned" || pol.Auto.Partitions != 4 {
+			t.Errorf("policies %+v", pol)
+		}
+		human := a.ok("namespaces", "get-policies", "acme/ns")
+		for _, w := range []string{"time 60 minutes, size 1024 MB", "3600s", "partitioned with 4 partitions"} {
+			if !strings.Contains(human, w) {
+				t.Errorf("get-policies does not show %q:\n%s", w, human)
+			}
+		}
+		a.ok("namespaces", "set-deduplication", "acme/ns", "--disable")
+		a.ok("namespaces", "set-auto-topic-creation", "acme/ns", "--disable")
+		a.json(&pol, "namespaces", "get-policies", "acme/ns")
+		if pol.Dedup == nil || *pol.Dedup || pol.Auto == nil || pol.Auto.Allow {
+			t.Errorf("after --disable: policies %+v", pol)
+		}
+
+		// The server's refusals exit 1 with the status and its reason.
+		a.fails(1, []string{"404", "acme/nope"}, "namespaces", "get-policies", "acme/nope")
+		a.fails(1, []string{"404"}, "namespaces", "topics", "acme/nope")
+		a.fails(1, []string{"409", "not empty"}, "tenants", "delete", "acme")
+		a.fails(1, []string{"412", "nosuch"}, "namespaces", "set-clusters", "acme/ns", "--clusters", "nosuch")
+
+		a.ok("namespaces", "delete", "acme/bare")
+	})
+
+	t.Run("partitioned topic", func(t *testing.T) {
+		a := adminRunner{t, url}
+		const pt = "persistent://acme/ns/orders"
+		a.ok("topics", "create-partitioned-topic", pt, "-p", "3")
+		var md struct {
+			Partitions int `json:"partitions"`
+		}
+		a.json(&md, "topics", "get-partitioned-topic-metadata", pt)
+		if md.Partitions != 3 {
+			t.Errorf("partitions %d", md.Partitions)
+		}
+		a.ok("topics", "update-partitioned-topic", pt, "-p", "4")
+		a.fails(1, []string{"412"}, "topics", "update-partitioned-topic", pt, "-p", "2")
+		if out := a.ok("topics", "get-partitioned-topic-metadata", pt); !strings.Contains(out, "4") {
+			t.Errorf("metadata: %q", out)
+		}
+		var list struct {
+			Partitioned    []string `json:"partitioned"`
+			NonPartitioned []string `json:"nonPartitioned"`
+		}
+		a.json(&list, "topics", "list", "acme/ns")
+		if !slices.Equal(list.Partitioned, []string{pt}) || len(list.NonPartitioned) != 4 {
+			t.Errorf("topics list %+v", list)
+		}
+		a.ok("topics", "create-subscription", pt, "-s", "billing")
+		var ps struct {
+			Metadata struct {
+				Partitions int `json:"partitions"`
+			} `json:"metadata"`
+			Subscriptions map[string]any `json:"subscriptions"`
+			Partitions    map[string]any `json:"partitions"`
+		}
+		a.json(&ps, "topics", "partitioned-stats", pt, "--per-partition")
+		if ps.Metadata.Partitions != 4 || len(ps.Partitions) != 4 || ps.Subscriptions["billing"] == nil {
+			t.Errorf("partitioned stats %+v", ps)
+		}
+		if out := a.ok("topics", "partitioned-stats", pt); !strings.Contains(out, "billing") {
+			t.Errorf("partitioned-stats: %q", out)
+		}
+		a.fails(1, []string{"409"}, "topics", "delete", pt)
+		a.ok("topics", "delete-partitioned-topic", pt)
+		a.json(&md, "topics", "get-partitioned-topic-metadata", pt)
+		if md.Partitions != 0 {
+			t.Errorf("after delete: partitions %d", md.Partitions)
+		}
+	})
+
+	t.Run("topic and subscriptions", func(t *testing.T) {
+		a := adminRunner{t, url}
+		const tp = "acme/ns/events"
+		a.ok("topics", "create", tp)
+		a.fails(1, []string{"409"}, "topics", "create", tp)
+		a.ok("topics", "create-subscription", tp, "-s", "audit", "--messageId", "earliest")
+		a.ok("topics", "create-subscription", tp, "-s", "late")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if out, err := run(ctx, "client", "produce", tp, "--service-url", serviceURL, "-m", "x", "-n", "5", "--log-level", "error"); err != nil {
+			t.Fatalf("produce: %v\n%s", err, out)
+		}
+		var subs []string
+		a.json(&subs, "topics", "subscriptions", tp)
+		if !slices.Equal(subs, []string{"audit", "late"}) {
+			t.Errorf("subscriptions %v", subs)
+		}
+
+		type subStats struct {
+			Backlog int64 `json:"msgBacklog"`
+		}
+		var st struct {
+			In   int64               `json:"msgInCounter"`
+			Subs map[string]subStats `json:"subscriptions"`
+		}
+		backlog := func(sub string) int64 {
+			t.Helper()
+			a.json(&st, "topics", "stats", tp)
+			return st.Subs[sub].Backlog
+		}
+		a.ok("topics", "skip", tp, "-s", "audit", "-n", "2")
+		if b := backlog("audit"); b != 3 || st.In != 5 {
+			t.Errorf("after skipping 2 of 5: backlog %d, msgInCounter %d", b, st.In)
+		}
+		a.ok("topics", "reset-cursor", tp, "-s", "audit", "--time", "10m")
+		if b := backlog("audit"); b != 5 {
+			t.Errorf("after reset to 10m ago: backlog %d, want 5", b)
+		}
+		var last struct {
+			Ledger int64 `json:"ledgerId"`
+			Entry  int64 `json:"entryId"`
+		}
+		a.json(&last, "topics", "last-message-id", tp)
+		if last.Entry != 4 {
+			t.Errorf("last message id %+v", last)
+		}
+		if out := a.ok("topics", "last-message-id", tp); out != fmt.Sprintf("%d:%d\n", last.Ledger, last.Entry) {
+			t.Errorf("last-message-id: %q", out)
+		}
+		a.ok("topics", "reset-cursor", tp, "-s", "audit", "--messageId", fmt.Sprintf("%d:%d", last.Ledger, 3))
+		var is struct {
+			Entries int64 `json:"numberOfEntries"`
+			Cursors map[string]struct {
+				MarkDelete string `json:"markDeletePosition"`
+			} `json:"cursors"`
+		}
+		a.json(&is, "topics", "stats-internal", tp)
+		if is.Entries != 5 || is.Cursors["audit"].MarkDelete != fmt.Sprintf("%d:2", last.Ledger) {
+			t.Errorf("after reset to %d:3: internal stats %+v", last.Ledger, is)
+		}
+		a.ok("topics", "clear-backlog", tp, "-s", "audit")
+		if b := backlog("audit"); b != 0 {
+			t.Errorf("after clear-backlog: backlog %d", b)
+		}
+		human := a.ok("topics", "stats", tp)
+		if !strings.Contains(human, "audit") || !strings.Contains(human, "msgInCounter") {
+			t.Errorf("stats:\n%s", human)
+		}
+		if human := a.ok("topics", "stats-internal", tp); !strings.Contains(human, "audit") {
+			t.Errorf("stats-internal:\n%s", human)
+		}
+		a.ok("topics", "unsubscribe", tp, "-s", "late")
+		a.fails(1, []string{"404", "nosuch"}, "topics", "unsubscribe", tp, "-s", "nosuch")
+		a.json(&subs, "topics", "subscriptions", tp)
+		if !slices.Equal(subs, []string{"audit"}) {
+			t.Errorf("after unsubscribe: %v", subs)
+		}
+		a.ok("topics", "unload", tp)
+		var topics []string
+		a.json(&topics, "namespaces", "topics", "acme/ns")
+		if !slices.Equal(topics, []string{"persistent://" + tp}) {
+			t.Errorf("namespace topics %v", topics)
+		}
+		a.ok("topics", "delete", tp, "--force")
+		a.fails(1, []string{"404"}, "topics", "stats", tp)
+	})
+
+	// Cleanup in dependency order, through the CLI.
+	a.ok("namespaces", "delete", "acme/ns")
+	a.ok("tenants", "delete", "acme")
+	a.fails(1, []string{"404"}, "tenants", "get", "acme")
+}
+
+func TestAdminUsageErrors(t *testing.T) {
+	// Nothing listens here: usage errors must not reach the server.
+	a := adminRunner{t, "http://127.0.0.1:1"}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"tenants", "get"}, []string{"<tenant>"}},
+		{[]string{"tenants", "get", "a", "b"}, []string{"<tenant>"}},
+		{[]string{"tenants", "update", "t"}, []string{"nothing to update"}},
+		{[]string{"tenants", "create", "bad/name"}, []string{"tenant"}},
+		{[]string{"namespaces", "create", "noslash"}, []string{"tenant/namespace"}},
+		{[]string{"namespaces", "set-retention", "t/ns", "--time", "1x"}, []string{"--time", "--size"}},
+		{[]string{"namespaces", "set-retention", "t/ns", "--time", "1h", "--size", "10K"}, []string{"--size"}},
+		{[]string{"namespaces", "set-message-ttl", "t/ns"}, []string{"--ttl"}},
+		{[]string{"namespaces", "set-deduplication", "t/ns"}, []string{"--enable", "--disable"}},
+		{[]string{"namespaces", "set-deduplication", "t/ns", "--enable", "--disable"}, []string{"exactly one"}},
+		{[]string{"namespaces", "set-auto-topic-creation", "t/ns", "--enable", "--type", "partitioned"}, []string{"--num-partitions"}},
+		{[]string{"namespaces", "set-auto-topic-creation", "t/ns", "--enable", "--type", "weird"}, []string{"--type"}},
+		{[]string{"namespaces", "set-clusters", "t/ns"}, []string{"--clusters"}},
+		{[]string{"topics", "create-partitioned-topic", "t", "-p", "0"}, []string{"-p/--partitions"}},
+		{[]string{"topics", "create", "a/b"}, []string{"tenant/namespace/name"}},
+		{[]string{"topics", "stats", "t", "--nope"}, []string{"unknown flag"}},
+		{[]string{"topics", "skip", "t"}, []string{"-s/--subscription", "-n/--count"}},
+		{[]string{"topics", "create-subscription", "t", "-s", "s", "--messageId", "middle"}, []string{"--messageId"}},
+		{[]string{"topics", "reset-cursor", "t", "-s", "s"}, []string{"--time", "--messageId"}},
+		{[]string{"topics", "reset-cursor", "t", "-s", "s", "--time", "1m", "--messageId", "1:2"}, []string{"exactly one"}},
+		{[]string{"topics", "reset-cursor", "t", "-s", "s", "--messageId", "x"}, []string{"ledger:entry"}},
+		{[]string{"topics", "frobnicate"}, []string{"unknown command", "frobnicate"}},
+		{[]string{"topics"}, []string{"missing command"}},
+		{[]string{"bogus"}, []string{"unknown command"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			start := time.Now()
+			adminRunner{t, a.url}.fails(2, tc.want, tc.args...)
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v: a usage error must not wait for a server", d)
+			}
+		})
+	}
+	// A malformed URL is a usage error too; a dead server is a runtime one.
+	out, err := run(context.Background(), "admin", "--admin-url", "localhost:8080", "clusters", "list")
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "--admin-url") {
+		t.Errorf("bad --admin-url: %v %q", err, out)
+	}
+	if _, err := a.run("clusters", "list"); err == nil || exitCode(err) != 1 {
+		t.Errorf("unreachable server: %v, want exit 1", err)
+	}
+}
+
+func TestParseRelativeTimeAndSize(t *testing.T) {
+	for in, want := range map[string]int64{"30": 30, "30s": 30, "10m": 600, "2h": 7200, "1d": 86400, "1w": 604800, "1y": 365 * 86400, "1h30m": 5400} {
+		if got, err := parseRelativeTime(in); err != nil || got != want {
+			t.Errorf("parseRelativeTime(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "-5m", "1x", "m"} {
+		if got, err := parseRelativeTime(bad); err == nil {
+			t.Errorf("parseRelativeTime(%q) = %d, want an error", bad, got)
+		}
+	}
+	for in, want := range map[string]int64{"100": 100, "1k": 1 << 10, "500M": 500 << 20, "1G": 1 << 30, "2t": 2 << 40} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "G", "-1G", "1.5G", "10X"} {
+		if got, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) = %d, want an error", bad, got)
+		}
+	}
+}
