@@ -170,7 +170,7 @@ func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request, name topic.
 	if n, err := s.partitions(ctx, name); err != nil {
 		return err
 	} else if n > 0 {
-		return fmt.Errorf("%w: %s is a partitioned topic; delete it with DELETE .../partitions", ErrConflict, name)
+		return &StatusError{Status: http.StatusConflict, Reason: fmt.Sprintf("%s is a partitioned topic; delete it with DELETE .../partitions", name)}
 	}
 	if err := s.topics.DeleteTopic(ctx, name, boolParam(r, "force")); err != nil {
 		return err
