@@ -568,7 +568,10 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 	p.msgIn.Add(int64(nm))
 	p.bytesIn.Add(int64(len(f.Payload)))
 	partition := int32(p.t.name.Partition())
-	p.t.publish(c.ctx, p, seq, highest, nm, f.Entry, func(pos mledger.Position, stored bool, err error) {
+	// Chunks of one message share its sequence id: only the last one takes
+	// part in de-duplication, as in Pulsar.
+	dedup := !cmd.GetIsChunk() || f.Metadata.GetChunkId() >= f.Metadata.GetNumChunksFromMsg()-1
+	p.t.publish(c.ctx, p, seq, highest, nm, dedup, f.Entry, func(pos mledger.Position, stored bool, err error) {
 		if err != nil {
 			c.sendCmd(wire.NewSendErrorCommand(pid, seq, serverError(err)))
 			// The client resends its pending messages after reconnecting

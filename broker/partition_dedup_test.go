@@ -177,3 +177,41 @@ func readAll(t *testing.T, r pulsar.Reader) []pulsar.Message {
 	}
 	return out
 }
+
+// Chunks of one message share its sequence id: de-duplication must not
+// drop the chunks after the first.
+func TestDeduplicationWithChunking(t *testing.T) {
+	e := startEnv(t, nil)
+	on := true
+	if err := e.pol.CreateNamespace(context.Background(), "public/dchunk", &policy.Policies{DeduplicationEnabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	const tp = "persistent://public/dchunk/big"
+	c := e.client()
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tp, Name: "chunky", EnableChunking: true, DisableBatching: true, ChunkMaxMessageSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	big := []byte(strings.Repeat("0123456789", 550))
+	for i := range 3 {
+		if _, err := p.Send(ctxT(t), &pulsar.ProducerMessage{Payload: append([]byte{byte('a' + i)}, big...)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		m, err := cons.Receive(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Payload()) != len(big)+1 || m.Payload()[0] != byte('a'+i) {
+			t.Fatalf("message %d: %d bytes starting %q", i, len(m.Payload()), m.Payload()[:1])
+		}
+		cons.Ack(m)
+	}
+}

@@ -198,7 +198,7 @@ func (t *Topic) removeProducer(p *producer) {
 
 // publish appends one SEND's entry. done gets the position, or ok false
 // with no error for a duplicate that was dropped.
-func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, numMsgs int, entry []byte, done func(mledger.Position, bool, error)) {
+func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, numMsgs int, dedupable bool, entry []byte, done func(mledger.Position, bool, error)) {
 	t.msgIn.Add(int64(numMsgs))
 	t.bytesIn.Add(int64(len(entry)))
 	if t.ml == nil {
@@ -209,7 +209,8 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 		return
 	}
 	top := int64(max(seq, highest))
-	if t.dedupPushed != nil {
+	dedup := t.dedupPushed != nil && dedupable
+	if dedup {
 		t.mu.Lock()
 		last, ok := t.dedupPushed[p.name]
 		if ok && int64(seq) <= last {
@@ -221,10 +222,10 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 		t.mu.Unlock()
 	}
 	t.ml.AddEntryAsync(ctx, entry, func(pos mledger.Position, err error) {
-		if err == nil && t.dedupPushed != nil {
+		if err == nil && dedup {
 			t.confirmDedup(p.name, top, pos)
 		}
-		if err != nil && t.dedupPushed != nil {
+		if err != nil && dedup {
 			t.mu.Lock()
 			if t.dedupPushed[p.name] == top {
 				t.dedupPushed[p.name] = t.dedupConfirmed[p.name]
