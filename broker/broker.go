@@ -72,7 +72,30 @@ type NamespacePolicy struct {
 	AutoCreatePartitions int
 	// Deduplication turns on de-duplication by producer name and sequence id.
 	Deduplication bool
+	// Retention keeps consumed ledgers (mledger.Retention).
+	Retention mledger.Retention
+	// MessageTTL acknowledges, on every subscription, messages older than
+	// it; zero is no TTL.
+	MessageTTL time.Duration
+	// BacklogLimit bounds a subscription's backlog in bytes (zero or less:
+	// none); BacklogPolicy says what happens beyond it.
+	BacklogLimit  int64
+	BacklogPolicy BacklogPolicy
 }
+
+// BacklogPolicy is what a broker does about a backlog over its quota.
+type BacklogPolicy int
+
+const (
+	// BacklogProducerException refuses new producers and sends.
+	BacklogProducerException BacklogPolicy = iota
+	// BacklogProducerHold is Pulsar's producer_request_hold; Isobar
+	// refuses, as for BacklogProducerException (no held sends).
+	BacklogProducerHold
+	// BacklogConsumerEviction moves the slowest subscriptions forward,
+	// dropping their oldest backlog.
+	BacklogConsumerEviction
+)
 
 // Namespaces answers questions about namespaces and partitioned topics
 // (the policy store behind an adapter).
@@ -126,6 +149,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// MaintenanceInterval is how often loaded topics are checked for
+	// message TTL, backlog quotas and retention, and their namespace
+	// policies re-read. Zero means one minute.
+	MaintenanceInterval time.Duration
 }
 
 // Validate reports every problem with the config at once.
@@ -145,6 +172,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMessageSize < 0 || c.MaxMessageSize > 100<<20 {
 		errs = append(errs, fmt.Errorf("broker.maxMessageSize: %d must be between 0 and 100 MiB", c.MaxMessageSize))
+	}
+	if c.MaintenanceInterval < 0 {
+		errs = append(errs, fmt.Errorf("broker.maintenanceInterval: %v is negative", c.MaintenanceInterval))
 	}
 	if c.KeepAlive < 0 {
 		errs = append(errs, fmt.Errorf("broker.keepAlive: %v is negative", c.KeepAlive))
@@ -168,6 +198,9 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.MaintenanceInterval == 0 {
+		c.MaintenanceInterval = time.Minute
+	}
 	if c.Placement == nil {
 		c.Placement = Self{ServiceURL: c.ServiceURL, HTTPURL: c.HTTPURL}
 	}
@@ -175,6 +208,9 @@ func (c Config) withDefaults() Config {
 		c.Namespaces = openNamespaces{}
 	}
 	c.Ledger.Meta, c.Ledger.Ledgers, c.Ledger.Region = c.Meta, c.Ledgers, c.Region
+	if c.Ledger.Now == nil {
+		c.Ledger.Now = c.Now
+	}
 	c.Ledger.Logger = c.Logger
 	return c
 }
@@ -219,7 +255,8 @@ type Broker struct {
 	topics    map[string]*topicSlot
 	shutdown  bool
 
-	wg sync.WaitGroup // accept loops and connections
+	wg    sync.WaitGroup // accept loops and connections
+	maint sync.WaitGroup // the maintenance loop
 }
 
 // topicSlot is a loaded topic or one being loaded (ready closed when done).
@@ -236,14 +273,17 @@ func New(cfg Config) (*Broker, error) {
 	}
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Broker{
+	b := &Broker{
 		cfg:    cfg,
 		log:    cfg.Logger.With("component", "broker"),
 		ctx:    ctx,
 		cancel: cancel,
 		conns:  map[*conn]struct{}{},
 		topics: map[string]*topicSlot{},
-	}, nil
+	}
+	b.maint.Add(1)
+	go func() { defer b.maint.Done(); b.maintain() }()
+	return b, nil
 }
 
 // Panics is the number of panics recovered in command handlers; each is a
@@ -350,6 +390,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("broker: shutdown: %w", ctx.Err()))
 	}
 	b.cancel()
+	b.maint.Wait()
 	return errors.Join(errs...)
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/broker/policy"
 	"github.com/isobar-mq/isobar/broker/topic"
 )
@@ -42,6 +44,29 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 		}
 	}
 	out.Deduplication = pol.DeduplicationEnabled != nil && *pol.DeduplicationEnabled
+	if r := pol.RetentionPolicies; r != nil {
+		out.Retention = mledger.Retention{Time: time.Duration(r.RetentionTimeInMinutes) * time.Minute, Size: r.RetentionSizeInMB << 20, Set: true}
+		if r.RetentionTimeInMinutes < 0 {
+			out.Retention.Time = -1
+		}
+		if r.RetentionSizeInMB < 0 {
+			out.Retention.Size = -1
+		}
+	}
+	if pol.MessageTTLInSeconds != nil && *pol.MessageTTLInSeconds > 0 {
+		out.MessageTTL = time.Duration(*pol.MessageTTLInSeconds) * time.Second
+	}
+	if q, ok := pol.BacklogQuotaMap[policy.DestinationStorage]; ok && q.LimitSize > 0 {
+		out.BacklogLimit = q.LimitSize
+		switch q.Policy {
+		case policy.ConsumerBacklogEviction:
+			out.BacklogPolicy = BacklogConsumerEviction
+		case policy.ProducerRequestHold:
+			out.BacklogPolicy = BacklogProducerHold
+		default:
+			out.BacklogPolicy = BacklogProducerException
+		}
+	}
 	return out, nil
 }
 

@@ -47,6 +47,7 @@ type Topic struct {
 	nonPersistent  atomic.Int64 // message ids of a non-persistent topic
 
 	msgIn, bytesIn atomic.Int64
+	quotaExceeded  atomic.Bool // a backlog is over its quota (producer policies)
 	created        time.Time
 }
 
@@ -73,6 +74,7 @@ func (t *Topic) isClosed() bool {
 // de-duplication is on, the sequence ids from the snapshot plus a replay of
 // the entries after it.
 func (t *Topic) load(ctx context.Context) error {
+	t.ml.SetRetention(t.policy.Retention)
 	if !t.policy.Deduplication {
 		return nil
 	}
@@ -155,6 +157,9 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 	if t.closed {
 		return 0, fmt.Errorf("%w: topic %s is closing", ErrNotOwner, t.name)
 	}
+	if err := t.quotaErrLocked(); err != nil {
+		return 0, err
+	}
 	if _, ok := t.producers[p.name]; ok {
 		return 0, fmt.Errorf("%w: producer with name '%s' is already connected to topic %s", wire.ErrProducerBusy, p.name, t.name)
 	}
@@ -206,6 +211,10 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 		pos := mledger.Position{Ledger: 0, Entry: id}
 		t.dispatchNonPersistent(pos, entry)
 		done(pos, true, nil)
+		return
+	}
+	if err := t.quotaErr(false); err != nil {
+		done(mledger.Position{}, false, err)
 		return
 	}
 	top := int64(max(seq, highest))

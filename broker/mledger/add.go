@@ -197,7 +197,7 @@ func (m *ManagedLedger) rollover(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("rollover: %w", err)
 		}
-		closed = &LedgerInfo{ID: int64(old.ID()), Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed}
+		closed = &LedgerInfo{ID: int64(old.ID()), Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed, Closed: m.cfg.Now().UnixMilli()}
 		m.w = nil
 	}
 	w, err := m.createLedger(ctx)

@@ -1,6 +1,9 @@
 package mledger
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // The functions in this file are pure: they work on a view of the ledger
 // list in which every ledger, the open one included, carries its number of
@@ -132,26 +135,51 @@ func backlog(ls []LedgerInfo, markDelete Position, acked int64) int64 {
 	return max(0, entriesAfter(ls, markDelete)-acked)
 }
 
+// Retention keeps consumed ledgers, as Pulsar's retention policy: a
+// consumed ledger is deleted once it is older than Time or once the
+// retained ledgers after it exceed Size bytes. A negative value is no
+// limit of that kind (kept forever); zero keeps nothing. Set says a policy
+// was given at all: without one, a topic without cursors keeps everything.
+type Retention struct {
+	Time time.Duration
+	Size int64
+	Set  bool
+}
+
 // trimmable returns the ids of the ledgers that can be deleted, a prefix of
 // the list: closed ledgers wholly at or before slowest, the slowest cursor's
-// mark-delete position, never current nor the last ledger of the list (so
-// the list is never empty and positions keep an anchor). With no cursors
-// nothing is trimmed (retention policies come later).
-func trimmable(ls []LedgerInfo, current int64, slowest Position, haveCursors bool) []int64 {
-	if !haveCursors || len(ls) == 0 {
+// mark-delete position (every ledger when there are no cursors and a
+// retention policy is set), that retention does not keep; never current nor
+// the last ledger of the list (so the list is never empty and positions
+// keep an anchor). Empty ledgers go as soon as they are in the prefix.
+func trimmable(ls []LedgerInfo, current int64, slowest Position, haveCursors bool, ret Retention, nowMs int64) []int64 {
+	if (!haveCursors && !ret.Set) || len(ls) == 0 {
 		return nil
 	}
-	var out []int64
+	// The consumed prefix.
+	n := 0
 	for _, l := range ls[:len(ls)-1] {
 		if l.ID == current || l.State != LedgerClosed {
 			break
 		}
-		// An empty ledger holds nothing to keep.
-		if l.Entries == 0 || l.ID < slowest.Ledger || (l.ID == slowest.Ledger && slowest.Entry >= l.Entries-1) {
-			out = append(out, l.ID)
-			continue
+		if haveCursors && l.Entries > 0 && !(l.ID < slowest.Ledger || (l.ID == slowest.Ledger && slowest.Entry >= l.Entries-1)) {
+			break
 		}
-		break
+		n++
+	}
+	var total int64
+	for _, l := range ls {
+		total += l.Size
+	}
+	var out []int64
+	for _, l := range ls[:n] {
+		expired := ret.Time >= 0 && (l.Closed == 0 || nowMs-l.Closed >= ret.Time.Milliseconds())
+		overSize := ret.Size >= 0 && total > ret.Size
+		if l.Entries > 0 && !expired && !overSize {
+			break
+		}
+		out = append(out, l.ID)
+		total -= l.Size
 	}
 	return out
 }
@@ -169,4 +197,40 @@ func slowestMarkDelete(cs []cursorMeta) (Position, bool) {
 		}
 	}
 	return p, true
+}
+
+// skipPosition returns the position k entries after p (p itself when k is
+// 0), stopping at the last entry of the log.
+func skipPosition(ls []LedgerInfo, p Position, k int64) Position {
+	for k > 0 {
+		i := findLedger(ls, p.Ledger)
+		if i == len(ls) {
+			return p
+		}
+		if ls[i].ID == p.Ledger {
+			// Within p's ledger first.
+			room := ls[i].Entries - 1 - p.Entry
+			if room >= k {
+				return Position{Ledger: p.Ledger, Entry: p.Entry + k}
+			}
+			if room > 0 {
+				p.Entry += room
+				k -= room
+			}
+			n, ok := firstFrom(ls, i+1)
+			if !ok {
+				return p
+			}
+			p = n
+			k--
+			continue
+		}
+		n, ok := firstFrom(ls, i)
+		if !ok {
+			return p
+		}
+		p = n
+		k--
+	}
+	return p
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A list: ledger 3 (2 entries), 5 (empty), 7 (3 entries), 9 (open, 1 entry).
@@ -151,7 +152,7 @@ func TestTrimmable(t *testing.T) {
 		{pos(9, 0), true, 9, []int64{3, 5, 7}}, // never the current ledger
 		{pos(100, 0), true, -1, []int64{3, 5, 7}},
 	} {
-		got := trimmable(testList, tc.current, tc.slowest, tc.cursors)
+		got := trimmable(testList, tc.current, tc.slowest, tc.cursors, Retention{}, 0)
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("trimmable(%v, %v) = %v, want %v", tc.slowest, tc.cursors, got, tc.want)
 		}
@@ -159,7 +160,7 @@ func TestTrimmable(t *testing.T) {
 	// With the list closed (no current), the last ledger is kept anyway.
 	closed := slices.Clone(testList)
 	closed[3].State = LedgerClosed
-	if got := trimmable(closed, -1, pos(9, 0), true); !slices.Equal(got, []int64{3, 5, 7}) {
+	if got := trimmable(closed, -1, pos(9, 0), true, Retention{}, 0); !slices.Equal(got, []int64{3, 5, 7}) {
 		t.Errorf("closed list: %v", got)
 	}
 }
@@ -283,4 +284,60 @@ func FuzzDecodeMeta(f *testing.F) {
 			t.Fatalf("round trip changed %+v to %+v", m, m2)
 		}
 	})
+}
+
+func TestTrimmableRetention(t *testing.T) {
+	// Ledgers 3 and 7 closed at t=1000 and t=5000 ms, 100 and 300 bytes;
+	// the open ledger 9 holds 50.
+	ls := []LedgerInfo{
+		{ID: 3, Entries: 2, Size: 100, State: LedgerClosed, Closed: 1000},
+		{ID: 5, Entries: 0, State: LedgerClosed, Closed: 2000},
+		{ID: 7, Entries: 3, Size: 300, State: LedgerClosed, Closed: 5000},
+		{ID: 9, Entries: 1, Size: 50, State: LedgerOpen},
+	}
+	all := pos(7, 2) // every closed ledger consumed
+	for _, tc := range []struct {
+		name    string
+		cursors bool
+		ret     Retention
+		now     int64
+		want    []int64
+	}{
+		{"no policy: consumed go", true, Retention{}, 6000, []int64{3, 5, 7}},
+		{"keep forever", true, Retention{Time: -1, Size: -1, Set: true}, 6000, nil},
+		{"time: only 3 is older than 3s", true, Retention{Time: 3 * time.Second, Size: -1, Set: true}, 6000, []int64{3, 5}},
+		{"time: all expired", true, Retention{Time: time.Second, Size: -1, Set: true}, 6001, []int64{3, 5, 7}},
+		{"size 400: drop 3 to get to 350", true, Retention{Time: -1, Size: 400, Set: true}, 6000, []int64{3, 5}},
+		{"size 10: drop both", true, Retention{Time: -1, Size: 10, Set: true}, 6000, []int64{3, 5, 7}},
+		{"no cursors, no policy: keep", false, Retention{}, 6000, nil},
+		{"no cursors, time policy", false, Retention{Time: 3 * time.Second, Size: -1, Set: true}, 6000, []int64{3, 5}},
+	} {
+		got := trimmable(ls, 9, all, tc.cursors, tc.ret, tc.now)
+		if !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSkipPosition(t *testing.T) {
+	// testList: 3 has entries 0..1, 5 is empty, 7 has 0..2, 9 has 0.
+	for _, tc := range []struct {
+		from Position
+		k    int64
+		want Position
+	}{
+		{pos(3, -1), 0, pos(3, -1)},
+		{pos(3, -1), 1, pos(3, 0)},
+		{pos(3, -1), 2, pos(3, 1)},
+		{pos(3, -1), 3, pos(7, 0)},
+		{pos(3, 1), 1, pos(7, 0)},
+		{pos(3, 0), 4, pos(7, 2)},
+		{pos(3, -1), 6, pos(9, 0)},
+		{pos(3, -1), 100, pos(9, 0)},
+		{pos(1, -1), 1, pos(3, 0)}, // a trimmed ledger
+	} {
+		if got := skipPosition(testList, tc.from, tc.k); got != tc.want {
+			t.Errorf("skip(%v, %d) = %v, want %v", tc.from, tc.k, got, tc.want)
+		}
+	}
 }

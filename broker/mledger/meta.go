@@ -32,6 +32,9 @@ type LedgerInfo struct {
 	Entries int64  `json:"entries"`
 	Size    int64  `json:"size"`
 	State   string `json:"state"`
+	// Closed is when the ledger was closed (Unix milliseconds); 0 while
+	// open, and for ledgers closed before this field existed.
+	Closed int64 `json:"closed,omitempty"`
 }
 
 type posJSON struct {

@@ -199,6 +199,8 @@ type ManagedLedger struct {
 	readersMu sync.Mutex
 	readers   map[int64]*ledger.Reader
 
+	ret atomic.Pointer[Retention]
+
 	cursorsMu sync.Mutex
 	cursors   map[string]*Cursor
 }
@@ -252,6 +254,7 @@ func Open(ctx context.Context, cfg Config, name string) (*ManagedLedger, error) 
 		default:
 			md := r.Metadata()
 			last.Entries, last.Size, last.State = md.LastEntry+1, int64(md.Length), LedgerClosed
+			last.Closed = cfg.Now().UnixMilli()
 			m.log.Info("recovered the previous owner's ledger", "ledger", last.ID, "entries", last.Entries)
 			if last.Entries == 0 {
 				drop = append(drop, last.ID)
@@ -469,6 +472,6 @@ func (m *ManagedLedger) closeCurrent(ctx context.Context) error {
 		return err
 	}
 	return m.update(ctx, func(t *topicMeta) error {
-		return setLast(t, LedgerInfo{ID: id, Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed})
+		return setLast(t, LedgerInfo{ID: id, Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed, Closed: m.cfg.Now().UnixMilli()})
 	})
 }

@@ -151,3 +151,28 @@ func (m *ManagedLedger) Delete(ctx context.Context) error {
 	}
 	return nil
 }
+
+// SetRetention sets the retention policy that trimming applies from now on
+// (see Retention); call Trim to apply it at once.
+func (m *ManagedLedger) SetRetention(r Retention) { m.ret.Store(&r) }
+
+func (m *ManagedLedger) retention() Retention {
+	if r := m.ret.Load(); r != nil {
+		return *r
+	}
+	return Retention{}
+}
+
+// Trim deletes the ledgers every cursor has consumed that retention does
+// not keep. It runs after every move of a mark-delete position; call it
+// also now and then, for ledgers that age out of retention.
+func (m *ManagedLedger) Trim(ctx context.Context) error {
+	if err := m.checkOpen(); err != nil {
+		return err
+	}
+	return m.trim(ctx)
+}
+
+// Skip returns the position k entries after p, stopping at the last entry
+// of the log; p may be a mark-delete position such as (L, -1).
+func (m *ManagedLedger) Skip(p Position, k int64) Position { return skipPosition(m.view(), p, k) }

@@ -1,0 +1,190 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/wire"
+)
+
+// maintain runs the periodic work on loaded topics until the broker stops.
+func (b *Broker) maintain() {
+	t := time.NewTicker(b.cfg.MaintenanceInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+		}
+		b.MaintainOnce(b.ctx)
+	}
+}
+
+// MaintainOnce re-reads the namespace policies of the loaded topics and
+// applies message TTL, backlog quotas and retention once (the maintenance
+// loop calls it every MaintenanceInterval; tests call it directly).
+func (b *Broker) MaintainOnce(ctx context.Context) {
+	pols := map[string]NamespacePolicy{}
+	for _, t := range b.loadedTopics() {
+		if ctx.Err() != nil {
+			return
+		}
+		ns := t.name.NamespaceName()
+		pol, ok := pols[ns]
+		if !ok {
+			p, err := b.cfg.Namespaces.Policy(ctx, ns)
+			if err != nil {
+				continue // keep the policy the topic has
+			}
+			pol, pols[ns] = p, p
+		}
+		t.setPolicy(pol)
+		if t.ml == nil {
+			continue
+		}
+		if err := t.maintain(ctx, pol); err != nil && !errors.Is(err, mledger.ErrClosed) {
+			b.log.Warn("topic maintenance", "topic", t.name.String(), "err", err)
+		}
+	}
+}
+
+func (t *Topic) setPolicy(pol NamespacePolicy) {
+	t.mu.Lock()
+	t.policy.Retention, t.policy.MessageTTL = pol.Retention, pol.MessageTTL
+	t.policy.BacklogLimit, t.policy.BacklogPolicy = pol.BacklogLimit, pol.BacklogPolicy
+	t.mu.Unlock()
+	if t.ml != nil {
+		t.ml.SetRetention(pol.Retention)
+	}
+}
+
+// userCursors opens the cursors that policies act on: subscriptions, not
+// the broker's own (de-duplication).
+func (t *Topic) userCursors(ctx context.Context) []*mledger.Cursor {
+	var out []*mledger.Cursor
+	for _, name := range t.ml.Cursors() {
+		if name == dedupCursor {
+			continue
+		}
+		if c, err := t.ml.OpenCursor(ctx, name, mledger.Latest); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (t *Topic) maintain(ctx context.Context, pol NamespacePolicy) error {
+	var errs []error
+	if pol.MessageTTL > 0 {
+		errs = append(errs, t.expire(ctx, t.b.cfg.Now().Add(-pol.MessageTTL)))
+	}
+	if pol.BacklogLimit > 0 {
+		errs = append(errs, t.checkBacklog(ctx, pol))
+	} else {
+		t.quotaExceeded.Store(false)
+	}
+	errs = append(errs, t.ml.Trim(ctx))
+	return errors.Join(errs...)
+}
+
+// expire acknowledges, on every subscription, the messages published
+// before cutoff.
+func (t *Topic) expire(ctx context.Context, cutoff time.Time) error {
+	first, err := t.findByTime(ctx, cutoff)
+	if err != nil {
+		return fmt.Errorf("message TTL: %w", err)
+	}
+	var errs []error
+	for _, c := range t.userCursors(ctx) {
+		md := c.MarkDelete()
+		if next, ok := t.ml.Next(md); !ok || next.Compare(first) >= 0 {
+			continue // nothing of it has expired
+		}
+		// Acknowledge up to the entry before first.
+		n := int64(0)
+		for p := md; ; n++ {
+			q, ok := t.ml.Next(p)
+			if !ok || q.Compare(first) >= 0 {
+				break
+			}
+			p = q
+		}
+		if n > 0 {
+			errs = append(errs, c.AckCumulative(ctx, t.ml.Skip(md, n)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// backlogBytes estimates a cursor's backlog in bytes from the average
+// entry size.
+func (t *Topic) backlogBytes(c *mledger.Cursor) (entries, bytes, avg int64) {
+	var n, size int64
+	for _, l := range t.ml.Ledgers() {
+		n += l.Entries
+		size += l.Size
+	}
+	if n == 0 {
+		return 0, 0, 0
+	}
+	avg = max(1, size/n)
+	entries = c.Backlog()
+	return entries, entries * avg, avg
+}
+
+// checkBacklog applies the backlog quota: eviction moves subscriptions
+// over it forward; the other policies flag the topic so producers are
+// refused until the backlog shrinks.
+func (t *Topic) checkBacklog(ctx context.Context, pol NamespacePolicy) error {
+	exceeded := false
+	var errs []error
+	for _, c := range t.userCursors(ctx) {
+		_, bytes, avg := t.backlogBytes(c)
+		if bytes <= pol.BacklogLimit {
+			continue
+		}
+		if pol.BacklogPolicy != BacklogConsumerEviction {
+			exceeded = true
+			continue
+		}
+		drop := (bytes - pol.BacklogLimit + avg - 1) / avg
+		target := t.ml.Skip(c.MarkDelete(), drop)
+		t.b.log.Info("backlog quota: evicting the oldest entries", "topic", t.name.String(), "subscription", c.Name(), "entries", drop)
+		errs = append(errs, c.AckCumulative(ctx, target))
+	}
+	t.quotaExceeded.Store(exceeded)
+	return errors.Join(errs...)
+}
+
+// quotaErr is the error for a producer or a send while the backlog quota
+// is exceeded.
+func (t *Topic) quotaErr(creating bool) error {
+	if !t.quotaExceeded.Load() {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.quotaErrOf(creating)
+}
+
+// quotaErrLocked is quotaErr for a new producer, t.mu held.
+func (t *Topic) quotaErrLocked() error {
+	if !t.quotaExceeded.Load() {
+		return nil
+	}
+	return t.quotaErrOf(true)
+}
+
+func (t *Topic) quotaErrOf(creating bool) error {
+	limit := t.policy.BacklogLimit
+	e := wire.ErrProducerBlockedQuotaExceeded
+	if creating {
+		e = wire.ErrProducerBlockedQuotaExceededException
+	}
+	return fmt.Errorf("%w: topic %s has a subscription backlog over its quota of %d bytes", e, t.name, limit)
+}
+
