@@ -161,7 +161,8 @@ func (m *ManagedLedger) issue(r addRequest) {
 // confirmed records an acknowledged entry: the last confirmed position and
 // the tail cache of the current ledger. readable is an entry id up to which
 // the bookies are known to serve reads; the cache keeps at least every
-// entry after it, and otherwise at most Config.TailCacheEntries.
+// entry after it, and otherwise at most Config.TailCacheEntries entries
+// and Config.TailCacheBytes bytes.
 func (m *ManagedLedger) confirmed(p Position, data []byte, readable int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -174,12 +175,23 @@ func (m *ManagedLedger) confirmed(p Position, data []byte, readable int64) {
 	m.lastLedgerBytes += int64(len(data))
 	defer m.wakeLocked()
 	if m.tailLedger != p.Ledger || m.tailFirst+int64(len(m.tail)) != p.Entry {
-		m.tailLedger, m.tailFirst, m.tail, m.tailReadable = p.Ledger, p.Entry, m.tail[:0], -1
+		m.tailLedger, m.tailFirst, m.tail, m.tailReadable, m.tailSize = p.Ledger, p.Entry, m.tail[:0], -1, 0
 	}
 	m.tailReadable = max(m.tailReadable, readable)
 	m.tail = append(m.tail, data)
-	drop := min(len(m.tail)-m.cfg.TailCacheEntries, int(m.tailReadable-m.tailFirst+1))
+	m.tailSize += int64(len(data))
+	// Over either bound, drop the oldest entries the bookies can serve.
+	over := len(m.tail) - m.cfg.TailCacheEntries
+	size := m.tailSize
+	for i := 0; i < len(m.tail) && size > m.cfg.TailCacheBytes; i++ {
+		size -= int64(len(m.tail[i]))
+		over = max(over, i+1)
+	}
+	drop := min(over, int(m.tailReadable-m.tailFirst+1))
 	if drop > 0 {
+		for _, d := range m.tail[:drop] {
+			m.tailSize -= int64(len(d))
+		}
 		clear(m.tail[:drop])
 		m.tail = m.tail[drop:]
 		m.tailFirst += int64(drop)

@@ -232,7 +232,7 @@ func TestMetaRoundTrip(t *testing.T) {
 }
 
 func TestTailCache(t *testing.T) {
-	m := &ManagedLedger{cfg: Config{TailCacheEntries: 2}}
+	m := &ManagedLedger{cfg: Config{TailCacheEntries: 2, TailCacheBytes: 1 << 20}}
 	type step struct {
 		p         Position
 		readable  int64
@@ -339,5 +339,16 @@ func TestSkipPosition(t *testing.T) {
 		if got := skipPosition(testList, tc.from, tc.k); got != tc.want {
 			t.Errorf("skip(%v, %d) = %v, want %v", tc.from, tc.k, got, tc.want)
 		}
+	}
+}
+
+func TestTailCacheBytes(t *testing.T) {
+	m := &ManagedLedger{cfg: Config{TailCacheEntries: 100, TailCacheBytes: 10}}
+	for i := range int64(5) {
+		m.confirmed(pos(1, i), make([]byte, 4), i) // each readable at once
+	}
+	// 5 entries of 4 bytes, at most 10 bytes: the newest 2 stay.
+	if m.tailFirst != 3 || len(m.tail) != 2 || m.tailSize != 8 {
+		t.Fatalf("first %d len %d size %d", m.tailFirst, len(m.tail), m.tailSize)
 	}
 }

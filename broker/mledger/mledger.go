@@ -88,6 +88,9 @@ type Config struct {
 	// trails the writer by up to the ledger client's MaxInFlight entries)
 	// are kept whatever this says. Zero means 1024.
 	TailCacheEntries int
+	// TailCacheBytes bounds the tail cache's data bytes the same way.
+	// Zero means 4 MiB.
+	TailCacheBytes int64
 	// Now is the clock for ledger age; nil means time.Now.
 	Now func() time.Time
 }
@@ -109,6 +112,7 @@ func (c Config) Validate() error {
 		"maxLedgerAge": int64(c.MaxLedgerAge), "ensembleSize": int64(c.EnsembleSize),
 		"writeQuorum": int64(c.WriteQuorum), "ackQuorum": int64(c.AckQuorum),
 		"maxPendingAdds": int64(c.MaxPendingAdds), "tailCacheEntries": int64(c.TailCacheEntries),
+		"tailCacheBytes": c.TailCacheBytes,
 	} {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("mledger.%s: %d is negative", name, v))
@@ -138,6 +142,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TailCacheEntries == 0 {
 		c.TailCacheEntries = 1024
+	}
+	if c.TailCacheBytes == 0 {
+		c.TailCacheBytes = 4 << 20
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -170,6 +177,7 @@ type ManagedLedger struct {
 	tailFirst       int64         // entry id of tail[0]
 	tail            [][]byte      // newest confirmed entries of tailLedger
 	tailReadable    int64         // bookies serve tailLedger's entries up to this
+	tailSize        int64         // data bytes in tail
 	notify          chan struct{} // closed at the next confirmed entry; nil until asked for
 
 	// addMu guards closing against AddEntryAsync sending to queue.
