@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -273,26 +274,77 @@ func (s *Store) trimJournal(before uint64) {
 		s.log.Warn("listing journal files failed", "err", err)
 		return
 	}
-	removed := 0
+	// Rename first (cheap, atomic): replay no longer sees the file. Then
+	// drop the data in steps (dropGradually): unlinking a whole 256 MiB
+	// journal at once held the disk for ~300 ms, stalling the journal's
+	// fdatasyncs behind it (docs/BENCHMARKS.md).
+	renamed := 0
 	for _, id := range ids {
 		if id >= before {
 			break
 		}
 		name := filepath.Join(s.cfg.JournalDir, journalName(id))
 		fi, serr := s.fs.Stat(name)
-		if err := s.fs.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.fs.Rename(name, name+trimSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("removing journal file failed", "file", name, "err", err)
-			return
+			break
 		}
 		if serr == nil {
 			s.journalBytes.Add(-fi.Size())
 		}
-		removed++
+		renamed++
 	}
-	if removed > 0 {
+	if renamed > 0 {
 		if err := s.fs.SyncDir(s.cfg.JournalDir); err != nil {
 			s.log.Warn("syncing journal dir failed", "err", err)
+			return
 		}
+	}
+	// This trim's files and any an earlier trim left behind.
+	names, err := s.fs.List(s.cfg.JournalDir)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, trimSuffix) {
+			s.dropGradually(filepath.Join(s.cfg.JournalDir, n))
+		}
+	}
+}
+
+// trimSuffix marks a journal file being deleted.
+const trimSuffix = ".trim"
+
+// trimStep is how much of a file dropGradually frees at a time.
+const trimStep = 8 << 20
+
+// dropGradually shrinks a file in trimStep steps, then removes it, so the
+// filesystem frees its blocks in small transactions that other writers'
+// syncs can pass between. Errors are logged; a leftover is retried at the
+// next trim.
+func (s *Store) dropGradually(name string) {
+	f, err := s.fs.OpenAppend(name)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("opening a trimmed journal file failed", "file", name, "err", err)
+		}
+		return
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		for size := fi.Size() - trimStep; size > 0; size -= trimStep {
+			if err = f.Truncate(size); err != nil {
+				break
+			}
+			time.Sleep(time.Millisecond) // let the journal's syncs in
+		}
+	}
+	f.Close()
+	if err != nil {
+		s.log.Warn("shrinking a trimmed journal file failed", "file", name, "err", err)
+	}
+	if err := s.fs.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.log.Warn("removing journal file failed", "file", name, "err", err)
 	}
 }
 
