@@ -384,14 +384,24 @@ func (a adminTopics) CreateSubscription(ctx context.Context, name topic.Name, su
 	return nil
 }
 
-func (a adminTopics) DeleteSubscription(ctx context.Context, name topic.Name, sub string, force bool) error {
+// sub loads the topic here and returns its subscription sub (stored or
+// loaded).
+func (a adminTopics) sub(ctx context.Context, name topic.Name, sub string) (*Topic, *subscription, error) {
 	t, err := a.owned(ctx, name, mustExist)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	s, err := t.durableSub(ctx, sub)
 	if err != nil {
-		return adminErr(err)
+		return nil, nil, adminErr(err)
+	}
+	return t, s, nil
+}
+
+func (a adminTopics) DeleteSubscription(ctx context.Context, name topic.Name, sub string, force bool) error {
+	t, s, err := a.sub(ctx, name, sub)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	n := len(s.consumers)
@@ -410,13 +420,9 @@ func (a adminTopics) DeleteSubscription(ctx context.Context, name topic.Name, su
 }
 
 func (a adminTopics) Skip(ctx context.Context, name topic.Name, sub string, n int64) error {
-	t, err := a.owned(ctx, name, mustExist)
+	t, s, err := a.sub(ctx, name, sub)
 	if err != nil {
 		return err
-	}
-	s, err := t.durableSub(ctx, sub)
-	if err != nil {
-		return adminErr(err)
 	}
 	if s.cursor == nil {
 		return fmt.Errorf("%w: skip on a non-durable subscription", admin.ErrNotAllowed)
@@ -443,13 +449,9 @@ func (a adminTopics) Skip(ctx context.Context, name topic.Name, sub string, n in
 }
 
 func (a adminTopics) ResetCursor(ctx context.Context, name topic.Name, sub string, id admin.MessageID) error {
-	t, err := a.owned(ctx, name, mustExist)
+	_, s, err := a.sub(ctx, name, sub)
 	if err != nil {
 		return err
-	}
-	s, err := t.durableSub(ctx, sub)
-	if err != nil {
-		return adminErr(err)
 	}
 	if err := s.seek(ctx, Position{Ledger: id.LedgerID, Entry: id.EntryID}); err != nil {
 		return adminErr(err)
@@ -459,13 +461,9 @@ func (a adminTopics) ResetCursor(ctx context.Context, name topic.Name, sub strin
 }
 
 func (a adminTopics) ResetCursorToTime(ctx context.Context, name topic.Name, sub string, ts time.Time) error {
-	t, err := a.owned(ctx, name, mustExist)
+	_, s, err := a.sub(ctx, name, sub)
 	if err != nil {
 		return err
-	}
-	s, err := t.durableSub(ctx, sub)
-	if err != nil {
-		return adminErr(err)
 	}
 	if err := s.seekTime(ctx, ts); err != nil {
 		return adminErr(err)
