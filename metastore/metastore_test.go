@@ -183,3 +183,41 @@ func TestEmbeddedBadConfig(t *testing.T) {
 		t.Fatal("want error for bad address")
 	}
 }
+
+// A watch survives an etcd restart without losing a change or resetting:
+// it resumes after the last event it delivered.
+func TestWatchResumesAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	e := startEtcd(t, dir, "")
+	addr := e.ClientAddr()
+	s := connect(t, e)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := s.Watch(ctx, "/w/", 0)
+	if _, err := s.Put(ctx, "/w/a", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if ev := <-ch; ev.Key != "/w/a" || ev.Reset {
+		t.Fatalf("first event %+v", ev)
+	}
+	e.Close()
+	e = startEtcd(t, dir, addr)
+	defer e.Close()
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	for {
+		if _, err := s.Put(wctx, "/w/b", []byte("2")); err == nil {
+			break
+		} else if wctx.Err() != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case ev := <-ch:
+		if ev.Reset || ev.Key != "/w/b" {
+			t.Fatalf("after restart: %+v", ev)
+		}
+	case <-wctx.Done():
+		t.Fatal("no event after the restart")
+	}
+}
