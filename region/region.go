@@ -229,7 +229,8 @@ func (r *Region) Endpoints() Endpoints {
 	e.Brokers = r.Brokers()
 	if len(e.Brokers) > 0 {
 		e.ServiceURL, e.WebServiceURL = e.Brokers[0].ServiceURL, e.Brokers[0].WebServiceURL
-		e.MetricsURL = e.WebServiceURL + "/metrics"
+		// MetricsURL stays empty until the broker serves /metrics
+		// (the observability issue).
 	}
 	return e
 }
