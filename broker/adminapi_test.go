@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/broker/wire/pb"
 )
 
 // The admin view of a topic: a stored subscription nobody consumes still
@@ -44,5 +46,24 @@ func TestAdminStatsBacklogAndSize(t *testing.T) {
 	}
 	if st, _ = adm.Stats(ctx, name); st.Subscriptions["early"].MsgBacklog != 3 {
 		t.Fatalf("after skip 1: backlog %d", st.Subscriptions["early"].MsgBacklog)
+	}
+}
+
+// A producer can ask for a subscription to exist before it sends (the
+// client's dead-letter producer does): nothing it sends is missed.
+func TestProducerInitialSubscription(t *testing.T) {
+	e := startEnv(t, nil)
+	const tp = "persistent://public/default/initial-sub"
+	c := dialRaw(t, e.url, true)
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER.Enum(), Producer: &pb.CommandProducer{
+		Topic: proto.String(tp), ProducerId: proto.Uint64(1), RequestId: proto.Uint64(1),
+		InitialSubscriptionName: proto.String("dlq-sub")}})
+	if r := c.recv().Cmd; r.GetType() != pb.BaseCommand_PRODUCER_SUCCESS {
+		t.Fatalf("producer: %v", r)
+	}
+	name, _ := topic.Parse(tp)
+	subs, err := e.b.Admin().Subscriptions(context.Background(), name)
+	if err != nil || len(subs) != 1 || subs[0] != "dlq-sub" {
+		t.Fatalf("subscriptions %v, %v", subs, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -502,6 +503,24 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	}
 	c.producers[pid] = p
 	c.mu.Unlock()
+	if sub := cmd.GetInitialSubscriptionName(); sub != "" && t.ml != nil {
+		// Created with the producer so nothing it sends is missed (the
+		// client's dead-letter producer asks for this).
+		if strings.HasPrefix(sub, ReservedPrefix) {
+			c.mu.Lock()
+			delete(c.producers, pid)
+			c.mu.Unlock()
+			c.sendError(reqID, fmt.Errorf("%w: subscription names starting with %q are reserved", ErrInvalidArgument, ReservedPrefix))
+			return
+		}
+		if _, err := t.ml.OpenCursor(ctx, sub, mledger.Latest); err != nil {
+			c.mu.Lock()
+			delete(c.producers, pid)
+			c.mu.Unlock()
+			c.sendError(reqID, err)
+			return
+		}
+	}
 	lastSeq, err := t.addProducer(p)
 	if err != nil {
 		c.mu.Lock()

@@ -749,7 +749,7 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, a
 			s.t.b.log.Error("undecodable entry skipped", "topic", s.t.name.String(), "position", p.String(), "err", err)
 			continue
 		}
-		if at := meta.GetDeliverAtTime(); at > 0 && s.subType == pb.CommandSubscribe_Shared && !isReplay {
+		if at := meta.GetDeliverAtTime(); at > 0 && s.delayable() && !isReplay {
 			if t := time.UnixMilli(at); t.After(now) {
 				heap.Push(&s.delayed, delayed{at: t, p: p})
 				continue
@@ -783,6 +783,12 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, a
 		s.replayBlocked = true
 	}
 	return out
+}
+
+// delayable says whether deliver-at times are honoured: on Shared and
+// Key_Shared subscriptions, as in Pulsar.
+func (s *subscription) delayable() bool {
+	return s.subType == pb.CommandSubscribe_Shared || s.subType == pb.CommandSubscribe_Key_Shared
 }
 
 func (s *subscription) messageFrame(k *consumer, p Position, data []byte) ([]byte, error) {
