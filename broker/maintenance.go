@@ -187,4 +187,3 @@ func (t *Topic) quotaErrOf(creating bool) error {
 	}
 	return fmt.Errorf("%w: topic %s has a subscription backlog over its quota of %d bytes", e, t.name, limit)
 }
-

@@ -50,7 +50,9 @@ type subscription struct {
 	subType       pb.CommandSubscribe_SubType
 	consumers     []*consumer
 	readPos       Position
-	epoch         uint64 // bumped by seek: reads begun before are dropped
+	startPos      Position // a reader's start (or last seek) position
+	keep          bool     // a reader's subscription outlives its consumers until they resubscribe (seek)
+	epoch         uint64   // bumped by seek: reads begun before are dropped
 	replay        []Position
 	replaySet     map[Position]struct{}
 	replayBlocked bool // the last round could send none of replay
@@ -113,6 +115,7 @@ func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *cons
 				s.readPos = p
 			}
 		}
+		s.startPos = s.readPos
 		return s, nil
 	})
 	if err != nil {
@@ -219,6 +222,7 @@ func (s *subscription) addConsumer(k *consumer, st pb.CommandSubscribe_SubType) 
 		}
 	}
 	s.subType = st
+	s.keep = false
 	k.sub = s
 	s.consumers = append(s.consumers, k)
 	s.rebuildRingLocked()
@@ -333,11 +337,12 @@ func (s *subscription) removeConsumer(k *consumer) {
 		stop = s.stop
 	}
 	failover := s.subType == pb.CommandSubscribe_Failover
+	keep := s.keep
 	s.mu.Unlock()
 	if stop != nil {
 		close(stop)
 	}
-	if empty && !s.durable {
+	if empty && !s.durable && !keep {
 		s.t.removeSubscription(s)
 	}
 	if failover && !empty {
@@ -369,6 +374,8 @@ func (s *subscription) closeAll(notify bool) {
 // resubscribe (after a seek).
 func (s *subscription) disconnectAll() {
 	s.mu.Lock()
+	// A reader resubscribes after a seek: keep its position for it.
+	s.keep = true
 	cons := slices.Clone(s.consumers)
 	s.mu.Unlock()
 	for _, k := range cons {
@@ -550,7 +557,7 @@ func (s *subscription) seekTime(ctx context.Context, ts time.Time) error {
 
 func (s *subscription) resetTo(p Position) {
 	s.mu.Lock()
-	s.readPos = p
+	s.readPos, s.startPos = p, p
 	s.epoch++
 	s.replay, s.replayBlocked = nil, false
 	clear(s.replaySet)
@@ -564,9 +571,17 @@ func (s *subscription) resetTo(p Position) {
 	s.kick()
 }
 
+// markDelete is the durable cursor's mark-delete position; for a reader,
+// the position before where it started or last sought (the Go client's
+// HasNext after a seek by time compares the last entry with it).
 func (s *subscription) markDelete() (Position, bool) {
 	if s.cursor == nil {
-		return Position{}, false
+		if s.t.ml == nil {
+			return Position{}, false
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return Position{Ledger: s.startPos.Ledger, Entry: s.startPos.Entry - 1}, true
 	}
 	return s.cursor.MarkDelete(), true
 }
