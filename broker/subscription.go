@@ -59,7 +59,7 @@ type subscription struct {
 	pending       map[Position]*consumer
 	redeliveries  map[Position]uint32
 	delayed       delayHeap
-	ring          []ringPoint // Key_Shared auto-split
+	keyRanges     []keyRange // Key_Shared auto-split assignment
 	rr            int
 	closed        bool
 	running       bool
@@ -225,7 +225,7 @@ func (s *subscription) addConsumer(k *consumer, st pb.CommandSubscribe_SubType) 
 	s.keep = false
 	k.sub = s
 	s.consumers = append(s.consumers, k)
-	s.rebuildRingLocked()
+	s.keyAddLocked(k)
 	if !s.running {
 		s.running = true
 		s.stop, s.done = make(chan struct{}), make(chan struct{})
@@ -329,7 +329,7 @@ func (s *subscription) removeConsumer(k *consumer) {
 		s.addReplayLocked(p)
 	}
 	clear(k.pending)
-	s.rebuildRingLocked()
+	s.keyRemoveLocked(k)
 	empty := len(s.consumers) == 0
 	var stop chan struct{}
 	if empty && s.running {
@@ -908,30 +908,58 @@ func keyHash(key []byte) int32 {
 	return int32((topic.Murmur3(key, 0) & 0x7fffffff) % keyHashRange)
 }
 
-type ringPoint struct {
-	hash int32
-	k    *consumer
+// keyRange is one part of the auto-split hash space: the hashes after
+// the previous range's end up to end (inclusive) belong to k.
+type keyRange struct {
+	end int32
+	k   *consumer
 }
 
-// pointsPerConsumer is the number of points each consumer has on the
-// auto-split hash ring.
-const pointsPerConsumer = 100
-
-func (s *subscription) rebuildRingLocked() {
-	s.ring = s.ring[:0]
-	if s.subType != pb.CommandSubscribe_Key_Shared {
+// keyAddLocked gives a new AUTO_SPLIT consumer a range, as Pulsar's
+// hash-range auto-split selector does: the first takes everything, each
+// next one takes the upper half of the largest range, so keys already
+// placed mostly stay where they are.
+func (s *subscription) keyAddLocked(k *consumer) {
+	if s.subType != pb.CommandSubscribe_Key_Shared || len(k.ranges) > 0 {
 		return
 	}
-	for _, k := range s.consumers {
-		if len(k.ranges) > 0 {
+	if len(s.keyRanges) == 0 {
+		s.keyRanges = []keyRange{{end: keyHashRange - 1, k: k}}
+		return
+	}
+	best, bestSize, start := 0, int32(-1), int32(0)
+	for i, r := range s.keyRanges {
+		if size := r.end - start + 1; size > bestSize {
+			best, bestSize = i, size
+		}
+		start = r.end + 1
+	}
+	if bestSize < 2 {
+		return // no room: it gets no keys
+	}
+	lo := int32(0)
+	if best > 0 {
+		lo = s.keyRanges[best-1].end + 1
+	}
+	mid := lo + bestSize/2 - 1
+	old := s.keyRanges[best]
+	s.keyRanges[best] = keyRange{end: mid, k: old.k}
+	s.keyRanges = slices.Insert(s.keyRanges, best+1, keyRange{end: old.end, k: k})
+}
+
+// keyRemoveLocked gives a leaving consumer's ranges to the range after
+// each (or before, for the last).
+func (s *subscription) keyRemoveLocked(k *consumer) {
+	for i := 0; i < len(s.keyRanges); {
+		if s.keyRanges[i].k != k {
+			i++
 			continue
 		}
-		for i := range pointsPerConsumer {
-			h := keyHash(fmt.Appendf(nil, "%s-%d-%d", k.name, k.id, i))
-			s.ring = append(s.ring, ringPoint{h, k})
+		if i == len(s.keyRanges)-1 && i > 0 {
+			s.keyRanges[i-1].end = s.keyRanges[i].end
 		}
+		s.keyRanges = slices.Delete(s.keyRanges, i, i+1)
 	}
-	slices.SortFunc(s.ring, func(a, b ringPoint) int { return int(a.hash - b.hash) })
 }
 
 func (s *subscription) keyOwnerLocked(key []byte) *consumer {
@@ -943,14 +971,11 @@ func (s *subscription) keyOwnerLocked(key []byte) *consumer {
 			}
 		}
 	}
-	if len(s.ring) == 0 {
+	i := sort.Search(len(s.keyRanges), func(i int) bool { return s.keyRanges[i].end >= h })
+	if i == len(s.keyRanges) {
 		return nil
 	}
-	i := sort.Search(len(s.ring), func(i int) bool { return s.ring[i].hash >= h })
-	if i == len(s.ring) {
-		i = 0
-	}
-	return s.ring[i].k
+	return s.keyRanges[i].k
 }
 
 // ---------------------------------------------------------------------------
