@@ -14,7 +14,7 @@ import (
 func newPerfCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "perf",
-		Short: "Measure performance (disk today; produce/consume as the broker lands)",
+		Short: "Measure performance: the disk, and produce/consume throughput and latency",
 	}
 	var dir string
 	var dur time.Duration
