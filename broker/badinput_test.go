@@ -249,3 +249,37 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 }
+
+// A WaitForExclusive producer is answered "not ready" while another
+// producer has the topic, and "ready" (same request) once it leaves.
+func TestWaitForExclusiveProducer(t *testing.T) {
+	e := startEnv(t, nil)
+	const tp = "persistent://public/default/wait-excl"
+	mk := func(c *rawConn, id uint64, mode pb.ProducerAccessMode) {
+		c.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER.Enum(), Producer: &pb.CommandProducer{
+			Topic: proto.String(tp), ProducerId: &id, RequestId: &id, ProducerAccessMode: mode.Enum()}})
+	}
+	c1, c2 := dialRaw(t, e.url, true), dialRaw(t, e.url, true)
+	mk(c1, 1, pb.ProducerAccessMode_Exclusive)
+	if r := c1.recv().Cmd; !r.GetProducerSuccess().GetProducerReady() {
+		t.Fatalf("first producer: %v", r)
+	}
+	mk(c2, 7, pb.ProducerAccessMode_WaitForExclusive)
+	if r := c2.recv().Cmd; r.GetType() != pb.BaseCommand_PRODUCER_SUCCESS || r.ProducerSuccess.GetProducerReady() || r.ProducerSuccess.GetRequestId() != 7 {
+		t.Fatalf("waiting producer, first answer: %v", r)
+	}
+	c1.send(&pb.BaseCommand{Type: pb.BaseCommand_CLOSE_PRODUCER.Enum(), CloseProducer: &pb.CommandCloseProducer{ProducerId: proto.Uint64(1), RequestId: proto.Uint64(2)}})
+	if r := c2.recv().Cmd; !r.GetProducerSuccess().GetProducerReady() || r.ProducerSuccess.GetRequestId() != 7 {
+		t.Fatalf("waiting producer, second answer: %v", r)
+	}
+	meta := &pb.MessageMetadata{ProducerName: proto.String("w"), SequenceId: proto.Uint64(0), PublishTime: proto.Uint64(1)}
+	f, err := wire.AppendPayloadCommand(nil, &pb.BaseCommand{Type: pb.BaseCommand_SEND.Enum(), Send: &pb.CommandSend{
+		ProducerId: proto.Uint64(7), SequenceId: proto.Uint64(0)}}, meta, []byte("mine now"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2.write(f)
+	if r := c2.recv().Cmd; r.GetType() != pb.BaseCommand_SEND_RECEIPT {
+		t.Fatalf("send: %v", r)
+	}
+}

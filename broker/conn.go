@@ -521,7 +521,16 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 			return
 		}
 	}
+	p.reqID = reqID
 	lastSeq, err := t.addProducer(p)
+	if errors.Is(err, errMustWait) {
+		// Not ready yet: the client keeps waiting for a second
+		// PRODUCER_SUCCESS, sent by producerReady.
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
+			RequestId: &reqID, ProducerName: &pname, LastSequenceId: proto64(-1), ProducerReady: boolp(false),
+		}})
+		return
+	}
 	if err != nil {
 		c.mu.Lock()
 		delete(c.producers, pid)
@@ -533,6 +542,16 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		RequestId: &reqID, ProducerName: &pname, LastSequenceId: &lastSeq, ProducerReady: boolp(true),
 	}})
 }
+
+// producerReady tells a WaitForExclusive producer it now has the topic.
+func (c *conn) producerReady(p *producer, lastSeq int64) {
+	reqID, name := p.reqID, p.name
+	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
+		RequestId: &reqID, ProducerName: &name, LastSequenceId: &lastSeq, ProducerReady: boolp(true),
+	}})
+}
+
+func proto64(v int64) *int64 { return &v }
 
 func (c *conn) handleCloseProducer(cmd *pb.CommandCloseProducer) {
 	c.mu.Lock()

@@ -16,6 +16,7 @@ type producer struct {
 	access   pb.ProducerAccessMode
 	metadata map[string]string
 	since    time.Time
+	reqID    uint64 // the PRODUCER request (answered again when a wait ends)
 
 	msgIn, bytesIn atomic.Int64
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,7 @@ type Topic struct {
 	// mu guards the fields below.
 	mu        sync.Mutex
 	producers map[string]*producer // by producer name
+	waiting   []*producer          // WaitForExclusive producers, in arrival order
 	subs      map[string]*subscription
 	closed    bool
 	// De-duplication: highest sequence id per producer name, persisted
@@ -125,10 +127,12 @@ func (t *Topic) close(ctx context.Context, notify bool) error {
 		return nil
 	}
 	t.closed = true
-	prods := make([]*producer, 0, len(t.producers))
+	prods := make([]*producer, 0, len(t.producers)+len(t.waiting))
 	for _, p := range t.producers {
 		prods = append(prods, p)
 	}
+	prods = append(prods, t.waiting...)
+	t.waiting = nil
 	subs := make([]*subscription, 0, len(t.subs))
 	for _, s := range t.subs {
 		subs = append(subs, s)
@@ -166,6 +170,10 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 	for _, o := range t.producers {
 		conflict := o.access != pb.ProducerAccessMode_Shared || p.access != pb.ProducerAccessMode_Shared
 		switch {
+		case conflict && p.access == pb.ProducerAccessMode_WaitForExclusive:
+			// Queued: it gets the topic when the others are gone.
+			t.waiting = append(t.waiting, p)
+			return 0, errMustWait
 		case !conflict || p.access == pb.ProducerAccessMode_ExclusiveWithFencing:
 		case p.access == pb.ProducerAccessMode_Shared:
 			// As Pulsar: a shared producer meets an exclusive one.
@@ -195,11 +203,31 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 
 func (t *Topic) removeProducer(p *producer) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.producers[p.name] == p {
 		delete(t.producers, p.name)
 	}
+	t.waiting = slices.DeleteFunc(t.waiting, func(w *producer) bool { return w == p })
+	// The first producer waiting for exclusive access gets the topic once
+	// no other producer is left.
+	var next *producer
+	if len(t.producers) == 0 && len(t.waiting) > 0 && !t.closed {
+		next, t.waiting = t.waiting[0], t.waiting[1:]
+		t.producers[next.name] = next
+	}
+	lastSeq := int64(-1)
+	if next != nil && t.dedupPushed != nil {
+		if v, ok := t.dedupPushed[next.name]; ok {
+			lastSeq = v
+		}
+	}
+	t.mu.Unlock()
+	if next != nil {
+		next.c.producerReady(next, lastSeq)
+	}
 }
+
+// errMustWait: a WaitForExclusive producer was queued.
+var errMustWait = errors.New("broker: producer waits for exclusive access")
 
 // publish appends one SEND's entry. done gets the position, or ok false
 // with no error for a duplicate that was dropped.
