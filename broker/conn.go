@@ -488,7 +488,7 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		return
 	}
 	pname := cmd.GetProducerName()
-	if pname == "" || !cmd.GetUserProvidedProducerName() && pname == "" {
+	if pname == "" {
 		pname = fmt.Sprintf("%s-%d", c.b.cfg.Cluster, c.b.nextProducer.Add(1))
 	}
 	p := &producer{

@@ -98,23 +98,14 @@ func (t *Topic) expire(ctx context.Context, cutoff time.Time) error {
 	if err != nil {
 		return fmt.Errorf("message TTL: %w", err)
 	}
+	last, ok := t.ml.Prev(first) // the newest expired entry
+	if !ok {
+		return nil
+	}
 	var errs []error
 	for _, c := range t.userCursors(ctx) {
-		md := c.MarkDelete()
-		if next, ok := t.ml.Next(md); !ok || next.Compare(first) >= 0 {
-			continue // nothing of it has expired
-		}
-		// Acknowledge up to the entry before first.
-		n := int64(0)
-		for p := md; ; n++ {
-			q, ok := t.ml.Next(p)
-			if !ok || q.Compare(first) >= 0 {
-				break
-			}
-			p = q
-		}
-		if n > 0 {
-			errs = append(errs, c.AckCumulative(ctx, t.ml.Skip(md, n)))
+		if c.MarkDelete().Compare(last) < 0 {
+			errs = append(errs, c.AckCumulative(ctx, last))
 		}
 	}
 	return errors.Join(errs...)

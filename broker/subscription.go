@@ -161,7 +161,6 @@ func (t *Topic) startPosition(id *pb.MessageIdData, initial pb.CommandSubscribe_
 // findByTime returns the first entry published at or after ts (the end
 // of the log if none), by binary search over the entries.
 func (t *Topic) findByTime(ctx context.Context, ts time.Time) (Position, error) {
-	var all []Position // the first entry of each ledger, and counts
 	type span struct {
 		id, n int64
 	}
@@ -173,7 +172,6 @@ func (t *Topic) findByTime(ctx context.Context, ts time.Time) (Position, error) 
 			total += l.Entries
 		}
 	}
-	_ = all
 	at := func(i int64) Position {
 		for _, s := range spans {
 			if i < s.n {

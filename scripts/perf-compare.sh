@@ -69,7 +69,11 @@ die() { log "error: $*"; exit 1; }
 
 if [ "$SKIP_NATS" != 1 ]; then
 	for t in nats-server nats; do
-		[ -x "$BENCH_BIN/$t" ] || die "$BENCH_BIN/$t missing: run scripts/install-bench-tools.sh"
+		if [ ! -x "$BENCH_BIN/$t" ]; then
+			log "$BENCH_BIN/$t missing: running scripts/install-bench-tools.sh"
+			bash "$(dirname "$0")/install-bench-tools.sh" || die "installing the NATS tools failed"
+			[ -x "$BENCH_BIN/$t" ] || die "$BENCH_BIN/$t still missing after install-bench-tools.sh"
+		fi
 	done
 fi
 

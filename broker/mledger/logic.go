@@ -234,3 +234,18 @@ func skipPosition(ls []LedgerInfo, p Position, k int64) Position {
 	}
 	return p
 }
+
+// prevPosition returns the entry before p (p may be the position just after
+// the last entry); false if there is none.
+func prevPosition(ls []LedgerInfo, p Position) (Position, bool) {
+	i := findLedger(ls, p.Ledger)
+	if i < len(ls) && ls[i].ID == p.Ledger && p.Entry > 0 {
+		return Position{Ledger: p.Ledger, Entry: min(p.Entry, ls[i].Entries) - 1}, true
+	}
+	for i--; i >= 0; i-- {
+		if ls[i].Entries > 0 {
+			return Position{Ledger: ls[i].ID, Entry: ls[i].Entries - 1}, true
+		}
+	}
+	return Position{}, false
+}

@@ -352,3 +352,23 @@ func TestTailCacheBytes(t *testing.T) {
 		t.Fatalf("first %d len %d size %d", m.tailFirst, len(m.tail), m.tailSize)
 	}
 }
+
+func TestPrevPosition(t *testing.T) {
+	// testList: 3 has entries 0..1, 5 is empty, 7 has 0..2, 9 has 0.
+	for _, tc := range []struct {
+		p    Position
+		want Position
+		ok   bool
+	}{
+		{pos(3, 0), Position{}, false},
+		{pos(3, 1), pos(3, 0), true},
+		{pos(7, 0), pos(3, 1), true},
+		{pos(7, 2), pos(7, 1), true},
+		{pos(9, 0), pos(7, 2), true},
+		{pos(9, 1), pos(9, 0), true}, // the end of the log
+	} {
+		if got, ok := prevPosition(testList, tc.p); got != tc.want || ok != tc.ok {
+			t.Errorf("prev(%v) = %v %v, want %v %v", tc.p, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -176,3 +176,7 @@ func (m *ManagedLedger) Trim(ctx context.Context) error {
 // Skip returns the position k entries after p, stopping at the last entry
 // of the log; p may be a mark-delete position such as (L, -1).
 func (m *ManagedLedger) Skip(p Position, k int64) Position { return skipPosition(m.view(), p, k) }
+
+// Prev returns the entry before p (p may be the end of the log); false at
+// the start.
+func (m *ManagedLedger) Prev(p Position) (Position, bool) { return prevPosition(m.view(), p) }
