@@ -554,12 +554,8 @@ func (c *conn) producerReady(p *producer, lastSeq int64) {
 func proto64(v int64) *int64 { return &v }
 
 func (c *conn) handleCloseProducer(cmd *pb.CommandCloseProducer) {
-	c.mu.Lock()
-	p := c.producers[cmd.GetProducerId()]
-	delete(c.producers, cmd.GetProducerId())
-	c.mu.Unlock()
-	if p != nil {
-		p.t.removeProducer(p)
+	if p := c.producer(cmd.GetProducerId()); p != nil {
+		c.closeProducer(p, false)
 	}
 	c.sendSuccess(cmd.GetRequestId())
 }
@@ -681,11 +677,8 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 }
 
 func (c *conn) handleCloseConsumer(cmd *pb.CommandCloseConsumer) {
-	c.mu.Lock()
-	k := c.consumers[cmd.GetConsumerId()]
-	delete(c.consumers, cmd.GetConsumerId())
-	c.mu.Unlock()
-	if k != nil {
+	if k := c.consumer(cmd.GetConsumerId()); k != nil {
+		c.closeConsumer(k, false)
 		k.sub.removeConsumer(k)
 	}
 	c.sendSuccess(cmd.GetRequestId())
