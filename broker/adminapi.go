@@ -182,8 +182,12 @@ func (t *Topic) stats() *admin.TopicStats {
 		})
 	}
 	loaded := map[string]bool{}
+	st.Replication = t.replicationStats(subs)
 	for _, s := range subs {
 		loaded[s.name] = true
+		if strings.HasPrefix(s.name, ReservedPrefix) {
+			continue
+		}
 		ss := s.stats()
 		st.Subscriptions[s.name] = ss
 		st.MsgCounterOut += ss.MsgOutCounter

@@ -81,6 +81,9 @@ type NamespacePolicy struct {
 	// none); BacklogPolicy says what happens beyond it.
 	BacklogLimit  int64
 	BacklogPolicy BacklogPolicy
+	// ReplicationClusters are the clusters the namespace's topics live
+	// in; the broker keeps a replication cursor for each one but its own.
+	ReplicationClusters []string
 }
 
 // BacklogPolicy is what a broker does about a backlog over its quota.

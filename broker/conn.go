@@ -495,6 +495,24 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		c: c, id: pid, name: pname, t: t, access: cmd.GetProducerAccessMode(),
 		metadata: kvMap(cmd.GetMetadata()), since: c.b.cfg.Now(),
 	}
+	if strings.HasPrefix(pname, ReplPrefix) {
+		src, ok := replicatorSource(pname)
+		switch {
+		case !ok:
+			err = fmt.Errorf("%w: replicator producer name %q must be %s<source cluster>[.<worker>]", ErrInvalidArgument, pname, ReplPrefix)
+		case src == c.b.cfg.Cluster:
+			err = fmt.Errorf("%w: replicator producer %q names this cluster as its source", ErrInvalidArgument, pname)
+		case t.ml == nil:
+			err = fmt.Errorf("%w: non-persistent topic %s is not replicated", ErrInvalidArgument, name)
+		default:
+			err = t.ensureDedupState(ctx)
+		}
+		if err != nil {
+			c.sendError(reqID, err)
+			return
+		}
+		p.replFrom = src
+	}
 	c.mu.Lock()
 	if _, dup := c.producers[pid]; dup {
 		c.mu.Unlock()
@@ -599,13 +617,37 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 		nm = 1
 	}
 	highest := cmd.GetHighestSequenceId()
+	src, srcPos, replicated, rerr := sourcePosition(f.Metadata)
+	switch {
+	case p.replFrom == "" && f.Metadata.GetReplicatedFrom() != "":
+		rerr = fmt.Errorf("%w: only replicator producers (%s<source>) may send replicated messages", wire.ErrNotAllowed, ReplPrefix)
+	case p.replFrom != "" && rerr == nil && !replicated:
+		rerr = fmt.Errorf("%w: replicator producer %s sent an entry without replicated_from", wire.ErrNotAllowed, p.name)
+	case p.replFrom != "" && src != p.replFrom:
+		rerr = fmt.Errorf("%w: replicator producer %s sent an entry replicated from %q", wire.ErrNotAllowed, p.name, src)
+	}
+	if rerr != nil {
+		if !errors.Is(rerr, wire.ErrNotAllowed) {
+			rerr = fmt.Errorf("%w: %w", wire.ErrNotAllowed, rerr)
+		}
+		c.sendCmd(wire.NewSendErrorCommand(pid, seq, rerr))
+		return
+	}
 	p.msgIn.Add(int64(nm))
 	p.bytesIn.Add(int64(len(f.Payload)))
 	partition := int32(p.t.name.Partition())
 	// Chunks of one message share its sequence id: only the last one takes
 	// part in de-duplication, as in Pulsar.
 	dedup := !cmd.GetIsChunk() || f.Metadata.GetChunkId() >= f.Metadata.GetNumChunksFromMsg()-1
-	p.t.publish(c.ctx, p, seq, highest, nm, dedup, f.Entry, func(pos mledger.Position, stored bool, err error) {
+	publish := func(done func(mledger.Position, bool, error)) {
+		p.t.publish(c.ctx, p, seq, highest, nm, dedup, f.Entry, done)
+	}
+	if replicated {
+		publish = func(done func(mledger.Position, bool, error)) {
+			p.t.publishReplicated(c.ctx, src, srcPos, nm, f.Entry, done)
+		}
+	}
+	publish(func(pos mledger.Position, stored bool, err error) {
 		if err != nil {
 			c.sendCmd(wire.NewSendErrorCommand(pid, seq, serverError(err)))
 			// The client resends its pending messages after reconnecting

@@ -56,6 +56,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.mu.Lock()
 	t.policy.Retention, t.policy.MessageTTL = pol.Retention, pol.MessageTTL
 	t.policy.BacklogLimit, t.policy.BacklogPolicy = pol.BacklogLimit, pol.BacklogPolicy
+	t.policy.ReplicationClusters = pol.ReplicationClusters
 	t.mu.Unlock()
 	if t.ml != nil {
 		t.ml.SetRetention(pol.Retention)
@@ -87,6 +88,7 @@ func (t *Topic) maintain(ctx context.Context, pol NamespacePolicy) error {
 	} else {
 		t.quotaExceeded.Store(false)
 	}
+	errs = append(errs, t.syncReplCursors(ctx))
 	errs = append(errs, t.ml.Trim(ctx))
 	return errors.Join(errs...)
 }

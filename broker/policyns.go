@@ -43,6 +43,7 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 			out.AutoCreatePartitions = *ac.DefaultNumPartitions
 		}
 	}
+	out.ReplicationClusters = pol.ReplicationClusters
 	out.Deduplication = pol.DeduplicationEnabled != nil && *pol.DeduplicationEnabled
 	if r := pol.RetentionPolicies; r != nil {
 		out.Retention = mledger.Retention{Time: time.Duration(r.RetentionTimeInMinutes) * time.Minute, Size: r.RetentionSizeInMB << 20, Set: true}

@@ -17,6 +17,7 @@ type producer struct {
 	metadata map[string]string
 	since    time.Time
 	reqID    uint64 // the PRODUCER request (answered again when a wait ends)
+	replFrom string // a replicator producer: the source cluster
 
 	msgIn, bytesIn atomic.Int64
 }

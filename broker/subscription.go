@@ -82,7 +82,11 @@ func newSubscription(t *Topic, name string, st pb.CommandSubscribe_SubType, dura
 // subscribe attaches k to the subscription cmd names, creating it.
 func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *consumer) error {
 	name := cmd.GetSubscription()
-	if strings.HasPrefix(name, ReservedPrefix) {
+	if strings.HasPrefix(name, ReplPrefix) {
+		if err := t.checkReplSubscribe(ctx, name, cmd.GetSubType()); err != nil {
+			return err
+		}
+	} else if strings.HasPrefix(name, ReservedPrefix) {
 		return fmt.Errorf("%w: subscription names starting with %q are reserved", ErrInvalidArgument, ReservedPrefix)
 	}
 	durable := cmd.Durable == nil || cmd.GetDurable()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -46,7 +45,11 @@ type Topic struct {
 	dedupConfirmed map[string]int64
 	dedupCur       *mledger.Cursor
 	dedupSince     int64
-	nonPersistent  atomic.Int64 // message ids of a non-persistent topic
+	dedupOn        bool               // producers are de-duplicated (policy at load)
+	replIn         map[string]*replIn // by source cluster
+	// dedupLoad serializes loading the de-duplication state.
+	dedupLoad     sync.Mutex
+	nonPersistent atomic.Int64 // message ids of a non-persistent topic
 
 	msgIn, bytesIn atomic.Int64
 	quotaExceeded  atomic.Bool // a backlog is over its quota (producer policies)
@@ -59,6 +62,7 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 		gone:      make(chan struct{}),
 		producers: map[string]*producer{},
 		subs:      map[string]*subscription{},
+		replIn:    map[string]*replIn{},
 		created:   b.cfg.Now(),
 	}
 }
@@ -72,50 +76,19 @@ func (t *Topic) isClosed() bool {
 	return t.closed
 }
 
-// load restores the durable subscriptions' existence and, when
-// de-duplication is on, the sequence ids from the snapshot plus a replay of
-// the entries after it.
+// load sets the retention, restores the de-duplication state when
+// de-duplication is on or the namespace is replicated (replicated entries
+// are always de-duplicated by source position), and creates the
+// replication cursors.
 func (t *Topic) load(ctx context.Context) error {
 	t.ml.SetRetention(t.policy.Retention)
-	if !t.policy.Deduplication {
-		return nil
-	}
-	c, err := t.ml.OpenCursor(ctx, dedupCursor, mledger.Earliest)
-	if err != nil {
-		return err
-	}
-	seqs := map[string]int64{}
-	for k, v := range c.Properties() {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			seqs[k] = n
+	t.dedupOn = t.policy.Deduplication
+	if t.dedupOn || len(t.remotes()) > 0 {
+		if err := t.ensureDedupState(ctx); err != nil {
+			return err
 		}
 	}
-	md := c.MarkDelete()
-	from := mledger.Position{Ledger: md.Ledger, Entry: md.Entry + 1}
-	for {
-		es, next, err := t.ml.Read(ctx, from, 256)
-		if err != nil {
-			return fmt.Errorf("topic %s: de-duplication replay: %w", t.name, err)
-		}
-		for _, e := range es {
-			meta, _, err := wire.DecodeEntry(e.Data)
-			if err != nil {
-				continue
-			}
-			seq := int64(max(meta.GetSequenceId(), meta.GetHighestSequenceId()))
-			if seq > seqs[meta.GetProducerName()] {
-				seqs[meta.GetProducerName()] = seq
-			}
-		}
-		if len(es) == 0 {
-			break
-		}
-		from = next
-	}
-	t.dedupCur = c
-	t.dedupPushed = seqs
-	t.dedupConfirmed = maps.Clone(seqs)
-	return nil
+	return t.syncReplCursors(ctx)
 }
 
 // close closes the topic: producers and consumers are closed (told to
@@ -193,7 +166,7 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 	}
 	t.producers[p.name] = p
 	lastSeq = -1
-	if t.dedupPushed != nil {
+	if t.dedupOn && t.dedupPushed != nil {
 		if s, ok := t.dedupPushed[p.name]; ok {
 			lastSeq = s
 		}
@@ -215,7 +188,7 @@ func (t *Topic) removeProducer(p *producer) {
 		t.producers[next.name] = next
 	}
 	lastSeq := int64(-1)
-	if next != nil && t.dedupPushed != nil {
+	if next != nil && t.dedupOn && t.dedupPushed != nil {
 		if v, ok := t.dedupPushed[next.name]; ok {
 			lastSeq = v
 		}
@@ -246,7 +219,9 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 		return
 	}
 	top := int64(max(seq, highest))
-	dedup := t.dedupPushed != nil && dedupable
+	t.mu.Lock()
+	dedup := t.dedupOn && t.dedupPushed != nil && dedupable
+	t.mu.Unlock()
 	if dedup {
 		t.mu.Lock()
 		last, ok := t.dedupPushed[p.name]
@@ -261,6 +236,10 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 	t.ml.AddEntryAsync(ctx, entry, func(pos mledger.Position, err error) {
 		if err == nil && dedup {
 			t.confirmDedup(p.name, top, pos)
+		} else if err == nil && t.dedupLoaded() {
+			// Not de-duplicated, but counted: the snapshot cursor moves
+			// on, so it never holds back retention.
+			t.dedupStored(pos)
 		}
 		if err != nil && dedup {
 			t.mu.Lock()
@@ -279,13 +258,36 @@ func (t *Topic) confirmDedup(name string, seq int64, pos mledger.Position) {
 	if seq > t.dedupConfirmed[name] {
 		t.dedupConfirmed[name] = seq
 	}
+	t.mu.Unlock()
+	t.dedupStored(pos)
+}
+
+func (t *Topic) dedupLoaded() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.dedupCur != nil
+}
+
+// dedupStored counts an entry stored under de-duplication and, every
+// dedupSnapshotEvery entries, snapshots the state (sequence ids and
+// replication high-water marks) into the isobar.dedup cursor, whose
+// mark-delete position then says up to where the snapshot covers the log.
+// Callbacks confirm in log order, so the snapshot taken at pos covers every
+// entry up to pos.
+func (t *Topic) dedupStored(pos mledger.Position) {
+	t.mu.Lock()
 	t.dedupSince++
 	var snap map[string]string
 	if t.dedupSince >= dedupSnapshotEvery {
 		t.dedupSince = 0
-		snap = make(map[string]string, len(t.dedupConfirmed))
+		snap = make(map[string]string, len(t.dedupConfirmed)+len(t.replIn))
 		for k, v := range t.dedupConfirmed {
 			snap[k] = strconv.FormatInt(v, 10)
+		}
+		for src, st := range t.replIn {
+			if st.confirmed.Ledger >= 0 {
+				snap[ReplPrefix+src] = FormatSourcePosition(st.confirmed)
+			}
 		}
 	}
 	cur := t.dedupCur

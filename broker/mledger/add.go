@@ -4,14 +4,45 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
 )
 
 type addRequest struct {
-	data []byte
-	cb   func(Position, error)
+	data  []byte
+	cb    func(Position, error)
+	chain *Chain
+}
+
+// ErrChainBroken fails an add of a Chain after an earlier add of the same
+// chain failed.
+var ErrChainBroken = errors.New("mledger: an earlier add of the chain failed")
+
+// Chain links adds that must be stored without gaps: once one of them
+// fails, every later add of the chain fails too (ErrChainBroken), even
+// one that would have gone to a new ledger. Replicated entries use it, so
+// that an entry that failed is never followed by a stored later one (the
+// destination de-duplicates by the highest source position stored). A
+// broken chain stays broken; start a new one once its adds have all
+// completed.
+type Chain struct{ broken atomic.Bool }
+
+// NewChain returns an unbroken chain.
+func NewChain() *Chain { return &Chain{} }
+
+// Broken reports whether an add of the chain failed.
+func (c *Chain) Broken() bool { return c.broken.Load() }
+
+// AddEntryChainedAsync is AddEntryAsync for an add of chain c.
+func (m *ManagedLedger) AddEntryChainedAsync(ctx context.Context, c *Chain, data []byte, cb func(Position, error)) {
+	m.addAsync(ctx, addRequest{data: data, chain: c, cb: func(p Position, err error) {
+		if err != nil {
+			c.broken.Store(true)
+		}
+		cb(p, err)
+	}})
 }
 
 // AddEntry appends data as the next entry and returns its position once an
@@ -41,6 +72,11 @@ func (m *ManagedLedger) AddEntry(ctx context.Context, data []byte) (Position, er
 // ends (then cb gets ctx's error on the calling goroutine). data must not be
 // modified afterwards.
 func (m *ManagedLedger) AddEntryAsync(ctx context.Context, data []byte, cb func(Position, error)) {
+	m.addAsync(ctx, addRequest{data: data, cb: cb})
+}
+
+func (m *ManagedLedger) addAsync(ctx context.Context, r addRequest) {
+	cb := r.cb
 	m.addMu.RLock()
 	defer m.addMu.RUnlock()
 	if m.closing {
@@ -54,7 +90,7 @@ func (m *ManagedLedger) AddEntryAsync(ctx context.Context, data []byte, cb func(
 	// The queue is made on first use: an idle managed ledger holds none.
 	m.queueOnce.Do(func() { m.queue = make(chan addRequest, m.cfg.MaxPendingAdds) })
 	select {
-	case m.queue <- addRequest{data: data, cb: cb}:
+	case m.queue <- r:
 		m.kickDriver()
 	case <-ctx.Done():
 		cb(Position{}, fmt.Errorf("mledger %s: add: %w", m.name, ctx.Err()))
@@ -129,7 +165,15 @@ func (m *ManagedLedger) issue(r addRequest) {
 		r.cb(Position{}, err)
 		return
 	}
-	if m.needRollover() {
+	roll := m.needRollover()
+	// Checked after needRollover: a failed add marks its chain broken
+	// before it marks the writer broken, so an add that goes to a new
+	// ledger because of that failure sees the broken chain.
+	if r.chain != nil && r.chain.broken.Load() {
+		r.cb(Position{}, fmt.Errorf("mledger %s: add: %w", m.name, ErrChainBroken))
+		return
+	}
+	if roll {
 		if err := m.rollover(context.Background()); err != nil {
 			r.cb(Position{}, fmt.Errorf("mledger %s: add: %w", m.name, err))
 			return
@@ -145,6 +189,9 @@ func (m *ManagedLedger) issue(r addRequest) {
 	m.w.AppendAsync(r.data, func(entry int64, err error) {
 		defer m.inflight.Done()
 		if err != nil {
+			if r.chain != nil {
+				r.chain.broken.Store(true)
+			}
 			m.wBroken.Store(true)
 			if errors.Is(err, ledger.ErrFenced) {
 				err = m.setFenced(err)

@@ -50,6 +50,23 @@ type Config struct {
 	// broker knows about (beyond partitioned-topic metadata); a namespace
 	// with topics cannot be deleted. Nil means it never has.
 	HasTopics func(ctx context.Context, namespace string) (bool, error)
+	// Cache, when set, serves the reads (Cluster, Clusters, Tenant,
+	// Tenants, Namespace, Namespaces, PartitionedMetadata, Partitions,
+	// ListPartitioned) from a local copy of the store, usually a
+	// globalconfig.Cache over the global store, so they keep working while
+	// the store is unreachable. Writes still go to Meta, read what they
+	// change from Meta, and return once the cache has caught up with them.
+	Cache Reader
+}
+
+// Reader is a local, watched copy of the store (globalconfig.Cache).
+type Reader interface {
+	// Get returns a key's value and modification revision.
+	Get(key string) ([]byte, int64, bool)
+	// List returns the keys under prefix, sorted.
+	List(prefix string) []metastore.KV
+	// WaitRev returns once the copy reflects revision rev.
+	WaitRev(ctx context.Context, rev int64) error
 }
 
 // Validate reports every problem with the config at once.
@@ -103,6 +120,50 @@ func namespaceTopicsPrefix(tenant, ns string) string {
 }
 
 // ---- generic helpers
+
+// settle waits, after a successful write, until the cache has caught up
+// with the store, so a read that follows a write sees it.
+func (s *Store) settle(ctx context.Context, err *error) {
+	if *err != nil || s.cfg.Cache == nil {
+		return
+	}
+	resp, gerr := s.meta.Client().Get(ctx, Root, clientv3.WithCountOnly())
+	if gerr != nil {
+		return // written; the cache catches up on its own
+	}
+	_ = s.cfg.Cache.WaitRev(ctx, resp.Header.Revision)
+}
+
+// readJSON is getJSON for reads: from the cache when there is one.
+func (s *Store) readJSON(ctx context.Context, key, what string, v any) (int64, error) {
+	if s.cfg.Cache == nil {
+		return s.getJSON(ctx, key, what, v)
+	}
+	b, rev, ok := s.cfg.Cache.Get(key)
+	if !ok {
+		return 0, fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return 0, fmt.Errorf("%s: corrupt record at %s: %w", what, key, err)
+	}
+	return rev, nil
+}
+
+// readList lists prefix for reads: from the cache when there is one.
+func (s *Store) readList(ctx context.Context, prefix string) ([]metastore.KV, error) {
+	if s.cfg.Cache == nil {
+		return s.meta.List(ctx, prefix)
+	}
+	return s.cfg.Cache.List(prefix), nil
+}
+
+func (s *Store) readExists(ctx context.Context, key string) (bool, error) {
+	if s.cfg.Cache == nil {
+		return s.exists(ctx, key)
+	}
+	_, _, ok := s.cfg.Cache.Get(key)
+	return ok, nil
+}
 
 func (s *Store) getJSON(ctx context.Context, key, what string, v any) (int64, error) {
 	kv, err := s.meta.Get(ctx, key)
@@ -160,7 +221,8 @@ func invalid(what string, err error) error {
 // ---- clusters
 
 // CreateCluster records a new cluster; ErrExists if it is known.
-func (s *Store) CreateCluster(ctx context.Context, name string, d ClusterData) error {
+func (s *Store) CreateCluster(ctx context.Context, name string, d ClusterData) (err error) {
+	defer s.settle(ctx, &err)
 	what := "cluster " + name
 	if err := validClusterName(name); err != nil {
 		return invalid(what, err)
@@ -184,13 +246,13 @@ func (s *Store) Cluster(ctx context.Context, name string) (ClusterData, error) {
 	if err := validClusterName(name); err != nil {
 		return d, invalid("cluster "+name, err)
 	}
-	_, err := s.getJSON(ctx, ClusterKey(name), "cluster "+name, &d)
+	_, err := s.readJSON(ctx, ClusterKey(name), "cluster "+name, &d)
 	return d, err
 }
 
 // Clusters lists the cluster names in order.
 func (s *Store) Clusters(ctx context.Context) ([]string, error) {
-	kvs, err := s.meta.List(ctx, clustersPrefix)
+	kvs, err := s.readList(ctx, clustersPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("clusters: %w", err)
 	}
@@ -198,7 +260,8 @@ func (s *Store) Clusters(ctx context.Context) ([]string, error) {
 }
 
 // UpdateCluster replaces a cluster's data; ErrNotFound if it is unknown.
-func (s *Store) UpdateCluster(ctx context.Context, name string, d ClusterData) error {
+func (s *Store) UpdateCluster(ctx context.Context, name string, d ClusterData) (err error) {
+	defer s.settle(ctx, &err)
 	what := "cluster " + name
 	var old ClusterData
 	rev, err := s.getJSON(ctx, ClusterKey(name), what, &old)
@@ -220,7 +283,8 @@ func (s *Store) UpdateCluster(ctx context.Context, name string, d ClusterData) e
 
 // DeleteCluster removes a cluster; ErrNotEmpty while a tenant allows it or
 // a namespace replicates to it.
-func (s *Store) DeleteCluster(ctx context.Context, name string) error {
+func (s *Store) DeleteCluster(ctx context.Context, name string) (err error) {
+	defer s.settle(ctx, &err)
 	what := "cluster " + name
 	kv, err := s.meta.Get(ctx, ClusterKey(name))
 	if errors.Is(err, metastore.ErrNotFound) {
@@ -281,7 +345,8 @@ func (s *Store) checkClustersExist(ctx context.Context, names []string) error {
 // ---- tenants
 
 // CreateTenant records a new tenant; its allowed clusters must exist.
-func (s *Store) CreateTenant(ctx context.Context, name string, info TenantInfo) error {
+func (s *Store) CreateTenant(ctx context.Context, name string, info TenantInfo) (err error) {
+	defer s.settle(ctx, &err)
 	what := "tenant " + name
 	if err := topic.ValidTenant(name); err != nil {
 		return invalid(what, err)
@@ -308,13 +373,13 @@ func (s *Store) Tenant(ctx context.Context, name string) (TenantInfo, error) {
 	if err := topic.ValidTenant(name); err != nil {
 		return ti, invalid("tenant "+name, err)
 	}
-	_, err := s.getJSON(ctx, TenantKey(name), "tenant "+name, &ti)
+	_, err := s.readJSON(ctx, TenantKey(name), "tenant "+name, &ti)
 	return ti, err
 }
 
 // Tenants lists the tenant names in order.
 func (s *Store) Tenants(ctx context.Context) ([]string, error) {
-	kvs, err := s.meta.List(ctx, tenantsPrefix)
+	kvs, err := s.readList(ctx, tenantsPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("tenants: %w", err)
 	}
@@ -323,7 +388,8 @@ func (s *Store) Tenants(ctx context.Context) ([]string, error) {
 
 // UpdateTenant replaces a tenant's info. Its allowed clusters must exist,
 // and a cluster one of its namespaces replicates to cannot be removed.
-func (s *Store) UpdateTenant(ctx context.Context, name string, info TenantInfo) error {
+func (s *Store) UpdateTenant(ctx context.Context, name string, info TenantInfo) (err error) {
+	defer s.settle(ctx, &err)
 	what := "tenant " + name
 	if err := topic.ValidTenant(name); err != nil {
 		return invalid(what, err)
@@ -367,7 +433,8 @@ func (s *Store) UpdateTenant(ctx context.Context, name string, info TenantInfo) 
 }
 
 // DeleteTenant removes a tenant; ErrNotEmpty while it has namespaces.
-func (s *Store) DeleteTenant(ctx context.Context, name string) error {
+func (s *Store) DeleteTenant(ctx context.Context, name string) (err error) {
+	defer s.settle(ctx, &err)
 	what := "tenant " + name
 	if err := topic.ValidTenant(name); err != nil {
 		return invalid(what, err)
@@ -423,7 +490,8 @@ func (s *Store) checkReplication(ctx context.Context, ti TenantInfo, clusters []
 // CreateNamespace records a new namespace ("tenant/ns") with policies p
 // (nil: defaults). Its tenant must exist; with no replication clusters
 // it gets the local cluster; bundles default to Config.DefaultBundles.
-func (s *Store) CreateNamespace(ctx context.Context, namespace string, p *Policies) error {
+func (s *Store) CreateNamespace(ctx context.Context, namespace string, p *Policies) (err error) {
+	defer s.settle(ctx, &err)
 	what := "namespace " + namespace
 	tenant, ns, err := parseNS(namespace)
 	if err != nil {
@@ -467,18 +535,18 @@ func (s *Store) CreateNamespace(ctx context.Context, namespace string, p *Polici
 
 // Namespace reads a namespace's policies.
 func (s *Store) Namespace(ctx context.Context, namespace string) (*Policies, error) {
-	p, _, err := s.namespace(ctx, namespace)
+	p, _, err := s.namespace(ctx, namespace, s.readJSON)
 	return p, err
 }
 
-func (s *Store) namespace(ctx context.Context, namespace string) (*Policies, int64, error) {
+func (s *Store) namespace(ctx context.Context, namespace string, get func(ctx context.Context, key, what string, v any) (int64, error)) (*Policies, int64, error) {
 	what := "namespace " + namespace
 	tenant, ns, err := parseNS(namespace)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", what, err)
 	}
 	var p Policies
-	rev, err := s.getJSON(ctx, NamespaceKey(tenant, ns), what, &p)
+	rev, err := get(ctx, NamespaceKey(tenant, ns), what, &p)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -492,12 +560,12 @@ func (s *Store) Namespaces(ctx context.Context, tenant string) ([]string, error)
 	if err := topic.ValidTenant(tenant); err != nil {
 		return nil, invalid(what, err)
 	}
-	if ok, err := s.exists(ctx, TenantKey(tenant)); err != nil {
+	if ok, err := s.readExists(ctx, TenantKey(tenant)); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	} else if !ok {
 		return nil, fmt.Errorf("%s: %w", what, ErrNotFound)
 	}
-	kvs, err := s.meta.List(ctx, namespacesPrefix+tenant+"/")
+	kvs, err := s.readList(ctx, namespacesPrefix+tenant+"/")
 	if err != nil {
 		return nil, fmt.Errorf("%s: namespaces: %w", what, err)
 	}
@@ -508,7 +576,8 @@ func (s *Store) Namespaces(ctx context.Context, tenant string) ([]string, error)
 // UpdateNamespace applies fn to a copy of a namespace's policies and
 // writes the result with compare-and-swap, retrying on conflict; fn may
 // run several times. The result is validated as on create.
-func (s *Store) UpdateNamespace(ctx context.Context, namespace string, fn func(*Policies) error) (*Policies, error) {
+func (s *Store) UpdateNamespace(ctx context.Context, namespace string, fn func(*Policies) error) (_ *Policies, err error) {
+	defer s.settle(ctx, &err)
 	what := "namespace " + namespace
 	tenant, ns, err := parseNS(namespace)
 	if err != nil {
@@ -516,7 +585,7 @@ func (s *Store) UpdateNamespace(ctx context.Context, namespace string, fn func(*
 	}
 	key := NamespaceKey(tenant, ns)
 	for {
-		p, rev, err := s.namespace(ctx, namespace)
+		p, rev, err := s.namespace(ctx, namespace, s.getJSON)
 		if err != nil {
 			return nil, err
 		}
@@ -553,7 +622,8 @@ func (s *Store) UpdateNamespace(ctx context.Context, namespace string, fn func(*
 
 // DeleteNamespace removes a namespace; ErrNotEmpty while it has
 // partitioned topics or Config.HasTopics says it has topics.
-func (s *Store) DeleteNamespace(ctx context.Context, namespace string) error {
+func (s *Store) DeleteNamespace(ctx context.Context, namespace string) (err error) {
+	defer s.settle(ctx, &err)
 	what := "namespace " + namespace
 	tenant, ns, err := parseNS(namespace)
 	if err != nil {
@@ -611,7 +681,8 @@ func (s *Store) CreatePartitioned(ctx context.Context, name topic.Name, n int) e
 
 // CreatePartitionedWithProperties is CreatePartitioned with topic
 // properties stored alongside.
-func (s *Store) CreatePartitionedWithProperties(ctx context.Context, name topic.Name, n int, props map[string]string) error {
+func (s *Store) CreatePartitionedWithProperties(ctx context.Context, name topic.Name, n int, props map[string]string) (err error) {
+	defer s.settle(ctx, &err)
 	what := "partitioned topic " + name.String()
 	if err := checkBase(name); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -671,7 +742,7 @@ func (s *Store) PartitionedMetadata(ctx context.Context, name topic.Name) (Parti
 	if err := checkBase(name); err != nil {
 		return m, false, err
 	}
-	_, err := s.getJSON(ctx, PartitionedKey(name), "partitioned topic "+name.String(), &m)
+	_, err := s.readJSON(ctx, PartitionedKey(name), "partitioned topic "+name.String(), &m)
 	if errors.Is(err, ErrNotFound) {
 		return PartitionedMetadata{}, false, nil
 	}
@@ -684,7 +755,8 @@ func (s *Store) PartitionedMetadata(ctx context.Context, name topic.Name) (Parti
 // UpdatePartitions raises a partitioned topic's partition count to n;
 // ErrInvalid if n is lower than the current count (equal is a no-op),
 // ErrNotFound if the topic is not partitioned.
-func (s *Store) UpdatePartitions(ctx context.Context, name topic.Name, n int) error {
+func (s *Store) UpdatePartitions(ctx context.Context, name topic.Name, n int) (err error) {
+	defer s.settle(ctx, &err)
 	what := "partitioned topic " + name.String()
 	if err := checkBase(name); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -724,7 +796,8 @@ func (s *Store) UpdatePartitions(ctx context.Context, name topic.Name, n int) er
 
 // DeletePartitioned removes a partitioned topic's record; ErrNotFound if
 // there is none. Deleting the partitions themselves is the caller's job.
-func (s *Store) DeletePartitioned(ctx context.Context, name topic.Name) error {
+func (s *Store) DeletePartitioned(ctx context.Context, name topic.Name) (err error) {
+	defer s.settle(ctx, &err)
 	what := "partitioned topic " + name.String()
 	if err := checkBase(name); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -752,7 +825,7 @@ func (s *Store) ListPartitioned(ctx context.Context, namespace string, domain to
 	if domain != "" {
 		prefix += string(domain) + "/"
 	}
-	kvs, err := s.meta.List(ctx, prefix)
+	kvs, err := s.readList(ctx, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("%s: partitioned topics: %w", what, err)
 	}

@@ -23,6 +23,9 @@ type ClusterData struct {
 	AuthenticationParameters       string   `json:"authenticationParameters,omitempty"`
 	BrokerClientTrustCertsFilePath string   `json:"brokerClientTrustCertsFilePath,omitempty"`
 	BrokerClientTLSEnabled         bool     `json:"brokerClientTlsEnabled,omitempty"`
+	// NATSURL is the region's NATS server for replication (an Isobar
+	// extension; Pulsar clients ignore it).
+	NATSURL string `json:"natsUrl,omitempty"`
 }
 
 // TenantInfo describes a tenant, in Pulsar's JSON field names. An empty

@@ -1,0 +1,371 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/wire"
+	"github.com/isobar-mq/isobar/broker/wire/pb"
+)
+
+// Geo-replication, broker side (docs/replication.md):
+//
+//   - Source: for every remote cluster in its namespace's replication
+//     clusters, a topic has a cursor "isobar.repl.<cluster>", created at
+//     the earliest entry, so retention keeps what the remote has not
+//     confirmed. Replicator workers consume it as a Failover subscription
+//     of that name over the Pulsar protocol and acknowledge cumulatively
+//     once the remote has stored the entries.
+//   - Sink: replicator workers produce with a producer named
+//     "isobar.repl.<source>[.<worker>]". Each entry carries
+//     replicated_from = <source> and the property
+//     __MSG_PROP_REPL_SOURCE_POSITION = "<ledger>:<entry>" (its position in
+//     the source region, as Pulsar's replicator writes it). The topic keeps
+//     the highest source position stored per source cluster, recovered on
+//     load from the de-duplication snapshot plus a replay of the entries
+//     after it, and drops entries at or below it: each source entry is
+//     stored once.
+
+// ReplPrefix starts the names of replication cursors and replicator
+// producers.
+const ReplPrefix = ReservedPrefix + "repl."
+
+// ReplSourcePositionProperty is the message property holding a replicated
+// entry's position in its source region, "<ledger>:<entry>".
+const ReplSourcePositionProperty = "__MSG_PROP_REPL_SOURCE_POSITION"
+
+// ReplCursorName is the name of the replication cursor to remote.
+func ReplCursorName(remote string) string { return ReplPrefix + remote }
+
+// ReplicatorProducerName is the name of a replicator producer bringing
+// entries from source; worker tells the producers of several workers apart.
+func ReplicatorProducerName(source, worker string) string {
+	if worker == "" {
+		return ReplPrefix + source
+	}
+	return ReplPrefix + source + "." + worker
+}
+
+// replicatorSource returns the source cluster of a replicator producer's
+// name.
+func replicatorSource(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, ReplPrefix)
+	if !ok || rest == "" {
+		return "", false
+	}
+	src, _, _ := strings.Cut(rest, ".")
+	return src, src != ""
+}
+
+// ParseSourcePosition parses a ReplSourcePositionProperty value.
+func ParseSourcePosition(s string) (mledger.Position, error) {
+	l, e, ok := strings.Cut(s, ":")
+	if !ok {
+		return mledger.Position{}, fmt.Errorf("source position %q: want <ledger>:<entry>", s)
+	}
+	ln, err1 := strconv.ParseInt(l, 10, 64)
+	en, err2 := strconv.ParseInt(e, 10, 64)
+	if err1 != nil || err2 != nil || ln < 0 || en < 0 {
+		return mledger.Position{}, fmt.Errorf("source position %q: want <ledger>:<entry>, both non-negative integers", s)
+	}
+	return mledger.Position{Ledger: ln, Entry: en}, nil
+}
+
+// FormatSourcePosition formats p as a ReplSourcePositionProperty value.
+func FormatSourcePosition(p mledger.Position) string {
+	return strconv.FormatInt(p.Ledger, 10) + ":" + strconv.FormatInt(p.Entry, 10)
+}
+
+// sourcePosition returns an entry's replication source and position;
+// ok is false for an entry that was not replicated.
+func sourcePosition(meta *pb.MessageMetadata) (src string, pos mledger.Position, ok bool, err error) {
+	src = meta.GetReplicatedFrom()
+	if src == "" {
+		return "", pos, false, nil
+	}
+	for _, kv := range meta.GetProperties() {
+		if kv.GetKey() == ReplSourcePositionProperty {
+			pos, err = ParseSourcePosition(kv.GetValue())
+			return src, pos, err == nil, err
+		}
+	}
+	return src, pos, false, fmt.Errorf("replicated entry from %s without a %s property", src, ReplSourcePositionProperty)
+}
+
+// replIn is what a topic knows of the entries it stored from one source
+// cluster. Guarded by the topic's mu.
+type replIn struct {
+	pushed    mledger.Position // highest source position sent to the ledger
+	confirmed mledger.Position // highest source position stored
+	inflight  int
+	chain     *mledger.Chain
+	msgIn     int64
+	bytesIn   int64
+	last      time.Time // last entry stored
+}
+
+var noPosition = mledger.Position{Ledger: -1, Entry: -1}
+
+func newReplIn(hwm mledger.Position) *replIn {
+	return &replIn{pushed: hwm, confirmed: hwm, chain: mledger.NewChain()}
+}
+
+// remotes are the other clusters of the topic's replication clusters.
+func (t *Topic) remotes() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for _, c := range t.policy.ReplicationClusters {
+		if c != t.b.cfg.Cluster && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// syncReplCursors creates the replication cursors of the topic's remotes
+// and deletes those of clusters no longer replicated to (their
+// subscriptions are closed first). Deleting a cursor releases what
+// retention kept for that cluster; nothing stored in any region is
+// deleted.
+func (t *Topic) syncReplCursors(ctx context.Context) error {
+	if t.ml == nil {
+		return nil
+	}
+	want := t.remotes()
+	var errs []error
+	for _, r := range want {
+		if _, err := t.ml.OpenCursor(ctx, ReplCursorName(r), mledger.Earliest); err != nil {
+			errs = append(errs, fmt.Errorf("replication cursor for %s: %w", r, err))
+		}
+	}
+	for _, name := range t.ml.Cursors() {
+		r, ok := strings.CutPrefix(name, ReplPrefix)
+		if !ok || slices.Contains(want, r) {
+			continue
+		}
+		t.mu.Lock()
+		s := t.subs[name]
+		t.mu.Unlock()
+		if s != nil {
+			s.closeAll(true)
+			t.removeSubscription(s)
+		}
+		if err := t.ml.DeleteCursor(ctx, name); err != nil && !errors.Is(err, mledger.ErrNoCursor) {
+			errs = append(errs, fmt.Errorf("replication cursor for %s: delete: %w", r, err))
+		} else {
+			t.b.log.Info("replication stopped", "topic", t.name.String(), "remote", r)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkReplSubscribe allows a subscription to a replication cursor when
+// its remote is one of the topic's remotes, re-reading the namespace's
+// policy first so a cluster added a moment ago is known.
+func (t *Topic) checkReplSubscribe(ctx context.Context, name string, st pb.CommandSubscribe_SubType) error {
+	remote := strings.TrimPrefix(name, ReplPrefix)
+	if st != pb.CommandSubscribe_Failover && st != pb.CommandSubscribe_Exclusive {
+		return fmt.Errorf("%w: replication subscription %s must be Failover or Exclusive", ErrInvalidArgument, name)
+	}
+	if t.ml == nil {
+		return fmt.Errorf("%w: non-persistent topic %s is not replicated", ErrInvalidArgument, t.name)
+	}
+	if pol, err := t.b.cfg.Namespaces.Policy(ctx, t.name.NamespaceName()); err == nil {
+		t.setPolicy(pol)
+	}
+	if !slices.Contains(t.remotes(), remote) {
+		return fmt.Errorf("%w: namespace %s does not replicate to cluster %q", ErrInvalidArgument, t.name.NamespaceName(), remote)
+	}
+	if err := t.syncReplCursors(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// publishReplicated appends an entry that a replicator producer brought
+// from cluster src, unless an entry at or after its source position is
+// already stored from src. done is as for publish.
+func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.Position, numMsgs int, entry []byte, done func(mledger.Position, bool, error)) {
+	if err := t.ensureDedupState(ctx); err != nil {
+		done(mledger.Position{}, false, err)
+		return
+	}
+	if err := t.quotaErr(false); err != nil {
+		done(mledger.Position{}, false, err)
+		return
+	}
+	t.mu.Lock()
+	st := t.replIn[src]
+	if st == nil {
+		st = newReplIn(noPosition)
+		t.replIn[src] = st
+	}
+	if st.chain.Broken() {
+		if st.inflight > 0 {
+			t.mu.Unlock()
+			done(mledger.Position{}, false, fmt.Errorf("%w: replicated entries from %s are being failed; retry", wire.ErrServiceNotReady, src))
+			return
+		}
+		// Every add of the broken chain has completed: start over from
+		// what is stored.
+		st.pushed, st.chain = st.confirmed, mledger.NewChain()
+	}
+	if pos.Compare(st.pushed) <= 0 {
+		t.mu.Unlock()
+		done(mledger.Position{}, false, nil) // stored already
+		return
+	}
+	st.pushed = pos
+	st.inflight++
+	chain := st.chain
+	t.mu.Unlock()
+	t.msgIn.Add(int64(numMsgs))
+	t.bytesIn.Add(int64(len(entry)))
+	t.ml.AddEntryChainedAsync(ctx, chain, entry, func(p mledger.Position, err error) {
+		t.mu.Lock()
+		st.inflight--
+		if err == nil {
+			if pos.Compare(st.confirmed) > 0 {
+				st.confirmed = pos
+			}
+			st.msgIn += int64(numMsgs)
+			st.bytesIn += int64(len(entry))
+			st.last = t.b.cfg.Now()
+		}
+		t.mu.Unlock()
+		if err == nil {
+			t.dedupStored(p)
+		}
+		done(p, true, err)
+	})
+}
+
+// ensureDedupState loads the de-duplication state (producer sequence ids
+// and replication high-water marks) unless it is loaded: the snapshot in
+// the isobar.dedup cursor's properties, then a replay of every entry after
+// its mark-delete position.
+func (t *Topic) ensureDedupState(ctx context.Context) error {
+	t.dedupLoad.Lock()
+	defer t.dedupLoad.Unlock()
+	t.mu.Lock()
+	loaded := t.dedupCur != nil
+	t.mu.Unlock()
+	if loaded || t.ml == nil {
+		return nil
+	}
+	c, err := t.ml.OpenCursor(ctx, dedupCursor, mledger.Earliest)
+	if err != nil {
+		return err
+	}
+	seqs := map[string]int64{}
+	hwm := map[string]mledger.Position{}
+	for k, v := range c.Properties() {
+		if src, ok := strings.CutPrefix(k, ReplPrefix); ok {
+			if p, err := ParseSourcePosition(v); err == nil {
+				hwm[src] = p
+			}
+			continue
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			seqs[k] = n
+		}
+	}
+	md := c.MarkDelete()
+	from := mledger.Position{Ledger: md.Ledger, Entry: md.Entry + 1}
+	for {
+		es, next, err := t.ml.Read(ctx, from, 256)
+		if err != nil {
+			return fmt.Errorf("topic %s: de-duplication replay: %w", t.name, err)
+		}
+		for _, e := range es {
+			meta, _, err := wire.DecodeEntry(e.Data)
+			if err != nil {
+				continue
+			}
+			if src, pos, ok, _ := sourcePosition(meta); ok {
+				if old, seen := hwm[src]; !seen || pos.Compare(old) > 0 {
+					hwm[src] = pos
+				}
+				continue
+			}
+			seq := int64(max(meta.GetSequenceId(), meta.GetHighestSequenceId()))
+			if seq > seqs[meta.GetProducerName()] {
+				seqs[meta.GetProducerName()] = seq
+			}
+		}
+		if len(es) == 0 {
+			break
+		}
+		from = next
+	}
+	t.mu.Lock()
+	t.dedupCur = c
+	t.dedupPushed = seqs
+	t.dedupConfirmed = maps.Clone(seqs)
+	for src, p := range hwm {
+		t.replIn[src] = newReplIn(p)
+	}
+	t.mu.Unlock()
+	return nil
+}
+
+// replicationStats fills the replication section of the topic's stats:
+// per remote, the outbound backlog and rate from its replication cursor
+// and subscription, and the inbound counters of what came from it.
+func (t *Topic) replicationStats(subs []*subscription) map[string]admin.ReplicatorStats {
+	out := map[string]admin.ReplicatorStats{}
+	if t.ml == nil {
+		return out
+	}
+	now := t.b.cfg.Now()
+	age := now.Sub(t.created).Seconds()
+	for _, r := range t.remotes() {
+		rs := admin.ReplicatorStats{}
+		ctx, cancel := context.WithTimeout(t.b.ctx, 5*time.Second)
+		if c, err := t.ml.OpenCursor(ctx, ReplCursorName(r), mledger.Earliest); err == nil {
+			rs.ReplicationBacklog = c.Backlog()
+			if rs.ReplicationBacklog > 0 {
+				md := c.MarkDelete()
+				if es, _, err := t.ml.Read(ctx, mledger.Position{Ledger: md.Ledger, Entry: md.Entry + 1}, 1); err == nil && len(es) == 1 {
+					if meta, _, err := wire.DecodeEntry(es[0].Data); err == nil {
+						rs.ReplicationDelayInSeconds = max(0, int64(now.Sub(time.UnixMilli(int64(meta.GetPublishTime()))).Seconds()))
+					}
+				}
+			}
+		}
+		cancel()
+		for _, s := range subs {
+			if s.name != ReplCursorName(r) {
+				continue
+			}
+			ss := s.stats()
+			for _, k := range ss.Consumers {
+				rs.Connected = true
+				rs.OutboundConnection = k.Address
+				rs.OutboundConnectedSince = k.ConnectedSince
+				rs.MsgThroughputOut += float64(k.BytesOutCounter) / max(age, 1)
+			}
+			rs.MsgRateOut = float64(ss.MsgOutCounter) / max(age, 1)
+		}
+		t.mu.Lock()
+		if in := t.replIn[r]; in != nil {
+			rs.MsgRateIn = float64(in.msgIn) / max(age, 1)
+			rs.MsgThroughputIn = float64(in.bytesIn) / max(age, 1)
+			if !in.last.IsZero() {
+				rs.InboundConnectedSince = in.last.UTC().Format(time.RFC3339Nano)
+			}
+		}
+		t.mu.Unlock()
+		out[r] = rs
+	}
+	return out
+}
