@@ -1,0 +1,315 @@
+// Package natsembed owns Isobar's embedded NATS servers: one nats-server per
+// region, running in-process, joined to the other regions' servers by NATS
+// gateways into one super-cluster. Replicators in every region talk to their
+// local server; gateways carry subjects between regions.
+//
+// Each server's cluster (gateway) name and server name are the region name.
+// A server has a client listener and a gateway listener, and lists the
+// gateway URLs of the other regions it knows. It need not know all of them:
+// NATS gossips gateway URLs, so when B connects to A, A tells B about every
+// gateway it knows and makes an implicit gateway back to B (and tells the
+// others about B). A federation of regions whose ports are picked at start
+// (port 0) therefore comes up by starting a seed region with no gateways and
+// then every other region with just the seed's GatewayURL; WaitGateways
+// returns once the full mesh is up. For restarts in place, use fixed ports and
+// list every other region, so that any surviving region brings the restarted
+// one back into the mesh.
+//
+// There is no JetStream: NATS is only the transport between regions;
+// durability lives in the ledgers.
+package natsembed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// DefaultHost is the listen host when Config.Host is empty.
+const DefaultHost = "127.0.0.1"
+
+// defaultReadyTimeout bounds Start when ctx has no deadline.
+const defaultReadyTimeout = 10 * time.Second
+
+// Config describes one region's embedded NATS server.
+type Config struct {
+	// Region is the server name and its gateway (cluster) name. Required.
+	Region string
+	// Host is the listen host for clients and gateways; empty means
+	// DefaultHost (127.0.0.1).
+	Host string
+	// Port is the client port; 0 picks a free port (see Server.ClientURL).
+	Port int
+	// GatewayPort is the gateway port; 0 picks a free port (see
+	// Server.GatewayURL). Use a fixed port for a server that must come back
+	// on the same address after a restart.
+	GatewayPort int
+	// Gateways maps other regions' names to their gateway URLs
+	// ("nats://host:port"). It may be empty for a single region or a seed;
+	// the rest of the mesh is discovered through gateway gossip.
+	Gateways map[string]string
+	// Logger receives the NATS server's log lines, all at debug level with
+	// the NATS level as attribute "nats_level"; nil discards them.
+	Logger *slog.Logger
+}
+
+// Validate reports every problem with c at once, naming the fields.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Region == "" {
+		errs = append(errs, errors.New("Region: required"))
+	} else if !validName(c.Region) {
+		errs = append(errs, fmt.Errorf("Region: %q must be letters, digits, '-' or '_'", c.Region))
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("Port: %d out of range 0..65535", c.Port))
+	}
+	if c.GatewayPort < 0 || c.GatewayPort > 65535 {
+		errs = append(errs, fmt.Errorf("GatewayPort: %d out of range 0..65535", c.GatewayPort))
+	}
+	if c.Port != 0 && c.Port == c.GatewayPort {
+		errs = append(errs, fmt.Errorf("GatewayPort: %d is also the client Port", c.GatewayPort))
+	}
+	for _, name := range sortedKeys(c.Gateways) {
+		raw := c.Gateways[name]
+		switch {
+		case !validName(name):
+			errs = append(errs, fmt.Errorf("Gateways[%q]: region must be letters, digits, '-' or '_'", name))
+		case name == c.Region:
+			errs = append(errs, fmt.Errorf("Gateways[%q]: is this server's own region", name))
+		}
+		if _, err := gatewayURL(raw); err != nil {
+			errs = append(errs, fmt.Errorf("Gateways[%q]: %v", name, err))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("natsembed: invalid config: %w", errors.Join(errs...))
+}
+
+func validName(s string) bool {
+	for _, r := range s {
+		ok := r == '-' || r == '_' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+		if !ok {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func gatewayURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "nats" || u.Hostname() == "" || u.Port() == "" {
+		return nil, fmt.Errorf("%q is not nats://host:port", raw)
+	}
+	return u, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Server is a running embedded NATS server of one region.
+type Server struct {
+	region     string
+	ns         *server.Server
+	clientURL  string
+	gatewayURL string
+}
+
+// Start starts the server for cfg and waits until it accepts client
+// connections, bounded by ctx (10s if ctx has no deadline). It does not wait
+// for gateways; see WaitGateways.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	host := cfg.Host
+	if host == "" {
+		host = DefaultHost
+	}
+	opts := &server.Options{
+		ServerName: cfg.Region,
+		Host:       host,
+		Port:       natsPort(cfg.Port),
+		NoSigs:     true,
+		NoLog:      cfg.Logger == nil,
+		Gateway: server.GatewayOpts{
+			Name: cfg.Region,
+			Host: host,
+			Port: natsPort(cfg.GatewayPort),
+		},
+	}
+	for _, name := range sortedKeys(cfg.Gateways) {
+		u, _ := gatewayURL(cfg.Gateways[name]) // checked by Validate
+		opts.Gateway.Gateways = append(opts.Gateway.Gateways, &server.RemoteGatewayOpts{Name: name, URLs: []*url.URL{u}})
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("natsembed: region %s: %w", cfg.Region, err)
+	}
+	if cfg.Logger != nil {
+		debug := cfg.Logger.Enabled(ctx, slog.LevelDebug)
+		ns.SetLoggerV2(slogLogger{cfg.Logger.With("region", cfg.Region)}, debug, false, false)
+	}
+	ns.Start()
+
+	deadline := time.Now().Add(defaultReadyTimeout)
+	if d, ok := ctx.Deadline(); ok {
+		deadline = d
+	}
+	for !ns.ReadyForConnections(min(100*time.Millisecond, max(time.Until(deadline), time.Millisecond))) {
+		if err := ctx.Err(); err != nil || time.Now().After(deadline) {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+			if err == nil {
+				err = context.DeadlineExceeded
+			}
+			return nil, fmt.Errorf("natsembed: region %s: not ready for connections: %w", cfg.Region, err)
+		}
+	}
+	gw := ns.GatewayAddr()
+	if gw == nil {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		return nil, fmt.Errorf("natsembed: region %s: gateway listener not started", cfg.Region)
+	}
+	return &Server{
+		region:     cfg.Region,
+		ns:         ns,
+		clientURL:  "nats://" + net.JoinHostPort(host, strconv.Itoa(ns.Addr().(*net.TCPAddr).Port)),
+		gatewayURL: "nats://" + net.JoinHostPort(host, strconv.Itoa(gw.Port)),
+	}, nil
+}
+
+// natsPort maps our "0 = pick a free port" to nats-server's, where 0 means
+// the default port (or, for gateways, no listener) and -1 means random.
+func natsPort(p int) int {
+	if p == 0 {
+		return server.RANDOM_PORT
+	}
+	return p
+}
+
+// Region returns the server's region name.
+func (s *Server) Region() string { return s.region }
+
+// ClientURL returns the URL clients connect to, with the actual port.
+func (s *Server) ClientURL() string { return s.clientURL }
+
+// GatewayURL returns the URL other regions' servers list in
+// Config.Gateways, with the actual port.
+func (s *Server) GatewayURL() string { return s.gatewayURL }
+
+// Shutdown stops the server, closing its client and gateway connections, and
+// waits until it has stopped. It is safe to call more than once.
+func (s *Server) Shutdown() {
+	s.ns.Shutdown()
+	s.ns.WaitForShutdown()
+}
+
+// NumGateways returns how many gateway connections are up, outbound plus
+// inbound (a full mesh of N regions has 2(N-1) on every server).
+func (s *Server) NumGateways() int {
+	out, in := s.gateways()
+	n := len(out)
+	for _, c := range in {
+		n += c
+	}
+	return n
+}
+
+// gateways returns the regions with an outbound gateway connection up and
+// the number of inbound connections up per region.
+func (s *Server) gateways() (out map[string]bool, in map[string]int) {
+	out, in = map[string]bool{}, map[string]int{}
+	gz, err := s.ns.Gatewayz(nil)
+	if err != nil {
+		return out, in
+	}
+	for name, r := range gz.OutboundGateways {
+		if r != nil && r.Connection != nil {
+			out[name] = true
+		}
+	}
+	for name, rs := range gz.InboundGateways {
+		for _, r := range rs {
+			if r != nil && r.Connection != nil {
+				in[name]++
+			}
+		}
+	}
+	return out, in
+}
+
+// WaitGateways waits until every server has an outbound and an inbound
+// gateway connection with every other server's region (a full mesh), or ctx
+// ends.
+func WaitGateways(ctx context.Context, servers ...*Server) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		missing := missingGateways(servers)
+		if missing == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("natsembed: gateways not meshed (%s): %w", missing, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// missingGateways describes the first missing link, or returns "".
+func missingGateways(servers []*Server) string {
+	for _, s := range servers {
+		out, in := s.gateways()
+		for _, o := range servers {
+			if o.region == s.region {
+				continue
+			}
+			if !out[o.region] {
+				return fmt.Sprintf("%s has no outbound gateway to %s", s.region, o.region)
+			}
+			if in[o.region] == 0 {
+				return fmt.Sprintf("%s has no inbound gateway from %s", s.region, o.region)
+			}
+		}
+	}
+	return ""
+}
+
+// slogLogger routes nats-server's log lines to a *slog.Logger at debug level.
+type slogLogger struct{ l *slog.Logger }
+
+func (l slogLogger) log(level, format string, v []any) {
+	if !l.l.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	l.l.Debug(fmt.Sprintf(format, v...), "nats_level", level)
+}
+
+func (l slogLogger) Noticef(format string, v ...any) { l.log("notice", format, v) }
+func (l slogLogger) Warnf(format string, v ...any)   { l.log("warn", format, v) }
+func (l slogLogger) Fatalf(format string, v ...any)  { l.log("fatal", format, v) }
+func (l slogLogger) Errorf(format string, v ...any)  { l.log("error", format, v) }
+func (l slogLogger) Debugf(format string, v ...any)  { l.log("debug", format, v) }
+func (l slogLogger) Tracef(format string, v ...any)  { l.log("trace", format, v) }

@@ -1,0 +1,357 @@
+// Package frame owns the replication frame codec: the byte format in which a
+// replicator ships a batch of ledger entries of one topic from a source
+// region to a destination region. It is pure: bytes in, bytes out, no I/O.
+//
+// The format is specified in docs/format/replication-frame.md.
+package frame
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Errors returned by Decode (wrapped with what exactly is wrong; test with
+// errors.Is) and Encode.
+var (
+	// ErrCorrupt means the frame is malformed: bad magic or version,
+	// checksum mismatch, truncated or trailing bytes, bad positions.
+	ErrCorrupt = errors.New("frame: corrupt")
+	// ErrTooLarge means the frame declares more entries or bytes than the
+	// decoder's Limits allow; nothing large was allocated.
+	ErrTooLarge = errors.New("frame: too large")
+	// ErrInvalid means Encode was given entries that no frame may carry:
+	// none at all, a negative position, or positions not strictly ascending.
+	ErrInvalid = errors.New("frame: invalid entries")
+)
+
+const (
+	magic   = "ISRF"
+	version = 1
+
+	flagZstd   = 1 << 0
+	knownFlags = flagZstd
+
+	// fixedHeader is magic, version and flags; the uvarints and the CRC follow.
+	fixedHeader = len(magic) + 2
+	crcLen      = 4
+	// minEntryBytes is the smallest encoding of one entry in the body: one
+	// byte each for the two position fields and the data length.
+	minEntryBytes = 3
+)
+
+// Default decode limits, used for zero (or negative) Limits fields.
+const (
+	DefaultMaxEntries    = 10000
+	DefaultMaxRawBytes   = 8 << 20
+	DefaultMaxFrameBytes = 8 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Pos is an entry's position in the source region: ledger id and entry id,
+// both >= 0.
+type Pos struct{ Ledger, Entry int64 }
+
+// Less reports whether p comes before q (by ledger, then entry).
+func (p Pos) Less(q Pos) bool {
+	return p.Ledger < q.Ledger || (p.Ledger == q.Ledger && p.Entry < q.Entry)
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Ledger, p.Entry) }
+
+// Entry is one ledger entry: its source position and its opaque bytes
+// (a Pulsar entry: metadata and payload).
+type Entry struct {
+	Pos  Pos
+	Data []byte
+}
+
+// Limits bound what a Decoder accepts, so that a hostile or broken frame
+// cannot make it allocate much. A zero (or negative) field means its default.
+type Limits struct {
+	// MaxEntries bounds the entry count; default DefaultMaxEntries (10000).
+	MaxEntries int
+	// MaxRawBytes bounds the uncompressed body; default DefaultMaxRawBytes (8 MiB).
+	MaxRawBytes int
+	// MaxFrameBytes bounds the whole frame as received; default
+	// DefaultMaxFrameBytes (8 MiB).
+	MaxFrameBytes int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = DefaultMaxEntries
+	}
+	if l.MaxRawBytes <= 0 {
+		l.MaxRawBytes = DefaultMaxRawBytes
+	}
+	if l.MaxFrameBytes <= 0 {
+		l.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	return l
+}
+
+// Encoder builds frames. It keeps a zstd encoder and a scratch buffer between
+// calls, so reuse one per goroutine. An Encoder is NOT safe for concurrent
+// use.
+//
+// Encode does not apply Limits: the caller batches entries so that frames
+// stay within what the receiving Decoder accepts.
+type Encoder struct {
+	zw  *zstd.Encoder
+	raw []byte // scratch for the uncompressed body
+}
+
+// NewEncoder returns an Encoder compressing with zstd at its default level.
+func NewEncoder() *Encoder {
+	zw, err := zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderConcurrency(1),
+		// The frame header carries a CRC32C of the raw body already.
+		zstd.WithEncoderCRC(false),
+	)
+	if err != nil {
+		// Only reachable with invalid options, which are constants here.
+		panic(fmt.Sprintf("frame: zstd encoder: %v", err))
+	}
+	return &Encoder{zw: zw}
+}
+
+// Encode appends the frame carrying entries to dst and returns the extended
+// slice, with raw, the size of the uncompressed body. Entries must be
+// non-empty, with non-negative positions in strictly ascending order;
+// otherwise Encode returns an error wrapping ErrInvalid and dst unchanged.
+func (e *Encoder) Encode(dst []byte, entries []Entry) (frame []byte, raw int, err error) {
+	if len(entries) == 0 {
+		return dst, 0, fmt.Errorf("%w: no entries", ErrInvalid)
+	}
+	body := e.raw[:0]
+	var prev Pos
+	for i, en := range entries {
+		p := en.Pos
+		if p.Ledger < 0 || p.Entry < 0 {
+			return dst, 0, fmt.Errorf("%w: entry %d: negative position %v", ErrInvalid, i, p)
+		}
+		switch {
+		case i == 0:
+			body = binary.AppendUvarint(body, uint64(p.Ledger))
+			body = binary.AppendUvarint(body, uint64(p.Entry))
+		case !prev.Less(p):
+			return dst, 0, fmt.Errorf("%w: entry %d: position %v not after %v", ErrInvalid, i, p, prev)
+		case p.Ledger == prev.Ledger:
+			body = binary.AppendUvarint(body, 0)
+			body = binary.AppendUvarint(body, uint64(p.Entry-prev.Entry))
+		default:
+			body = binary.AppendUvarint(body, uint64(p.Ledger-prev.Ledger))
+			body = binary.AppendUvarint(body, uint64(p.Entry))
+		}
+		body = binary.AppendUvarint(body, uint64(len(en.Data)))
+		body = append(body, en.Data...)
+		prev = p
+	}
+	e.raw = body
+
+	dst = append(dst, magic...)
+	dst = append(dst, version, flagZstd)
+	dst = binary.AppendUvarint(dst, uint64(len(entries)))
+	dst = binary.AppendUvarint(dst, uint64(len(body)))
+	dst = binary.BigEndian.AppendUint32(dst, crc32.Checksum(body, castagnoli))
+	dst = e.zw.EncodeAll(body, dst)
+	return dst, len(body), nil
+}
+
+// Decoder parses and verifies frames within its Limits. It is safe for
+// concurrent use.
+type Decoder struct {
+	lim Limits
+	zr  *zstd.Decoder // DecodeAll is safe for concurrent use
+}
+
+// NewDecoder returns a Decoder that rejects frames beyond l (see Limits for
+// the defaults of zero fields).
+func NewDecoder(l Limits) *Decoder {
+	l = l.withDefaults()
+	// zstd frames declare a window of at least zstd.MinWindowSize even for
+	// smaller content, and the window is checked against the memory limit;
+	// the per-call bound is cap(dst) anyway.
+	zr, err := zstd.NewReader(nil,
+		zstd.WithDecoderMaxMemory(uint64(max(l.MaxRawBytes, zstd.MinWindowSize))),
+		// DecodeAll never writes past cap(dst), which Decode sets to the
+		// raw length that the header declares.
+		zstd.WithDecodeAllCapLimit(true),
+	)
+	if err != nil {
+		// Only reachable with invalid options; MaxRawBytes >= 1 here.
+		panic(fmt.Sprintf("frame: zstd decoder: %v", err))
+	}
+	return &Decoder{lim: l, zr: zr}
+}
+
+// Decode verifies frame and returns its entries. The returned Data slices
+// share one freshly allocated buffer (each capped at its own length) and
+// never alias frame. Any malformed input yields an error wrapping ErrCorrupt
+// or ErrTooLarge that says what is wrong; Decode never panics.
+func (d *Decoder) Decode(frame []byte) ([]Entry, error) {
+	if len(frame) > d.lim.MaxFrameBytes {
+		return nil, fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrTooLarge, len(frame), d.lim.MaxFrameBytes)
+	}
+	if len(frame) < fixedHeader {
+		return nil, fmt.Errorf("%w: header truncated (%d bytes)", ErrCorrupt, len(frame))
+	}
+	if string(frame[:len(magic)]) != magic {
+		return nil, fmt.Errorf("%w: bad magic %q", ErrCorrupt, frame[:len(magic)])
+	}
+	if v := frame[len(magic)]; v != version {
+		return nil, fmt.Errorf("%w: unsupported version %d", ErrCorrupt, v)
+	}
+	flags := frame[len(magic)+1]
+	if flags&^knownFlags != 0 {
+		return nil, fmt.Errorf("%w: unknown flags %#02x", ErrCorrupt, flags)
+	}
+	r := reader{b: frame[fixedHeader:]}
+	count := r.uvarint("entry count")
+	rawLen := r.uvarint("raw length")
+	sum := r.u32("checksum")
+	if r.err != nil {
+		return nil, fmt.Errorf("%w: header: %v", ErrCorrupt, r.err)
+	}
+	if count == 0 {
+		return nil, fmt.Errorf("%w: no entries", ErrCorrupt)
+	}
+	if count > uint64(d.lim.MaxEntries) {
+		return nil, fmt.Errorf("%w: %d entries exceed %d", ErrTooLarge, count, d.lim.MaxEntries)
+	}
+	if rawLen > uint64(d.lim.MaxRawBytes) {
+		return nil, fmt.Errorf("%w: raw body of %d bytes exceeds %d", ErrTooLarge, rawLen, d.lim.MaxRawBytes)
+	}
+	if count > rawLen/minEntryBytes {
+		return nil, fmt.Errorf("%w: %d entries cannot fit in a raw body of %d bytes", ErrCorrupt, count, rawLen)
+	}
+	in := r.b
+
+	// The body gets its own buffer so Data never aliases frame.
+	raw := make([]byte, 0, int(rawLen))
+	if flags&flagZstd != 0 {
+		out, err := d.zr.DecodeAll(in, raw)
+		if err != nil {
+			if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+				return nil, fmt.Errorf("%w: body decompresses past its declared %d bytes", ErrCorrupt, rawLen)
+			}
+			return nil, fmt.Errorf("%w: decompress body: %v", ErrCorrupt, err)
+		}
+		if len(out) != int(rawLen) {
+			return nil, fmt.Errorf("%w: body decompresses to %d bytes, header says %d", ErrCorrupt, len(out), rawLen)
+		}
+		raw = out
+	} else {
+		if len(in) < int(rawLen) {
+			return nil, fmt.Errorf("%w: body truncated: %d of %d bytes", ErrCorrupt, len(in), rawLen)
+		}
+		if len(in) > int(rawLen) {
+			return nil, fmt.Errorf("%w: %d trailing bytes after body", ErrCorrupt, len(in)-int(rawLen))
+		}
+		raw = append(raw, in...)
+	}
+	if got := crc32.Checksum(raw, castagnoli); got != sum {
+		return nil, fmt.Errorf("%w: checksum mismatch: body %08x, header %08x", ErrCorrupt, got, sum)
+	}
+	return parseBody(raw, int(count))
+}
+
+// parseBody decodes count entries from the verified raw body.
+func parseBody(raw []byte, count int) ([]Entry, error) {
+	entries := make([]Entry, count)
+	r := reader{b: raw}
+	var prev Pos
+	for i := range entries {
+		var p Pos
+		if i == 0 {
+			p.Ledger = r.int63("ledger id")
+			p.Entry = r.int63("entry id")
+		} else {
+			dl := r.int63("ledger delta")
+			if dl == 0 {
+				de := r.int63("entry delta")
+				if r.err == nil && de == 0 {
+					return nil, fmt.Errorf("%w: entry %d: positions not ascending", ErrCorrupt, i)
+				}
+				if de > math.MaxInt64-prev.Entry {
+					return nil, fmt.Errorf("%w: entry %d: entry id overflows", ErrCorrupt, i)
+				}
+				p = Pos{prev.Ledger, prev.Entry + de}
+			} else {
+				if dl > math.MaxInt64-prev.Ledger {
+					return nil, fmt.Errorf("%w: entry %d: ledger id overflows", ErrCorrupt, i)
+				}
+				p = Pos{prev.Ledger + dl, r.int63("entry id")}
+			}
+		}
+		n := r.uvarint("data length")
+		if r.err == nil && n > uint64(len(r.b)) {
+			return nil, fmt.Errorf("%w: entry %d: data truncated: %d of %d bytes", ErrCorrupt, i, len(r.b), n)
+		}
+		if r.err != nil {
+			return nil, fmt.Errorf("%w: entry %d: %v", ErrCorrupt, i, r.err)
+		}
+		entries[i] = Entry{Pos: p, Data: r.b[:n:n]}
+		r.b = r.b[n:]
+		prev = p
+	}
+	if len(r.b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes after %d entries", ErrCorrupt, len(r.b), count)
+	}
+	return entries, nil
+}
+
+// reader is a sticky-error reader: after the first failure every read
+// returns zero and err keeps the first failure.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint(what string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	switch {
+	case n == 0:
+		r.err = fmt.Errorf("%s truncated", what)
+		return 0
+	case n < 0:
+		r.err = fmt.Errorf("%s overflows 64 bits", what)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// int63 reads a uvarint that must fit in an int64 (a negative value on the
+// Go side is rejected).
+func (r *reader) int63(what string) int64 {
+	v := r.uvarint(what)
+	if r.err == nil && v > math.MaxInt64 {
+		r.err = fmt.Errorf("negative %s", what)
+		return 0
+	}
+	return int64(v)
+}
+
+func (r *reader) u32(what string) uint32 {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) < 4 {
+		r.err = fmt.Errorf("%s truncated", what)
+		return 0
+	}
+	v := binary.BigEndian.Uint32(r.b)
+	r.b = r.b[4:]
+	return v
+}
