@@ -47,7 +47,11 @@ func (r *Region) startBrokers(ctx context.Context) error {
 	}
 	r.ledgers = lc
 	cluster := cfg.clusterName()
-	pol, err := policy.New(policy.Config{Meta: r.meta, LocalCluster: cluster, HasTopics: r.hasTopics})
+	pc := policy.Config{Meta: r.meta, LocalCluster: cluster, HasTopics: r.hasTopics}
+	if r.global != nil {
+		pc.Meta, pc.Cache = r.globalMeta, r.global
+	}
+	pol, err := policy.New(pc)
 	if err != nil {
 		return fmt.Errorf("region %s: %w", cfg.Name, err)
 	}
@@ -60,7 +64,20 @@ func (r *Region) startBrokers(ctx context.Context) error {
 		r.brokers = append(r.brokers, rb)
 	}
 	first := r.brokers[0].eps
-	err = pol.EnsureStandalone(ctx, cluster, policy.ClusterData{ServiceURL: first.WebServiceURL, BrokerServiceURL: first.ServiceURL})
+	cd := policy.ClusterData{ServiceURL: first.WebServiceURL, BrokerServiceURL: first.ServiceURL, NATSURL: r.natsURL}
+	if r.global != nil {
+		// One region of a federation: register (or refresh) its cluster;
+		// the federation creates the shared tenants and namespaces.
+		err := pol.CreateCluster(ctx, cluster, cd)
+		if errors.Is(err, policy.ErrExists) {
+			err = pol.UpdateCluster(ctx, cluster, cd)
+		}
+		if err != nil {
+			return fmt.Errorf("region %s: register cluster %s: %w", cfg.Name, cluster, err)
+		}
+		return nil
+	}
+	err = pol.EnsureStandalone(ctx, cluster, cd)
 	if err != nil {
 		return fmt.Errorf("region %s: create cluster %s, tenant public and namespace public/default: %w", cfg.Name, cluster, err)
 	}

@@ -21,7 +21,10 @@ import (
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/policy"
+	"github.com/isobar-mq/isobar/globalconfig"
+	"github.com/isobar-mq/isobar/internal/natsembed"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/replicator"
 )
 
 // Config describes one region.
@@ -60,6 +63,23 @@ type Config struct {
 	// Broker is the template for every broker's config; addresses, stores
 	// and placement are filled in per broker.
 	Broker broker.Config `yaml:"-"`
+
+	// GlobalEndpoints are the global configuration store's etcd
+	// endpoints. When set, clusters, tenants, namespaces and their
+	// policies live there and the region reads them through a watched
+	// cache (persisted under DataDir/globalconfig), so it keeps serving
+	// while the global store is unreachable. Empty keeps them in the
+	// region's own etcd (a single-region deployment).
+	GlobalEndpoints []string `yaml:"globalEndpoints"`
+	// NATS, when set, starts an embedded NATS server for replication; its
+	// Region is filled in. NATSURL points at an external one instead.
+	NATS    *natsembed.Config `yaml:"-"`
+	NATSURL string            `yaml:"natsUrl"`
+	// Replicators is how many replicator workers run when NATS is
+	// configured; zero means 1, -1 none.
+	Replicators int `yaml:"replicators"`
+	// Replicator is the template for every replicator worker's config.
+	Replicator replicator.Config `yaml:"-"`
 }
 
 func (c Config) clusterName() string {
@@ -109,6 +129,12 @@ type Region struct {
 	ledgers       *ledger.Client
 	policies      *policy.Store
 	brokers       []*runningBroker
+
+	globalMeta *metastore.Store
+	global     *globalconfig.Cache
+	nats       *natsembed.Server
+	natsURL    string
+	workers    []*runningWorker
 }
 
 // Endpoints says where a region's parts listen.
@@ -119,6 +145,7 @@ type Endpoints struct {
 	WebServiceURL string            `json:"webServiceUrl,omitempty"`
 	MetricsURL    string            `json:"metricsUrl,omitempty"`
 	MetadataURL   string            `json:"metadataUrl"`
+	NATSURL       string            `json:"natsUrl,omitempty"`
 	Bookies       []string          `json:"bookies"`
 	Brokers       []BrokerEndpoints `json:"brokers"`
 }
@@ -169,6 +196,16 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Region, err
 	if err != nil {
 		return nil, fmt.Errorf("region %s: %w", cfg.Name, err)
 	}
+	if len(cfg.GlobalEndpoints) > 0 {
+		if err := r.startGlobal(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.NATS != nil || cfg.NATSURL != "" {
+		if err := r.startNATS(ctx); err != nil {
+			return nil, err
+		}
+	}
 	for i := 0; i < cfg.Bookies; i++ {
 		bc := cfg.Bookie
 		bc.Region = cfg.Name
@@ -204,6 +241,16 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Region, err
 		if err := r.startBrokers(ctx); err != nil {
 			return nil, err
 		}
+		if r.natsURL != "" && cfg.Replicators >= 0 {
+			n := max(cfg.Replicators, 1)
+			for i := range n {
+				rw, err := r.startWorker(ctx, i)
+				if err != nil {
+					return nil, err
+				}
+				r.workers = append(r.workers, rw)
+			}
+		}
 	}
 	logger.Info("region started", "metadata", endpoints, "bookies", len(r.bookies), "brokers", len(r.brokers))
 	return r, nil
@@ -232,14 +279,25 @@ func (r *Region) Endpoints() Endpoints {
 		// MetricsURL stays empty until the broker serves /metrics
 		// (the observability issue).
 	}
+	e.NATSURL = r.natsURL
 	return e
 }
 
 // Shutdown stops the parts in reverse order.
 func (r *Region) Shutdown(ctx context.Context) error {
 	var errs []error
+	r.stopWorkers()
 	if err := r.stopBrokers(ctx); err != nil {
 		errs = append(errs, err)
+	}
+	if r.nats != nil {
+		r.nats.Shutdown()
+	}
+	if r.global != nil {
+		r.global.Close()
+	}
+	if r.globalMeta != nil {
+		r.globalMeta.Close()
 	}
 	for i := len(r.bookies) - 1; i >= 0; i-- {
 		if err := r.bookies[i].Shutdown(ctx); err != nil {

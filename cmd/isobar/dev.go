@@ -12,18 +12,28 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/isobar-mq/isobar/internal/natsembed"
 	"github.com/isobar-mq/isobar/region"
 )
 
 // devPorts is the port plan of `isobar dev`: region i owns the block
-// basePort + 100*i: its broker's Pulsar port at +0, etcd at +30 (+31
-// peer), bookie j at +40+j. The broker's HTTP port is basePort + 1430 +
+// basePort + 100*i: its broker's Pulsar port at +0, NATS at +20 (+21
+// gateway), etcd at +30 (+31 peer), bookie j at +40+j; the global store
+// is at basePort+10 (+11 peer). The broker's HTTP port is basePort + 1430 +
 // 100*i, so the default base 6650 gives Pulsar's familiar 6650 and 8080.
 const (
 	devPortStride     = 100
 	devHTTPShift      = 1430
 	devMetastoreShift = 30 // etcd client; +31 etcd peer
 	devBookieShift    = 40 // bookie j at +40+j
+	devNATSShift      = 20 // NATS client; +21 NATS gateway
+	devGlobalShift    = 10 // global store client (+11 peer), in region 0's block
+)
+
+// The namespace `dev` creates replicated across every region.
+const (
+	devTenant    = "geo"
+	devNamespace = "replicated"
 )
 
 type devEndpoints struct {
@@ -39,15 +49,17 @@ func newDevCmd(g *globalFlags) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run a whole federation in one process (embedded etcd, bookies and a broker per region)",
+		Short: "Run a whole federation in one process (global store; per region etcd, bookies, a broker, NATS and a replicator)",
 		Long: `Run a development federation: for each region an embedded etcd
 metadata store, a bookie ensemble and a broker (Pulsar protocol and admin
 REST API), all in this process, data under --data-dir (restart keeps it).
 Prints every endpoint and writes them to <data-dir>/endpoints.json. Ctrl-C
 stops it cleanly.
 
-Replicators and the global configuration store join with the federation
-issue; until then the regions do not replicate to each other.`,
+The regions share a global configuration store (an embedded etcd) and
+an embedded NATS super-cluster (one server per region, joined by gateways);
+replicator workers copy every topic of public/default and geo/replicated
+to every other region.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := g.logger()
@@ -65,18 +77,15 @@ issue; until then the regions do not replicate to each other.`,
 				return usageError{fmt.Errorf("--bookies: %d is not within 1..%d", bookies, devPortStride-devBookieShift)}
 			}
 			ctx := cmd.Context()
-			var started []*region.Region
-			stopAll := func() {
-				sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				for i := len(started) - 1; i >= 0; i-- {
-					started[i].Shutdown(sctx)
-				}
+			fc := region.FederationConfig{
+				GlobalDir:  filepath.Join(dataDir, "global"),
+				GlobalPort: basePort + devGlobalShift,
+				Tenant:     devTenant,
+				Namespace:  devNamespace,
 			}
-			var eps devEndpoints
 			for i, name := range names {
 				block := basePort + devPortStride*i
-				r, err := region.Start(ctx, region.Config{
+				fc.Regions = append(fc.Regions, region.Config{
 					Name:          name,
 					DataDir:       filepath.Join(dataDir, name),
 					MetastorePort: block + devMetastoreShift,
@@ -84,25 +93,44 @@ issue; until then the regions do not replicate to each other.`,
 					BookiePort:    block + devBookieShift,
 					BrokerPort:    block,
 					HTTPPort:      block + devHTTPShift,
-				}, logger)
-				if err != nil {
-					stopAll()
-					return err
+					NATS:          &natsembed.Config{Port: block + devNATSShift, GatewayPort: block + devNATSShift + 1},
+				})
+			}
+			// Every region knows every gateway up front (fixed ports), so
+			// a restarted region rejoins the mesh by itself.
+			for i := range fc.Regions {
+				gws := map[string]string{}
+				for j, o := range fc.Regions {
+					if j != i {
+						gws[o.Name] = fmt.Sprintf("nats://127.0.0.1:%d", o.NATS.GatewayPort)
+					}
 				}
-				started = append(started, r)
+				fc.Regions[i].NATS.Gateways = gws
+			}
+			f, err := region.StartFederation(ctx, fc, logger)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				f.Shutdown(sctx)
+			}()
+			var eps devEndpoints
+			for _, r := range f.Regions {
 				eps.Regions = append(eps.Regions, r.Endpoints())
 			}
-			defer stopAll()
 			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "global configuration store: %s\n", strings.Join(f.GlobalEndpoints(), " "))
 			for _, e := range eps.Regions {
-				fmt.Fprintf(out, "region %s: service %s, web %s, metadata %s, bookies %s\n", e.Name, e.ServiceURL, e.WebServiceURL, e.MetadataURL, strings.Join(e.Bookies, " "))
+				fmt.Fprintf(out, "region %s: service %s, web %s, nats %s, metadata %s, bookies %s\n", e.Name, e.ServiceURL, e.WebServiceURL, e.NATSURL, e.MetadataURL, strings.Join(e.Bookies, " "))
 			}
 			path := filepath.Join(dataDir, "endpoints.json")
 			if err := writeJSON(path, eps); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "endpoints written to %s\n", path)
-			fmt.Fprintln(out, "each region is independent until geo-replication lands (the federation issue). Ctrl-C to stop.")
+			fmt.Fprintf(out, "namespaces public/default and %s/%s replicate across %s. Ctrl-C to stop.\n", devTenant, devNamespace, strings.Join(names, ", "))
 			<-ctx.Done()
 			fmt.Fprintln(out, "stopping")
 			return nil

@@ -1,0 +1,138 @@
+package replicator
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/isobar-mq/isobar/broker/policy"
+	"github.com/isobar-mq/isobar/metastore"
+)
+
+// Config configures a Worker.
+type Config struct {
+	// Region is the local region; it is also its cluster name in the
+	// replication clusters of namespaces. Required.
+	Region string
+	// ID names the worker among its region's workers (consumer and
+	// producer names, registration key). Required.
+	ID string
+	// ServiceURL is a local broker's Pulsar URL (pulsar://host:port).
+	// Required.
+	ServiceURL string
+	// NATS is the connection to the region's NATS server (part of the
+	// federation's super-cluster). Required; the worker does not close it.
+	NATS *nats.Conn
+	// Meta is the local metadata store: topics are discovered under
+	// /isobar/<region>/topics/ and workers register under
+	// /isobar/<region>/replicators/. Required.
+	Meta *metastore.Store
+	// Policies answers which clusters a namespace replicates to (usually
+	// read through the global configuration cache). Required.
+	Policies *policy.Store
+	// Logger; nil discards.
+	Logger *slog.Logger
+
+	// FrameEntries, FrameBytes and FrameDelay bound a frame: at most
+	// FrameEntries entries (0: 1000) and FrameBytes raw bytes (0: 4 MiB),
+	// sent once either is reached or FrameDelay (0: 5ms) after its first
+	// entry.
+	FrameEntries int
+	FrameBytes   int
+	FrameDelay   time.Duration
+	// RequestTimeout bounds one frame's round trip to the remote
+	// region (0: 15s).
+	RequestTimeout time.Duration
+	// ScanInterval is how often the worker re-lists topics and policies
+	// (0: 1s).
+	ScanInterval time.Duration
+	// LeaseTTL is the worker registration's lease (0: 5s); a dead
+	// worker's streams move after it.
+	LeaseTTL time.Duration
+	// MaxBackoff caps the retry delay of a failing stream (0: 5s).
+	MaxBackoff time.Duration
+	// SinkConcurrency bounds the frames the sink applies at once (0: 16).
+	SinkConcurrency int
+	// MaxFrameBytes bounds a received frame, compressed (0: 8 MiB).
+	MaxFrameBytes int
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Region == "" {
+		errs = append(errs, errors.New("replicator.region: required"))
+	}
+	if c.ID == "" {
+		errs = append(errs, errors.New("replicator.id: required"))
+	}
+	if c.ServiceURL == "" {
+		errs = append(errs, errors.New("replicator.serviceUrl: required"))
+	}
+	if c.NATS == nil {
+		errs = append(errs, errors.New("replicator.nats: required"))
+	}
+	if c.Meta == nil {
+		errs = append(errs, errors.New("replicator.meta: required"))
+	}
+	if c.Policies == nil {
+		errs = append(errs, errors.New("replicator.policies: required"))
+	}
+	for name, v := range map[string]int{"frameEntries": c.FrameEntries, "frameBytes": c.FrameBytes, "sinkConcurrency": c.SinkConcurrency, "maxFrameBytes": c.MaxFrameBytes} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("replicator.%s: %d is negative", name, v))
+		}
+	}
+	for name, v := range map[string]time.Duration{"frameDelay": c.FrameDelay, "requestTimeout": c.RequestTimeout, "scanInterval": c.ScanInterval, "leaseTTL": c.LeaseTTL, "maxBackoff": c.MaxBackoff} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("replicator.%s: %v is negative", name, v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defD := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.FrameEntries, 1000)
+	def(&c.FrameBytes, 4<<20)
+	def(&c.SinkConcurrency, 16)
+	def(&c.MaxFrameBytes, 8<<20)
+	defD(&c.FrameDelay, 5*time.Millisecond)
+	defD(&c.RequestTimeout, 15*time.Second)
+	defD(&c.ScanInterval, time.Second)
+	defD(&c.LeaseTTL, 5*time.Second)
+	defD(&c.MaxBackoff, 5*time.Second)
+	return c
+}
+
+// Subject is the NATS subject of frames from source to dest.
+func Subject(dest, source string) string { return "isobar.repl." + dest + "." + source }
+
+// SinkQueue is the NATS queue group of a region's sink workers.
+const SinkQueue = "isobar-sink"
+
+// NATS headers of a frame request.
+const (
+	HeaderSource = "Isobar-Source"    // source region
+	HeaderTopic  = "Isobar-Topic"     // full topic name
+	HeaderFirst  = "Isobar-First"     // first entry's source position, ledger:entry
+	HeaderLast   = "Isobar-Last"      // last entry's source position
+	HeaderCount  = "Isobar-Count"     // entries in the frame
+	HeaderRaw    = "Isobar-Raw-Bytes" // uncompressed body size
+	HeaderError  = "Isobar-Error"     // set on a reply that refuses the frame
+)

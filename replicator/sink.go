@@ -1,0 +1,180 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/broker/wire"
+	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/replicator/pulsarconn"
+)
+
+// sinkProducer is the replicator producer of one (topic, source) pair.
+// Its mutex serializes the frames applied through it.
+type sinkProducer struct {
+	mu  sync.Mutex
+	p   *pulsarconn.Producer
+	seq uint64
+}
+
+func (s *sinkProducer) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.p.Close(ctx)
+		cancel()
+		s.p = nil
+	}
+}
+
+// onFrame answers one frame request; the work runs off the NATS
+// delivery goroutine, at most SinkConcurrency frames at once.
+func (w *Worker) onFrame(msg *nats.Msg) {
+	select {
+	case w.sem <- struct{}{}:
+	case <-w.ctx.Done():
+		return
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer func() { <-w.sem }()
+		reply := nats.NewMsg(msg.Reply)
+		if err := w.apply(msg); err != nil {
+			w.log.Debug("frame refused", "source", msg.Header.Get(HeaderSource), "topic", msg.Header.Get(HeaderTopic), "err", err)
+			reply.Header.Set(HeaderError, err.Error())
+		}
+		if msg.Reply != "" {
+			_ = msg.RespondMsg(reply)
+		}
+	}()
+}
+
+// ErrBadFrame wraps every reason a sink refuses a frame before applying
+// any of it.
+var ErrBadFrame = errors.New("replicator: bad frame")
+
+// apply checks a whole frame, then stores its entries in order through the
+// (topic, source) replicator producer. Nothing is stored unless every
+// entry decodes; entries the broker already has are dropped by it.
+func (w *Worker) apply(msg *nats.Msg) error {
+	src := msg.Header.Get(HeaderSource)
+	if src == "" || src == w.cfg.Region {
+		return fmt.Errorf("%w: source region %q", ErrBadFrame, src)
+	}
+	if want := Subject(w.cfg.Region, src); msg.Subject != want {
+		return fmt.Errorf("%w: subject %s does not match source %s", ErrBadFrame, msg.Subject, src)
+	}
+	name, err := topic.Parse(msg.Header.Get(HeaderTopic))
+	if err != nil || name.Domain != topic.Persistent {
+		return fmt.Errorf("%w: topic %q: not a persistent topic name", ErrBadFrame, msg.Header.Get(HeaderTopic))
+	}
+	entries, err := w.dec.Decode(msg.Data)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadFrame, err)
+	}
+	if len(entries) == 0 {
+		return fmt.Errorf("%w: no entries", ErrBadFrame)
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.RequestTimeout)
+	defer cancel()
+	pol, err := w.cfg.Policies.Namespace(ctx, name.NamespaceName())
+	if err != nil {
+		return fmt.Errorf("namespace %s: %w", name.NamespaceName(), err)
+	}
+	if !slices.Contains(pol.ReplicationClusters, w.cfg.Region) || !slices.Contains(pol.ReplicationClusters, src) {
+		return fmt.Errorf("%w: namespace %s does not replicate between %s and %s", ErrBadFrame, name.NamespaceName(), src, w.cfg.Region)
+	}
+	// Mark each entry replicated from src at its source position; a frame
+	// with an entry that does not decode is refused whole.
+	type out struct {
+		data []byte
+		n    int
+	}
+	outs := make([]out, len(entries))
+	for i, e := range entries {
+		meta, payload, err := wire.DecodeEntry(e.Data)
+		if err != nil {
+			return fmt.Errorf("%w: entry %d (%s): %w", ErrBadFrame, i, e.Pos, err)
+		}
+		if meta.GetReplicatedFrom() != "" {
+			return fmt.Errorf("%w: entry %d (%s) is already replicated from %s", ErrBadFrame, i, e.Pos, meta.GetReplicatedFrom())
+		}
+		meta.ReplicatedFrom = &src
+		k, v := broker.ReplSourcePositionProperty, broker.FormatSourcePosition(mledger.Position{Ledger: e.Pos.Ledger, Entry: e.Pos.Entry})
+		meta.Properties = append(meta.Properties, &pb.KeyValue{Key: &k, Value: &v})
+		data, err := wire.AppendEntry(nil, meta, payload)
+		if err != nil {
+			return fmt.Errorf("%w: entry %d (%s): %w", ErrBadFrame, i, e.Pos, err)
+		}
+		n := int(meta.GetNumMessagesInBatch())
+		if n <= 0 {
+			n = 1
+		}
+		outs[i] = out{data: data, n: n}
+	}
+	sp := w.sinkProducer(sinkKey{Topic: name.String(), Source: src})
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.p == nil {
+		p, err := w.client.CreateProducer(ctx, pulsarconn.ProducerOptions{
+			Topic: name.String(),
+			Name:  broker.ReplicatorProducerName(src, w.cfg.ID),
+		})
+		if err != nil {
+			return fmt.Errorf("producer for %s: %w", name, err)
+		}
+		sp.p = p
+	}
+	var (
+		wg    sync.WaitGroup
+		errMu sync.Mutex
+		first error
+	)
+	for i, o := range outs {
+		sp.seq++
+		id := pulsarconn.MessageID{Ledger: entries[i].Pos.Ledger, Entry: entries[i].Pos.Entry}
+		wg.Add(1)
+		sp.p.SendAsync(o.data, sp.seq, o.n, &id, func(_ pulsarconn.MessageID, err error) {
+			defer wg.Done()
+			if err != nil {
+				errMu.Lock()
+				if first == nil {
+					first = err
+				}
+				errMu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		// A fresh producer next time: the broker may have closed this one.
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = sp.p.Close(cctx)
+		cancel()
+		sp.p = nil
+		return fmt.Errorf("store on %s: %w", name, first)
+	}
+	return nil
+}
+
+func (w *Worker) sinkProducer(k sinkKey) *sinkProducer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sp := w.sinks[k]
+	if sp == nil {
+		sp = &sinkProducer{}
+		w.sinks[k] = sp
+	}
+	return sp
+}

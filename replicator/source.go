@@ -1,0 +1,185 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/broker/wire"
+	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/replicator/frame"
+	"github.com/isobar-mq/isobar/replicator/pulsarconn"
+)
+
+// stream is the source side of one (topic, remote) pair.
+type stream struct {
+	w      *Worker
+	key    streamKey
+	st     *StreamStats
+	ctx    context.Context
+	cancel context.CancelFunc
+	enc    *frame.Encoder
+}
+
+func newStream(w *Worker, k streamKey, st *StreamStats) *stream {
+	ctx, cancel := context.WithCancel(w.ctx)
+	return &stream{w: w, key: k, st: st, ctx: ctx, cancel: cancel, enc: frame.NewEncoder()}
+}
+
+// run subscribes to the replication cursor and streams frames until the
+// stream is cancelled, starting over (from the cursor's mark-delete
+// position) after any failure, with backoff.
+func (s *stream) run() {
+	backoff := 100 * time.Millisecond
+	for s.ctx.Err() == nil {
+		progressed, err := s.session()
+		if s.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.st.update(func(st *StreamStats) {
+				st.Errors++
+				st.LastError = err.Error()
+				st.Active = false
+			})
+			s.w.log.Debug("replication stream restarts", "topic", s.key.Topic, "remote", s.key.Remote, "err", err)
+		}
+		if progressed {
+			backoff = 100 * time.Millisecond
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, s.w.cfg.MaxBackoff)
+	}
+}
+
+// session is one subscription: receive, filter, frame, send, ack.
+func (s *stream) session() (progressed bool, err error) {
+	co, err := s.w.client.Subscribe(s.ctx, pulsarconn.SubscribeOptions{
+		Topic:           s.key.Topic,
+		Subscription:    broker.ReplCursorName(s.key.Remote),
+		ConsumerName:    s.w.cfg.ID,
+		Type:            pb.CommandSubscribe_Failover,
+		InitialPosition: pb.CommandSubscribe_Earliest,
+		ReceiverQueue:   s.w.cfg.FrameEntries,
+	})
+	if err != nil {
+		return false, fmt.Errorf("subscribe: %w", err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = co.Close(ctx)
+		cancel()
+	}()
+	var (
+		pending []frame.Entry
+		raw     int
+		last    pulsarconn.MessageID
+		have    bool // last is set: entries received since the last ack
+	)
+	for {
+		// Wait for the first entry without a deadline, then gather more
+		// for at most FrameDelay.
+		e, err := co.Receive(s.ctx)
+		if err != nil {
+			return progressed, fmt.Errorf("receive: %w", err)
+		}
+		s.st.update(func(st *StreamStats) { st.Active = true })
+		deadline := time.Now().Add(s.w.cfg.FrameDelay)
+		for {
+			if s.keep(e.Data) {
+				pending = append(pending, frame.Entry{Pos: frame.Pos{Ledger: e.ID.Ledger, Entry: e.ID.Entry}, Data: e.Data})
+				raw += len(e.Data)
+			} else {
+				s.st.update(func(st *StreamStats) { st.Skipped++ })
+			}
+			last, have = e.ID, true
+			if len(pending) >= s.w.cfg.FrameEntries || raw >= s.w.cfg.FrameBytes {
+				break
+			}
+			gctx, cancel := context.WithDeadline(s.ctx, deadline)
+			e, err = co.Receive(gctx)
+			cancel()
+			if err != nil {
+				if s.ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+					break
+				}
+				return progressed, fmt.Errorf("receive: %w", err)
+			}
+		}
+		if len(pending) > 0 {
+			if err := s.send(pending, raw); err != nil {
+				return progressed, err
+			}
+		}
+		if have {
+			actx, cancel := context.WithTimeout(s.ctx, s.w.cfg.RequestTimeout)
+			err := co.AckCumulative(actx, last)
+			cancel()
+			if err != nil {
+				return progressed, fmt.Errorf("ack %d:%d: %w", last.Ledger, last.Entry, err)
+			}
+			progressed = true
+		}
+		pending, raw, have = pending[:0], 0, false
+	}
+}
+
+// keep says whether an entry goes to the remote: not when it was itself
+// replicated (no loops) or when its replicate_to list leaves the remote
+// out (the client's DisableReplication sends ["__local__"]).
+func (s *stream) keep(entry []byte) bool {
+	meta, _, err := wire.DecodeEntry(entry)
+	if err != nil {
+		return true // the remote broker judges it as the local one did
+	}
+	if meta.GetReplicatedFrom() != "" {
+		return false
+	}
+	if to := meta.GetReplicateTo(); len(to) > 0 && !slices.Contains(to, s.key.Remote) {
+		return false
+	}
+	return true
+}
+
+// send sends one frame and waits for the remote's reply.
+func (s *stream) send(entries []frame.Entry, raw int) error {
+	body, _, err := s.enc.Encode(nil, entries)
+	if err != nil {
+		return fmt.Errorf("encode frame: %w", err)
+	}
+	msg := nats.NewMsg(Subject(s.key.Remote, s.w.cfg.Region))
+	msg.Data = body
+	msg.Header.Set(HeaderSource, s.w.cfg.Region)
+	msg.Header.Set(HeaderTopic, s.key.Topic)
+	msg.Header.Set(HeaderFirst, entries[0].Pos.String())
+	msg.Header.Set(HeaderLast, entries[len(entries)-1].Pos.String())
+	msg.Header.Set(HeaderCount, strconv.Itoa(len(entries)))
+	msg.Header.Set(HeaderRaw, strconv.Itoa(raw))
+	ctx, cancel := context.WithTimeout(s.ctx, s.w.cfg.RequestTimeout)
+	defer cancel()
+	reply, err := s.w.cfg.NATS.RequestMsgWithContext(ctx, msg)
+	if err != nil {
+		return fmt.Errorf("frame %s..%s to %s: %w", entries[0].Pos, entries[len(entries)-1].Pos, s.key.Remote, err)
+	}
+	if e := reply.Header.Get(HeaderError); e != "" {
+		return fmt.Errorf("frame %s..%s to %s: %w", entries[0].Pos, entries[len(entries)-1].Pos, s.key.Remote, &replyError{msg: e})
+	}
+	s.st.update(func(st *StreamStats) {
+		st.Entries += int64(len(entries))
+		st.RawBytes += int64(raw)
+		st.WireBytes += int64(len(body))
+		st.Frames++
+		st.LastProgress = time.Now()
+	})
+	return nil
+}

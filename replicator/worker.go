@@ -1,0 +1,339 @@
+package replicator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/replicator/frame"
+	"github.com/isobar-mq/isobar/replicator/pulsarconn"
+)
+
+// Worker is one replicator worker of a region: source streams for the
+// topics assigned to it and a sink for frames from other regions.
+type Worker struct {
+	cfg    Config
+	log    *slog.Logger
+	client *pulsarconn.Client
+	dec    *frame.Decoder
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	lease  *metastore.Lease
+	sub    *nats.Subscription
+	sem    chan struct{} // sink concurrency
+
+	mu      sync.Mutex
+	streams map[streamKey]*stream
+	sinks   map[sinkKey]*sinkProducer
+	stats   map[streamKey]*StreamStats
+}
+
+type streamKey struct{ Topic, Remote string }
+
+type sinkKey struct{ Topic, Source string }
+
+// Start registers the worker, subscribes its sink and starts assigning
+// streams. Close stops it.
+func Start(ctx context.Context, cfg Config) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	client, err := pulsarconn.New(pulsarconn.Config{ServiceURL: cfg.ServiceURL, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	w := &Worker{
+		cfg: cfg, log: cfg.Logger.With("replicator", cfg.ID), client: client,
+		dec: frame.NewDecoder(frame.Limits{MaxFrameBytes: cfg.MaxFrameBytes}),
+		ctx: wctx, cancel: cancel,
+		sem:     make(chan struct{}, cfg.SinkConcurrency),
+		streams: map[streamKey]*stream{},
+		sinks:   map[sinkKey]*sinkProducer{},
+		stats:   map[streamKey]*StreamStats{},
+	}
+	w.lease, err = cfg.Meta.Grant(ctx, cfg.LeaseTTL)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("replicator %s: register: %w", cfg.ID, err)
+	}
+	if _, err := w.lease.Put(ctx, w.workerKey(cfg.ID), []byte(`{}`)); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("replicator %s: register: %w", cfg.ID, err)
+	}
+	w.sub, err = cfg.NATS.QueueSubscribe(Subject(cfg.Region, "*"), SinkQueue, w.onFrame)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("replicator %s: subscribe: %w", cfg.ID, err)
+	}
+	if err := cfg.NATS.FlushTimeout(10 * time.Second); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("replicator %s: subscribe: %w", cfg.ID, err)
+	}
+	w.wg.Add(1)
+	go w.assignLoop()
+	return w, nil
+}
+
+// Close stops the streams and the sink and deregisters the worker.
+func (w *Worker) Close() error {
+	if w.sub != nil {
+		_ = w.sub.Drain()
+	}
+	w.cancel()
+	w.wg.Wait()
+	w.mu.Lock()
+	sinks := w.sinks
+	w.sinks = map[sinkKey]*sinkProducer{}
+	w.mu.Unlock()
+	for _, s := range sinks {
+		s.close()
+	}
+	if w.lease != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = w.lease.Revoke(ctx)
+		cancel()
+	}
+	return w.client.Close()
+}
+
+// Abort stops the worker as a crash would: no deregistration (its lease
+// expires) and no draining.
+func (w *Worker) Abort() {
+	if w.sub != nil {
+		_ = w.sub.Unsubscribe()
+	}
+	w.cancel()
+	_ = w.client.Close()
+	w.wg.Wait()
+}
+
+func (w *Worker) workerKey(id string) string {
+	return metastore.RegionPrefix(w.cfg.Region) + "replicators/" + id
+}
+
+// assignLoop re-evaluates, every ScanInterval, which streams exist and
+// which of them this worker runs.
+func (w *Worker) assignLoop() {
+	defer w.wg.Done()
+	t := time.NewTicker(w.cfg.ScanInterval)
+	defer t.Stop()
+	for {
+		if err := w.assign(w.ctx); err != nil && w.ctx.Err() == nil {
+			w.log.Warn("replication assignment", "err", err)
+		}
+		select {
+		case <-w.ctx.Done():
+			w.mu.Lock()
+			for _, s := range w.streams {
+				s.cancel()
+			}
+			w.mu.Unlock()
+			return
+		case <-t.C:
+		case <-w.lease.Done():
+			// Lost our registration: register again.
+			if l, err := w.cfg.Meta.Grant(w.ctx, w.cfg.LeaseTTL); err == nil {
+				if _, err := l.Put(w.ctx, w.workerKey(w.cfg.ID), []byte(`{}`)); err == nil {
+					w.lease = l
+				}
+			}
+		}
+	}
+}
+
+// Streams lists the (topic, remote) pairs that exist now: persistent
+// topics of this region whose namespace replicates to another cluster.
+func (w *Worker) wantedStreams(ctx context.Context) ([]streamKey, error) {
+	prefix := metastore.RegionPrefix(w.cfg.Region) + "topics/"
+	resp, err := w.cfg.Meta.Client().Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, err
+	}
+	remotes := map[string][]string{} // by namespace
+	var out []streamKey
+	for _, kv := range resp.Kvs {
+		rest := strings.TrimPrefix(string(kv.Key), prefix)
+		parts := strings.SplitN(rest, "/", 4)
+		if len(parts) != 4 || parts[2] != string(topic.Persistent) {
+			continue
+		}
+		ns := parts[0] + "/" + parts[1]
+		rs, ok := remotes[ns]
+		if !ok {
+			p, err := w.cfg.Policies.Namespace(ctx, ns)
+			if err == nil && slices.Contains(p.ReplicationClusters, w.cfg.Region) {
+				for _, c := range p.ReplicationClusters {
+					if c != w.cfg.Region {
+						rs = append(rs, c)
+					}
+				}
+			}
+			remotes[ns] = rs
+		}
+		name := "persistent://" + parts[0] + "/" + parts[1] + "/" + parts[3]
+		for _, r := range rs {
+			out = append(out, streamKey{Topic: name, Remote: r})
+		}
+	}
+	return out, nil
+}
+
+// liveWorkers lists the registered workers of the region.
+func (w *Worker) liveWorkers(ctx context.Context) ([]string, error) {
+	prefix := metastore.RegionPrefix(w.cfg.Region) + "replicators/"
+	resp, err := w.cfg.Meta.Client().Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, kv := range resp.Kvs {
+		out = append(out, strings.TrimPrefix(string(kv.Key), prefix))
+	}
+	if !slices.Contains(out, w.cfg.ID) {
+		out = append(out, w.cfg.ID)
+	}
+	return out, nil
+}
+
+// Owner picks the worker of a stream among workers by rendezvous hashing:
+// when a worker joins or leaves, only the streams it wins or held move.
+func Owner(topicName, remote string, workers []string) string {
+	var best string
+	var bestScore uint64
+	for _, wk := range workers {
+		h := fnv.New64a()
+		h.Write([]byte(topicName))
+		h.Write([]byte{0})
+		h.Write([]byte(remote))
+		h.Write([]byte{0})
+		h.Write([]byte(wk))
+		if s := h.Sum64(); best == "" || s > bestScore || s == bestScore && wk < best {
+			best, bestScore = wk, s
+		}
+	}
+	return best
+}
+
+func (w *Worker) assign(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	wanted, err := w.wantedStreams(ctx)
+	if err != nil {
+		return err
+	}
+	workers, err := w.liveWorkers(ctx)
+	if err != nil {
+		return err
+	}
+	mine := map[streamKey]bool{}
+	for _, k := range wanted {
+		if Owner(k.Topic, k.Remote, workers) == w.cfg.ID {
+			mine[k] = true
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, s := range w.streams {
+		if !mine[k] {
+			s.cancel()
+			delete(w.streams, k)
+		}
+	}
+	for k := range mine {
+		if _, ok := w.streams[k]; ok {
+			continue
+		}
+		st := w.stats[k]
+		if st == nil {
+			st = &StreamStats{Topic: k.Topic, Remote: k.Remote}
+			w.stats[k] = st
+		}
+		s := newStream(w, k, st)
+		w.streams[k] = s
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			s.run()
+		}()
+	}
+	return nil
+}
+
+// StreamStats are a source stream's counters.
+type StreamStats struct {
+	Topic, Remote string
+	// Entries and bytes sent and confirmed by the remote, raw and as
+	// compressed on the wire; Frames counts confirmed frames.
+	Entries, RawBytes, WireBytes, Frames int64
+	// Skipped counts entries not sent: replicated from elsewhere or
+	// excluded by replicate_to.
+	Skipped int64
+	// Errors counts failed frames; LastError is the latest.
+	Errors    int64
+	LastError string
+	// LastProgress is when the remote last confirmed a frame.
+	LastProgress time.Time
+	// Active: this worker is the stream's active consumer.
+	Active bool
+}
+
+// Stats returns a copy of the source streams' counters, sorted.
+func (w *Worker) Stats() []StreamStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]StreamStats, 0, len(w.stats))
+	for _, s := range w.stats {
+		out = append(out, s.snapshot())
+	}
+	slices.SortFunc(out, func(a, b StreamStats) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Remote, b.Remote)
+	})
+	return out
+}
+
+var statsMu sync.Mutex // guards every StreamStats
+
+func (s *StreamStats) snapshot() StreamStats {
+	statsMu.Lock()
+	defer statsMu.Unlock()
+	return *s
+}
+
+func (s *StreamStats) update(fn func(*StreamStats)) {
+	statsMu.Lock()
+	defer statsMu.Unlock()
+	fn(s)
+}
+
+// replyError is a sink's refusal of a frame.
+type replyError struct{ msg string }
+
+func (e *replyError) Error() string { return "replicator: remote refused the frame: " + e.msg }
+
+// ErrRefused matches a frame the remote sink refused.
+var ErrRefused = errors.New("replicator: frame refused")
+
+func (e *replyError) Is(target error) bool { return target == ErrRefused }
+
+func marshal(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
