@@ -74,7 +74,13 @@ func (r *Region) startWorker(ctx context.Context, i int) (*runningWorker, error)
 	}
 	wc := r.cfg.Replicator
 	wc.Region, wc.ID, wc.NATS, wc.Meta, wc.Policies = r.cfg.clusterName(), id, nc, r.meta, r.policies
-	wc.ServiceURL = r.brokers[i%len(r.brokers)].eps.ServiceURL
+	// Every broker of the region, starting at a different one per worker:
+	// lookups move on to the next when one is down.
+	var hosts []string
+	for j := range r.brokers {
+		hosts = append(hosts, strings.TrimPrefix(r.brokers[(i+j)%len(r.brokers)].eps.ServiceURL, "pulsar://"))
+	}
+	wc.ServiceURL = "pulsar://" + strings.Join(hosts, ",")
 	if wc.Logger == nil {
 		wc.Logger = r.logger
 	}

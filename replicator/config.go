@@ -109,7 +109,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	def(&c.FrameEntries, 1000)
-	def(&c.FrameBytes, 4<<20)
+	def(&c.FrameBytes, 1<<20)
 	def(&c.SinkConcurrency, 16)
 	def(&c.MaxFrameBytes, 8<<20)
 	defD(&c.FrameDelay, 5*time.Millisecond)

@@ -126,6 +126,9 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
+// MaxPayload is the largest message the servers accept.
+const MaxPayload = 8 << 20
+
 // Server is a running embedded NATS server of one region.
 type Server struct {
 	region     string
@@ -151,6 +154,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Port:       natsPort(cfg.Port),
 		NoSigs:     true,
 		NoLog:      cfg.Logger == nil,
+		// Replication frames are up to a few MiB (the default is 1 MiB).
+		MaxPayload: MaxPayload,
 		Gateway: server.GatewayOpts{
 			Name: cfg.Region,
 			Host: host,

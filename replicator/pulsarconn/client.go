@@ -56,7 +56,7 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.ServiceURL == "" {
 		errs = append(errs, errors.New("pulsarconn.ServiceURL: required"))
-	} else if _, err := parseURL(c.ServiceURL); err != nil {
+	} else if _, err := parseURLs(c.ServiceURL); err != nil {
 		errs = append(errs, fmt.Errorf("pulsarconn.ServiceURL: %w", err))
 	}
 	if c.OperationTimeout < 0 {
@@ -69,6 +69,24 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("pulsarconn.ConnectTimeout: %v is negative", c.ConnectTimeout))
 	}
 	return errors.Join(errs...)
+}
+
+// parseURLs returns the host:port pairs of a service URL, one host or
+// several as in Pulsar's multi-host form "pulsar://h1:p1,h2:p2".
+func parseURLs(u string) ([]string, error) {
+	rest, ok := strings.CutPrefix(u, "pulsar://")
+	if !ok {
+		return nil, fmt.Errorf("%q: want pulsar://host:port[,host:port...]", u)
+	}
+	var out []string
+	for _, h := range strings.Split(strings.TrimSuffix(rest, "/"), ",") {
+		a, err := parseURL("pulsar://" + h)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", u, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // parseURL returns the host:port of a "pulsar://host:port" URL.
@@ -88,7 +106,8 @@ func parseURL(u string) (string, error) {
 // broker address, and creates consumers and producers on them.
 type Client struct {
 	cfg  Config
-	addr string // of cfg.ServiceURL
+	addrs []string      // of cfg.ServiceURL
+	seed  atomic.Uint32 // index of the address lookups start at
 	log  *slog.Logger
 
 	nextID  atomic.Uint64 // producer and consumer ids
@@ -129,8 +148,8 @@ func New(cfg Config) (*Client, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	addr, _ := parseURL(cfg.ServiceURL)
-	return &Client{cfg: cfg, addr: addr, log: log, pool: map[string]*dialing{}}, nil
+	addrs, _ := parseURLs(cfg.ServiceURL)
+	return &Client{cfg: cfg, addrs: addrs, log: log, pool: map[string]*dialing{}}, nil
 }
 
 // Close closes every connection, which fails the pending operations and
@@ -286,11 +305,16 @@ func (c *Client) retry(ctx context.Context, what string, op func(ctx context.Con
 
 // lookup finds the broker that owns topic and returns a connection to it.
 func (c *Client) lookup(ctx context.Context, topic string) (*conn, error) {
-	addr := c.addr
+	seed := c.seed.Load()
+	addr := c.addrs[int(seed)%len(c.addrs)]
 	authoritative := false
-	for range maxLookupHops {
+	for hop := range maxLookupHops {
 		cn, err := c.connTo(ctx, addr)
 		if err != nil {
+			if hop == 0 {
+				// The next lookup starts at the next service host.
+				c.seed.CompareAndSwap(seed, seed+1)
+			}
 			return nil, err
 		}
 		reqID := c.nextReq.Add(1)
