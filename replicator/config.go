@@ -37,7 +37,7 @@ type Config struct {
 	Logger *slog.Logger
 
 	// FrameEntries, FrameBytes and FrameDelay bound a frame: at most
-	// FrameEntries entries (0: 1000) and FrameBytes raw bytes (0: 4 MiB),
+	// FrameEntries entries (0: 1000) and FrameBytes raw bytes (0: 1 MiB),
 	// sent once either is reached or FrameDelay (0: 5ms) after its first
 	// entry.
 	FrameEntries int
