@@ -156,6 +156,10 @@ type Config struct {
 	// message TTL, backlog quotas and retention, and their namespace
 	// policies re-read. Zero means one minute.
 	MaintenanceInterval time.Duration
+	// ReplicationStallAfter is how long a replication cursor with a
+	// backlog may stay still before stats call it stalled and the
+	// maintenance loop logs it; zero means 30s.
+	ReplicationStallAfter time.Duration
 }
 
 // Validate reports every problem with the config at once.
@@ -203,6 +207,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaintenanceInterval == 0 {
 		c.MaintenanceInterval = time.Minute
+	}
+	if c.ReplicationStallAfter <= 0 {
+		c.ReplicationStallAfter = 30 * time.Second
 	}
 	if c.Placement == nil {
 		c.Placement = Self{ServiceURL: c.ServiceURL, HTTPURL: c.HTTPURL}

@@ -114,6 +114,31 @@ type replIn struct {
 
 var noPosition = mledger.Position{Ledger: -1, Entry: -1}
 
+// replOut tracks the progress of the replication cursor to one remote, so
+// that a stream that stopped moving shows as stalled. Guarded by the
+// topic's mu.
+type replOut struct {
+	md    mledger.Position
+	since time.Time // md last changed (or the backlog was last empty)
+}
+
+// replStalled notes the replication cursor's position and reports whether
+// it has a backlog and has not moved for the stall threshold.
+func (t *Topic) replStalled(remote string, md mledger.Position, backlog int64) bool {
+	now := t.b.cfg.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o := t.replOut[remote]
+	if o == nil {
+		o = &replOut{md: md, since: now}
+		t.replOut[remote] = o
+	}
+	if md != o.md || backlog == 0 {
+		o.md, o.since = md, now
+	}
+	return backlog > 0 && now.Sub(o.since) >= t.b.cfg.ReplicationStallAfter
+}
+
 func newReplIn(hwm mledger.Position) *replIn {
 	return &replIn{pushed: hwm, confirmed: hwm, chain: mledger.NewChain()}
 }
@@ -143,8 +168,13 @@ func (t *Topic) syncReplCursors(ctx context.Context) error {
 	want := t.remotes()
 	var errs []error
 	for _, r := range want {
-		if _, err := t.ml.OpenCursor(ctx, ReplCursorName(r), mledger.Earliest); err != nil {
+		c, err := t.ml.OpenCursor(ctx, ReplCursorName(r), mledger.Earliest)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("replication cursor for %s: %w", r, err))
+			continue
+		}
+		if t.replStalled(r, c.MarkDelete(), c.Backlog()) {
+			t.b.log.Warn("replication stalled", "topic", t.name.String(), "remote", r, "backlog", c.Backlog(), "markDelete", c.MarkDelete())
 		}
 	}
 	for _, name := range t.ml.Cursors() {
@@ -159,6 +189,9 @@ func (t *Topic) syncReplCursors(ctx context.Context) error {
 			s.closeAll(true)
 			t.removeSubscription(s)
 		}
+		t.mu.Lock()
+		delete(t.replOut, r)
+		t.mu.Unlock()
 		if err := t.ml.DeleteCursor(ctx, name); err != nil && !errors.Is(err, mledger.ErrNoCursor) {
 			errs = append(errs, fmt.Errorf("replication cursor for %s: delete: %w", r, err))
 		} else {
@@ -333,6 +366,9 @@ func (t *Topic) replicationStats(subs []*subscription) map[string]admin.Replicat
 		ctx, cancel := context.WithTimeout(t.b.ctx, 5*time.Second)
 		if c, err := t.ml.OpenCursor(ctx, ReplCursorName(r), mledger.Earliest); err == nil {
 			rs.ReplicationBacklog = c.Backlog()
+			_, _, avg := t.backlogBytes(c)
+			rs.ReplicationBacklogBytes = rs.ReplicationBacklog * avg
+			rs.Stalled = t.replStalled(r, c.MarkDelete(), rs.ReplicationBacklog)
 			if rs.ReplicationBacklog > 0 {
 				md := c.MarkDelete()
 				if es, _, err := t.ml.Read(ctx, mledger.Position{Ledger: md.Ledger, Entry: md.Entry + 1}, 1); err == nil && len(es) == 1 {

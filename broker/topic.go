@@ -45,8 +45,9 @@ type Topic struct {
 	dedupConfirmed map[string]int64
 	dedupCur       *mledger.Cursor
 	dedupSince     int64
-	dedupOn        bool               // producers are de-duplicated (policy at load)
-	replIn         map[string]*replIn // by source cluster
+	dedupOn        bool                // producers are de-duplicated (policy at load)
+	replIn         map[string]*replIn  // by source cluster
+	replOut        map[string]*replOut // by remote cluster
 	// dedupLoad serializes loading the de-duplication state.
 	dedupLoad     sync.Mutex
 	nonPersistent atomic.Int64 // message ids of a non-persistent topic
@@ -63,6 +64,7 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 		producers: map[string]*producer{},
 		subs:      map[string]*subscription{},
 		replIn:    map[string]*replIn{},
+		replOut:   map[string]*replOut{},
 		created:   b.cfg.Now(),
 	}
 }

@@ -113,7 +113,7 @@ func BenchmarkReplication(b *testing.B) {
 		// Warm-up: produce, and wait until r1 has it (the replication
 		// stream and r1's replicator producer now exist).
 		benchSend(b, p, pool, 0, benchWarmup)
-		if _, _, err := benchReceive(ctx, cons, pool, 0, benchWarmup, nil); err != nil {
+		if _, _, err := benchReceive(ctx, cons, pool, 0, benchWarmup, nil, nil); err != nil {
 			b.Fatalf("warm-up in r1: %v", err)
 		}
 		replicated[topicName] += benchWarmup * benchPayloadSize
@@ -127,13 +127,15 @@ func BenchmarkReplication(b *testing.B) {
 		done := make(chan result, 1)
 		rctx, rcancel := context.WithTimeout(ctx, benchWait)
 		defer rcancel()
+		var progress atomic.Int64
 		go func() {
-			last, got, err := benchReceive(rctx, cons, pool, benchWarmup, n, nil)
+			last, got, err := benchReceive(rctx, cons, pool, benchWarmup, n, nil, &progress)
 			done <- result{last, got, err}
 		}()
 		start := time.Now()
 		benchSend(b, p, pool, benchWarmup, n)
 		produced := time.Since(start)
+		atEnd := progress.Load()
 		res := <-done
 		b.StopTimer()
 		replicated[topicName] += int64(n) * benchPayloadSize
@@ -149,8 +151,9 @@ func BenchmarkReplication(b *testing.B) {
 			b.ReportMetric(rate/localRate, "ratio-to-local")
 			ratio = fmt.Sprintf("%.2f of local-produce (target >= 0.8)", rate/localRate)
 		}
-		b.Logf("replication-throughput: %d msgs produced in r0 in %v (%.0f msg/s), all in r1 after %v: %.0f msg/s, %.1f MB/s, %s",
-			n, produced.Round(time.Millisecond), float64(n)/produced.Seconds(), d.Round(time.Millisecond), rate, rate*benchPayloadSize/1e6, ratio)
+		b.Logf("replication-throughput: %d msgs produced in r0 in %v (%.0f msg/s; r1 had %d of them by then), all in r1 after %v: %.0f msg/s, %.1f MB/s, %s; backlog drained at %.0f msg/s after the producer finished",
+			n, produced.Round(time.Millisecond), float64(n)/produced.Seconds(), atEnd, d.Round(time.Millisecond), rate, rate*benchPayloadSize/1e6, ratio,
+			float64(int64(n)-atEnd)/(d-produced).Seconds())
 		benchReportWAN(b, r0, []string{topicName}, replicated)
 	})
 
@@ -166,7 +169,7 @@ func BenchmarkReplication(b *testing.B) {
 		defer p.Close()
 		benchSend(b, p, pool, 0, benchWarmup)
 		for _, c := range []pulsar.Consumer{local, remote} {
-			if _, _, err := benchReceive(ctx, c, pool, 0, benchWarmup, nil); err != nil {
+			if _, _, err := benchReceive(ctx, c, pool, 0, benchWarmup, nil, nil); err != nil {
 				b.Fatalf("warm-up: %v", err)
 			}
 		}
@@ -179,7 +182,7 @@ func BenchmarkReplication(b *testing.B) {
 		errs := make(chan error, 2)
 		for i, c := range []pulsar.Consumer{local, remote} {
 			go func() {
-				_, got, err := benchReceive(rctx, c, pool, benchWarmup, n, &lags[i])
+				_, got, err := benchReceive(rctx, c, pool, benchWarmup, n, &lags[i], nil)
 				if err != nil {
 					err = fmt.Errorf("%s: received %d of %d: %w", c.Subscription(), got, n, err)
 				}
@@ -403,8 +406,9 @@ func (s *benchSender) wait() error {
 // benchReceive receives messages from..from+n-1, checking each against
 // the pool (order and content), and returns when the last one arrived.
 // With lags set it appends each message's receive time minus its publish
-// time (the producer is in this process: same clock).
-func benchReceive(ctx context.Context, c pulsar.Consumer, pool [][]byte, from, n int, lags *[]time.Duration) (last time.Time, got int, err error) {
+// time (the producer is in this process: same clock); with progress set
+// it stores the count received so far.
+func benchReceive(ctx context.Context, c pulsar.Consumer, pool [][]byte, from, n int, lags *[]time.Duration, progress *atomic.Int64) (last time.Time, got int, err error) {
 	for got < n {
 		m, err := c.Receive(ctx)
 		if err != nil {
@@ -419,8 +423,11 @@ func benchReceive(ctx context.Context, c pulsar.Consumer, pool [][]byte, from, n
 			return last, got, fmt.Errorf("message %d (id %v): payload differs from the one sent (%d bytes)", i, m.ID(), len(m.Payload()))
 		}
 		got++
+		if progress != nil {
+			progress.Store(int64(got))
+		}
 		if got%1000 == 0 || got == n {
-			if err := c.AckCumulative(m.ID()); err != nil {
+			if err := c.AckCumulative(m); err != nil {
 				return last, got, fmt.Errorf("ack: %w", err)
 			}
 		}

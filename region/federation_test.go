@@ -15,6 +15,7 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/sirupsen/logrus"
 
+	"github.com/isobar-mq/isobar/broker/topic"
 	"github.com/isobar-mq/isobar/region"
 )
 
@@ -182,4 +183,63 @@ func testLogger(t *testing.T) *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// TestPartitionedReplication: a partitioned topic's partitions replicate
+// each to the same partition in the other region, in order per
+// partition.
+func TestPartitionedReplication(t *testing.T) {
+	if testing.Short() {
+		t.Skip("federation test: skipped with -short")
+	}
+	f := startFederation(t, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name, err := topic.Parse("persistent://acme/geo/parts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Regions[0].Policies().CreatePartitioned(ctx, name, 3); err != nil {
+		t.Fatal(err)
+	}
+	c0 := pulsarClient(t, f.Regions[0].Endpoints().ServiceURL)
+	p, err := c0.CreateProducer(pulsar.ProducerOptions{Topic: name.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	for i := range n {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Key: fmt.Sprintf("k%d", i%7), Payload: []byte(fmt.Sprintf("r0:%d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	c1 := pulsarClient(t, f.Regions[1].Endpoints().ServiceURL)
+	cons, err := c1.Subscribe(pulsar.ConsumerOptions{Topic: name.String(), SubscriptionName: "check", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	last := map[string]int{} // partition -> last sequence
+	seen := map[int]bool{}
+	for len(seen) < n {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatalf("after %d: %v", len(seen), err)
+		}
+		var seq int
+		fmt.Sscanf(string(m.Payload()), "r0:%d", &seq)
+		if seen[seq] {
+			t.Fatalf("duplicate %d", seq)
+		}
+		seen[seq] = true
+		if prev, ok := last[m.Topic()]; ok && seq <= prev {
+			t.Fatalf("%s: %d after %d", m.Topic(), seq, prev)
+		}
+		last[m.Topic()] = seq
+		cons.Ack(m)
+	}
+	if len(last) != 3 {
+		t.Errorf("messages came from %d partitions, want 3", len(last))
+	}
 }

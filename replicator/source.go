@@ -37,21 +37,29 @@ func newStream(w *Worker, k streamKey, st *StreamStats) *stream {
 // position) after any failure, with backoff.
 func (s *stream) run() {
 	backoff := 100 * time.Millisecond
+	var failing int      // failed sessions in a row
+	var warned time.Time // last warning
 	for s.ctx.Err() == nil {
 		progressed, err := s.session()
 		if s.ctx.Err() != nil {
 			return
 		}
+		if progressed {
+			backoff, failing = 100*time.Millisecond, 0
+		}
 		if err != nil {
+			failing++
 			s.st.update(func(st *StreamStats) {
 				st.Errors++
 				st.LastError = err.Error()
 				st.Active = false
 			})
-			s.w.log.Debug("replication stream restarts", "topic", s.key.Topic, "remote", s.key.Remote, "err", err)
-		}
-		if progressed {
-			backoff = 100 * time.Millisecond
+			// Never silent: the first failure of a run, then every 30s
+			// while it keeps failing.
+			if failing == 1 || time.Since(warned) >= 30*time.Second {
+				warned = time.Now()
+				s.w.log.Warn("replication stream failing; retrying", "topic", s.key.Topic, "remote", s.key.Remote, "failures", failing, "err", err)
+			}
 		}
 		select {
 		case <-s.ctx.Done():

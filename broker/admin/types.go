@@ -116,6 +116,11 @@ type ReplicatorStats struct {
 	InboundConnectedSince     string  `json:"inboundConnectedSince"`
 	OutboundConnection        string  `json:"outboundConnection"`
 	OutboundConnectedSince    string  `json:"outboundConnectedSince"`
+	// Isobar extensions: the backlog in bytes (estimated from the
+	// average entry size) and whether replication to the remote has made
+	// no progress for the broker's stall threshold while it has a backlog.
+	ReplicationBacklogBytes int64 `json:"replicationBacklogBytes"`
+	Stalled                 bool  `json:"stalled"`
 }
 
 // PersistentTopicInternalStats is Pulsar's PersistentTopicInternalStats (admin JSON).
