@@ -762,3 +762,56 @@ func TestConcurrentAcks(t *testing.T) {
 		t.Fatalf("ledgers after acking everything: %+v", ls)
 	}
 }
+
+// TestChainedAddsStopAtFirstFailure: once an add of a chain fails, every
+// later add of that chain fails too, even though the managed ledger rolls
+// over to a new ledger and unchained adds succeed there; a new chain
+// works again.
+func TestChainedAddsStopAtFirstFailure(t *testing.T) {
+	cl := startCluster(t)
+	lc, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger(), RequestTimeout: 5 * time.Second, MaxEntrySize: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lc.Close() })
+	m := open(t, testConfig(cl, lc, 1000), "t/ns/persistent/chain")
+	defer m.Close(context.Background())
+	ctx := context.Background()
+	chain := NewChain()
+	type result struct {
+		p   Position
+		err error
+	}
+	add := func(c *Chain, data []byte) <-chan result {
+		ch := make(chan result, 1)
+		cb := func(p Position, err error) { ch <- result{p, err} }
+		if c == nil {
+			m.AddEntryAsync(ctx, data, cb)
+		} else {
+			m.AddEntryChainedAsync(ctx, c, data, cb)
+		}
+		return ch
+	}
+	first := add(chain, []byte("a"))
+	tooBig := add(chain, bytes.Repeat([]byte("x"), 4096)) // fails: over MaxEntrySize
+	after := add(chain, []byte("b"))
+	other := add(nil, []byte("c"))
+	if r := <-first; r.err != nil {
+		t.Fatalf("first add: %v", r.err)
+	}
+	if r := <-tooBig; r.err == nil {
+		t.Fatal("oversize add succeeded")
+	}
+	if r := <-after; !errors.Is(r.err, ErrChainBroken) {
+		t.Fatalf("add after the failure: %v, want ErrChainBroken", r.err)
+	}
+	if r := <-other; r.err != nil {
+		t.Fatalf("unchained add after the failure: %v", r.err)
+	}
+	if !chain.Broken() {
+		t.Fatal("chain not broken")
+	}
+	if r := <-add(NewChain(), []byte("d")); r.err != nil {
+		t.Fatalf("add of a new chain: %v", r.err)
+	}
+}
