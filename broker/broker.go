@@ -12,6 +12,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/metric"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	nooptrace "go.opentelemetry.io/otel/trace/noop"
 	"log/slog"
 	"net"
 	"strings"
@@ -156,6 +160,14 @@ type Config struct {
 	// message TTL, backlog quotas and retention, and their namespace
 	// policies re-read. Zero means one minute.
 	MaintenanceInterval time.Duration
+	// MeterProvider and TracerProvider come from package observability;
+	// nil means no-op providers.
+	MeterProvider  metric.MeterProvider
+	TracerProvider trace.TracerProvider
+	// TopicMetrics labels message counters, backlogs and storage sizes
+	// with the topic (and subscription); off, series are per namespace and
+	// their number does not grow with topics.
+	TopicMetrics bool
 	// ReplicationStallAfter is how long a replication cursor with a
 	// backlog may stay still before stats call it stalled and the
 	// maintenance loop logs it; zero means 30s.
@@ -207,6 +219,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaintenanceInterval == 0 {
 		c.MaintenanceInterval = time.Minute
+	}
+	if c.MeterProvider == nil {
+		c.MeterProvider = noopmetric.NewMeterProvider()
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = nooptrace.NewTracerProvider()
 	}
 	if c.ReplicationStallAfter <= 0 {
 		c.ReplicationStallAfter = 30 * time.Second
@@ -262,6 +280,7 @@ type Broker struct {
 	mu        sync.Mutex
 	listeners []net.Listener
 	conns     map[*conn]struct{}
+	metrics   *metrics
 	topics    map[string]*topicSlot
 	shutdown  bool
 
@@ -290,6 +309,10 @@ func New(cfg Config) (*Broker, error) {
 		cancel: cancel,
 		conns:  map[*conn]struct{}{},
 		topics: map[string]*topicSlot{},
+	}
+	if err := b.initMetrics(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("broker: metrics: %w", err)
 	}
 	b.maint.Add(1)
 	go func() { defer b.maint.Done(); b.maintain() }()

@@ -647,7 +647,11 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 			p.t.publishReplicated(c.ctx, src, srcPos, nm, f.Entry, done)
 		}
 	}
+	arrived := c.b.cfg.Now()
 	publish(func(pos mledger.Position, stored bool, err error) {
+		if err == nil {
+			c.b.recordIn(p.t, int64(nm), int64(len(f.Payload)), arrived, src)
+		}
 		if err != nil {
 			c.sendCmd(wire.NewSendErrorCommand(pid, seq, serverError(err)))
 			// The client resends its pending messages after reconnecting

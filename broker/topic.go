@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/metric"
 	"slices"
 	"strconv"
 	"sync"
@@ -53,12 +54,13 @@ type Topic struct {
 	nonPersistent atomic.Int64 // message ids of a non-persistent topic
 
 	msgIn, bytesIn atomic.Int64
-	quotaExceeded  atomic.Bool // a backlog is over its quota (producer policies)
+	quotaExceeded  atomic.Bool              // a backlog is over its quota (producer policies)
+	attrs          metric.MeasurementOption // of its metrics
 	created        time.Time
 }
 
 func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol NamespacePolicy) *Topic {
-	return &Topic{
+	t := &Topic{
 		b: b, name: name, ml: ml, policy: pol,
 		gone:      make(chan struct{}),
 		producers: map[string]*producer{},
@@ -67,6 +69,8 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 		replOut:   map[string]*replOut{},
 		created:   b.cfg.Now(),
 	}
+	t.attrs = b.topicAttrs(t)
+	return t
 }
 
 // Name is the topic's name.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/metric"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -83,6 +84,8 @@ type snapshot struct {
 // safe for concurrent use. Values returned by Get and List are shared with
 // the cache and must not be modified.
 type Cache struct {
+	metricsReg metric.Registration
+
 	cfg Config
 	cli *clientv3.Client
 	log *slog.Logger
@@ -169,6 +172,13 @@ func Start(ctx context.Context, cfg Config) (*Cache, error) {
 		}
 	}
 
+	if cfg.MeterProvider != nil {
+		reg, err := c.registerMetrics(cfg.MeterProvider)
+		if err != nil {
+			return nil, fmt.Errorf("globalconfig: metrics: %w", err)
+		}
+		c.metricsReg = reg
+	}
 	runCtx, stopRun := context.WithCancel(context.Background())
 	persistCtx, stopPersist := context.WithCancel(context.Background())
 	c.stopRun, c.stopPersist = stopRun, stopPersist
@@ -187,6 +197,9 @@ func Start(ctx context.Context, cfg Config) (*Cache, error) {
 // cache's goroutines. Reads keep answering from the last state.
 func (c *Cache) Close() error {
 	c.closeOnce.Do(func() {
+		if c.metricsReg != nil {
+			_ = c.metricsReg.Unregister()
+		}
 		c.stopRun()
 		c.runWG.Wait()
 		c.stopPersist()

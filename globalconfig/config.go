@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -28,6 +30,8 @@ type Config struct {
 	Persist string
 	// Logger receives warnings and state changes; nil discards them.
 	Logger *slog.Logger
+	// MeterProvider receives the cache's metrics; nil means none.
+	MeterProvider metric.MeterProvider
 	// Now is the clock for Age and Synced; nil means time.Now.
 	Now func() time.Time
 

@@ -47,7 +47,7 @@ func (r *Region) startBrokers(ctx context.Context) error {
 	}
 	r.ledgers = lc
 	cluster := cfg.clusterName()
-	pc := policy.Config{Meta: r.meta, LocalCluster: cluster, HasTopics: r.hasTopics}
+	pc := policy.Config{Meta: r.meta, LocalCluster: cluster, HasTopics: r.hasTopics, MeterProvider: r.telemetry.MeterProvider()}
 	if r.global != nil {
 		pc.Meta, pc.Cache = r.globalMeta, r.global
 	}
@@ -164,6 +164,8 @@ func (r *Region) startBroker(ctx context.Context, i int, lc *ledger.Client, pol 
 	bc.Placement = placement
 	bc.Namespaces = broker.PolicyNamespaces{Store: pol, Default: policy.AutoTopicCreation{AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned}}
 	bc.Logger = logger
+	bc.MeterProvider = r.telemetry.MeterProvider()
+	bc.TracerProvider = r.telemetry.TracerProvider()
 	bc.OnDrained = func(ctx context.Context) {
 		if err := reg.Close(ctx); err != nil {
 			logger.Warn("releasing bundle ownership failed", "err", err)
@@ -182,7 +184,10 @@ func (r *Region) startBroker(ctx context.Context, i int, lc *ledger.Client, pol 
 		Logger:            logger,
 		AutoTopicCreation: policy.AutoTopicCreation{AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned},
 	})
-	rb.http = &http.Server{Handler: adm, ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", r.telemetry.Handler())
+	mux.Handle("/", adm)
+	rb.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := rb.http.Serve(hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("http server stopped", "err", err)

@@ -32,9 +32,10 @@ func (r *Region) startGlobal(ctx context.Context) error {
 	}
 	r.globalMeta = gm
 	c, err := globalconfig.Start(ctx, globalconfig.Config{
-		Meta:    gm,
-		Persist: filepath.Join(r.cfg.DataDir, "globalconfig"),
-		Logger:  r.logger.With("component", "globalconfig"),
+		Meta:          gm,
+		Persist:       filepath.Join(r.cfg.DataDir, "globalconfig"),
+		Logger:        r.logger.With("component", "globalconfig"),
+		MeterProvider: r.telemetry.MeterProvider(),
 	})
 	if err != nil {
 		return fmt.Errorf("region %s: global configuration cache: %w", r.cfg.Name, err)
@@ -84,6 +85,7 @@ func (r *Region) startWorker(ctx context.Context, i int) (*runningWorker, error)
 	if wc.Logger == nil {
 		wc.Logger = r.logger
 	}
+	wc.MeterProvider, wc.TracerProvider = r.telemetry.MeterProvider(), r.telemetry.TracerProvider()
 	w, err := replicator.Start(ctx, wc)
 	if err != nil {
 		nc.Close()

@@ -24,6 +24,7 @@ import (
 	"github.com/isobar-mq/isobar/globalconfig"
 	"github.com/isobar-mq/isobar/internal/natsembed"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/observability"
 	"github.com/isobar-mq/isobar/replicator"
 )
 
@@ -80,6 +81,13 @@ type Config struct {
 	Replicators int `yaml:"replicators"`
 	// Replicator is the template for every replicator worker's config.
 	Replicator replicator.Config `yaml:"-"`
+
+	// Telemetry, when set, is used by every part of the region; nil makes
+	// one for the region (metrics on each broker's HTTP port at /metrics,
+	// OTLP when the OTEL_EXPORTER_OTLP_* variables say so).
+	Telemetry *observability.Telemetry `yaml:"-"`
+	// TelemetryOff disables metrics and traces (no-op providers).
+	TelemetryOff bool `yaml:"telemetryOff"`
 }
 
 func (c Config) clusterName() string {
@@ -135,6 +143,8 @@ type Region struct {
 	nats       *natsembed.Server
 	natsURL    string
 	workers    []*runningWorker
+	telemetry  *observability.Telemetry
+	ownTel     bool // made here: shut down with the region
 }
 
 // Endpoints says where a region's parts listen.
@@ -177,6 +187,16 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Region, err
 	}()
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("region %s: %w", cfg.Name, err)
+	}
+	r.telemetry = cfg.Telemetry
+	if r.telemetry == nil {
+		r.telemetry, err = observability.New(ctx, observability.Config{
+			Region: cfg.Name, Component: "region", Instance: cfg.Name, Disabled: cfg.TelemetryOff, Logger: logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("region %s: %w", cfg.Name, err)
+		}
+		r.ownTel = true
 	}
 	endpoints := cfg.MetastoreEndpoints
 	if len(endpoints) == 0 {
@@ -276,8 +296,7 @@ func (r *Region) Endpoints() Endpoints {
 	e.Brokers = r.Brokers()
 	if len(e.Brokers) > 0 {
 		e.ServiceURL, e.WebServiceURL = e.Brokers[0].ServiceURL, e.Brokers[0].WebServiceURL
-		// MetricsURL stays empty until the broker serves /metrics
-		// (the observability issue).
+		e.MetricsURL = e.WebServiceURL + "/metrics"
 	}
 	e.NATSURL = r.natsURL
 	return e
@@ -309,6 +328,9 @@ func (r *Region) Shutdown(ctx context.Context) error {
 	}
 	if r.etcd != nil {
 		r.etcd.Close()
+	}
+	if r.ownTel && r.telemetry != nil {
+		r.telemetry.Shutdown(ctx)
 	}
 	r.logger.Info("region stopped")
 	return errors.Join(errs...)

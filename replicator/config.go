@@ -7,6 +7,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/metric"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	nooptrace "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/isobar-mq/isobar/broker/policy"
 	"github.com/isobar-mq/isobar/metastore"
@@ -35,14 +39,22 @@ type Config struct {
 	Policies *policy.Store
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// MeterProvider and TracerProvider come from package observability;
+	// nil means no-op providers.
+	MeterProvider  metric.MeterProvider
+	TracerProvider trace.TracerProvider
 
 	// FrameEntries, FrameBytes and FrameDelay bound a frame: at most
-	// FrameEntries entries (0: 1000) and FrameBytes raw bytes (0: 1 MiB),
+	// FrameEntries entries (0: 1000) and FrameBytes raw bytes (0: 4 MiB),
 	// sent once either is reached or FrameDelay (0: 5ms) after its first
 	// entry.
 	FrameEntries int
 	FrameBytes   int
 	FrameDelay   time.Duration
+	// ReceiverQueue is the permits (messages, not entries: a batch counts
+	// its messages) of a stream's subscription; 0 means 10000. It bounds
+	// how far a stream reads ahead of the frame in flight.
+	ReceiverQueue int
 	// RequestTimeout bounds one frame's round trip to the remote
 	// region (0: 15s).
 	RequestTimeout time.Duration
@@ -81,7 +93,7 @@ func (c Config) Validate() error {
 	if c.Policies == nil {
 		errs = append(errs, errors.New("replicator.policies: required"))
 	}
-	for name, v := range map[string]int{"frameEntries": c.FrameEntries, "frameBytes": c.FrameBytes, "sinkConcurrency": c.SinkConcurrency, "maxFrameBytes": c.MaxFrameBytes} {
+	for name, v := range map[string]int{"frameEntries": c.FrameEntries, "receiverQueue": c.ReceiverQueue, "frameBytes": c.FrameBytes, "sinkConcurrency": c.SinkConcurrency, "maxFrameBytes": c.MaxFrameBytes} {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("replicator.%s: %d is negative", name, v))
 		}
@@ -98,6 +110,12 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.MeterProvider == nil {
+		c.MeterProvider = noopmetric.NewMeterProvider()
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = nooptrace.NewTracerProvider()
+	}
 	def := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
@@ -109,7 +127,8 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	def(&c.FrameEntries, 1000)
-	def(&c.FrameBytes, 1<<20)
+	def(&c.FrameBytes, 4<<20)
+	def(&c.ReceiverQueue, 10000)
 	def(&c.SinkConcurrency, 16)
 	def(&c.MaxFrameBytes, 8<<20)
 	defD(&c.FrameDelay, 5*time.Millisecond)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/mledger"
@@ -51,6 +52,7 @@ func (w *Worker) onFrame(msg *nats.Msg) {
 		defer func() { <-w.sem }()
 		reply := nats.NewMsg(msg.Reply)
 		if err := w.apply(msg); err != nil {
+			w.metrics.errors.Add(context.Background(), 1, w.pairAttrs(msg.Header.Get(HeaderSource), w.cfg.Region, attribute.String("isobar.side", "sink")))
 			w.log.Debug("frame refused", "source", msg.Header.Get(HeaderSource), "topic", msg.Header.Get(HeaderTopic), "err", err)
 			reply.Header.Set(HeaderError, err.Error())
 		}
@@ -98,8 +100,9 @@ func (w *Worker) apply(msg *nats.Msg) error {
 	// Mark each entry replicated from src at its source position; a frame
 	// with an entry that does not decode is refused whole.
 	type out struct {
-		data []byte
-		n    int
+		data    []byte
+		n       int
+		publish uint64 // ms
 	}
 	outs := make([]out, len(entries))
 	for i, e := range entries {
@@ -121,7 +124,7 @@ func (w *Worker) apply(msg *nats.Msg) error {
 		if n <= 0 {
 			n = 1
 		}
-		outs[i] = out{data: data, n: n}
+		outs[i] = out{data: data, n: n, publish: meta.GetPublishTime()}
 	}
 	sp := w.sinkProducer(sinkKey{Topic: name.String(), Source: src})
 	sp.mu.Lock()
@@ -164,6 +167,13 @@ func (w *Worker) apply(msg *nats.Msg) error {
 		cancel()
 		sp.p = nil
 		return fmt.Errorf("store on %s: %w", name, first)
+	}
+	now := time.Now()
+	pair := w.pairAttrs(src, w.cfg.Region)
+	for _, o := range outs {
+		if o.publish > 0 {
+			w.metrics.lag.Record(context.Background(), max(0, now.Sub(time.UnixMilli(int64(o.publish))).Seconds()), pair)
+		}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/wire"
@@ -49,6 +50,7 @@ func (s *stream) run() {
 		}
 		if err != nil {
 			failing++
+			s.w.metrics.errors.Add(context.Background(), 1, s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.side", "source")))
 			s.st.update(func(st *StreamStats) {
 				st.Errors++
 				st.LastError = err.Error()
@@ -78,12 +80,30 @@ func (s *stream) session() (progressed bool, err error) {
 		ConsumerName:    s.w.cfg.ID,
 		Type:            pb.CommandSubscribe_Failover,
 		InitialPosition: pb.CommandSubscribe_Earliest,
-		ReceiverQueue:   s.w.cfg.FrameEntries,
+		ReceiverQueue:   s.w.cfg.ReceiverQueue,
 	})
 	if err != nil {
 		return false, fmt.Errorf("subscribe: %w", err)
 	}
+	// Acknowledgements run beside the stream: the next frame does not wait
+	// for the cursor to be saved (an ack lost with a crash only means the
+	// remote drops a few entries it already has). Only the newest pending
+	// position is kept.
+	acks := make(chan pulsarconn.MessageID, 1)
+	ackDone := make(chan struct{})
+	go func() {
+		defer close(ackDone)
+		for id := range acks {
+			actx, cancel := context.WithTimeout(s.ctx, s.w.cfg.RequestTimeout)
+			if err := co.AckCumulative(actx, id); err != nil && s.ctx.Err() == nil {
+				s.w.log.Debug("replication ack failed", "topic", s.key.Topic, "remote", s.key.Remote, "id", id, "err", err)
+			}
+			cancel()
+		}
+	}()
 	defer func() {
+		close(acks)
+		<-ackDone
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = co.Close(ctx)
 		cancel()
@@ -130,12 +150,11 @@ func (s *stream) session() (progressed bool, err error) {
 			}
 		}
 		if have {
-			actx, cancel := context.WithTimeout(s.ctx, s.w.cfg.RequestTimeout)
-			err := co.AckCumulative(actx, last)
-			cancel()
-			if err != nil {
-				return progressed, fmt.Errorf("ack %d:%d: %w", last.Ledger, last.Entry, err)
+			select {
+			case <-acks: // replaced by the newer position
+			default:
 			}
+			acks <- last
 			progressed = true
 		}
 		pending, raw, have = pending[:0], 0, false
@@ -175,7 +194,19 @@ func (s *stream) send(entries []frame.Entry, raw int) error {
 	msg.Header.Set(HeaderRaw, strconv.Itoa(raw))
 	ctx, cancel := context.WithTimeout(s.ctx, s.w.cfg.RequestTimeout)
 	defer cancel()
+	start := time.Now()
 	reply, err := s.w.cfg.NATS.RequestMsgWithContext(ctx, msg)
+	pair := s.w.pairAttrs(s.w.cfg.Region, s.key.Remote)
+	if err != nil || reply.Header.Get(HeaderError) != "" {
+		s.w.metrics.frames.Add(context.Background(), 1, s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.result", "error")))
+	} else {
+		bg := context.Background()
+		s.w.metrics.frames.Add(bg, 1, s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.result", "ok")))
+		s.w.metrics.entries.Add(bg, int64(len(entries)), pair)
+		s.w.metrics.wire.Add(bg, int64(raw), s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.encoding", "raw")))
+		s.w.metrics.wire.Add(bg, int64(len(body)), s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.encoding", "zstd")))
+		s.w.metrics.roundTrip.Record(bg, time.Since(start).Seconds(), pair)
+	}
 	if err != nil {
 		return fmt.Errorf("frame %s..%s to %s: %w", entries[0].Pos, entries[len(entries)-1].Pos, s.key.Remote, err)
 	}

@@ -39,6 +39,8 @@ type Worker struct {
 	streams map[streamKey]*stream
 	sinks   map[sinkKey]*sinkProducer
 	stats   map[streamKey]*StreamStats
+
+	metrics *metrics
 }
 
 type streamKey struct{ Topic, Remote string }
@@ -65,6 +67,10 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		streams: map[streamKey]*stream{},
 		sinks:   map[sinkKey]*sinkProducer{},
 		stats:   map[streamKey]*StreamStats{},
+	}
+	if err := w.initMetrics(); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("replicator %s: metrics: %w", cfg.ID, err)
 	}
 	w.lease, err = cfg.Meta.Grant(ctx, cfg.LeaseTTL)
 	if err != nil {
@@ -108,6 +114,9 @@ func (w *Worker) Close() error {
 		_ = w.lease.Revoke(ctx)
 		cancel()
 	}
+	if w.metrics != nil {
+		_ = w.metrics.reg.Unregister()
+	}
 	return w.client.Close()
 }
 
@@ -120,6 +129,9 @@ func (w *Worker) Abort() {
 	w.cancel()
 	_ = w.client.Close()
 	w.wg.Wait()
+	if w.metrics != nil {
+		_ = w.metrics.reg.Unregister()
+	}
 }
 
 func (w *Worker) workerKey(id string) string {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/metric"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
 	"slices"
 	"strings"
 
@@ -57,7 +59,14 @@ type Config struct {
 	// the store is unreachable. Writes still go to Meta, read what they
 	// change from Meta, and return once the cache has caught up with them.
 	Cache Reader
+	// MeterProvider receives the store's metrics (write conflicts); nil
+	// means none.
+	MeterProvider metric.MeterProvider
 }
+
+// MetricWriteConflicts counts compare-and-swap writes that lost to a
+// concurrent change (retried or reported as ErrConflict).
+const MetricWriteConflicts = "isobar.globalconfig.write.conflicts"
 
 // Reader is a local, watched copy of the store (globalconfig.Cache).
 type Reader interface {
@@ -91,8 +100,9 @@ func (c Config) Validate() error {
 
 // Store is the typed configuration store. It is safe for concurrent use.
 type Store struct {
-	cfg  Config
-	meta *metastore.Store
+	cfg       Config
+	meta      *metastore.Store
+	conflicts metric.Int64Counter
 }
 
 // New returns a store over cfg.Meta.
@@ -100,7 +110,16 @@ func New(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Store{cfg: cfg, meta: cfg.Meta}, nil
+	mp := cfg.MeterProvider
+	if mp == nil {
+		mp = noopmetric.NewMeterProvider()
+	}
+	conflicts, err := mp.Meter("github.com/isobar-mq/isobar/broker/policy").Int64Counter(MetricWriteConflicts,
+		metric.WithUnit("{conflict}"), metric.WithDescription("Writes to the configuration store that lost a compare-and-swap to a concurrent change."))
+	if err != nil {
+		return nil, err
+	}
+	return &Store{cfg: cfg, meta: cfg.Meta, conflicts: conflicts}, nil
 }
 
 // LocalCluster is the configured local cluster name.
@@ -124,6 +143,9 @@ func namespaceTopicsPrefix(tenant, ns string) string {
 // settle waits, after a successful write, until the cache has caught up
 // with the store, so a read that follows a write sees it.
 func (s *Store) settle(ctx context.Context, err *error) {
+	if errors.Is(*err, ErrConflict) {
+		s.conflicts.Add(ctx, 1)
+	}
 	if *err != nil || s.cfg.Cache == nil {
 		return
 	}
@@ -614,6 +636,7 @@ func (s *Store) UpdateNamespace(ctx context.Context, namespace string, fn func(*
 		if ok {
 			return p, nil
 		}
+		s.conflicts.Add(ctx, 1)
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%s: %w: %w", what, ErrConflict, err)
 		}

@@ -1,0 +1,244 @@
+package broker
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/wire"
+)
+
+// Metric names (docs/observability.md): Pulsar's OpenTelemetry names
+// (PIP-264) for what Pulsar has, isobar.* for the rest.
+const (
+	MetricMsgIn         = "pulsar.broker.topic.message.incoming.count"
+	MetricBytesIn       = "pulsar.broker.topic.message.incoming.size"
+	MetricMsgOut        = "pulsar.broker.topic.message.outgoing.count"
+	MetricBytesOut      = "pulsar.broker.topic.message.outgoing.size"
+	MetricPublishTime   = "pulsar.broker.topic.publish.duration"
+	MetricBacklog       = "pulsar.broker.topic.subscription.message.backlog"
+	MetricStorage       = "pulsar.broker.topic.storage.size"
+	MetricTopics        = "pulsar.broker.topic.count"
+	MetricProducers     = "pulsar.broker.topic.producer.count"
+	MetricConsumers     = "pulsar.broker.topic.consumer.count"
+	MetricConnections   = "pulsar.broker.connection.count"
+	MetricReplBacklog   = "isobar.replication.backlog"
+	MetricReplLag       = "isobar.replication.backlog.age"
+	MetricReplIn        = "isobar.replication.incoming.count"
+	MetricReplStalled   = "isobar.replication.stalled"
+	MetricReplConnected = "isobar.replication.connected"
+)
+
+// metrics are the broker's instruments. With per-topic labels off (the
+// default) series carry the namespace only, so their number does not
+// grow with topics.
+type metrics struct {
+	perTopic bool
+	msgIn    metric.Int64Counter
+	bytesIn  metric.Int64Counter
+	msgOut   metric.Int64Counter
+	bytesOut metric.Int64Counter
+	publish  metric.Float64Histogram
+	replIn   metric.Int64Counter
+	reg      metric.Registration
+}
+
+func (b *Broker) initMetrics() error {
+	m := b.cfg.MeterProvider.Meter("github.com/isobar-mq/isobar/broker")
+	mt := &metrics{perTopic: b.cfg.TopicMetrics}
+	var err error
+	must := func(e error) {
+		if err == nil {
+			err = e
+		}
+	}
+	var e error
+	mt.msgIn, e = m.Int64Counter(MetricMsgIn, metric.WithUnit("{message}"), metric.WithDescription("Messages received from producers (replicated ones included)."))
+	must(e)
+	mt.bytesIn, e = m.Int64Counter(MetricBytesIn, metric.WithUnit("By"), metric.WithDescription("Bytes received from producers."))
+	must(e)
+	mt.msgOut, e = m.Int64Counter(MetricMsgOut, metric.WithUnit("{message}"), metric.WithDescription("Messages dispatched to consumers."))
+	must(e)
+	mt.bytesOut, e = m.Int64Counter(MetricBytesOut, metric.WithUnit("By"), metric.WithDescription("Bytes dispatched to consumers."))
+	must(e)
+	mt.publish, e = m.Float64Histogram(MetricPublishTime, metric.WithUnit("s"), metric.WithDescription("Time from a SEND's arrival to its receipt (storage included)."),
+		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5))
+	must(e)
+	mt.replIn, e = m.Int64Counter(MetricReplIn, metric.WithUnit("{message}"), metric.WithDescription("Messages stored from another region's replicator, by source region."))
+	must(e)
+	backlog, e := m.Int64ObservableGauge(MetricBacklog, metric.WithUnit("{entry}"), metric.WithDescription("Entries not yet acknowledged, per subscription (per namespace without per-topic labels)."))
+	must(e)
+	storage, e := m.Int64ObservableGauge(MetricStorage, metric.WithUnit("By"), metric.WithDescription("Bytes stored for the loaded topics."))
+	must(e)
+	topics, e := m.Int64ObservableGauge(MetricTopics, metric.WithUnit("{topic}"), metric.WithDescription("Loaded topics."))
+	must(e)
+	producers, e := m.Int64ObservableGauge(MetricProducers, metric.WithUnit("{producer}"), metric.WithDescription("Connected producers."))
+	must(e)
+	consumers, e := m.Int64ObservableGauge(MetricConsumers, metric.WithUnit("{consumer}"), metric.WithDescription("Connected consumers."))
+	must(e)
+	conns, e := m.Int64ObservableGauge(MetricConnections, metric.WithUnit("{connection}"), metric.WithDescription("Open client connections."))
+	must(e)
+	replBacklog, e := m.Int64ObservableGauge(MetricReplBacklog, metric.WithUnit("{entry}"), metric.WithDescription("Entries not yet replicated, by local and remote region."))
+	must(e)
+	replLag, e := m.Float64ObservableGauge(MetricReplLag, metric.WithUnit("s"), metric.WithDescription("Age of the oldest entry not yet replicated (max over topics), by remote region."))
+	must(e)
+	replStalled, e := m.Int64ObservableGauge(MetricReplStalled, metric.WithUnit("{topic}"), metric.WithDescription("Topics whose replication to a remote has a backlog and has not moved for the stall threshold."))
+	must(e)
+	replConnected, e := m.Int64ObservableGauge(MetricReplConnected, metric.WithUnit("{topic}"), metric.WithDescription("Topics with a replicator attached to their replication cursor, by remote region."))
+	must(e)
+	if err != nil {
+		return err
+	}
+	local := attribute.String("isobar.cluster", b.cfg.Cluster)
+	mt.reg, err = m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		type key struct{ ns, topic, sub string }
+		backlogs := map[key]int64{}
+		storageBy := map[key]int64{}
+		type rkey struct{ remote string }
+		rBacklog := map[string]int64{}
+		rLag := map[string]float64{}
+		rStalled := map[string]int64{}
+		rConn := map[string]int64{}
+		var nTopics, nProd, nCons int64
+		now := b.cfg.Now()
+		for _, t := range b.loadedTopics() {
+			nTopics++
+			k := key{ns: t.name.NamespaceName()}
+			if mt.perTopic {
+				k.topic = t.name.String()
+			}
+			t.mu.Lock()
+			nProd += int64(len(t.producers))
+			subs := make([]*subscription, 0, len(t.subs))
+			for _, s := range t.subs {
+				subs = append(subs, s)
+			}
+			t.mu.Unlock()
+			for _, s := range subs {
+				s.mu.Lock()
+				nCons += int64(len(s.consumers))
+				s.mu.Unlock()
+			}
+			if t.ml == nil {
+				continue
+			}
+			for _, l := range t.ml.Ledgers() {
+				storageBy[k] += l.Size
+			}
+			for _, name := range t.ml.Cursors() {
+				c, err := t.ml.OpenCursor(ctx, name, mledger.Latest)
+				if err != nil {
+					continue
+				}
+				if remote, ok := strings.CutPrefix(name, ReplPrefix); ok {
+					n := c.Backlog()
+					rBacklog[remote] += n
+					if t.replStalled(remote, c.MarkDelete(), n) {
+						rStalled[remote]++
+					}
+					if n > 0 {
+						md := c.MarkDelete()
+						if es, _, err := t.ml.Read(ctx, mledger.Position{Ledger: md.Ledger, Entry: md.Entry + 1}, 1); err == nil && len(es) == 1 {
+							if pt := publishTime(es[0].Data); !pt.IsZero() {
+								rLag[remote] = max(rLag[remote], now.Sub(pt).Seconds())
+							}
+						}
+					} else if _, ok := rLag[remote]; !ok {
+						rLag[remote] = 0
+					}
+					for _, s := range subs {
+						if s.name == name && len(s.consumers) > 0 {
+							rConn[remote]++
+						}
+					}
+					continue
+				}
+				if strings.HasPrefix(name, ReservedPrefix) {
+					continue
+				}
+				sk := k
+				if mt.perTopic {
+					sk.sub = name
+				}
+				backlogs[sk] += c.Backlog()
+			}
+		}
+		attrs := func(k key) metric.MeasurementOption {
+			kv := []attribute.KeyValue{local, attribute.String("pulsar.namespace", k.ns)}
+			if k.topic != "" {
+				kv = append(kv, attribute.String("pulsar.topic", k.topic))
+			}
+			if k.sub != "" {
+				kv = append(kv, attribute.String("pulsar.subscription.name", k.sub))
+			}
+			return metric.WithAttributes(kv...)
+		}
+		for k, v := range backlogs {
+			o.ObserveInt64(backlog, v, attrs(k))
+		}
+		for k, v := range storageBy {
+			o.ObserveInt64(storage, v, attrs(k))
+		}
+		o.ObserveInt64(topics, nTopics, metric.WithAttributes(local))
+		o.ObserveInt64(producers, nProd, metric.WithAttributes(local))
+		o.ObserveInt64(consumers, nCons, metric.WithAttributes(local))
+		b.mu.Lock()
+		nConns := int64(len(b.conns))
+		b.mu.Unlock()
+		o.ObserveInt64(conns, nConns, metric.WithAttributes(local))
+		for r, v := range rBacklog {
+			ra := metric.WithAttributes(local, attribute.String("isobar.remote", r))
+			o.ObserveInt64(replBacklog, v, ra)
+			o.ObserveFloat64(replLag, rLag[r], ra)
+			o.ObserveInt64(replStalled, rStalled[r], ra)
+			o.ObserveInt64(replConnected, rConn[r], ra)
+		}
+		return nil
+	}, backlog, storage, topics, producers, consumers, conns, replBacklog, replLag, replStalled, replConnected)
+	if err != nil {
+		return err
+	}
+	b.metrics = mt
+	return nil
+}
+
+// publishTime is an entry's publish time; zero when it does not decode.
+func publishTime(entry []byte) time.Time {
+	meta, _, err := wire.DecodeEntry(entry)
+	if err != nil || meta.PublishTime == nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(int64(meta.GetPublishTime()))
+}
+
+// topicAttrs are the attributes of a topic's counters.
+func (b *Broker) topicAttrs(t *Topic) metric.MeasurementOption {
+	kv := []attribute.KeyValue{attribute.String("isobar.cluster", b.cfg.Cluster), attribute.String("pulsar.namespace", t.name.NamespaceName())}
+	if b.metrics.perTopic {
+		kv = append(kv, attribute.String("pulsar.topic", t.name.String()))
+	}
+	return metric.WithAttributes(kv...)
+}
+
+// recordIn counts messages received and the publish time of their SEND.
+func (b *Broker) recordIn(t *Topic, msgs, bytes int64, since time.Time, replicatedFrom string) {
+	ctx := context.Background()
+	a := t.attrs
+	b.metrics.msgIn.Add(ctx, msgs, a)
+	b.metrics.bytesIn.Add(ctx, bytes, a)
+	b.metrics.publish.Record(ctx, b.cfg.Now().Sub(since).Seconds(), a)
+	if replicatedFrom != "" {
+		b.metrics.replIn.Add(ctx, msgs, metric.WithAttributes(attribute.String("isobar.cluster", b.cfg.Cluster), attribute.String("isobar.source", replicatedFrom)))
+	}
+}
+
+// recordOut counts messages dispatched.
+func (b *Broker) recordOut(t *Topic, msgs, bytes int64) {
+	ctx := context.Background()
+	b.metrics.msgOut.Add(ctx, msgs, t.attrs)
+	b.metrics.bytesOut.Add(ctx, bytes, t.attrs)
+}
