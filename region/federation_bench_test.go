@@ -54,6 +54,9 @@ const (
 //
 //	go test -run '^$' -bench BenchmarkReplication -benchtime 1x -timeout 10m ./region/
 func BenchmarkReplication(b *testing.B) {
+	if testing.Short() {
+		b.Skip("federation benchmark: skipped with -short")
+	}
 	f := startBenchFederation(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
