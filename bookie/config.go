@@ -7,6 +7,8 @@ import (
 	"net"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/isobar-mq/isobar/bookie/proto"
 	"github.com/isobar-mq/isobar/bookie/storage"
 	"github.com/isobar-mq/isobar/bookie/vfs"
@@ -66,6 +68,9 @@ type Config struct {
 	// FS is the filesystem under the storage; nil means the OS. Tests put
 	// a fault-injecting one here.
 	FS vfs.FS `yaml:"-" json:"-"`
+	// MeterProvider receives the bookie's metrics (bookie/metrics.go); nil
+	// means none are recorded.
+	MeterProvider metric.MeterProvider `yaml:"-" json:"-"`
 }
 
 func (c Config) withDefaults() Config {

@@ -184,10 +184,12 @@ func (c *conn) dispatch(ctx context.Context, req *proto.Request) {
 	case proto.OpAdd:
 		// The journal answers later, from its own goroutine: the conn
 		// waits for that answer before it closes its response queue.
+		start := time.Now()
 		c.wg.Add(1)
 		var once sync.Once
 		finish := func(r *proto.Response) {
 			once.Do(func() {
+				c.s.metrics.addDone(start, r.Status)
 				c.reply(r)
 				c.wg.Done()
 			})
@@ -196,10 +198,18 @@ func (c *conn) dispatch(ctx context.Context, req *proto.Request) {
 	case proto.OpInfo:
 		c.safely(req, c.reply, func() { c.reply(c.s.handleInfo(req)) })
 	case proto.OpRead, proto.OpReadLAC, proto.OpFence, proto.OpDelete:
+		reply := c.reply
+		if req.Op == proto.OpRead {
+			start := time.Now()
+			reply = func(r *proto.Response) {
+				c.s.metrics.readDone(start, r.Status)
+				c.reply(r)
+			}
+		}
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			c.safely(req, c.reply, func() { c.reply(c.s.handleSlow(ctx, req)) })
+			c.safely(req, reply, func() { reply(c.s.handleSlow(ctx, req)) })
 		}()
 	default:
 		c.reply(&proto.Response{Op: req.Op, ID: req.ID, Ledger: req.Ledger, Status: proto.StatusUnknownOp})

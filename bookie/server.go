@@ -6,6 +6,7 @@
 package bookie
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,10 +26,11 @@ var errReadOnly = errors.New("bookie: read-only")
 
 // Server is a running bookie.
 type Server struct {
-	cfg    Config
-	store  *storage.Store
-	meta   *metastore.Store // nil: not registered anywhere (tests of the protocol alone)
-	logger *slog.Logger
+	cfg     Config
+	store   *storage.Store
+	meta    *metastore.Store // nil: not registered anywhere (tests of the protocol alone)
+	logger  *slog.Logger
+	metrics *metrics
 
 	readOnly      atomic.Bool
 	forceReadOnly atomic.Bool
@@ -80,17 +82,29 @@ func New(cfg Config, meta *metastore.Store, logger *slog.Logger) (*Server, error
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("component", "bookie")
-	st, err := storage.Open(cfg.storageConfig(logger))
+	// Until StartOn settles the id, measurements carry the best guess.
+	m, err := newMetrics(cfg.MeterProvider, cmp.Or(cfg.ID, cfg.AdvertiseAddr, cfg.ListenAddr))
+	if err != nil {
+		return nil, err
+	}
+	scfg := cfg.storageConfig(logger)
+	scfg.Observer = m
+	st, err := storage.Open(scfg)
 	if err != nil {
 		return nil, fmt.Errorf("bookie: open storage: %w", err)
 	}
+	if err := m.observe(st); err != nil {
+		st.Close()
+		return nil, err
+	}
 	return &Server{
-		cfg:    cfg,
-		store:  st,
-		meta:   meta,
-		logger: logger,
-		lacs:   map[uint64]*lacState{},
-		conns:  map[*conn]struct{}{},
+		cfg:     cfg,
+		store:   st,
+		meta:    meta,
+		logger:  logger,
+		metrics: m,
+		lacs:    map[uint64]*lacState{},
+		conns:   map[*conn]struct{}{},
 	}, nil
 }
 
@@ -146,6 +160,7 @@ func (s *Server) StartOn(ctx context.Context, ln net.Listener) error {
 	if s.cfg.ID == "" {
 		s.cfg.ID = s.advertised()
 	}
+	s.metrics.setBookie(s.cfg.ID)
 	rctx, cancel := context.WithCancel(context.Background())
 	cctx, connCancel := context.WithCancel(context.Background())
 	s.cancel, s.connCancel = cancel, connCancel
@@ -277,6 +292,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if connCancel != nil {
 		connCancel()
 	}
+	s.metrics.stop()
 	if cerr := s.store.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("bookie: close storage: %w", cerr)
 	}

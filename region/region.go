@@ -229,6 +229,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Region, err
 	for i := 0; i < cfg.Bookies; i++ {
 		bc := cfg.Bookie
 		bc.Region = cfg.Name
+		bc.MeterProvider = r.telemetry.MeterProvider()
 		dir := filepath.Join(cfg.DataDir, fmt.Sprintf("bookie-%d", i))
 		if bc.JournalDir == "" {
 			bc.JournalDir = filepath.Join(dir, "journal")

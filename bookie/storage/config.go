@@ -53,7 +53,31 @@ type Config struct {
 	// MaxEntrySize is the largest entry Add accepts. 0 means 6 MiB; at most
 	// MaxEntrySizeLimit.
 	MaxEntrySize int
+	// Observer is told about group commits, flushes and reads (for
+	// metrics); nil means nobody is.
+	Observer Observer
 }
+
+// Observer receives measurements of the store's work. Its methods are
+// called on the store's goroutines (the journal goroutine, the flusher,
+// readers): they must be cheap and must not block or call the store.
+type Observer interface {
+	// JournalSynced reports one group commit: writing and fdatasyncing the
+	// batch took d and made records journal records durable.
+	JournalSynced(d time.Duration, records int)
+	// Flushed reports one flush of the write cache to entry logs and index
+	// files, checkpoint included, that took d.
+	Flushed(d time.Duration)
+	// Read reports one Read that found its entry: fromMemory when the write
+	// cache served it, false when it came from an entry log.
+	Read(fromMemory bool)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) JournalSynced(time.Duration, int) {}
+func (nopObserver) Flushed(time.Duration)            {}
+func (nopObserver) Read(bool)                        {}
 
 // Defaults for the zero values of Config.
 const (
@@ -144,6 +168,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxEntrySize == 0 {
 		c.MaxEntrySize = DefaultMaxEntrySize
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
 	}
 	return c
 }

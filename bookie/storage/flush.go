@@ -122,6 +122,7 @@ func (s *Store) flush() error {
 		return s.failedErr()
 	}
 	s.cpPos = snap.pos
+	s.cfg.Observer.Flushed(time.Since(start))
 	s.trimJournal(snap.pos.file)
 	s.log.Debug("flushed", "entries", entries, "bytes", snap.bytes, "deletes", len(snap.deletes),
 		"checkpointFile", snap.pos.file, "checkpointOffset", snap.pos.off, "took", time.Since(start))

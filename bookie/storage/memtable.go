@@ -11,6 +11,7 @@ type memtable struct {
 	// flushed: anything a ledger holds in the table came after its delete.
 	deletes map[uint64]struct{}
 	bytes   int64
+	entries int // entries held, for metrics
 	// pos is the journal position the table covers up to; set when frozen.
 	pos journalPos
 }
@@ -45,6 +46,8 @@ func (m *memtable) put(ledger, entry uint64, data []byte) {
 	ml := m.ledger(ledger)
 	if old, ok := ml.entries[entry]; ok {
 		m.bytes -= int64(len(old)) + memEntryOverhead
+	} else {
+		m.entries++
 	}
 	ml.entries[entry] = data
 	m.bytes += int64(len(data)) + memEntryOverhead
@@ -65,6 +68,7 @@ func (m *memtable) drop(ledger uint64) {
 		for _, d := range ml.entries {
 			m.bytes -= int64(len(d)) + memEntryOverhead
 		}
+		m.entries -= len(ml.entries)
 		delete(m.ledgers, ledger)
 	}
 }

@@ -362,6 +362,7 @@ func (s *Store) Read(ledgerID, entryID uint64) ([]byte, error) {
 	skip := st.skipIndex
 	s.mu.Unlock()
 	if ok {
+		s.cfg.Observer.Read(true)
 		return append([]byte(nil), d...), nil
 	}
 	if skip || entryID > MaxEntryID {
@@ -387,6 +388,7 @@ func (s *Store) Read(ledgerID, entryID uint64) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ledger %d: read entry %d: %w", ledgerID, entryID, err)
 		}
+		s.cfg.Observer.Read(false)
 		return data, nil
 	}
 }
@@ -404,6 +406,19 @@ func (s *Store) Usage() (Usage, error) {
 	u.JournalUsed = uint64(max(0, s.journalBytes.Load()))
 	u.LedgerUsed = uint64(max(0, s.logs.bytes.Load()+s.idx.bytes.Load()))
 	return u, nil
+}
+
+// QueueDepths reports the requests waiting in the journal queue for a group
+// commit, and the entries in the write cache waiting to be flushed to ledger
+// storage (the active memtable plus the one being flushed).
+func (s *Store) QueueDepths() (journal, flush int) {
+	s.mu.Lock()
+	flush = s.active.entries
+	if s.flushing != nil {
+		flush += s.flushing.entries
+	}
+	s.mu.Unlock()
+	return len(s.queue), flush
 }
 
 // Checkpoint flushes the write cache to ledger storage, writes a checkpoint
@@ -637,9 +652,12 @@ func (s *Store) commitBatch(batch []*request) {
 	}
 	var werr error
 	if n > 0 {
-		before := s.jw.size
+		before, start := s.jw.size, time.Now()
 		pos, err := s.jw.commit()
 		s.journalBytes.Add(s.jw.size - before)
+		if err == nil {
+			s.cfg.Observer.JournalSynced(time.Since(start), n)
+		}
 		if err != nil {
 			werr = err
 			s.fail(fmt.Errorf("journal write: %w", err))
