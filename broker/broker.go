@@ -281,6 +281,7 @@ type Broker struct {
 	listeners []net.Listener
 	conns     map[*conn]struct{}
 	metrics   *metrics
+	tracing   bool // the tracer provider records spans
 	topics    map[string]*topicSlot
 	shutdown  bool
 
@@ -310,6 +311,7 @@ func New(cfg Config) (*Broker, error) {
 		conns:  map[*conn]struct{}{},
 		topics: map[string]*topicSlot{},
 	}
+	b.tracing = TracingEnabled(cfg.TracerProvider)
 	if err := b.initMetrics(); err != nil {
 		cancel()
 		return nil, fmt.Errorf("broker: metrics: %w", err)

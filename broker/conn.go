@@ -648,7 +648,9 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 		}
 	}
 	arrived := c.b.cfg.Now()
+	endSpan := c.b.tracePublish(p.t, f.Metadata, src)
 	publish(func(pos mledger.Position, stored bool, err error) {
+		endSpan(err)
 		if err == nil {
 			c.b.recordIn(p.t, int64(nm), int64(len(f.Payload)), arrived, src)
 		}

@@ -795,6 +795,7 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, a
 		k.bytesOut.Add(int64(len(e.Data)))
 		s.msgOut += n
 		s.t.b.recordOut(s.t, n, int64(len(e.Data)))
+		s.traceDeliver(meta, k)
 		out = append(out, outFrame{k, f})
 	}
 	if isReplay && !sentReplay {

@@ -6,6 +6,11 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/broker/wire"
+	"github.com/isobar-mq/isobar/replicator/frame"
 )
 
 // Metric names (docs/observability.md). Every series carries
@@ -89,4 +94,36 @@ func (w *Worker) initMetrics() error {
 
 func (w *Worker) pairAttrs(source, dest string, extra ...attribute.KeyValue) metric.MeasurementOption {
 	return metric.WithAttributes(append([]attribute.KeyValue{attribute.String("isobar.source", source), attribute.String("isobar.dest", dest)}, extra...)...)
+}
+
+// traceEntries starts a span for each entry that carries a trace context
+// in its properties (none when tracing is off).
+func (w *Worker) traceEntries(entries []frame.Entry, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) []trace.Span {
+	if !w.tracing {
+		return nil
+	}
+	var out []trace.Span
+	tr := w.cfg.TracerProvider.Tracer("github.com/isobar-mq/isobar/replicator")
+	for _, e := range entries {
+		meta, _, err := wire.DecodeEntry(e.Data)
+		if err != nil {
+			continue
+		}
+		ctx, ok := broker.MessageContext(context.Background(), meta)
+		if !ok {
+			continue
+		}
+		_, sp := tr.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(append(attrs, attribute.String("isobar.source_position", e.Pos.String()))...))
+		out = append(out, sp)
+	}
+	return out
+}
+
+func endSpans(spans []trace.Span, err error) {
+	for _, sp := range spans {
+		if err != nil {
+			sp.RecordError(err)
+		}
+		sp.End()
+	}
 }

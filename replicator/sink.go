@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/mledger"
@@ -126,6 +127,10 @@ func (w *Worker) apply(msg *nats.Msg) error {
 		}
 		outs[i] = out{data: data, n: n, publish: meta.GetPublishTime()}
 	}
+	spans := w.traceEntries(entries, "replicate apply "+name.String()+" from "+src, trace.SpanKindConsumer,
+		attribute.String("isobar.source", src), attribute.String("isobar.dest", w.cfg.Region))
+	var applyErr error
+	defer func() { endSpans(spans, applyErr) }()
 	sp := w.sinkProducer(sinkKey{Topic: name.String(), Source: src})
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
@@ -166,7 +171,8 @@ func (w *Worker) apply(msg *nats.Msg) error {
 		_ = sp.p.Close(cctx)
 		cancel()
 		sp.p = nil
-		return fmt.Errorf("store on %s: %w", name, first)
+		applyErr = fmt.Errorf("store on %s: %w", name, first)
+		return applyErr
 	}
 	now := time.Now()
 	pair := w.pairAttrs(src, w.cfg.Region)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/wire"
@@ -194,6 +195,8 @@ func (s *stream) send(entries []frame.Entry, raw int) error {
 	msg.Header.Set(HeaderRaw, strconv.Itoa(raw))
 	ctx, cancel := context.WithTimeout(s.ctx, s.w.cfg.RequestTimeout)
 	defer cancel()
+	spans := s.w.traceEntries(entries, "replicate "+s.key.Topic+" to "+s.key.Remote, trace.SpanKindProducer,
+		attribute.String("isobar.source", s.w.cfg.Region), attribute.String("isobar.dest", s.key.Remote))
 	start := time.Now()
 	reply, err := s.w.cfg.NATS.RequestMsgWithContext(ctx, msg)
 	pair := s.w.pairAttrs(s.w.cfg.Region, s.key.Remote)
@@ -207,11 +210,12 @@ func (s *stream) send(entries []frame.Entry, raw int) error {
 		s.w.metrics.wire.Add(bg, int64(len(body)), s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.encoding", "zstd")))
 		s.w.metrics.roundTrip.Record(bg, time.Since(start).Seconds(), pair)
 	}
+	if err == nil && reply.Header.Get(HeaderError) != "" {
+		err = &replyError{msg: reply.Header.Get(HeaderError)}
+	}
+	endSpans(spans, err)
 	if err != nil {
 		return fmt.Errorf("frame %s..%s to %s: %w", entries[0].Pos, entries[len(entries)-1].Pos, s.key.Remote, err)
-	}
-	if e := reply.Header.Get(HeaderError); e != "" {
-		return fmt.Errorf("frame %s..%s to %s: %w", entries[0].Pos, entries[len(entries)-1].Pos, s.key.Remote, &replyError{msg: e})
 	}
 	s.st.update(func(st *StreamStats) {
 		st.Entries += int64(len(entries))

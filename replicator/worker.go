@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/topic"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/replicator/frame"
@@ -41,6 +42,7 @@ type Worker struct {
 	stats   map[streamKey]*StreamStats
 
 	metrics *metrics
+	tracing bool
 }
 
 type streamKey struct{ Topic, Remote string }
@@ -68,6 +70,7 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		sinks:   map[sinkKey]*sinkProducer{},
 		stats:   map[streamKey]*StreamStats{},
 	}
+	w.tracing = broker.TracingEnabled(cfg.TracerProvider)
 	if err := w.initMetrics(); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("replicator %s: metrics: %w", cfg.ID, err)
