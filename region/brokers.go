@@ -241,6 +241,11 @@ func (r *Region) KillBroker(i int) {
 	rb.b.Abort()
 	rb.http.Close()
 	rb.meta.Close()
+	// Stop the registry's goroutines; with the etcd client closed it cannot
+	// revoke its lease, which expires as a crashed broker's would.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	rb.reg.Close(ctx)
+	cancel()
 	<-rb.done
 }
 
