@@ -101,6 +101,35 @@ func Connect(ctx context.Context, cfg Config) (*Store, error) {
 	return &Store{cli: cli, logger: logger}, nil
 }
 
+// Open returns a store for etcd at cfg.Endpoints without checking that it
+// answers: the client connects in the background and every call waits
+// for it (up to the call's context). For a store that may be down at
+// start, like the global configuration store.
+func Open(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:            cfg.Endpoints,
+		DialTimeout:          cfg.DialTimeout,
+		DialKeepAliveTime:    5 * time.Second,
+		DialKeepAliveTimeout: 5 * time.Second,
+		Logger:               zap.NewNop(),
+		Context:              context.Background(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("metastore: open %v: %w", cfg.Endpoints, err)
+	}
+	return &Store{cli: cli, logger: logger}, nil
+}
+
 // Client exposes the etcd client for the few callers that need more.
 func (s *Store) Client() *clientv3.Client { return s.cli }
 

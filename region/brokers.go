@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -68,11 +69,22 @@ func (r *Region) startBrokers(ctx context.Context) error {
 	if r.global != nil {
 		// One region of a federation: register (or refresh) its cluster;
 		// the federation creates the shared tenants and namespaces.
-		err := pol.CreateCluster(ctx, cluster, cd)
+		if old, err := pol.Cluster(ctx, cluster); err == nil && reflect.DeepEqual(old, cd) {
+			return nil // registered as it is (read from the cache)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		err := pol.CreateCluster(wctx, cluster, cd)
 		if errors.Is(err, policy.ErrExists) {
-			err = pol.UpdateCluster(ctx, cluster, cd)
+			err = pol.UpdateCluster(wctx, cluster, cd)
 		}
 		if err != nil {
+			if _, cerr := pol.Cluster(ctx, cluster); cerr == nil {
+				// Known from the cache with other addresses, and the
+				// global store cannot be written now: serve anyway.
+				r.logger.Warn("could not update this region's cluster record in the global store; serving with the cached one", "err", err)
+				return nil
+			}
 			return fmt.Errorf("region %s: register cluster %s: %w", cfg.Name, cluster, err)
 		}
 		return nil

@@ -42,6 +42,7 @@ type Federation struct {
 	global     *metastore.Embedded
 	globalAddr [2]string // client, peer
 	Regions    []*Region
+	configs    []Config // as started (gateways and NATS ports filled in)
 }
 
 // StartFederation starts the global store, then each region with its NATS
@@ -101,6 +102,9 @@ func StartFederation(ctx context.Context, cfg FederationConfig, logger *slog.Log
 			return nil, fmt.Errorf("federation: region %d: %w", i, err)
 		}
 		f.Regions = append(f.Regions, r)
+		// A restart comes back on the same NATS ports.
+		nc.Port, nc.GatewayPort = portOf(r.NATS().ClientURL()), portOf(r.NATS().GatewayURL())
+		f.configs = append(f.configs, rc)
 		servers = append(servers, r.NATS())
 		clusters = append(clusters, rc.clusterName())
 	}
@@ -150,6 +154,23 @@ func (f *Federation) EnsureReplicated(ctx context.Context, tenant, ns string, cl
 			}
 		}
 	}
+	return nil
+}
+
+// StopRegion shuts region i down (for tests of a region restart).
+func (f *Federation) StopRegion(ctx context.Context, i int) error {
+	return f.Regions[i].Shutdown(ctx)
+}
+
+// StartRegion starts region i again on its data and config. Its ports
+// must have been fixed in its config (etcd, bookies, brokers: bookies are
+// known to their ledgers by address); NATS comes back on its ports.
+func (f *Federation) StartRegion(ctx context.Context, i int) error {
+	r, err := Start(ctx, f.configs[i], f.logger)
+	if err != nil {
+		return err
+	}
+	f.Regions[i] = r
 	return nil
 }
 

@@ -26,7 +26,9 @@ type runningWorker struct {
 // startGlobal connects to the global configuration store and starts the
 // region's cache of it.
 func (r *Region) startGlobal(ctx context.Context) error {
-	gm, err := metastore.Connect(ctx, metastore.Config{Endpoints: r.cfg.GlobalEndpoints, Logger: r.logger})
+	// Not Connect: the global store may be down while the region starts;
+	// the cache then serves its persisted copy.
+	gm, err := metastore.Open(metastore.Config{Endpoints: r.cfg.GlobalEndpoints, Logger: r.logger})
 	if err != nil {
 		return fmt.Errorf("region %s: global store: %w", r.cfg.Name, err)
 	}
