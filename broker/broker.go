@@ -549,6 +549,7 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 	if err != nil {
 		return nil, err
 	}
+	pol = b.withTopicPolicy(ctx, name, pol)
 	if name.Domain == topic.NonPersistent {
 		return newTopic(b, name, nil, pol), nil
 	}

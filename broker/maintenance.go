@@ -42,7 +42,7 @@ func (b *Broker) MaintainOnce(ctx context.Context) {
 			}
 			pol, pols[ns] = p, p
 		}
-		t.setPolicy(pol)
+		t.setPolicy(b.withTopicPolicy(ctx, t.name, pol))
 		if t.ml == nil {
 			continue
 		}

@@ -71,6 +71,15 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	return out, nil
 }
 
+// TopicReplication implements TopicReplication.
+func (p PolicyNamespaces) TopicReplication(ctx context.Context, name topic.Name) ([]string, bool, error) {
+	tp, ok, err := p.Store.TopicPolicies(ctx, name)
+	if err != nil || !ok || len(tp.ReplicationClusters) == 0 {
+		return nil, false, err
+	}
+	return tp.ReplicationClusters, true, nil
+}
+
 // Partitions implements Namespaces.
 func (p PolicyNamespaces) Partitions(ctx context.Context, name topic.Name) (int, bool, error) {
 	return p.Store.Partitions(ctx, name)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/topic"
 	"github.com/isobar-mq/isobar/broker/wire"
 	"github.com/isobar-mq/isobar/broker/wire/pb"
 )
@@ -143,6 +144,28 @@ func newReplIn(hwm mledger.Position) *replIn {
 	return &replIn{pushed: hwm, confirmed: hwm, chain: mledger.NewChain()}
 }
 
+// TopicReplication is implemented by Namespaces that know topic-level
+// replication clusters (PolicyNamespaces does).
+type TopicReplication interface {
+	// TopicReplication returns the topic's own replication clusters; ok
+	// is false when it follows its namespace.
+	TopicReplication(ctx context.Context, name topic.Name) (clusters []string, ok bool, err error)
+}
+
+// withTopicPolicy applies the topic's own replication clusters, if it has
+// any, to its namespace's policy. On error the namespace's stay.
+func (b *Broker) withTopicPolicy(ctx context.Context, name topic.Name, pol NamespacePolicy) NamespacePolicy {
+	tr, ok := b.cfg.Namespaces.(TopicReplication)
+	if !ok {
+		return pol
+	}
+	cs, ok, err := tr.TopicReplication(ctx, name)
+	if err == nil && ok {
+		pol.ReplicationClusters = cs
+	}
+	return pol
+}
+
 // remotes are the other clusters of the topic's replication clusters.
 func (t *Topic) remotes() []string {
 	t.mu.Lock()
@@ -213,7 +236,7 @@ func (t *Topic) checkReplSubscribe(ctx context.Context, name string, st pb.Comma
 		return fmt.Errorf("%w: non-persistent topic %s is not replicated", ErrInvalidArgument, t.name)
 	}
 	if pol, err := t.b.cfg.Namespaces.Policy(ctx, t.name.NamespaceName()); err == nil {
-		t.setPolicy(pol)
+		t.setPolicy(t.b.withTopicPolicy(ctx, t.name, pol))
 	}
 	if !slices.Contains(t.remotes(), remote) {
 		return fmt.Errorf("%w: namespace %s does not replicate to cluster %q", ErrInvalidArgument, t.name.NamespaceName(), remote)

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/isobar-mq/isobar/broker/policy"
+	"github.com/isobar-mq/isobar/broker/topic"
 	"github.com/isobar-mq/isobar/broker/wire"
 	"github.com/isobar-mq/isobar/broker/wire/pb"
 	"github.com/isobar-mq/isobar/region"
@@ -337,3 +338,112 @@ func TestReplicationAddRemoveRegion(t *testing.T) {
 
 func strp(s string) *string { return &s }
 func u64p(v uint64) *uint64 { return &v }
+
+// TestTopicReplicationOverride: a topic's own replication clusters
+// replace its namespace's, through the admin API of any region: a topic
+// kept local does not leave its region, a topic widened to a third region
+// reaches it, and removing the override makes the topic follow its
+// namespace again. Bad overrides are refused whole.
+func TestTopicReplicationOverride(t *testing.T) {
+	if testing.Short() {
+		t.Skip("federation test: skipped with -short")
+	}
+	f := startFederation(t, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r0, r1, r2 := f.Regions[0], f.Regions[1], f.Regions[2]
+	if err := f.EnsureReplicated(ctx, "acme", "pair", []string{"r0", "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	post := func(r *region.Region, path string, body any) (int, string) {
+		b, _ := json.Marshal(body)
+		resp, err := http.Post(r.Endpoints().WebServiceURL+"/admin/v2/persistent/"+path, "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		msg, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(msg)
+	}
+	// Refused: an unknown cluster, an empty list.
+	if code, msg := post(r1, "acme/pair/local/replication", []string{"r0", "nowhere"}); code < 400 || code >= 500 || !strings.Contains(msg, "nowhere") {
+		t.Errorf("override with an unknown cluster: %d %s", code, msg)
+	}
+	if code, msg := post(r1, "acme/pair/local/replication", []string{}); code < 400 || code >= 500 {
+		t.Errorf("empty override: %d %s", code, msg)
+	}
+	// Set through r1, for topics produced in r0.
+	if code, msg := post(r1, "acme/pair/local/replication", []string{"r0"}); code/100 != 2 {
+		t.Fatalf("keep local: %d %s", code, msg)
+	}
+	if code, msg := post(r1, "acme/pair/wide/replication", []string{"r0", "r1", "r2"}); code/100 != 2 {
+		t.Fatalf("widen: %d %s", code, msg)
+	}
+	waitFor(t, 10*time.Second, "the overrides in r0", func() bool {
+		cs, err := r0.Policies().ReplicationClusters(ctx, mustTopic(t, "persistent://acme/pair/wide"))
+		return err == nil && len(cs) == 3
+	})
+	c0 := pulsarClient(t, r0.Endpoints().ServiceURL)
+	c1 := pulsarClient(t, r1.Endpoints().ServiceURL)
+	c2 := pulsarClient(t, r2.Endpoints().ServiceURL)
+	for _, c := range []pulsar.Client{c1, c2} {
+		faultHold(t, c, "persistent://acme/pair/wide")
+		faultHold(t, c, "persistent://acme/pair/local")
+	}
+	produce(t, c0, "persistent://acme/pair/local", "r0", 0, 50)
+	produce(t, c0, "persistent://acme/pair/wide", "r0", 0, 50)
+	for _, c := range []pulsar.Client{c1, c2} {
+		if got := consumeAll(t, c, "persistent://acme/pair/wide", 50, time.Minute); got.next["r0"] != 50 {
+			t.Fatalf("wide topic: %d of 50", got.next["r0"])
+		}
+	}
+	// Nothing of the local topic left r0 (the replication of "wide" above
+	// shows the workers are running).
+	if got := countAvailable(t, c1, "persistent://acme/pair/local"); got != 0 {
+		t.Errorf("r1 got %d messages of a topic kept in r0", got)
+	}
+	// Back to the namespace's clusters: r1 gets what follows, and the
+	// retained backlog (the replication cursor starts at the earliest
+	// retained entry).
+	req, _ := http.NewRequest("DELETE", r2.Endpoints().WebServiceURL+"/admin/v2/persistent/acme/pair/local/replication", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode/100 != 2 {
+		t.Fatalf("remove override: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	produce(t, c0, "persistent://acme/pair/local", "r0", 50, 10)
+	if got := consumeAll(t, c1, "persistent://acme/pair/local", 60, time.Minute); got.next["r0"] != 60 {
+		t.Fatalf("local topic after the override was removed: %d of 60 in r1", got.next["r0"])
+	}
+}
+
+func mustTopic(t *testing.T, s string) topic.Name {
+	t.Helper()
+	n, err := topic.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// countAvailable counts the messages a new subscription at the earliest
+// position receives within 3 s.
+func countAvailable(t *testing.T, c pulsar.Client, topicName string) int {
+	t.Helper()
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topicName, SubscriptionName: "count", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	n := 0
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		m, err := cons.Receive(ctx)
+		cancel()
+		if err != nil {
+			return n
+		}
+		cons.Ack(m)
+		n++
+	}
+}

@@ -91,12 +91,12 @@ func (w *Worker) apply(msg *nats.Msg) error {
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	pol, err := w.cfg.Policies.Namespace(ctx, name.NamespaceName())
+	clusters, err := w.cfg.Policies.ReplicationClusters(ctx, name)
 	if err != nil {
 		return fmt.Errorf("namespace %s: %w", name.NamespaceName(), err)
 	}
-	if !slices.Contains(pol.ReplicationClusters, w.cfg.Region) || !slices.Contains(pol.ReplicationClusters, src) {
-		return fmt.Errorf("%w: namespace %s does not replicate between %s and %s", ErrBadFrame, name.NamespaceName(), src, w.cfg.Region)
+	if !slices.Contains(clusters, w.cfg.Region) || !slices.Contains(clusters, src) {
+		return fmt.Errorf("%w: %s does not replicate between %s and %s (replication clusters %v)", ErrBadFrame, name, src, w.cfg.Region, clusters)
 	}
 	// Mark each entry replicated from src at its source position; a frame
 	// with an entry that does not decode is refused whole.

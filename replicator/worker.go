@@ -188,24 +188,40 @@ func (w *Worker) wantedStreams(ctx context.Context) ([]streamKey, error) {
 			continue
 		}
 		ns := parts[0] + "/" + parts[1]
+		name := "persistent://" + parts[0] + "/" + parts[1] + "/" + parts[3]
 		rs, ok := remotes[ns]
 		if !ok {
-			p, err := w.cfg.Policies.Namespace(ctx, ns)
-			if err == nil && slices.Contains(p.ReplicationClusters, w.cfg.Region) {
-				for _, c := range p.ReplicationClusters {
-					if c != w.cfg.Region {
-						rs = append(rs, c)
-					}
-				}
+			if p, err := w.cfg.Policies.Namespace(ctx, ns); err == nil {
+				rs = w.others(p.ReplicationClusters)
 			}
 			remotes[ns] = rs
 		}
-		name := "persistent://" + parts[0] + "/" + parts[1] + "/" + parts[3]
+		// A topic's own replication clusters replace its namespace's.
+		if tn, err := topic.Parse(name); err == nil {
+			if tp, ok, err := w.cfg.Policies.TopicPolicies(ctx, tn); err == nil && ok && len(tp.ReplicationClusters) > 0 {
+				rs = w.others(tp.ReplicationClusters)
+			}
+		}
 		for _, r := range rs {
 			out = append(out, streamKey{Topic: name, Remote: r})
 		}
 	}
 	return out, nil
+}
+
+// others are the clusters other than this region of a replication list
+// that includes it (none when it does not).
+func (w *Worker) others(clusters []string) []string {
+	if !slices.Contains(clusters, w.cfg.Region) {
+		return nil
+	}
+	var out []string
+	for _, c := range clusters {
+		if c != w.cfg.Region {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // liveWorkers lists the registered workers of the region.

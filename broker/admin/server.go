@@ -317,6 +317,9 @@ func (s *Server) routes() {
 		s.handle("POST "+t+"/subscription/{sub}/resetcursor", s.topicHandler(d, s.resetCursor))
 		s.handle("PUT "+t+"/unload", s.topicHandler(d, s.unload))
 		s.handle("GET "+t+"/lastMessageId", s.topicHandler(d, s.lastMessageID))
+		s.handle("GET "+t+"/replication", s.topicHandler(d, s.getTopicReplication))
+		s.handle("POST "+t+"/replication", s.topicHandler(d, s.setTopicReplication))
+		s.handle("DELETE "+t+"/replication", s.topicHandler(d, s.removeTopicReplication))
 		s.handle("GET "+t+"/ledger/{ledger}/entry/{entry}", s.topicHandler(d, s.entry))
 		s.handle("GET /lookup/v2/topic/"+string(d)+"/{tenant}/{namespace}/{topic}", s.topicHandler(d, s.lookup))
 	}

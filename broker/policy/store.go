@@ -334,6 +334,16 @@ func (s *Store) DeleteCluster(ctx context.Context, name string) (err error) {
 			return fmt.Errorf("%s: %w: namespace %s replicates to it", what, ErrNotEmpty, strings.TrimPrefix(n.Key, namespacesPrefix))
 		}
 	}
+	tps, err := s.meta.List(ctx, topicPoliciesPrefix)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	for _, n := range tps {
+		var tp TopicPolicies
+		if json.Unmarshal(n.Value, &tp) == nil && slices.Contains(tp.ReplicationClusters, name) {
+			return fmt.Errorf("%s: %w: topic %s replicates to it", what, ErrNotEmpty, strings.TrimPrefix(n.Key, topicPoliciesPrefix))
+		}
+	}
 	if err := s.meta.DeleteIf(ctx, ClusterKey(name), kv.Rev); err != nil {
 		if errors.Is(err, metastore.ErrConflict) {
 			return fmt.Errorf("%s: %w", what, ErrConflict)
