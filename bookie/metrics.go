@@ -155,8 +155,20 @@ func newMetrics(mp metric.MeterProvider, id string) (*metrics, error) {
 	return x, nil
 }
 
-// setBookie sets the isobar.bookie attribute of later measurements.
-func (x *metrics) setBookie(id string) { x.attrs.Store(newMetricAttrs(id)) }
+// setBookie sets the isobar.bookie attribute of later measurements, once
+// the bookie's id is known, and exports its counters at zero so that
+// dashboards see them before the first read or error.
+func (x *metrics) setBookie(id string) {
+	a := newMetricAttrs(id)
+	x.attrs.Store(a)
+	ctx := context.Background()
+	for _, c := range []metric.Int64Counter{x.addCount, x.readCount} {
+		c.Add(ctx, 0, a.ok)
+		c.Add(ctx, 0, a.failed)
+	}
+	x.cacheHits.Add(ctx, 0, a.base)
+	x.cacheMisses.Add(ctx, 0, a.base)
+}
 
 // observe registers the callback of the observable gauges, which read the
 // storage's queue depths and disk usage at collection time. Usage is the

@@ -176,6 +176,7 @@ func (w *Worker) apply(msg *nats.Msg) error {
 	}
 	now := time.Now()
 	pair := w.pairAttrs(src, w.cfg.Region)
+	w.metrics.errors.Add(context.Background(), 0, w.pairAttrs(src, w.cfg.Region, attribute.String("isobar.side", "sink")))
 	for _, o := range outs {
 		if o.publish > 0 {
 			w.metrics.lag.Record(context.Background(), max(0, now.Sub(time.UnixMilli(int64(o.publish))).Seconds()), pair)

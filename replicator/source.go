@@ -38,6 +38,8 @@ func newStream(w *Worker, k streamKey, st *StreamStats) *stream {
 // stream is cancelled, starting over (from the cursor's mark-delete
 // position) after any failure, with backoff.
 func (s *stream) run() {
+	// Exported at zero before the first failure.
+	s.w.metrics.errors.Add(context.Background(), 0, s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.side", "source")))
 	backoff := 100 * time.Millisecond
 	var failing int      // failed sessions in a row
 	var warned time.Time // last warning

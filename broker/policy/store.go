@@ -119,6 +119,7 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	conflicts.Add(context.Background(), 0) // exported before the first conflict
 	return &Store{cfg: cfg, meta: cfg.Meta, conflicts: conflicts}, nil
 }
 
