@@ -94,6 +94,7 @@ func (b *Broker) initMetrics() error {
 		return err
 	}
 	local := attribute.String("isobar.cluster", b.cfg.Cluster)
+	self := b.brokerAttr()
 	mt.reg, err = m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		type key struct{ ns, topic, sub string }
 		backlogs := map[key]int64{}
@@ -168,7 +169,7 @@ func (b *Broker) initMetrics() error {
 			}
 		}
 		attrs := func(k key) metric.MeasurementOption {
-			kv := []attribute.KeyValue{local, attribute.String("pulsar.namespace", k.ns)}
+			kv := []attribute.KeyValue{local, self, attribute.String("pulsar.namespace", k.ns)}
 			if k.topic != "" {
 				kv = append(kv, attribute.String("pulsar.topic", k.topic))
 			}
@@ -183,15 +184,15 @@ func (b *Broker) initMetrics() error {
 		for k, v := range storageBy {
 			o.ObserveInt64(storage, v, attrs(k))
 		}
-		o.ObserveInt64(topics, nTopics, metric.WithAttributes(local))
-		o.ObserveInt64(producers, nProd, metric.WithAttributes(local))
-		o.ObserveInt64(consumers, nCons, metric.WithAttributes(local))
+		o.ObserveInt64(topics, nTopics, metric.WithAttributes(local, self))
+		o.ObserveInt64(producers, nProd, metric.WithAttributes(local, self))
+		o.ObserveInt64(consumers, nCons, metric.WithAttributes(local, self))
 		b.mu.Lock()
 		nConns := int64(len(b.conns))
 		b.mu.Unlock()
-		o.ObserveInt64(conns, nConns, metric.WithAttributes(local))
+		o.ObserveInt64(conns, nConns, metric.WithAttributes(local, self))
 		for r, v := range rBacklog {
-			ra := metric.WithAttributes(local, attribute.String("isobar.remote", r))
+			ra := metric.WithAttributes(local, self, attribute.String("isobar.remote", r))
 			o.ObserveInt64(replBacklog, v, ra)
 			o.ObserveFloat64(replLag, rLag[r], ra)
 			o.ObserveInt64(replStalled, rStalled[r], ra)
@@ -206,6 +207,12 @@ func (b *Broker) initMetrics() error {
 	return nil
 }
 
+// brokerAttr names the broker in its series (several brokers of a region
+// share one registry): its Pulsar service address.
+func (b *Broker) brokerAttr() attribute.KeyValue {
+	return attribute.String("isobar.broker", strings.TrimPrefix(b.cfg.ServiceURL, "pulsar://"))
+}
+
 // publishTime is an entry's publish time; zero when it does not decode.
 func publishTime(entry []byte) time.Time {
 	meta, _, err := wire.DecodeEntry(entry)
@@ -217,7 +224,7 @@ func publishTime(entry []byte) time.Time {
 
 // topicAttrs are the attributes of a topic's counters.
 func (b *Broker) topicAttrs(t *Topic) metric.MeasurementOption {
-	kv := []attribute.KeyValue{attribute.String("isobar.cluster", b.cfg.Cluster), attribute.String("pulsar.namespace", t.name.NamespaceName())}
+	kv := []attribute.KeyValue{attribute.String("isobar.cluster", b.cfg.Cluster), b.brokerAttr(), attribute.String("pulsar.namespace", t.name.NamespaceName())}
 	if b.metrics.perTopic {
 		kv = append(kv, attribute.String("pulsar.topic", t.name.String()))
 	}
@@ -232,7 +239,7 @@ func (b *Broker) recordIn(t *Topic, msgs, bytes int64, since time.Time, replicat
 	b.metrics.bytesIn.Add(ctx, bytes, a)
 	b.metrics.publish.Record(ctx, b.cfg.Now().Sub(since).Seconds(), a)
 	if replicatedFrom != "" {
-		b.metrics.replIn.Add(ctx, msgs, metric.WithAttributes(attribute.String("isobar.cluster", b.cfg.Cluster), attribute.String("isobar.source", replicatedFrom)))
+		b.metrics.replIn.Add(ctx, msgs, metric.WithAttributes(attribute.String("isobar.cluster", b.cfg.Cluster), b.brokerAttr(), attribute.String("isobar.source", replicatedFrom)))
 	}
 }
 
