@@ -123,7 +123,7 @@ to every other region.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "global configuration store: %s\n", strings.Join(f.GlobalEndpoints(), " "))
 			for _, e := range eps.Regions {
-				fmt.Fprintf(out, "region %s: service %s, web %s, nats %s, metadata %s, bookies %s\n", e.Name, e.ServiceURL, e.WebServiceURL, e.NATSURL, e.MetadataURL, strings.Join(e.Bookies, " "))
+				fmt.Fprintf(out, "region %s: service %s, web %s, metrics %s, nats %s, metadata %s, bookies %s\n", e.Name, e.ServiceURL, e.WebServiceURL, e.MetricsURL, e.NATSURL, e.MetadataURL, strings.Join(e.Bookies, " "))
 			}
 			path := filepath.Join(dataDir, "endpoints.json")
 			if err := writeJSON(path, eps); err != nil {
