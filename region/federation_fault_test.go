@@ -349,6 +349,8 @@ func TestReplicationLinkCut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation fault test: skipped with -short")
 	}
+	// Mostly waiting out a 30 s outage: runs beside the other waiters.
+	t.Parallel()
 	start := time.Now()
 	f := startFederation(t, 2, nil)
 	r0, r1 := f.Regions[0], f.Regions[1]
@@ -484,6 +486,8 @@ func TestReplicationGlobalStoreDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation fault test: skipped with -short")
 	}
+	// Mostly waiting out a 30 s outage: runs beside the other waiters.
+	t.Parallel()
 	start := time.Now()
 	f := startFederation(t, 2, nil)
 	const topicName = "persistent://acme/geo/noglobal"

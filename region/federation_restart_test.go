@@ -47,6 +47,8 @@ func TestRegionRestartsWhileGlobalStoreDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
+	// Mostly waiting out a 30 s outage: runs beside the other waiters.
+	t.Parallel()
 	f := startFederation(t, 2, func(i int, c *region.Config) {
 		if i == 1 {
 			base := freeBlock(t, 10)
