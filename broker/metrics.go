@@ -27,6 +27,7 @@ const (
 	MetricConsumers     = "pulsar.broker.topic.consumer.count"
 	MetricConnections   = "pulsar.broker.connection.count"
 	MetricReplBacklog   = "isobar.replication.backlog"
+	MetricReplBacklogB  = "isobar.replication.backlog.size"
 	MetricReplLag       = "isobar.replication.backlog.age"
 	MetricReplIn        = "isobar.replication.incoming.count"
 	MetricReplStalled   = "isobar.replication.stalled"
@@ -84,6 +85,8 @@ func (b *Broker) initMetrics() error {
 	must(e)
 	replBacklog, e := m.Int64ObservableGauge(MetricReplBacklog, metric.WithUnit("{entry}"), metric.WithDescription("Entries not yet replicated, by local and remote region."))
 	must(e)
+	replBacklogB, e := m.Int64ObservableGauge(MetricReplBacklogB, metric.WithUnit("By"), metric.WithDescription("Bytes not yet replicated (estimated from the average entry size), by local and remote region."))
+	must(e)
 	replLag, e := m.Float64ObservableGauge(MetricReplLag, metric.WithUnit("s"), metric.WithDescription("Age of the oldest entry not yet replicated (max over topics), by remote region."))
 	must(e)
 	replStalled, e := m.Int64ObservableGauge(MetricReplStalled, metric.WithUnit("{topic}"), metric.WithDescription("Topics whose replication to a remote has a backlog and has not moved for the stall threshold."))
@@ -99,8 +102,8 @@ func (b *Broker) initMetrics() error {
 		type key struct{ ns, topic, sub string }
 		backlogs := map[key]int64{}
 		storageBy := map[key]int64{}
-		type rkey struct{ remote string }
 		rBacklog := map[string]int64{}
+		rBacklogB := map[string]int64{}
 		rLag := map[string]float64{}
 		rStalled := map[string]int64{}
 		rConn := map[string]int64{}
@@ -138,6 +141,8 @@ func (b *Broker) initMetrics() error {
 				if remote, ok := strings.CutPrefix(name, ReplPrefix); ok {
 					n := c.Backlog()
 					rBacklog[remote] += n
+					_, _, avg := t.backlogBytes(c)
+					rBacklogB[remote] += n * avg
 					if t.replStalled(remote, c.MarkDelete(), n) {
 						rStalled[remote]++
 					}
@@ -194,12 +199,13 @@ func (b *Broker) initMetrics() error {
 		for r, v := range rBacklog {
 			ra := metric.WithAttributes(local, self, attribute.String("isobar.remote", r))
 			o.ObserveInt64(replBacklog, v, ra)
+			o.ObserveInt64(replBacklogB, rBacklogB[r], ra)
 			o.ObserveFloat64(replLag, rLag[r], ra)
 			o.ObserveInt64(replStalled, rStalled[r], ra)
 			o.ObserveInt64(replConnected, rConn[r], ra)
 		}
 		return nil
-	}, backlog, storage, topics, producers, consumers, conns, replBacklog, replLag, replStalled, replConnected)
+	}, backlog, storage, topics, producers, consumers, conns, replBacklog, replBacklogB, replLag, replStalled, replConnected)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -105,7 +106,7 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 		topts = append(topts, sdktrace.WithSyncer(e))
 	}
 	if otlpWanted(cfg.Getenv, "METRICS") {
-		me, err := otlpmetrichttp.New(ctx)
+		me, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(otlpURL(cfg.Getenv, "METRICS", "/v1/metrics")))
 		if err != nil {
 			return nil, fmt.Errorf("observability: OTLP metrics: %w", err)
 		}
@@ -113,7 +114,7 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 		cfg.Logger.Info("exporting metrics over OTLP")
 	}
 	if otlpWanted(cfg.Getenv, "TRACES") {
-		te, err := otlptracehttp.New(ctx)
+		te, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(otlpURL(cfg.Getenv, "TRACES", "/v1/traces")))
 		if err != nil {
 			return nil, fmt.Errorf("observability: OTLP traces: %w", err)
 		}
@@ -141,6 +142,17 @@ func otlpWanted(getenv func(string) string, signal string) bool {
 		return false
 	}
 	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") != ""
+}
+
+// otlpURL is the OTLP/HTTP URL of signal by the standard variables: the
+// signal's own endpoint as given, else the base endpoint plus the
+// signal's path. The exporters read the other OTEL_EXPORTER_OTLP_*
+// variables (headers, timeout, compression) themselves.
+func otlpURL(getenv func(string) string, signal, path string) string {
+	if u := getenv("OTEL_EXPORTER_OTLP_" + signal + "_ENDPOINT"); u != "" {
+		return u
+	}
+	return strings.TrimSuffix(getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "/") + path
 }
 
 // Disabled returns a Telemetry with no-op providers.
