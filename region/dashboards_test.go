@@ -82,6 +82,8 @@ func TestDashboardMetricsPresent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
+	// Mostly traffic over time: runs beside the other waiters.
+	t.Parallel()
 	used := dashboardMetrics(t)
 	for n := range dashboardNeedsReads {
 		if _, ok := used[n]; !ok {
@@ -143,6 +145,8 @@ func TestDashboardQueriesWithPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
+	// Mostly traffic over time: runs beside the other waiters.
+	t.Parallel()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		if _, serr := os.Stat("/usr/bin/prometheus"); serr != nil {
