@@ -111,56 +111,92 @@ func (s *stream) session() (progressed bool, err error) {
 		_ = co.Close(ctx)
 		cancel()
 	}()
-	var (
-		pending []frame.Entry
-		raw     int
-		last    pulsarconn.MessageID
-		have    bool // last is set: entries received since the last ack
-	)
-	for {
-		// Wait for the first entry without a deadline, then gather more
-		// for at most FrameDelay.
-		e, err := co.Receive(s.ctx)
-		if err != nil {
-			return progressed, fmt.Errorf("receive: %w", err)
-		}
-		s.st.update(func(st *StreamStats) { st.Active = true })
-		deadline := time.Now().Add(s.w.cfg.FrameDelay)
-		for {
-			if s.keep(e.Data) {
-				pending = append(pending, frame.Entry{Pos: frame.Pos{Ledger: e.ID.Ledger, Entry: e.ID.Entry}, Data: e.Data})
-				raw += len(e.Data)
-			} else {
-				s.st.update(func(st *StreamStats) { st.Skipped++ })
-			}
-			last, have = e.ID, true
-			if len(pending) >= s.w.cfg.FrameEntries || raw >= s.w.cfg.FrameBytes {
-				break
-			}
-			gctx, cancel := context.WithDeadline(s.ctx, deadline)
-			e, err = co.Receive(gctx)
-			cancel()
-			if err != nil {
-				if s.ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-					break
-				}
-				return progressed, fmt.Errorf("receive: %w", err)
-			}
-		}
-		if len(pending) > 0 {
-			if err := s.send(pending, raw); err != nil {
+	// The next frame is gathered and compressed while the current one is
+	// in flight (at most one ready and one in flight); sending stays one
+	// frame at a time, in order.
+	gctx, stopGather := context.WithCancel(s.ctx)
+	ready := make(chan prepared, 1)
+	var gatherErr error
+	gatherDone := make(chan struct{})
+	go func() {
+		defer close(gatherDone)
+		defer close(ready)
+		gatherErr = s.gather(gctx, co, ready)
+	}()
+	defer func() {
+		stopGather()
+		<-gatherDone
+	}()
+	for p := range ready {
+		if p.body != nil {
+			if err := s.request(p); err != nil {
 				return progressed, err
 			}
 		}
-		if have {
-			select {
-			case <-acks: // replaced by the newer position
-			default:
-			}
-			acks <- last
-			progressed = true
+		select {
+		case <-acks: // replaced by the newer position
+		default:
 		}
-		pending, raw, have = pending[:0], 0, false
+		acks <- p.ack
+		progressed = true
+	}
+	<-gatherDone
+	return progressed, gatherErr
+}
+
+// prepared is a frame ready to send (body nil when every entry was
+// skipped) and the position to acknowledge once it is stored.
+type prepared struct {
+	entries []frame.Entry
+	raw     int
+	body    []byte
+	ack     pulsarconn.MessageID
+}
+
+// gather receives entries, skips those not for the remote, and hands
+// compressed frames to ready until ctx ends or a receive fails.
+func (s *stream) gather(ctx context.Context, co *pulsarconn.Consumer, ready chan<- prepared) error {
+	for {
+		// Wait for the first entry without a deadline, then gather more
+		// for at most FrameDelay.
+		e, err := co.Receive(ctx)
+		if err != nil {
+			return fmt.Errorf("receive: %w", err)
+		}
+		s.st.update(func(st *StreamStats) { st.Active = true })
+		var p prepared
+		deadline := time.Now().Add(s.w.cfg.FrameDelay)
+		for {
+			if s.keep(e.Data) {
+				p.entries = append(p.entries, frame.Entry{Pos: frame.Pos{Ledger: e.ID.Ledger, Entry: e.ID.Entry}, Data: e.Data})
+				p.raw += len(e.Data)
+			} else {
+				s.st.update(func(st *StreamStats) { st.Skipped++ })
+			}
+			p.ack = e.ID
+			if len(p.entries) >= s.w.cfg.FrameEntries || p.raw >= s.w.cfg.FrameBytes {
+				break
+			}
+			dctx, cancel := context.WithDeadline(ctx, deadline)
+			e, err = co.Receive(dctx)
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+					break
+				}
+				return fmt.Errorf("receive: %w", err)
+			}
+		}
+		if len(p.entries) > 0 {
+			if p.body, _, err = s.enc.Encode(nil, p.entries); err != nil {
+				return fmt.Errorf("encode frame: %w", err)
+			}
+		}
+		select {
+		case ready <- p:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
@@ -181,12 +217,9 @@ func (s *stream) keep(entry []byte) bool {
 	return true
 }
 
-// send sends one frame and waits for the remote's reply.
-func (s *stream) send(entries []frame.Entry, raw int) error {
-	body, _, err := s.enc.Encode(nil, entries)
-	if err != nil {
-		return fmt.Errorf("encode frame: %w", err)
-	}
+// request sends one frame and waits for the remote's reply.
+func (s *stream) request(p prepared) error {
+	entries, raw, body := p.entries, p.raw, p.body
 	msg := nats.NewMsg(Subject(s.key.Remote, s.w.cfg.Region))
 	msg.Data = body
 	msg.Header.Set(HeaderSource, s.w.cfg.Region)

@@ -105,10 +105,10 @@ func parseURL(u string) (string, error) {
 // Client holds the connections to the brokers of one region, one per
 // broker address, and creates consumers and producers on them.
 type Client struct {
-	cfg  Config
+	cfg   Config
 	addrs []string      // of cfg.ServiceURL
 	seed  atomic.Uint32 // index of the address lookups start at
-	log  *slog.Logger
+	log   *slog.Logger
 
 	nextID  atomic.Uint64 // producer and consumer ids
 	nextReq atomic.Uint64 // request ids
