@@ -284,15 +284,29 @@ func TestEnsembleChangeUnderLoad(t *testing.T) {
 	a := newAppender(w)
 	const total = 3000
 	done := make(chan struct{})
+	stopped := make(chan struct{})
 	go func() {
 		defer close(done)
-		for range total {
+		for i := range total {
+			if i == 1000 {
+				// The rest is written once the victim is down, so the
+				// ledger must change its ensemble (before, a fast run could
+				// finish all 3000 before the stop took effect). Stop waits
+				// for the bookie's shutdown; bound the wait all the same.
+				select {
+				case <-stopped:
+				case <-time.After(10 * time.Second):
+				}
+			}
 			a.appendAsync(t)
 		}
 	}()
 	testcluster.WaitFor(t, 20*time.Second, func() bool { n, _, _ := a.snapshot(); return n >= 500 })
 	victim := w.Metadata().Ensembles[0].Bookies[1]
-	go cl.BookieByAddr(victim).Stop() // Stop waits for the bookie's shutdown; don't block the test
+	go func() {
+		cl.BookieByAddr(victim).Stop()
+		close(stopped)
+	}()
 	<-done
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
