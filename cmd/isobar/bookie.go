@@ -82,6 +82,9 @@ func runBookie(ctx context.Context, f bookieFile, logger *slog.Logger) error {
 	}
 	if err := srv.Start(ctx); err != nil {
 		srv.Shutdown(context.Background())
+		if ctx.Err() != nil {
+			return nil // stopped (Ctrl-C) while starting: a clean exit
+		}
 		return err
 	}
 	fmt.Fprintf(os.Stdout, "bookie %s serving on %s (region %s)\n", srv.ID(), srv.Addr(), f.Bookie.Region)
