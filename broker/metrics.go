@@ -146,16 +146,11 @@ func (b *Broker) initMetrics() error {
 					if t.replStalled(remote, c.MarkDelete(), n) {
 						rStalled[remote]++
 					}
-					if n > 0 {
-						md := c.MarkDelete()
-						if es, _, err := t.ml.Read(ctx, mledger.Position{Ledger: md.Ledger, Entry: md.Entry + 1}, 1); err == nil && len(es) == 1 {
-							if pt := publishTime(es[0].Data); !pt.IsZero() {
-								rLag[remote] = max(rLag[remote], now.Sub(pt).Seconds())
-							}
-						}
-					} else if _, ok := rLag[remote]; !ok {
-						rLag[remote] = 0
+					age := 0.0
+					if pt := t.oldestUnacked(ctx, c); !pt.IsZero() {
+						age = now.Sub(pt).Seconds()
 					}
+					rLag[remote] = max(rLag[remote], age)
 					for _, s := range subs {
 						if s.name == name && len(s.consumers) > 0 {
 							rConn[remote]++

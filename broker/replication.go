@@ -374,6 +374,20 @@ func (t *Topic) ensureDedupState(ctx context.Context) error {
 	return nil
 }
 
+// oldestUnacked is the publish time of the first entry after c's
+// mark-delete position; zero when there is none (or it cannot be read).
+func (t *Topic) oldestUnacked(ctx context.Context, c *mledger.Cursor) time.Time {
+	if c.Backlog() == 0 {
+		return time.Time{}
+	}
+	md := c.MarkDelete()
+	es, _, err := t.ml.Read(ctx, mledger.Position{Ledger: md.Ledger, Entry: md.Entry + 1}, 1)
+	if err != nil || len(es) != 1 {
+		return time.Time{}
+	}
+	return publishTime(es[0].Data)
+}
+
 // replicationStats fills the replication section of the topic's stats:
 // per remote, the outbound backlog and rate from its replication cursor
 // and subscription, and the inbound counters of what came from it.
@@ -392,13 +406,8 @@ func (t *Topic) replicationStats(subs []*subscription) map[string]admin.Replicat
 			_, _, avg := t.backlogBytes(c)
 			rs.ReplicationBacklogBytes = rs.ReplicationBacklog * avg
 			rs.Stalled = t.replStalled(r, c.MarkDelete(), rs.ReplicationBacklog)
-			if rs.ReplicationBacklog > 0 {
-				md := c.MarkDelete()
-				if es, _, err := t.ml.Read(ctx, mledger.Position{Ledger: md.Ledger, Entry: md.Entry + 1}, 1); err == nil && len(es) == 1 {
-					if meta, _, err := wire.DecodeEntry(es[0].Data); err == nil {
-						rs.ReplicationDelayInSeconds = max(0, int64(now.Sub(time.UnixMilli(int64(meta.GetPublishTime()))).Seconds()))
-					}
-				}
+			if pt := t.oldestUnacked(ctx, c); !pt.IsZero() {
+				rs.ReplicationDelayInSeconds = max(0, int64(now.Sub(pt).Seconds()))
 			}
 		}
 		cancel()

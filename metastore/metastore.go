@@ -71,34 +71,21 @@ type Store struct {
 
 // Connect dials etcd and checks it answers.
 func Connect(ctx context.Context, cfg Config) (*Store, error) {
-	if err := cfg.Validate(); err != nil {
+	s, err := Open(cfg)
+	if err != nil {
 		return nil, err
 	}
-	if cfg.DialTimeout == 0 {
-		cfg.DialTimeout = 5 * time.Second
+	timeout := cfg.DialTimeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
 	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:            cfg.Endpoints,
-		DialTimeout:          cfg.DialTimeout,
-		DialKeepAliveTime:    5 * time.Second,
-		DialKeepAliveTimeout: 5 * time.Second,
-		Logger:               zap.NewNop(),
-		Context:              context.Background(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("metastore: connect %v: %w", cfg.Endpoints, err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if _, err := cli.Get(pctx, "/isobar-ping"); err != nil {
-		cli.Close()
+	if _, err := s.cli.Get(pctx, "/isobar-ping"); err != nil {
+		s.cli.Close()
 		return nil, fmt.Errorf("metastore: etcd at %v does not answer: %w", cfg.Endpoints, err)
 	}
-	return &Store{cli: cli, logger: logger}, nil
+	return s, nil
 }
 
 // Open returns a store for etcd at cfg.Endpoints without checking that it
@@ -125,7 +112,7 @@ func Open(cfg Config) (*Store, error) {
 		Context:              context.Background(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("metastore: open %v: %w", cfg.Endpoints, err)
+		return nil, fmt.Errorf("metastore: connect %v: %w", cfg.Endpoints, err)
 	}
 	return &Store{cli: cli, logger: logger}, nil
 }

@@ -2,7 +2,6 @@ package replicator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -363,8 +362,3 @@ func (e *replyError) Error() string { return "replicator: remote refused the fra
 var ErrRefused = errors.New("replicator: frame refused")
 
 func (e *replyError) Is(target error) bool { return target == ErrRefused }
-
-func marshal(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
-}
