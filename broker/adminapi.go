@@ -11,9 +11,9 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/mledger"
-	"github.com/isobar-mq/isobar/broker/topic"
-	"github.com/isobar-mq/isobar/broker/wire/pb"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // Admin returns the broker's implementation of the admin API's topic

@@ -8,8 +8,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/isobar-mq/isobar/broker/admin"
-	"github.com/isobar-mq/isobar/broker/topic"
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // The admin view of a topic: a stored subscription nobody consumes still

@@ -12,10 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/metric"
-	noopmetric "go.opentelemetry.io/otel/metric/noop"
-	"go.opentelemetry.io/otel/trace"
-	nooptrace "go.opentelemetry.io/otel/trace/noop"
 	"log/slog"
 	"net"
 	"strings"
@@ -23,11 +19,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	nooptrace "go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/mledger"
-	"github.com/isobar-mq/isobar/broker/topic"
-	"github.com/isobar-mq/isobar/broker/wire"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/replication"
+	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
 )
 
 // Version is the server version sent in CONNECTED.
@@ -311,7 +313,7 @@ func New(cfg Config) (*Broker, error) {
 		conns:  map[*conn]struct{}{},
 		topics: map[string]*topicSlot{},
 	}
-	b.tracing = TracingEnabled(cfg.TracerProvider)
+	b.tracing = replication.TracingEnabled(cfg.TracerProvider)
 	if err := b.initMetrics(); err != nil {
 		cancel()
 		return nil, fmt.Errorf("broker: metrics: %w", err)

@@ -13,10 +13,11 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/broker/ownership"
-	"github.com/isobar-mq/isobar/broker/policy"
-	"github.com/isobar-mq/isobar/broker/topic"
-	"github.com/isobar-mq/isobar/broker/wire"
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/replication"
+	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // maxProtocolVersion is the highest protocol version this broker speaks.
@@ -495,11 +496,11 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		c: c, id: pid, name: pname, t: t, access: cmd.GetProducerAccessMode(),
 		metadata: kvMap(cmd.GetMetadata()), since: c.b.cfg.Now(),
 	}
-	if strings.HasPrefix(pname, ReplPrefix) {
-		src, ok := replicatorSource(pname)
+	if strings.HasPrefix(pname, replication.Prefix) {
+		src, ok := replication.ProducerSource(pname)
 		switch {
 		case !ok:
-			err = fmt.Errorf("%w: replicator producer name %q must be %s<source cluster>[.<worker>]", ErrInvalidArgument, pname, ReplPrefix)
+			err = fmt.Errorf("%w: replicator producer name %q must be %s<source cluster>[.<worker>]", ErrInvalidArgument, pname, replication.Prefix)
 		case src == c.b.cfg.Cluster:
 			err = fmt.Errorf("%w: replicator producer %q names this cluster as its source", ErrInvalidArgument, pname)
 		case t.ml == nil:
@@ -620,7 +621,7 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 	src, srcPos, replicated, rerr := sourcePosition(f.Metadata)
 	switch {
 	case p.replFrom == "" && f.Metadata.GetReplicatedFrom() != "":
-		rerr = fmt.Errorf("%w: only replicator producers (%s<source>) may send replicated messages", wire.ErrNotAllowed, ReplPrefix)
+		rerr = fmt.Errorf("%w: only replicator producers (%s<source>) may send replicated messages", wire.ErrNotAllowed, replication.Prefix)
 	case p.replFrom != "" && rerr == nil && !replicated:
 		rerr = fmt.Errorf("%w: replicator producer %s sent an entry without replicated_from", wire.ErrNotAllowed, p.name)
 	case p.replFrom != "" && src != p.replFrom:

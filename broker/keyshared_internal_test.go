@@ -3,7 +3,7 @@ package broker
 import (
 	"testing"
 
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // The auto-split ranges always cover the hash space, and a joining

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
-	"github.com/isobar-mq/isobar/broker/wire"
+	"github.com/isobar-mq/isobar/wire"
 )
 
 // maintain runs the periodic work on loaded topics until the broker stops.

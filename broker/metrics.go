@@ -9,7 +9,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
-	"github.com/isobar-mq/isobar/broker/wire"
+	"github.com/isobar-mq/isobar/replication"
+	"github.com/isobar-mq/isobar/wire"
 )
 
 // Metric names (docs/observability.md): Pulsar's OpenTelemetry names
@@ -138,7 +139,7 @@ func (b *Broker) initMetrics() error {
 				if err != nil {
 					continue
 				}
-				if remote, ok := strings.CutPrefix(name, ReplPrefix); ok {
+				if remote, ok := strings.CutPrefix(name, replication.Prefix); ok {
 					n := c.Backlog()
 					rBacklog[remote] += n
 					_, _, avg := t.backlogBytes(c)

@@ -13,8 +13,8 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/isobar-mq/isobar/broker"
-	"github.com/isobar-mq/isobar/broker/topic"
 	"github.com/isobar-mq/isobar/observability"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // TestMetricsCardinality: with per-topic labels off (the default), 10,000

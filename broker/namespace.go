@@ -10,10 +10,10 @@ import (
 	"strings"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
-	"github.com/isobar-mq/isobar/broker/topic"
-	"github.com/isobar-mq/isobar/broker/wire"
-	"github.com/isobar-mq/isobar/broker/wire/pb"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // partitions returns a topic's partition count (0 for a non-partitioned

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/isobar-mq/isobar/broker/ownership"
-	"github.com/isobar-mq/isobar/broker/policy"
-	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // DefaultBundles is the number of bundles of a namespace without a bundles

@@ -11,8 +11,8 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/isobar-mq/isobar/broker"
-	"github.com/isobar-mq/isobar/broker/policy"
-	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // clock is real time plus an offset tests move forward.

@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // producer is a producer attached to a topic through a connection.

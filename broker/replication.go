@@ -12,9 +12,10 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/mledger"
-	"github.com/isobar-mq/isobar/broker/topic"
-	"github.com/isobar-mq/isobar/broker/wire"
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/replication"
+	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // Geo-replication, broker side (docs/replication.md):
@@ -35,54 +36,15 @@ import (
 //     after it, and drops entries at or below it: each source entry is
 //     stored once.
 
-// ReplPrefix starts the names of replication cursors and replicator
-// producers.
-const ReplPrefix = ReservedPrefix + "repl."
-
-// ReplSourcePositionProperty is the message property holding a replicated
-// entry's position in its source region, "<ledger>:<entry>".
-const ReplSourcePositionProperty = "__MSG_PROP_REPL_SOURCE_POSITION"
-
-// ReplCursorName is the name of the replication cursor to remote.
-func ReplCursorName(remote string) string { return ReplPrefix + remote }
-
-// ReplicatorProducerName is the name of a replicator producer bringing
-// entries from source; worker tells the producers of several workers apart.
-func ReplicatorProducerName(source, worker string) string {
-	if worker == "" {
-		return ReplPrefix + source
-	}
-	return ReplPrefix + source + "." + worker
-}
-
-// replicatorSource returns the source cluster of a replicator producer's
-// name.
-func replicatorSource(name string) (string, bool) {
-	rest, ok := strings.CutPrefix(name, ReplPrefix)
-	if !ok || rest == "" {
-		return "", false
-	}
-	src, _, _ := strings.Cut(rest, ".")
-	return src, src != ""
-}
-
-// ParseSourcePosition parses a ReplSourcePositionProperty value.
+// ParseSourcePosition parses a replication.SourcePositionProperty value.
 func ParseSourcePosition(s string) (mledger.Position, error) {
-	l, e, ok := strings.Cut(s, ":")
-	if !ok {
-		return mledger.Position{}, fmt.Errorf("source position %q: want <ledger>:<entry>", s)
-	}
-	ln, err1 := strconv.ParseInt(l, 10, 64)
-	en, err2 := strconv.ParseInt(e, 10, 64)
-	if err1 != nil || err2 != nil || ln < 0 || en < 0 {
-		return mledger.Position{}, fmt.Errorf("source position %q: want <ledger>:<entry>, both non-negative integers", s)
-	}
-	return mledger.Position{Ledger: ln, Entry: en}, nil
+	p, err := replication.ParsePosition(s)
+	return mledger.Position{Ledger: p.Ledger, Entry: p.Entry}, err
 }
 
-// FormatSourcePosition formats p as a ReplSourcePositionProperty value.
+// FormatSourcePosition formats p as a replication.SourcePositionProperty value.
 func FormatSourcePosition(p mledger.Position) string {
-	return strconv.FormatInt(p.Ledger, 10) + ":" + strconv.FormatInt(p.Entry, 10)
+	return replication.Position{Ledger: p.Ledger, Entry: p.Entry}.String()
 }
 
 // sourcePosition returns an entry's replication source and position;
@@ -93,12 +55,12 @@ func sourcePosition(meta *pb.MessageMetadata) (src string, pos mledger.Position,
 		return "", pos, false, nil
 	}
 	for _, kv := range meta.GetProperties() {
-		if kv.GetKey() == ReplSourcePositionProperty {
+		if kv.GetKey() == replication.SourcePositionProperty {
 			pos, err = ParseSourcePosition(kv.GetValue())
 			return src, pos, err == nil, err
 		}
 	}
-	return src, pos, false, fmt.Errorf("replicated entry from %s without a %s property", src, ReplSourcePositionProperty)
+	return src, pos, false, fmt.Errorf("replicated entry from %s without a %s property", src, replication.SourcePositionProperty)
 }
 
 // replIn is what a topic knows of the entries it stored from one source
@@ -191,7 +153,7 @@ func (t *Topic) syncReplCursors(ctx context.Context) error {
 	want := t.remotes()
 	var errs []error
 	for _, r := range want {
-		c, err := t.ml.OpenCursor(ctx, ReplCursorName(r), mledger.Earliest)
+		c, err := t.ml.OpenCursor(ctx, replication.CursorName(r), mledger.Earliest)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("replication cursor for %s: %w", r, err))
 			continue
@@ -201,7 +163,7 @@ func (t *Topic) syncReplCursors(ctx context.Context) error {
 		}
 	}
 	for _, name := range t.ml.Cursors() {
-		r, ok := strings.CutPrefix(name, ReplPrefix)
+		r, ok := strings.CutPrefix(name, replication.Prefix)
 		if !ok || slices.Contains(want, r) {
 			continue
 		}
@@ -228,7 +190,7 @@ func (t *Topic) syncReplCursors(ctx context.Context) error {
 // its remote is one of the topic's remotes, re-reading the namespace's
 // policy first so a cluster added a moment ago is known.
 func (t *Topic) checkReplSubscribe(ctx context.Context, name string, st pb.CommandSubscribe_SubType) error {
-	remote := strings.TrimPrefix(name, ReplPrefix)
+	remote := strings.TrimPrefix(name, replication.Prefix)
 	if st != pb.CommandSubscribe_Failover && st != pb.CommandSubscribe_Exclusive {
 		return fmt.Errorf("%w: replication subscription %s must be Failover or Exclusive", ErrInvalidArgument, name)
 	}
@@ -325,7 +287,7 @@ func (t *Topic) ensureDedupState(ctx context.Context) error {
 	seqs := map[string]int64{}
 	hwm := map[string]mledger.Position{}
 	for k, v := range c.Properties() {
-		if src, ok := strings.CutPrefix(k, ReplPrefix); ok {
+		if src, ok := strings.CutPrefix(k, replication.Prefix); ok {
 			if p, err := ParseSourcePosition(v); err == nil {
 				hwm[src] = p
 			}
@@ -401,7 +363,7 @@ func (t *Topic) replicationStats(subs []*subscription) map[string]admin.Replicat
 	for _, r := range t.remotes() {
 		rs := admin.ReplicatorStats{}
 		ctx, cancel := context.WithTimeout(t.b.ctx, 5*time.Second)
-		if c, err := t.ml.OpenCursor(ctx, ReplCursorName(r), mledger.Earliest); err == nil {
+		if c, err := t.ml.OpenCursor(ctx, replication.CursorName(r), mledger.Earliest); err == nil {
 			rs.ReplicationBacklog = c.Backlog()
 			_, _, avg := t.backlogBytes(c)
 			rs.ReplicationBacklogBytes = rs.ReplicationBacklog * avg
@@ -412,7 +374,7 @@ func (t *Topic) replicationStats(subs []*subscription) map[string]admin.Replicat
 		}
 		cancel()
 		for _, s := range subs {
-			if s.name != ReplCursorName(r) {
+			if s.name != replication.CursorName(r) {
 				continue
 			}
 			ss := s.stats()

@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
-	"github.com/isobar-mq/isobar/broker/topic"
-	"github.com/isobar-mq/isobar/broker/wire"
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/replication"
+	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // Position is an entry's position in a topic's log.
@@ -23,7 +24,7 @@ type Position = mledger.Position
 
 // ReservedPrefix starts the names of the broker's own cursors
 // (de-duplication, replication); clients cannot subscribe with it.
-const ReservedPrefix = "isobar."
+const ReservedPrefix = replication.ReservedPrefix
 
 // maxReadBatch bounds the entries one dispatch round reads.
 const maxReadBatch = 100
@@ -82,7 +83,7 @@ func newSubscription(t *Topic, name string, st pb.CommandSubscribe_SubType, dura
 // subscribe attaches k to the subscription cmd names, creating it.
 func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *consumer) error {
 	name := cmd.GetSubscription()
-	if strings.HasPrefix(name, ReplPrefix) {
+	if strings.HasPrefix(name, replication.Prefix) {
 		if err := t.checkReplSubscribe(ctx, name, cmd.GetSubType()); err != nil {
 			return err
 		}

@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/metric"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/isobar-mq/isobar/broker/mledger"
-	"github.com/isobar-mq/isobar/broker/topic"
-	"github.com/isobar-mq/isobar/broker/wire"
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/replication"
+	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // dedupCursor is the cursor whose properties hold the de-duplication
@@ -292,7 +294,7 @@ func (t *Topic) dedupStored(pos mledger.Position) {
 		}
 		for src, st := range t.replIn {
 			if st.confirmed.Ledger >= 0 {
-				snap[ReplPrefix+src] = FormatSourcePosition(st.confirmed)
+				snap[replication.Prefix+src] = FormatSourcePosition(st.confirmed)
 			}
 		}
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/ownership"
-	"github.com/isobar-mq/isobar/broker/policy"
-	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // BrokerEndpoints says where one broker listens.

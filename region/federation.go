@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/policy"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/natsembed"
 	"github.com/isobar-mq/isobar/metastore"
 )

@@ -16,7 +16,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/isobar-mq/isobar/broker/admin"
-	"github.com/isobar-mq/isobar/broker/policy"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/region"
 	"github.com/isobar-mq/isobar/replicator"
 )

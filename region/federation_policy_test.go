@@ -16,13 +16,13 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/nats-io/nats.go"
 
-	"github.com/isobar-mq/isobar/broker/policy"
-	"github.com/isobar-mq/isobar/broker/topic"
-	"github.com/isobar-mq/isobar/broker/wire"
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/region"
 	"github.com/isobar-mq/isobar/replicator"
 	"github.com/isobar-mq/isobar/replicator/frame"
+	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {

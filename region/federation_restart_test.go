@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/policy"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/region"
 )
 

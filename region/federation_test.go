@@ -15,8 +15,8 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/sirupsen/logrus"
 
-	"github.com/isobar-mq/isobar/broker/topic"
 	"github.com/isobar-mq/isobar/region"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // startFederation starts n regions (r0, r1, ...) with a replicated

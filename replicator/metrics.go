@@ -8,9 +8,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/isobar-mq/isobar/broker"
-	"github.com/isobar-mq/isobar/broker/wire"
+	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/replicator/frame"
+	"github.com/isobar-mq/isobar/wire"
 )
 
 // Metric names (docs/observability.md). Every series carries
@@ -109,7 +109,7 @@ func (w *Worker) traceEntries(entries []frame.Entry, name string, kind trace.Spa
 		if err != nil {
 			continue
 		}
-		ctx, ok := broker.MessageContext(context.Background(), meta)
+		ctx, ok := replication.MessageContext(context.Background(), meta)
 		if !ok {
 			continue
 		}

@@ -12,12 +12,11 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/isobar-mq/isobar/broker"
-	"github.com/isobar-mq/isobar/broker/mledger"
-	"github.com/isobar-mq/isobar/broker/topic"
-	"github.com/isobar-mq/isobar/broker/wire"
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/replicator/pulsarconn"
+	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // sinkProducer is the replicator producer of one (topic, source) pair.
@@ -115,7 +114,7 @@ func (w *Worker) apply(msg *nats.Msg) error {
 			return fmt.Errorf("%w: entry %d (%s) is already replicated from %s", ErrBadFrame, i, e.Pos, meta.GetReplicatedFrom())
 		}
 		meta.ReplicatedFrom = &src
-		k, v := broker.ReplSourcePositionProperty, broker.FormatSourcePosition(mledger.Position{Ledger: e.Pos.Ledger, Entry: e.Pos.Entry})
+		k, v := replication.SourcePositionProperty, replication.Position{Ledger: e.Pos.Ledger, Entry: e.Pos.Entry}.String()
 		meta.Properties = append(meta.Properties, &pb.KeyValue{Key: &k, Value: &v})
 		data, err := wire.AppendEntry(nil, meta, payload)
 		if err != nil {
@@ -137,7 +136,7 @@ func (w *Worker) apply(msg *nats.Msg) error {
 	if sp.p == nil {
 		p, err := w.client.CreateProducer(ctx, pulsarconn.ProducerOptions{
 			Topic: name.String(),
-			Name:  broker.ReplicatorProducerName(src, w.cfg.ID),
+			Name:  replication.ProducerName(src, w.cfg.ID),
 		})
 		if err != nil {
 			return fmt.Errorf("producer for %s: %w", name, err)

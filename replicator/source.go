@@ -12,11 +12,11 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/isobar-mq/isobar/broker"
-	"github.com/isobar-mq/isobar/broker/wire"
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/replicator/frame"
 	"github.com/isobar-mq/isobar/replicator/pulsarconn"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // stream is the source side of one (topic, remote) pair.
@@ -79,7 +79,7 @@ func (s *stream) run() {
 func (s *stream) session() (progressed bool, err error) {
 	co, err := s.w.client.Subscribe(s.ctx, pulsarconn.SubscribeOptions{
 		Topic:           s.key.Topic,
-		Subscription:    broker.ReplCursorName(s.key.Remote),
+		Subscription:    replication.CursorName(s.key.Remote),
 		ConsumerName:    s.w.cfg.ID,
 		Type:            pb.CommandSubscribe_Failover,
 		InitialPosition: pb.CommandSubscribe_Earliest,

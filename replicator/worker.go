@@ -14,11 +14,11 @@ import (
 	"github.com/nats-io/nats.go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/isobar-mq/isobar/broker"
-	"github.com/isobar-mq/isobar/broker/topic"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/replicator/frame"
 	"github.com/isobar-mq/isobar/replicator/pulsarconn"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // Worker is one replicator worker of a region: source streams for the
@@ -69,7 +69,7 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		sinks:   map[sinkKey]*sinkProducer{},
 		stats:   map[streamKey]*StreamStats{},
 	}
-	w.tracing = broker.TracingEnabled(cfg.TracerProvider)
+	w.tracing = replication.TracingEnabled(cfg.TracerProvider)
 	if err := w.initMetrics(); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("replicator %s: metrics: %w", cfg.ID, err)

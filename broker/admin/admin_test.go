@@ -11,11 +11,11 @@ import (
 	"testing"
 
 	"github.com/isobar-mq/isobar/broker/admin"
-	"github.com/isobar-mq/isobar/broker/policy"
-	"github.com/isobar-mq/isobar/broker/topic"
-	"github.com/isobar-mq/isobar/broker/wire"
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/testcluster"
+	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
 	"google.golang.org/protobuf/proto"
 )
 

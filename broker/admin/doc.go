@@ -3,6 +3,6 @@
 // topics, partitioned topics, subscriptions, lookup, brokers and health)
 // that pulsaradmin, pulsar-admin and the Pulsar client test suite use,
 // with Pulsar's paths, JSON shapes and status codes. Policies live in
-// broker/policy; everything that needs a running broker goes through the
+// globalconfig/policy; everything that needs a running broker goes through the
 // Topics interface. docs/admin.md lists the endpoints and decisions.
 package admin

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/wire"
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // Decompressor turns a compressed payload back into its uncompressedSize

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/admin"
-	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // fakeTopics is an in-memory admin.Topics for handler tests.

@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/isobar-mq/isobar/broker/policy"
-	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 func nonNil(s []string) []string {

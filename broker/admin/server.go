@@ -13,8 +13,8 @@ import (
 	"path"
 	"strconv"
 
-	"github.com/isobar-mq/isobar/broker/policy"
-	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // Config configures the admin server.

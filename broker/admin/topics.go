@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // Topics is everything the admin API needs from a broker. Names passed in

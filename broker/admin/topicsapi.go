@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/policy"
-	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // topicHandlerFunc handles a request about one topic named in the path.

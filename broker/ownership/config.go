@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/topic"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // DefaultLeaseTTL is the lease TTL when Config.LeaseTTL is zero.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/topic"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // retryDelay is how soon failed background work (a re-list after a watch

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/topic"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // Ownership is an ownership record, stored as JSON under

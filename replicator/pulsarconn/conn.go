@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/wire"
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // errConnLost marks the errors of operations cut short by a lost

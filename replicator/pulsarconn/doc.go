@@ -4,7 +4,7 @@
 // topic lookup with redirects), durable consumers that hand out raw entries
 // ([u32 metadataSize][MessageMetadata][payload], batches left packed) and
 // acknowledge them cumulatively, and producers that publish such raw entries
-// unchanged. It is built on the codec in broker/wire, not on
+// unchanged. It is built on the codec in wire, not on
 // pulsar-client-go, so that entries cross regions byte for byte.
 //
 // There is no transparent reconnection: when the broker closes a producer

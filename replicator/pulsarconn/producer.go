@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/isobar-mq/isobar/broker/wire"
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // Bounds of a producer's sends awaiting their callbacks.

@@ -12,8 +12,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/isobar-mq/isobar/broker/topic"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // Errors, checked with errors.Is; they are wrapped with the name involved.
@@ -114,7 +114,7 @@ func New(cfg Config) (*Store, error) {
 	if mp == nil {
 		mp = noopmetric.NewMeterProvider()
 	}
-	conflicts, err := mp.Meter("github.com/isobar-mq/isobar/broker/policy").Int64Counter(MetricWriteConflicts,
+	conflicts, err := mp.Meter("github.com/isobar-mq/isobar/globalconfig/policy").Int64Counter(MetricWriteConflicts,
 		metric.WithUnit("{conflict}"), metric.WithDescription("Writes to the configuration store that lost a compare-and-swap to a concurrent change."))
 	if err != nil {
 		return nil, err

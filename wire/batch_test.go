@@ -8,7 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 func batchCase(n int) ([]byte, []*pb.SingleMessageMetadata, [][]byte, error) {

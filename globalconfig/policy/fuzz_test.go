@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/isobar-mq/isobar/broker/policy"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 )
 
 // FuzzPoliciesJSON checks that any namespace body the decoder accepts

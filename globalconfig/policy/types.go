@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // ClusterData describes a cluster, in Pulsar's JSON field names.

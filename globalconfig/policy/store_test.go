@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/isobar-mq/isobar/broker/policy"
-	"github.com/isobar-mq/isobar/broker/topic"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/testcluster"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 func newStore(t *testing.T, cfg policy.Config) *policy.Store {

@@ -6,7 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // FuzzDecodeFrame: DecodeFrame never panics, and whatever it accepts

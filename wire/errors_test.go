@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/isobar-mq/isobar/broker/wire/pb"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 func TestErrorTableComplete(t *testing.T) {

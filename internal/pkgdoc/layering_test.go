@@ -1,0 +1,119 @@
+package pkgdoc
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/isobar-mq/isobar"
+
+// moduleImports maps every package of the module (by import path) to the
+// module packages its non-test files import, and tells which are commands.
+func moduleImports(t *testing.T) (imports map[string][]string, commands map[string]bool) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root not found from %s", root)
+	}
+	out := map[string][]string{}
+	commands = map[string]bool{}
+	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			return nil
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		pkg := module
+		if rel != "." {
+			pkg += "/" + filepath.ToSlash(rel)
+		}
+		if _, ok := out[pkg]; !ok {
+			out[pkg] = nil
+		}
+		if f.Name.Name == "main" {
+			commands[pkg] = true
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if strings.HasPrefix(p, module+"/") && !slices.Contains(out[pkg], p) {
+				out[pkg] = append(out[pkg], p)
+			}
+		}
+		return nil
+	})
+	return out, commands
+}
+
+// deps is every module package pkg links, directly or not.
+func deps(imports map[string][]string, pkg string) map[string]bool {
+	seen := map[string]bool{}
+	var walk func(string)
+	walk = func(p string) {
+		for _, d := range imports[p] {
+			if !seen[d] {
+				seen[d] = true
+				walk(d)
+			}
+		}
+	}
+	walk(pkg)
+	return seen
+}
+
+// TestLayering checks the import rules of the architecture: the
+// replicator talks to brokers over the wire and links none of the broker,
+// the managed ledger or the bookie client; the metadata store is a leaf;
+// only commands import region (composition).
+func TestLayering(t *testing.T) {
+	imports, commands := moduleImports(t)
+	forbidden := map[string][]string{
+		"replicator": {"broker", "broker/mledger", "bookie", "bookie/ledger", "bookie/client", "region"},
+		"metastore":  {"*"},
+		"wire":       {"*"},
+		"topic":      {"*"},
+		"bookie":     {"broker", "replicator", "region", "globalconfig"},
+		"broker":     {"replicator", "region"},
+	}
+	for pkg, bad := range forbidden {
+		full := module + "/" + pkg
+		if _, ok := imports[full]; !ok {
+			t.Errorf("package %s not found", pkg)
+			continue
+		}
+		for d := range deps(imports, full) {
+			for _, b := range bad {
+				if b == "*" && !strings.HasPrefix(d, full+"/") || d == module+"/"+b {
+					t.Errorf("%s links %s", pkg, strings.TrimPrefix(d, module+"/"))
+				}
+			}
+		}
+	}
+	for pkg, imps := range imports {
+		if commands[pkg] || strings.HasPrefix(pkg, module+"/region") {
+			continue
+		}
+		if slices.Contains(imps, module+"/region") {
+			t.Errorf("%s imports region (composition only: nothing below it may import it)", pkg)
+		}
+	}
+}
