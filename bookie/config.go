@@ -12,6 +12,7 @@ import (
 	"github.com/isobar-mq/isobar/bookie/proto"
 	"github.com/isobar-mq/isobar/bookie/storage"
 	"github.com/isobar-mq/isobar/bookie/vfs"
+	"github.com/isobar-mq/isobar/metastore"
 )
 
 // Config configures a bookie. The zero value of every optional field means
@@ -65,12 +66,21 @@ type Config struct {
 	// CompactionInterval is how often compaction runs; zero means the storage
 	// default, negative disables background compaction.
 	CompactionInterval time.Duration `yaml:"compactionInterval"`
+}
+
+// Deps are a bookie's live dependencies (Config holds settings only).
+type Deps struct {
+	// Meta is the region's metadata store the bookie registers in; nil
+	// registers nowhere (tests of the protocol alone).
+	Meta *metastore.Store
+	// Logger; nil discards.
+	Logger *slog.Logger
 	// FS is the filesystem under the storage; nil means the OS. Tests put
 	// a fault-injecting one here.
-	FS vfs.FS `yaml:"-" json:"-"`
+	FS vfs.FS
 	// MeterProvider receives the bookie's metrics (bookie/metrics.go); nil
 	// means none are recorded.
-	MeterProvider metric.MeterProvider `yaml:"-" json:"-"`
+	MeterProvider metric.MeterProvider
 }
 
 func (c Config) withDefaults() Config {
@@ -142,18 +152,18 @@ func (c Config) Validate() error {
 	if c.GroupCommitMaxBytes < 0 || c.WriteCacheMaxBytes < 0 {
 		errs = append(errs, errors.New("bookie.groupCommitMaxBytes, bookie.writeCacheMaxBytes: must not be negative"))
 	}
-	if err := c.storageConfig(nil).Validate(); err != nil && c.JournalDir != "" && c.LedgerDir != "" {
+	if err := c.storageConfig(Deps{}).Validate(); err != nil && c.JournalDir != "" && c.LedgerDir != "" {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-func (c Config) storageConfig(logger *slog.Logger) storage.Config {
+func (c Config) storageConfig(d Deps) storage.Config {
 	return storage.Config{
 		JournalDir:          c.JournalDir,
 		LedgerDir:           c.LedgerDir,
-		FS:                  c.FS,
-		Logger:              logger,
+		FS:                  d.FS,
+		Logger:              d.Logger,
 		GroupCommitMaxDelay: c.GroupCommitMaxDelay,
 		GroupCommitMaxBytes: c.GroupCommitMaxBytes,
 		WriteCacheMaxBytes:  c.WriteCacheMaxBytes,

@@ -19,7 +19,7 @@ func FuzzServeConn(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 12, 1, 99, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	cfg := testConfig(nil, f.TempDir())
-	s, err := New(cfg, nil, nil)
+	s, err := New(cfg, Deps{})
 	if err != nil {
 		f.Fatal(err)
 	}

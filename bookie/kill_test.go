@@ -51,7 +51,7 @@ func runChildBookie(raw string) int {
 		}
 		meta = m
 	}
-	srv, err := bookie.New(cc.Bookie, meta, nil)
+	srv, err := bookie.New(cc.Bookie, bookie.Deps{Meta: meta})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child bookie:", err)
 		return 1

@@ -111,9 +111,8 @@ func TestMetrics(t *testing.T) {
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })
 
 	cfg := testConfig(t, t.TempDir())
-	cfg.MeterProvider = mp
 	cfg.FlushInterval = time.Hour // flushes only when the test asks
-	s := startServer(t, cfg, nil)
+	s := startServer(t, cfg, Deps{MeterProvider: mp})
 	id := s.ID()
 
 	ctx := context.Background()
@@ -207,7 +206,7 @@ func TestMetrics(t *testing.T) {
 // A bookie without a MeterProvider records nothing and still works; one
 // whose provider is shut down keeps serving.
 func TestMetricsNilProvider(t *testing.T) {
-	s := startServer(t, testConfig(t, t.TempDir()), nil)
+	s := startServer(t, testConfig(t, t.TempDir()), Deps{})
 	c := dialRaw(t, s.Addr())
 	if r := c.do(addReq(1, 1, 0, -1, "x")); r.Status != proto.StatusOK {
 		t.Fatalf("add: %+v", r)
@@ -224,8 +223,7 @@ func TestMetricsAfterShutdown(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })
 	cfg := testConfig(t, t.TempDir())
-	cfg.MeterProvider = mp
-	s, err := New(cfg, nil, nil)
+	s, err := New(cfg, Deps{MeterProvider: mp})
 	if err != nil {
 		t.Fatal(err)
 	}

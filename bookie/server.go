@@ -34,6 +34,7 @@ type Server struct {
 
 	readOnly      atomic.Bool
 	forceReadOnly atomic.Bool
+	aborted       atomic.Bool // Abort: leave the registration to expire
 
 	lacMu sync.Mutex
 	lacs  map[uint64]*lacState // guarded by lacMu
@@ -69,8 +70,10 @@ func RegistrationKey(region, id string) string {
 }
 
 // New opens the bookie's storage (replaying its journal). Call Start or Serve
-// to accept connections. meta may be nil when the bookie need not register.
-func New(cfg Config, meta *metastore.Store, logger *slog.Logger) (*Server, error) {
+// to accept connections. deps.Meta may be nil when the bookie need not
+// register.
+func New(cfg Config, deps Deps) (*Server, error) {
+	meta, logger := deps.Meta, deps.Logger
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -83,11 +86,12 @@ func New(cfg Config, meta *metastore.Store, logger *slog.Logger) (*Server, error
 	}
 	logger = logger.With("component", "bookie")
 	// Until StartOn settles the id, measurements carry the best guess.
-	m, err := newMetrics(cfg.MeterProvider, cmp.Or(cfg.ID, cfg.AdvertiseAddr, cfg.ListenAddr))
+	m, err := newMetrics(deps.MeterProvider, cmp.Or(cfg.ID, cfg.AdvertiseAddr, cfg.ListenAddr))
 	if err != nil {
 		return nil, err
 	}
-	scfg := cfg.storageConfig(logger)
+	deps.Logger = logger
+	scfg := cfg.storageConfig(deps)
 	scfg.Observer = m
 	st, err := storage.Open(scfg)
 	if err != nil {
@@ -577,7 +581,7 @@ func (s *Server) registrationLoop(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			if lease != nil {
+			if lease != nil && !s.aborted.Load() {
 				rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				lease.Revoke(rctx)
 				cancel()
@@ -624,4 +628,65 @@ func (s *Server) usageLoop(ctx context.Context) {
 			s.refreshReadOnly()
 		}
 	}
+}
+
+// Abort stops the bookie as a crash would: the listener and every
+// connection close at once, in-flight requests get no answer, the
+// registration is left to expire with its lease, and the storage is
+// closed without waiting for connections (the journal is already
+// durable). It may be called during or after Shutdown.
+func (s *Server) Abort() {
+	s.mu.Lock()
+	already := s.shutdown
+	s.shutdown = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	cancel, connCancel := s.cancel, s.connCancel
+	s.mu.Unlock()
+	if connCancel != nil {
+		connCancel()
+	}
+	if already {
+		return // Shutdown runs or ran: it closes the storage
+	}
+	s.aborted.Store(true)
+	if cancel != nil {
+		cancel()
+		s.loops.Wait()
+	}
+	s.wg.Wait()
+	s.metrics.stop()
+	s.store.Close()
+	s.logger.Info("bookie aborted", "id", s.cfg.ID)
+}
+
+// Ready returns nil when the bookie serves: it listens, is registered in
+// the metadata store (when it has one) and its storage has not failed.
+func (s *Server) Ready() error {
+	s.mu.Lock()
+	ln, lease, down := s.ln, s.lease, s.shutdown
+	s.mu.Unlock()
+	switch {
+	case down:
+		return errors.New("bookie: shut down")
+	case ln == nil:
+		return errors.New("bookie: not started")
+	case s.meta != nil && lease == nil:
+		return errors.New("bookie: not registered in the metadata store")
+	}
+	if lease != nil {
+		select {
+		case <-lease.Done():
+			return errors.New("bookie: registration lease lost")
+		default:
+		}
+	}
+	if err := s.store.Failed(); err != nil {
+		return fmt.Errorf("bookie: storage failed: %w", err)
+	}
+	return nil
 }

@@ -31,9 +31,9 @@ func testConfig(t *testing.T, dir string) Config {
 	}
 }
 
-func startServer(t *testing.T, cfg Config, meta *metastore.Store) *Server {
+func startServer(t *testing.T, cfg Config, deps Deps) *Server {
 	t.Helper()
-	s, err := New(cfg, meta, nil)
+	s, err := New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func addReq(id, ledger, e uint64, lac int64, data string) proto.Request {
 }
 
 func TestPipelinedAddReadFenceDelete(t *testing.T) {
-	s := startServer(t, testConfig(t, t.TempDir()), nil)
+	s := startServer(t, testConfig(t, t.TempDir()), Deps{})
 	c := dialRaw(t, s.Addr())
 
 	const n = 200
@@ -192,7 +192,7 @@ func TestPipelinedAddReadFenceDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.ListenAddr = "127.0.0.1:0"
-	s2 := startServer(t, cfg, nil)
+	s2 := startServer(t, cfg, Deps{})
 	c2 := dialRaw(t, s2.Addr())
 	if r := c2.do(addReq(1, 8, 1, -1, "after restart")); r.Status != proto.StatusFenced {
 		t.Fatalf("add to fenced ledger after restart: %v", r.Status)
@@ -200,7 +200,7 @@ func TestPipelinedAddReadFenceDelete(t *testing.T) {
 }
 
 func TestLongPollLAC(t *testing.T) {
-	s := startServer(t, testConfig(t, t.TempDir()), nil)
+	s := startServer(t, testConfig(t, t.TempDir()), Deps{})
 	c := dialRaw(t, s.Addr())
 	w := dialRaw(t, s.Addr())
 	// Nothing newer arrives: the poll times out with the current LAC.
@@ -218,7 +218,7 @@ func TestLongPollLAC(t *testing.T) {
 }
 
 func TestBadInputOverTCP(t *testing.T) {
-	s := startServer(t, testConfig(t, t.TempDir()), nil)
+	s := startServer(t, testConfig(t, t.TempDir()), Deps{})
 
 	t.Run("unknown op keeps the connection", func(t *testing.T) {
 		c := dialRaw(t, s.Addr())
@@ -304,7 +304,7 @@ func TestBadInputOverTCP(t *testing.T) {
 }
 
 func TestReadOnlyMode(t *testing.T) {
-	s := startServer(t, testConfig(t, t.TempDir()), nil)
+	s := startServer(t, testConfig(t, t.TempDir()), Deps{})
 	c := dialRaw(t, s.Addr())
 	if r := c.do(addReq(1, 1, 0, -1, "before")); r.Status != proto.StatusOK {
 		t.Fatal(r.Status)
@@ -326,7 +326,7 @@ func TestReadOnlyMode(t *testing.T) {
 	// A threshold the disk is already past turns the bookie read-only by itself.
 	cfg := testConfig(t, t.TempDir())
 	cfg.ReadOnlyThreshold = 1e-9
-	s2 := startServer(t, cfg, nil)
+	s2 := startServer(t, cfg, Deps{})
 	if !s2.ReadOnly() {
 		t.Fatal("bookie over its disk threshold is not read-only")
 	}
@@ -336,7 +336,7 @@ func TestReadOnlyMode(t *testing.T) {
 func TestBitFlipDetected(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
-	s := startServer(t, cfg, nil)
+	s := startServer(t, cfg, Deps{})
 	c := dialRaw(t, s.Addr())
 	marker := "MARKER-0123456789-MARKER"
 	for i := uint64(0); i < 10; i++ {
@@ -371,7 +371,7 @@ func TestBitFlipDetected(t *testing.T) {
 		t.Fatal("entry not found in ledger storage after shutdown")
 	}
 	cfg.ListenAddr = "127.0.0.1:0"
-	s2 := startServer(t, cfg, nil)
+	s2 := startServer(t, cfg, Deps{})
 	c2 := dialRaw(t, s2.Addr())
 	r := c2.do(proto.Request{Op: proto.OpRead, ID: 1, Ledger: 5, Entry: 4})
 	if r.Status != proto.StatusCorrupt || len(r.Payload) != 0 {
@@ -384,7 +384,7 @@ func TestBitFlipDetected(t *testing.T) {
 
 func TestRegistration(t *testing.T) {
 	dir := t.TempDir()
-	e, err := metastore.StartEmbedded(context.Background(), metastore.EmbedConfig{Dir: filepath.Join(dir, "etcd")})
+	e, err := metastore.StartEmbedded(context.Background(), metastore.EmbedConfig{Dir: filepath.Join(dir, "etcd")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +396,7 @@ func TestRegistration(t *testing.T) {
 	defer meta.Close()
 	cfg := testConfig(t, dir)
 	cfg.Rack = "rack-a"
-	s := startServer(t, cfg, meta)
+	s := startServer(t, cfg, Deps{Meta: meta})
 	kv, err := meta.Get(context.Background(), RegistrationKey("test", s.ID()))
 	if err != nil {
 		t.Fatal(err)
@@ -411,7 +411,7 @@ func TestRegistration(t *testing.T) {
 	// A second bookie claiming the same id is refused.
 	cfg2 := testConfig(t, t.TempDir())
 	cfg2.ID = s.ID()
-	s2, err := New(cfg2, meta, nil)
+	s2, err := New(cfg2, Deps{Meta: meta})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("error does not name bookie.%s: %v", field, err)
 		}
 	}
-	if _, err := New(Config{}, nil, nil); err == nil {
+	if _, err := New(Config{}, Deps{}); err == nil {
 		t.Fatal("New accepted an empty config")
 	}
 }
@@ -468,8 +468,7 @@ func pipe() (net.Conn, net.Conn) { return net.Pipe() }
 func TestStorageFailureTurnsBookieReadOnly(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	inj := &vfs.NthInjector{N: 3, Ops: []vfs.Op{vfs.OpSync}, Sticky: true}
-	cfg.FS = vfs.NewErrorFS(vfs.Default, inj)
-	s := startServer(t, cfg, nil)
+	s := startServer(t, cfg, Deps{FS: vfs.NewErrorFS(vfs.Default, inj)})
 	c := dialRaw(t, s.Addr())
 	var stored []uint64
 	for e := uint64(0); e < 10; e++ {
@@ -503,7 +502,7 @@ func TestStorageFailureTurnsBookieReadOnly(t *testing.T) {
 // back to the goroutines it had before the server existed.
 func TestShutdownLeavesNoGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
-	s, err := New(testConfig(t, t.TempDir()), nil, nil)
+	s, err := New(testConfig(t, t.TempDir()), Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,8 +31,8 @@ type BrokerLister interface {
 // owned loads the topic here, or says who owns it.
 func (a adminTopics) owned(ctx context.Context, name topic.Name, mode createMode) (*Topic, error) {
 	b := a.b
-	if !b.cfg.Placement.Owns(name) {
-		r, err := b.cfg.Placement.Lookup(ctx, name, false)
+	if !b.deps.Placement.Owns(name) {
+		r, err := b.deps.Placement.Lookup(ctx, name, false)
 		if err != nil {
 			return nil, adminErr(err)
 		}
@@ -69,7 +69,7 @@ func (a adminTopics) exists(ctx context.Context, name topic.Name) (bool, error) 
 	if name.Domain == topic.NonPersistent {
 		return a.b.loadedTopic(name.String()) != nil, nil
 	}
-	_, err := a.b.cfg.Meta.Get(ctx, mledger.TopicKey(a.b.cfg.Region, MLName(name)))
+	_, err := a.b.deps.Meta.Get(ctx, mledger.TopicKey(a.b.cfg.Region, MLName(name)))
 	if err == nil {
 		return true, nil
 	}
@@ -477,8 +477,8 @@ func (a adminTopics) ResetCursorToTime(ctx context.Context, name topic.Name, sub
 }
 
 func (a adminTopics) Unload(ctx context.Context, name topic.Name) error {
-	if !a.b.cfg.Placement.Owns(name) {
-		r, err := a.b.cfg.Placement.Lookup(ctx, name, false)
+	if !a.b.deps.Placement.Owns(name) {
+		r, err := a.b.deps.Placement.Lookup(ctx, name, false)
 		if err != nil {
 			return adminErr(err)
 		}
@@ -521,7 +521,7 @@ func (a adminTopics) Entry(ctx context.Context, name topic.Name, ledgerID, entry
 }
 
 func (a adminTopics) Lookup(ctx context.Context, name topic.Name) (admin.LookupData, error) {
-	r, err := a.b.cfg.Placement.Lookup(ctx, name, false)
+	r, err := a.b.deps.Placement.Lookup(ctx, name, false)
 	if err != nil {
 		return admin.LookupData{}, adminErr(err)
 	}
@@ -529,7 +529,7 @@ func (a adminTopics) Lookup(ctx context.Context, name topic.Name) (admin.LookupD
 }
 
 func (a adminTopics) Brokers(ctx context.Context) ([]string, error) {
-	if l, ok := a.b.cfg.Placement.(BrokerLister); ok {
+	if l, ok := a.b.deps.Placement.(BrokerLister); ok {
 		return l.Brokers(ctx)
 	}
 	u, err := url.Parse(a.b.cfg.HTTPURL)

@@ -13,7 +13,6 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
@@ -126,7 +125,7 @@ func errorOf(t *testing.T, fs []wire.Frame) *pb.CommandError {
 }
 
 func TestBadInput(t *testing.T) {
-	e := startEnv(t, func(c *broker.Config) { c.MaxMessageSize = 4 << 10 })
+	e := startEnv(t, func(c *setup) { c.MaxMessageSize = 4 << 10 })
 
 	t.Run("command before CONNECT", func(t *testing.T) {
 		c := dialRaw(t, e.url, false)

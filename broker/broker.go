@@ -119,37 +119,52 @@ type Namespaces interface {
 	CreatePartitioned(ctx context.Context, name topic.Name, n int) error
 }
 
-// Config configures a broker. Zero values of optional fields mean the
-// documented defaults.
+// Config configures a broker. It holds settings only (live dependencies
+// are Deps); zero values of optional fields mean the documented defaults.
 type Config struct {
 	// Region names the region (metadata key prefix). Required.
-	Region string
+	Region string `yaml:"region"`
 	// Cluster is the cluster name reported to clients and in stats;
 	// empty means Region.
-	Cluster string
+	Cluster string `yaml:"cluster"`
+	// ServiceURL is this broker's advertised pulsar:// URL. Required.
+	ServiceURL string `yaml:"serviceUrl"`
+	// HTTPURL is this broker's advertised http:// URL.
+	HTTPURL string `yaml:"httpUrl"`
+	// MaxMessageSize is the largest message accepted and advertised in
+	// CONNECTED. Zero means 5 MiB.
+	MaxMessageSize int `yaml:"maxMessageSize"`
+	// KeepAlive is the ping interval; a connection silent for two
+	// intervals is closed. Zero means 30s.
+	KeepAlive time.Duration `yaml:"keepAlive"`
+	// Ledger tunes the managed ledgers of topics.
+	Ledger mledger.Config `yaml:"ledger"`
+	// MaintenanceInterval is how often loaded topics are checked for
+	// message TTL, backlog quotas and retention, and their namespace
+	// policies re-read. Zero means one minute.
+	MaintenanceInterval time.Duration `yaml:"maintenanceInterval"`
+	// TopicMetrics labels message counters, backlogs and storage sizes
+	// with the topic (and subscription); off, series are per namespace and
+	// their number does not grow with topics.
+	TopicMetrics bool `yaml:"topicMetrics"`
+	// ReplicationStallAfter is how long a replication cursor with a
+	// backlog may stay still before stats call it stalled and the
+	// maintenance loop logs it; zero means 30s.
+	ReplicationStallAfter time.Duration `yaml:"replicationStallAfter"`
+}
+
+// Deps are a broker's live dependencies.
+type Deps struct {
 	// Meta is the region's metadata store. Required.
 	Meta *metastore.Store
 	// Ledgers is the ledger client. Required.
 	Ledgers *ledger.Client
-	// ServiceURL is this broker's advertised pulsar:// URL. Required.
-	ServiceURL string
-	// HTTPURL is this broker's advertised http:// URL.
-	HTTPURL string
 	// Placement decides topic ownership; nil means this broker serves
 	// every topic (a single-broker region).
 	Placement Placement
 	// Namespaces answers namespace policy questions; nil allows every
 	// namespace with auto-creation of non-partitioned topics.
 	Namespaces Namespaces
-	// MaxMessageSize is the largest message accepted and advertised in
-	// CONNECTED. Zero means 5 MiB.
-	MaxMessageSize int
-	// KeepAlive is the ping interval; a connection silent for two
-	// intervals is closed. Zero means 30s.
-	KeepAlive time.Duration
-	// Ledger tunes the managed ledgers of topics (Meta, Ledgers, Region
-	// and Logger are filled in).
-	Ledger mledger.Config
 	// OnDrained runs during Shutdown once every topic is unloaded and
 	// before connections close: the place to give up bundle ownership so
 	// that clients reconnect elsewhere.
@@ -158,22 +173,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// MaintenanceInterval is how often loaded topics are checked for
-	// message TTL, backlog quotas and retention, and their namespace
-	// policies re-read. Zero means one minute.
-	MaintenanceInterval time.Duration
 	// MeterProvider and TracerProvider come from package observability;
 	// nil means no-op providers.
 	MeterProvider  metric.MeterProvider
 	TracerProvider trace.TracerProvider
-	// TopicMetrics labels message counters, backlogs and storage sizes
-	// with the topic (and subscription); off, series are per namespace and
-	// their number does not grow with topics.
-	TopicMetrics bool
-	// ReplicationStallAfter is how long a replication cursor with a
-	// backlog may stay still before stats call it stalled and the
-	// maintenance loop logs it; zero means 30s.
-	ReplicationStallAfter time.Duration
 }
 
 // Validate reports every problem with the config at once.
@@ -181,12 +184,6 @@ func (c Config) Validate() error {
 	var errs []error
 	if strings.TrimSpace(c.Region) == "" {
 		errs = append(errs, errors.New("broker.region: required"))
-	}
-	if c.Meta == nil {
-		errs = append(errs, errors.New("broker.meta: required"))
-	}
-	if c.Ledgers == nil {
-		errs = append(errs, errors.New("broker.ledgers: required"))
 	}
 	if !strings.HasPrefix(c.ServiceURL, "pulsar://") {
 		errs = append(errs, fmt.Errorf("broker.serviceUrl: %q must be a pulsar:// URL", c.ServiceURL))
@@ -213,36 +210,51 @@ func (c Config) withDefaults() Config {
 	if c.KeepAlive == 0 {
 		c.KeepAlive = 30 * time.Second
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
 	if c.MaintenanceInterval == 0 {
 		c.MaintenanceInterval = time.Minute
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = noopmetric.NewMeterProvider()
-	}
-	if c.TracerProvider == nil {
-		c.TracerProvider = nooptrace.NewTracerProvider()
 	}
 	if c.ReplicationStallAfter <= 0 {
 		c.ReplicationStallAfter = 30 * time.Second
 	}
-	if c.Placement == nil {
-		c.Placement = Self{ServiceURL: c.ServiceURL, HTTPURL: c.HTTPURL}
-	}
-	if c.Namespaces == nil {
-		c.Namespaces = openNamespaces{}
-	}
-	c.Ledger.Meta, c.Ledger.Ledgers, c.Ledger.Region = c.Meta, c.Ledgers, c.Region
-	if c.Ledger.Now == nil {
-		c.Ledger.Now = c.Now
-	}
-	c.Ledger.Logger = c.Logger
 	return c
+}
+
+func (d Deps) validate() error {
+	var errs []error
+	if d.Meta == nil {
+		errs = append(errs, errors.New("broker: metadata store: required"))
+	}
+	if d.Ledgers == nil {
+		errs = append(errs, errors.New("broker: ledger client: required"))
+	}
+	return errors.Join(errs...)
+}
+
+func (d Deps) withDefaults(c Config) Deps {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.MeterProvider == nil {
+		d.MeterProvider = noopmetric.NewMeterProvider()
+	}
+	if d.TracerProvider == nil {
+		d.TracerProvider = nooptrace.NewTracerProvider()
+	}
+	if d.Placement == nil {
+		d.Placement = Self{ServiceURL: c.ServiceURL, HTTPURL: c.HTTPURL}
+	}
+	if d.Namespaces == nil {
+		d.Namespaces = openNamespaces{}
+	}
+	return d
+}
+
+// ledgerDeps are the managed ledgers' dependencies.
+func (b *Broker) ledgerDeps() mledger.Deps {
+	return mledger.Deps{Meta: b.deps.Meta, Ledgers: b.deps.Ledgers, Region: b.cfg.Region, Logger: b.deps.Logger, Now: b.deps.Now}
 }
 
 // Self is the Placement of a broker that serves every topic itself.
@@ -270,7 +282,8 @@ func (openNamespaces) CreatePartitioned(context.Context, topic.Name, int) error 
 
 // Broker serves the Pulsar protocol for the topics it owns.
 type Broker struct {
-	cfg Config
+	cfg  Config
+	deps Deps
 	log *slog.Logger
 
 	ctx    context.Context // cancelled by Shutdown's deadline or Close
@@ -299,21 +312,23 @@ type topicSlot struct {
 }
 
 // New returns a broker; Serve starts it on a listener.
-func New(cfg Config) (*Broker, error) {
-	if err := cfg.Validate(); err != nil {
+func New(cfg Config, deps Deps) (*Broker, error) {
+	if err := errors.Join(cfg.Validate(), deps.validate()); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	deps = deps.withDefaults(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{
 		cfg:    cfg,
-		log:    cfg.Logger.With("component", "broker"),
+		deps:   deps,
+		log:    deps.Logger.With("component", "broker"),
 		ctx:    ctx,
 		cancel: cancel,
 		conns:  map[*conn]struct{}{},
 		topics: map[string]*topicSlot{},
 	}
-	b.tracing = replication.TracingEnabled(cfg.TracerProvider)
+	b.tracing = replication.TracingEnabled(deps.TracerProvider)
 	if err := b.initMetrics(); err != nil {
 		cancel()
 		return nil, fmt.Errorf("broker: metrics: %w", err)
@@ -407,8 +422,8 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if b.cfg.OnDrained != nil {
-		b.cfg.OnDrained(ctx)
+	if b.deps.OnDrained != nil {
+		b.deps.OnDrained(ctx)
 	}
 	b.mu.Lock()
 	conns := make([]*conn, 0, len(b.conns))
@@ -544,10 +559,10 @@ func (b *Broker) waitGone(ctx context.Context, key string, s *topicSlot) {
 }
 
 func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode) (*Topic, error) {
-	if !b.cfg.Placement.Owns(name) {
+	if !b.deps.Placement.Owns(name) {
 		return nil, fmt.Errorf("%w: %s", ErrNotOwner, name)
 	}
-	pol, err := b.cfg.Namespaces.Policy(ctx, name.NamespaceName())
+	pol, err := b.deps.Namespaces.Policy(ctx, name.NamespaceName())
 	if err != nil {
 		return nil, err
 	}
@@ -557,11 +572,11 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 	}
 	mlName := MLName(name)
 	if mode == mustExist || mode == autoCreate && !pol.AutoCreate {
-		if _, err := b.cfg.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, mlName)); errors.Is(err, metastore.ErrNotFound) {
+		if _, err := b.deps.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, mlName)); errors.Is(err, metastore.ErrNotFound) {
 			// A partition of a partitioned topic exists once the
 			// partitioned topic does.
 			if p := name.Partition(); p >= 0 {
-				n, ok, perr := b.cfg.Namespaces.Partitions(ctx, name.Base())
+				n, ok, perr := b.deps.Namespaces.Partitions(ctx, name.Base())
 				if perr != nil {
 					return nil, perr
 				}
@@ -575,7 +590,7 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 			return nil, err
 		}
 	}
-	ml, err := mledger.Open(ctx, b.cfg.Ledger, mlName)
+	ml, err := mledger.Open(ctx, b.ledgerDeps(), b.cfg.Ledger, mlName)
 	if err != nil {
 		return nil, err
 	}

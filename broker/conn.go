@@ -455,11 +455,11 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 	}
 	ctx, cancel := c.opCtx()
 	defer cancel()
-	if _, err := c.b.cfg.Namespaces.Policy(ctx, name.NamespaceName()); err != nil {
+	if _, err := c.b.deps.Namespaces.Policy(ctx, name.NamespaceName()); err != nil {
 		fail(err)
 		return
 	}
-	r, err := c.b.cfg.Placement.Lookup(ctx, name, cmd.GetAuthoritative())
+	r, err := c.b.deps.Placement.Lookup(ctx, name, cmd.GetAuthoritative())
 	if err != nil {
 		fail(err)
 		return
@@ -494,7 +494,7 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	}
 	p := &producer{
 		c: c, id: pid, name: pname, t: t, access: cmd.GetProducerAccessMode(),
-		metadata: kvMap(cmd.GetMetadata()), since: c.b.cfg.Now(),
+		metadata: kvMap(cmd.GetMetadata()), since: c.b.deps.Now(),
 	}
 	if strings.HasPrefix(pname, replication.Prefix) {
 		src, ok := replication.ProducerSource(pname)
@@ -648,7 +648,7 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 			p.t.publishReplicated(c.ctx, src, srcPos, nm, f.Entry, done)
 		}
 	}
-	arrived := c.b.cfg.Now()
+	arrived := c.b.deps.Now()
 	endSpan := c.b.tracePublish(p.t, f.Metadata, src)
 	publish(func(pos mledger.Position, stored bool, err error) {
 		endSpan(err)
@@ -697,7 +697,7 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 	}
 	k := &consumer{
 		c: c, id: cid, name: cmd.GetConsumerName(), priority: cmd.GetPriorityLevel(),
-		metadata: kvMap(cmd.GetMetadata()), since: c.b.cfg.Now(),
+		metadata: kvMap(cmd.GetMetadata()), since: c.b.deps.Now(),
 		pending: map[mledger.Position]struct{}{},
 	}
 	if km := cmd.GetKeySharedMeta(); km != nil && km.GetKeySharedMode() == pb.KeySharedMode_STICKY {

@@ -25,10 +25,17 @@ type env struct {
 	pol    *policy.Store
 	b      *broker.Broker
 	url    string
-	modify func(*broker.Config)
+	modify func(*setup)
 }
 
-func startEnv(t testing.TB, modify func(*broker.Config)) *env {
+// setup is a broker's settings and dependencies, changed by a test's
+// modify function before the broker starts.
+type setup struct {
+	broker.Config
+	broker.Deps
+}
+
+func startEnv(t testing.TB, modify func(*setup)) *env {
 	t.Helper()
 	cl := testcluster.Start(t, testcluster.Options{Bookies: 3})
 	lc, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger(), RequestTimeout: 5 * time.Second})
@@ -55,19 +62,20 @@ func (e *env) startBroker() {
 		t.Fatal(err)
 	}
 	e.url = "pulsar://" + ln.Addr().String()
-	cfg := broker.Config{
-		Region:     e.cl.Region,
-		Meta:       e.cl.Connect(),
-		Ledgers:    e.lc,
-		ServiceURL: e.url,
-		Logger:     e.cl.Logger(),
-		Namespaces: broker.PolicyNamespaces{Store: e.pol, Default: policy.AutoTopicCreation{
-			AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned}},
+	s := setup{
+		Config: broker.Config{Region: e.cl.Region, ServiceURL: e.url},
+		Deps: broker.Deps{
+			Meta:    e.cl.Connect(),
+			Ledgers: e.lc,
+			Logger:  e.cl.Logger(),
+			Namespaces: broker.PolicyNamespaces{Store: e.pol, Default: policy.AutoTopicCreation{
+				AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned}},
+		},
 	}
 	if e.modify != nil {
-		e.modify(&cfg)
+		e.modify(&s)
 	}
-	b, err := broker.New(cfg)
+	b, err := broker.New(s.Config, s.Deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func (b *Broker) MaintainOnce(ctx context.Context) {
 		ns := t.name.NamespaceName()
 		pol, ok := pols[ns]
 		if !ok {
-			p, err := b.cfg.Namespaces.Policy(ctx, ns)
+			p, err := b.deps.Namespaces.Policy(ctx, ns)
 			if err != nil {
 				continue // keep the policy the topic has
 			}
@@ -81,7 +81,7 @@ func (t *Topic) userCursors(ctx context.Context) []*mledger.Cursor {
 func (t *Topic) maintain(ctx context.Context, pol NamespacePolicy) error {
 	var errs []error
 	if pol.MessageTTL > 0 {
-		errs = append(errs, t.expire(ctx, t.b.cfg.Now().Add(-pol.MessageTTL)))
+		errs = append(errs, t.expire(ctx, t.b.deps.Now().Add(-pol.MessageTTL)))
 	}
 	if pol.BacklogLimit > 0 {
 		errs = append(errs, t.checkBacklog(ctx, pol))

@@ -50,7 +50,7 @@ type metrics struct {
 }
 
 func (b *Broker) initMetrics() error {
-	m := b.cfg.MeterProvider.Meter("github.com/isobar-mq/isobar/broker")
+	m := b.deps.MeterProvider.Meter("github.com/isobar-mq/isobar/broker")
 	mt := &metrics{perTopic: b.cfg.TopicMetrics}
 	var err error
 	must := func(e error) {
@@ -109,7 +109,7 @@ func (b *Broker) initMetrics() error {
 		rStalled := map[string]int64{}
 		rConn := map[string]int64{}
 		var nTopics, nProd, nCons int64
-		now := b.cfg.Now()
+		now := b.deps.Now()
 		for _, t := range b.loadedTopics() {
 			nTopics++
 			k := key{ns: t.name.NamespaceName()}
@@ -239,7 +239,7 @@ func (b *Broker) recordIn(t *Topic, msgs, bytes int64, since time.Time, replicat
 	a := t.attrs
 	b.metrics.msgIn.Add(ctx, msgs, a)
 	b.metrics.bytesIn.Add(ctx, bytes, a)
-	b.metrics.publish.Record(ctx, b.cfg.Now().Sub(since).Seconds(), a)
+	b.metrics.publish.Record(ctx, b.deps.Now().Sub(since).Seconds(), a)
 	if replicatedFrom != "" {
 		b.metrics.replIn.Add(ctx, msgs, metric.WithAttributes(attribute.String("isobar.cluster", b.cfg.Cluster), b.brokerAttr(), attribute.String("isobar.source", replicatedFrom)))
 	}

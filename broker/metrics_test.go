@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/observability"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -30,7 +29,7 @@ func TestMetricsCardinality(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tel.Shutdown(context.Background())
-	e := startEnv(t, func(c *broker.Config) { c.MeterProvider = tel.MeterProvider() })
+	e := startEnv(t, func(c *setup) { c.MeterProvider = tel.MeterProvider() })
 	adm := e.b.Admin()
 	ctx := context.Background()
 	page := func() string {

@@ -20,14 +20,14 @@ import (
 // topic), creating it as partitioned when create is set, the topic does
 // not exist and the namespace auto-creates partitioned topics.
 func (b *Broker) partitions(ctx context.Context, name topic.Name, create bool) (int, error) {
-	pol, err := b.cfg.Namespaces.Policy(ctx, name.NamespaceName())
+	pol, err := b.deps.Namespaces.Policy(ctx, name.NamespaceName())
 	if err != nil {
 		return 0, err
 	}
 	if name.Partition() >= 0 {
 		return 0, nil
 	}
-	n, ok, err := b.cfg.Namespaces.Partitions(ctx, name)
+	n, ok, err := b.deps.Namespaces.Partitions(ctx, name)
 	if err != nil || ok {
 		return n, err
 	}
@@ -35,14 +35,14 @@ func (b *Broker) partitions(ctx context.Context, name topic.Name, create bool) (
 		return 0, nil
 	}
 	// A non-partitioned topic of that name already exists: keep it.
-	if _, err := b.cfg.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, MLName(name))); err == nil {
+	if _, err := b.deps.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, MLName(name))); err == nil {
 		return 0, nil
 	} else if !errors.Is(err, metastore.ErrNotFound) {
 		return 0, err
 	}
-	if err := b.cfg.Namespaces.CreatePartitioned(ctx, name, pol.AutoCreatePartitions); err != nil {
+	if err := b.deps.Namespaces.CreatePartitioned(ctx, name, pol.AutoCreatePartitions); err != nil {
 		// Lost a race with another creator: read what it made.
-		if n, ok, err2 := b.cfg.Namespaces.Partitions(ctx, name); err2 == nil && ok {
+		if n, ok, err2 := b.deps.Namespaces.Partitions(ctx, name); err2 == nil && ok {
 			return n, nil
 		}
 		return 0, err
@@ -58,7 +58,7 @@ func (b *Broker) PersistentTopics(ctx context.Context, ns string) ([]string, err
 		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	prefix := mledger.TopicKey(b.cfg.Region, tenant+"/"+local+"/"+string(topic.Persistent)+"/")
-	kvs, err := b.cfg.Meta.List(ctx, prefix)
+	kvs, err := b.deps.Meta.List(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (b *Broker) PersistentTopics(ctx context.Context, ns string) ([]string, err
 // GetTopicsOfNamespace does: stored topics, every partition of the
 // partitioned topics, and the non-persistent topics loaded here.
 func (b *Broker) TopicsOfNamespace(ctx context.Context, ns string, mode pb.CommandGetTopicsOfNamespace_Mode) ([]string, error) {
-	if _, err := b.cfg.Namespaces.Policy(ctx, ns); err != nil {
+	if _, err := b.deps.Namespaces.Policy(ctx, ns); err != nil {
 		return nil, err
 	}
 	set := map[string]bool{}
@@ -90,7 +90,7 @@ func (b *Broker) TopicsOfNamespace(ctx context.Context, ns string, mode pb.Comma
 			set[t] = true
 		}
 	}
-	if l, ok := b.cfg.Namespaces.(PartitionedLister); ok {
+	if l, ok := b.deps.Namespaces.(PartitionedLister); ok {
 		pts, err := l.ListPartitioned(ctx, ns)
 		if err != nil {
 			return nil, err

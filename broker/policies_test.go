@@ -10,7 +10,6 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -24,7 +23,7 @@ func intp(v int) *int                    { return &v }
 
 func policyEnv(t *testing.T, ns string, pol *policy.Policies) (*env, *clock) {
 	clk := &clock{}
-	e := startEnv(t, func(c *broker.Config) {
+	e := startEnv(t, func(c *setup) {
 		c.Now = clk.now
 		c.MaintenanceInterval = time.Hour // driven by MaintainOnce
 		c.Ledger.MaxEntriesPerLedger = 5

@@ -88,7 +88,7 @@ type replOut struct {
 // replStalled notes the replication cursor's position and reports whether
 // it has a backlog and has not moved for the stall threshold.
 func (t *Topic) replStalled(remote string, md mledger.Position, backlog int64) bool {
-	now := t.b.cfg.Now()
+	now := t.b.deps.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	o := t.replOut[remote]
@@ -117,7 +117,7 @@ type TopicReplication interface {
 // withTopicPolicy applies the topic's own replication clusters, if it has
 // any, to its namespace's policy. On error the namespace's stay.
 func (b *Broker) withTopicPolicy(ctx context.Context, name topic.Name, pol NamespacePolicy) NamespacePolicy {
-	tr, ok := b.cfg.Namespaces.(TopicReplication)
+	tr, ok := b.deps.Namespaces.(TopicReplication)
 	if !ok {
 		return pol
 	}
@@ -197,7 +197,7 @@ func (t *Topic) checkReplSubscribe(ctx context.Context, name string, st pb.Comma
 	if t.ml == nil {
 		return fmt.Errorf("%w: non-persistent topic %s is not replicated", ErrInvalidArgument, t.name)
 	}
-	if pol, err := t.b.cfg.Namespaces.Policy(ctx, t.name.NamespaceName()); err == nil {
+	if pol, err := t.b.deps.Namespaces.Policy(ctx, t.name.NamespaceName()); err == nil {
 		t.setPolicy(t.b.withTopicPolicy(ctx, t.name, pol))
 	}
 	if !slices.Contains(t.remotes(), remote) {
@@ -257,7 +257,7 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 			}
 			st.msgIn += int64(numMsgs)
 			st.bytesIn += int64(len(entry))
-			st.last = t.b.cfg.Now()
+			st.last = t.b.deps.Now()
 		}
 		t.mu.Unlock()
 		if err == nil {
@@ -358,7 +358,7 @@ func (t *Topic) replicationStats(subs []*subscription) map[string]admin.Replicat
 	if t.ml == nil {
 		return out
 	}
-	now := t.b.cfg.Now()
+	now := t.b.deps.Now()
 	age := now.Sub(t.created).Seconds()
 	for _, r := range t.remotes() {
 		rs := admin.ReplicatorStats{}

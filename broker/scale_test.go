@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 func runStorageChild(dir string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r, err := region.Start(ctx, region.Config{Name: "scale", DataDir: dir, Brokers: -1}, nil)
+	r, err := region.Start(ctx, region.Config{Name: "scale", DataDir: dir, Brokers: -1}, region.Deps{})
 	if err != nil {
 		fmt.Println("ERROR", err)
 		return 1
@@ -98,8 +98,8 @@ func BenchmarkIdleTopics(b *testing.B) {
 	if err := pol.EnsureStandalone(ctx, "scale", policy.ClusterData{ServiceURL: "http://127.0.0.1:1"}); err != nil {
 		b.Fatal(err)
 	}
-	br, err := broker.New(broker.Config{Region: "scale", Meta: meta, Ledgers: lc, ServiceURL: "pulsar://127.0.0.1:1",
-		Namespaces: broker.PolicyNamespaces{Store: pol, Default: policy.AutoTopicCreation{AllowAutoTopicCreation: true}}})
+	br, err := broker.New(broker.Config{Region: "scale", ServiceURL: "pulsar://127.0.0.1:1"},
+		broker.Deps{Meta: meta, Ledgers: lc, Namespaces: broker.PolicyNamespaces{Store: pol, Default: policy.AutoTopicCreation{AllowAutoTopicCreation: true}}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *cons
 		}
 		s.readPos = t.startPosition(cmd.GetStartMessageId(), cmd.GetInitialPosition())
 		if d := cmd.GetStartMessageRollbackDurationSec(); d > 0 {
-			if p, err := t.findByTime(ctx, t.b.cfg.Now().Add(-time.Duration(d)*time.Second)); err == nil {
+			if p, err := t.findByTime(ctx, t.b.deps.Now().Add(-time.Duration(d)*time.Second)); err == nil {
 				s.readPos = p
 			}
 		}
@@ -751,7 +751,7 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, a
 	var out []outFrame
 	blocked := map[*consumer]bool{}
 	sentReplay := false
-	now := s.t.b.cfg.Now()
+	now := s.t.b.deps.Now()
 	for _, e := range entries {
 		p := e.Position
 		if e.Data == nil {
@@ -1006,7 +1006,7 @@ func (h *delayHeap) Pop() any {
 
 // promoteDelayedLocked moves delayed entries that are due to replay.
 func (s *subscription) promoteDelayedLocked() {
-	now := s.t.b.cfg.Now()
+	now := s.t.b.deps.Now()
 	for len(s.delayed) > 0 && !s.delayed[0].at.After(now) {
 		d := heap.Pop(&s.delayed).(delayed)
 		s.addReplayLocked(d.p)

@@ -69,7 +69,7 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 		subs:      map[string]*subscription{},
 		replIn:    map[string]*replIn{},
 		replOut:   map[string]*replOut{},
-		created:   b.cfg.Now(),
+		created:   b.deps.Now(),
 	}
 	t.attrs = b.topicAttrs(t)
 	return t

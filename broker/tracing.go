@@ -23,7 +23,7 @@ import (
 // may be compressed, and are not traced).
 
 func (b *Broker) tracer() trace.Tracer {
-	return b.cfg.TracerProvider.Tracer("github.com/isobar-mq/isobar/broker")
+	return b.deps.TracerProvider.Tracer("github.com/isobar-mq/isobar/broker")
 }
 
 // tracePublish starts the publish span of a traced message and its

@@ -8,48 +8,108 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
 
-// EmbedConfig configures an embedded single-member etcd server.
+// EmbedConfig configures an embedded etcd member: alone (the default) or
+// one member of a cluster (InitialCluster), for a region's metadata store
+// or for the global configuration store. It holds settings only.
 type EmbedConfig struct {
-	// Dir holds the etcd data. Required.
-	Dir string
 	// Name is the member name; empty means "isobar".
-	Name string
-	// ClientAddr is host:port for clients; empty or port 0 picks a free loopback port.
-	ClientAddr string
-	// PeerAddr is host:port for peers; empty or port 0 picks a free loopback port.
-	PeerAddr string
-	// StartTimeout bounds the wait for the server to be ready; zero means 60s.
-	StartTimeout time.Duration
-	// Logger receives lifecycle messages; nil discards them.
-	Logger *slog.Logger
+	Name string `yaml:"name"`
+	// Dir holds the member's data. Required.
+	Dir string `yaml:"dataDir"`
+	// ClientAddr is host:port to listen on for clients; empty or port 0
+	// picks a free loopback port.
+	ClientAddr string `yaml:"clientAddr"`
+	// PeerAddr is host:port to listen on for peers; empty or port 0 picks
+	// a free loopback port.
+	PeerAddr string `yaml:"peerAddr"`
+	// AdvertiseClientAddr and AdvertisePeerAddr are the host:port others
+	// reach this member on; empty means the listen address (which must
+	// then not be a wildcard such as 0.0.0.0).
+	AdvertiseClientAddr string `yaml:"advertiseClientAddr"`
+	AdvertisePeerAddr   string `yaml:"advertisePeerAddr"`
+	// InitialCluster lists every member at the cluster's first start,
+	// "name=http://host:peerport,..."; empty means a cluster of this
+	// member alone. Ignored once the member has data.
+	InitialCluster string `yaml:"initialCluster"`
+	// ClusterState is "new" (default) when the cluster is being created,
+	// "existing" when this member joins a running cluster (after
+	// `etcdctl member add`).
+	ClusterState string `yaml:"clusterState"`
+	// ClusterToken tells clusters apart at their first start; empty means
+	// "isobar".
+	ClusterToken string `yaml:"clusterToken"`
+	// StartTimeout bounds the wait for the member to serve (for a cluster:
+	// for a quorum to form); zero means 60s.
+	StartTimeout time.Duration `yaml:"startTimeout"`
 }
 
-// Embedded is a running embedded etcd server.
+// Validate reports every problem at once, naming the fields.
+func (c EmbedConfig) Validate() error {
+	var errs []error
+	if c.Dir == "" {
+		errs = append(errs, errors.New("etcd.dataDir: required"))
+	}
+	for name, a := range map[string]string{"clientAddr": c.ClientAddr, "peerAddr": c.PeerAddr, "advertiseClientAddr": c.AdvertiseClientAddr, "advertisePeerAddr": c.AdvertisePeerAddr} {
+		if a == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			errs = append(errs, fmt.Errorf("etcd.%s: %q is not host:port: %v", name, a, err))
+		}
+	}
+	if c.InitialCluster != "" {
+		for _, m := range strings.Split(c.InitialCluster, ",") {
+			n, u, ok := strings.Cut(m, "=")
+			if _, err := url.Parse(u); !ok || n == "" || err != nil || !strings.HasPrefix(u, "http") {
+				errs = append(errs, fmt.Errorf("etcd.initialCluster: %q is not name=http://host:port", m))
+			}
+		}
+		if !strings.Contains(","+c.InitialCluster, ","+c.name()+"=") {
+			errs = append(errs, fmt.Errorf("etcd.initialCluster: does not list this member (%q)", c.name()))
+		}
+	}
+	switch c.ClusterState {
+	case "", "new", "existing":
+	default:
+		errs = append(errs, fmt.Errorf("etcd.clusterState: %q is not new or existing", c.ClusterState))
+	}
+	if c.StartTimeout < 0 {
+		errs = append(errs, fmt.Errorf("etcd.startTimeout: %v is negative", c.StartTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+func (c EmbedConfig) name() string {
+	if c.Name == "" {
+		return "isobar"
+	}
+	return c.Name
+}
+
+// Embedded is a running embedded etcd member.
 type Embedded struct {
 	etcd       *embed.Etcd
 	clientAddr string
 	logger     *slog.Logger
 }
 
-// StartEmbedded starts an etcd server in this process and waits until it
-// serves. Restarting on the same Dir keeps all data.
-func StartEmbedded(ctx context.Context, c EmbedConfig) (*Embedded, error) {
-	if c.Dir == "" {
-		return nil, errors.New("metastore: embedded etcd: dir is required")
-	}
-	if c.Name == "" {
-		c.Name = "isobar"
+// StartEmbedded starts an etcd member in this process and waits until it
+// serves (for a member of a cluster: until a quorum has formed).
+// Restarting on the same Dir keeps all data. logger may be nil.
+func StartEmbedded(ctx context.Context, c EmbedConfig, logger *slog.Logger) (*Embedded, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("metastore: embedded etcd: %w", err)
 	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = 60 * time.Second
 	}
-	logger := c.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -61,19 +121,34 @@ func StartEmbedded(ctx context.Context, c EmbedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metastore: embedded etcd peer address: %w", err)
 	}
+	advClient, advPeer := clientAddr, peerAddr
+	if c.AdvertiseClientAddr != "" {
+		advClient = c.AdvertiseClientAddr
+	}
+	if c.AdvertisePeerAddr != "" {
+		advPeer = c.AdvertisePeerAddr
+	}
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("metastore: embedded etcd dir: %w", err)
 	}
 	cfg := embed.NewConfig()
-	cfg.Name = c.Name
+	cfg.Name = c.name()
 	cfg.Dir = c.Dir
-	cu := url.URL{Scheme: "http", Host: clientAddr}
-	pu := url.URL{Scheme: "http", Host: peerAddr}
-	cfg.ListenClientUrls = []url.URL{cu}
-	cfg.AdvertiseClientUrls = []url.URL{cu}
-	cfg.ListenPeerUrls = []url.URL{pu}
-	cfg.AdvertisePeerUrls = []url.URL{pu}
+	cfg.ListenClientUrls = []url.URL{{Scheme: "http", Host: clientAddr}}
+	cfg.AdvertiseClientUrls = []url.URL{{Scheme: "http", Host: advClient}}
+	cfg.ListenPeerUrls = []url.URL{{Scheme: "http", Host: peerAddr}}
+	cfg.AdvertisePeerUrls = []url.URL{{Scheme: "http", Host: advPeer}}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	if c.InitialCluster != "" {
+		cfg.InitialCluster = c.InitialCluster
+	}
+	if c.ClusterState == "existing" {
+		cfg.ClusterState = embed.ClusterStateFlagExisting
+	}
+	cfg.InitialClusterToken = "isobar"
+	if c.ClusterToken != "" {
+		cfg.InitialClusterToken = c.ClusterToken
+	}
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cfg.AutoCompactionMode = embed.CompactorModeRevision
 	cfg.AutoCompactionRetention = "10000"
@@ -90,13 +165,13 @@ func StartEmbedded(ctx context.Context, c EmbedConfig) (*Embedded, error) {
 		return nil, fmt.Errorf("metastore: embedded etcd failed: %w", err)
 	case <-t.C:
 		e.Close()
-		return nil, fmt.Errorf("metastore: embedded etcd not ready after %v", c.StartTimeout)
+		return nil, fmt.Errorf("metastore: embedded etcd %s not ready after %v (a cluster member waits for a quorum of its initial cluster)", cfg.Name, c.StartTimeout)
 	case <-ctx.Done():
 		e.Close()
 		return nil, ctx.Err()
 	}
-	logger.Info("embedded etcd ready", "dir", c.Dir, "client", cu.String())
-	return &Embedded{etcd: e, clientAddr: clientAddr, logger: logger}, nil
+	logger.Info("embedded etcd ready", "name", cfg.Name, "dir", c.Dir, "client", "http://"+advClient, "peer", "http://"+advPeer)
+	return &Embedded{etcd: e, clientAddr: advClient, logger: logger}, nil
 }
 
 // Endpoints are the client URLs to pass to Connect.
@@ -105,7 +180,11 @@ func (e *Embedded) Endpoints() []string { return []string{"http://" + e.clientAd
 // ClientAddr is the host:port clients connect to.
 func (e *Embedded) ClientAddr() string { return e.clientAddr }
 
-// Close stops the server.
+// Err reports a fatal error of the running member (its channel receives
+// at most once).
+func (e *Embedded) Err() <-chan error { return e.etcd.Err() }
+
+// Close stops the member.
 func (e *Embedded) Close() {
 	e.etcd.Close()
 	e.logger.Info("embedded etcd stopped")
@@ -133,3 +212,7 @@ func resolveAddr(addr string) (string, error) {
 	defer ln.Close()
 	return ln.Addr().String(), nil
 }
+
+// HasLeader reports whether the member knows a cluster leader (it is
+// part of a quorum).
+func (e *Embedded) HasLeader() bool { return e.etcd.Server.Leader() != 0 }

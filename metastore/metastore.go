@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -34,8 +33,6 @@ type Config struct {
 	Endpoints []string `yaml:"endpoints"`
 	// DialTimeout bounds the first connection; zero means 5s.
 	DialTimeout time.Duration `yaml:"dialTimeout"`
-	// Logger receives client-side warnings; nil discards them.
-	Logger *slog.Logger `yaml:"-"`
 }
 
 // Validate reports every problem with the config at once.
@@ -65,8 +62,7 @@ type KV struct {
 
 // Store is a connection to the metadata store. It is safe for concurrent use.
 type Store struct {
-	cli    *clientv3.Client
-	logger *slog.Logger
+	cli *clientv3.Client
 }
 
 // Connect dials etcd and checks it answers.
@@ -99,10 +95,6 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 5 * time.Second
 	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:            cfg.Endpoints,
 		DialTimeout:          cfg.DialTimeout,
@@ -114,7 +106,7 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metastore: connect %v: %w", cfg.Endpoints, err)
 	}
-	return &Store{cli: cli, logger: logger}, nil
+	return &Store{cli: cli}, nil
 }
 
 // Client exposes the etcd client for the few callers that need more.

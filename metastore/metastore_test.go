@@ -12,7 +12,7 @@ import (
 
 func startEtcd(t *testing.T, dir, addr string) *Embedded {
 	t.Helper()
-	e, err := StartEmbedded(context.Background(), EmbedConfig{Dir: dir, ClientAddr: addr})
+	e, err := StartEmbedded(context.Background(), EmbedConfig{Dir: dir, ClientAddr: addr}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,10 +176,10 @@ func TestLeaseAndWatch(t *testing.T) {
 }
 
 func TestEmbeddedBadConfig(t *testing.T) {
-	if _, err := StartEmbedded(context.Background(), EmbedConfig{}); err == nil {
+	if _, err := StartEmbedded(context.Background(), EmbedConfig{}, nil); err == nil {
 		t.Fatal("want error for missing dir")
 	}
-	if _, err := StartEmbedded(context.Background(), EmbedConfig{Dir: t.TempDir(), ClientAddr: "nonsense"}); err == nil {
+	if _, err := StartEmbedded(context.Background(), EmbedConfig{Dir: t.TempDir(), ClientAddr: "nonsense"}, nil); err == nil {
 		t.Fatal("want error for bad address")
 	}
 }

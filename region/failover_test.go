@@ -27,7 +27,7 @@ func TestBrokerKilledUnderLoad(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, err := region.Start(ctx, region.Config{Name: "ha", DataDir: t.TempDir(), Brokers: 2, BrokerLeaseTTL: 2 * time.Second}, nil)
+	r, err := region.Start(ctx, haConfig(t), region.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,4 +196,12 @@ func TestBrokerKilledUnderLoad(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	<-killed
+}
+
+// haConfig is a region of two brokers whose dead broker's bundles move
+// after 2 s.
+func haConfig(t *testing.T) region.Config {
+	c := region.Config{Name: "ha", DataDir: t.TempDir(), Brokers: 2}
+	c.Broker.LeaseTTL = 2 * time.Second
+	return c
 }

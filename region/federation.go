@@ -4,133 +4,214 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"path/filepath"
+		"slices"
 	"strconv"
 	"time"
 
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/natsembed"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // FederationConfig describes several regions sharing one global
-// configuration store and one NATS super-cluster, in one process (the
-// `dev` federation and the federation tests).
+// configuration store and one NATS super-cluster, in one process (`isobar
+// dev` and the federation tests). Each region is the same composition
+// `isobar region` runs.
 type FederationConfig struct {
-	// Regions are the regions' configs. GlobalEndpoints is filled in; a
-	// nil NATS gets an embedded server with free ports; the gateways are
-	// filled in.
+	// Regions are the regions' configs. Their Global endpoints, NATS
+	// ports and gateways are filled in; with BasePort set, so are their
+	// indexes and port plans.
 	Regions []Config
 	// GlobalDir holds the embedded global store's data. Required.
 	GlobalDir string
-	// GlobalPort is the global store's client port (peer port + 1); 0
+	// BasePort lays every port out by the port plan (ports.go); zero
 	// picks free ports.
-	GlobalPort int
-	// Host is where the global store listens; empty means 127.0.0.1.
+	BasePort int
+	// Host is where everything listens; empty means 127.0.0.1.
 	Host string
-	// Tenant and Namespace name a namespace created (if missing)
-	// replicated across every region; an empty Namespace creates none.
-	Tenant, Namespace string
+	// Namespaces ("tenant/namespace") replicate across every region, as
+	// well as public/default.
+	Namespaces []string
 }
 
 // Federation is a running federation.
 type Federation struct {
-	cfg        FederationConfig
-	logger     *slog.Logger
-	global     *metastore.Embedded
-	globalAddr [2]string // client, peer
-	Regions    []*Region
-	configs    []Config // as started (gateways and NATS ports filled in)
+	cfg     FederationConfig
+	deps    Deps
+	global  *Metastore
+	gcfg    metastore.EmbedConfig
+	Regions []*Region
+	configs []Config // as started (ports and gateways filled in)
 }
 
-// StartFederation starts the global store, then each region with its NATS
-// server joined to the previous regions' gateways, waits for the gateway
-// mesh, and creates the replicated namespace.
-func StartFederation(ctx context.Context, cfg FederationConfig, logger *slog.Logger) (_ *Federation, err error) {
+// StartFederation starts the global store, then each region (each joins
+// the replicated namespaces), and returns once the NATS gateways form a
+// full mesh and every region sees every replicated namespace with every
+// region in it.
+func StartFederation(ctx context.Context, cfg FederationConfig, deps Deps) (*Federation, error) {
+	f := NewFederation(cfg, deps)
+	if err := f.Start(ctx); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// NewFederation returns the federation cfg describes (a
+// lifecycle.Component).
+func NewFederation(cfg FederationConfig, deps Deps) *Federation {
+	return &Federation{cfg: cfg, deps: deps.withDefaults()}
+}
+
+// Name implements lifecycle.Component.
+func (f *Federation) Name() string { return "federation" }
+
+// Ready implements lifecycle.Checker: every region is.
+func (f *Federation) Ready(ctx context.Context) error {
+	if f.global == nil || f.global.Ready(ctx) != nil {
+		return errors.New("global store not ready")
+	}
+	for _, r := range f.Regions {
+		if err := r.Ready(ctx); err != nil {
+			return fmt.Errorf("region %s: %w", r.Name(), err)
+		}
+	}
+	return nil
+}
+
+// Abort implements lifecycle.Component.
+func (f *Federation) Abort() {
+	for i := len(f.Regions) - 1; i >= 0; i-- {
+		f.Regions[i].Abort()
+	}
+	if f.global != nil {
+		f.global.Abort()
+	}
+}
+
+// Start implements lifecycle.Component; see StartFederation.
+func (f *Federation) Start(ctx context.Context) (err error) {
+	cfg := f.cfg
 	if len(cfg.Regions) == 0 {
-		return nil, errors.New("federation: no regions")
+		return errors.New("federation: no regions")
 	}
 	if cfg.GlobalDir == "" {
-		return nil, errors.New("federation.globalDir: required")
-	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+		return errors.New("federation.globalDir: required")
 	}
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
 	}
-	f := &Federation{cfg: cfg, logger: logger}
+	if cfg.BasePort != 0 {
+		if err := CheckPlan(cfg.BasePort, len(cfg.Regions)); err != nil {
+			return fmt.Errorf("federation: %w", err)
+		}
+	}
+	deps := f.deps
 	defer func() {
 		if err != nil {
 			f.Shutdown(context.Background())
 		}
 	}()
-	client, peer := cfg.GlobalPort, cfg.GlobalPort+1
-	if cfg.GlobalPort == 0 {
+	client, peer := GlobalPorts(cfg.BasePort)
+	if cfg.BasePort == 0 {
 		if client, err = freePort(cfg.Host); err != nil {
-			return nil, err
+			return err
 		}
 		if peer, err = freePort(cfg.Host); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	f.globalAddr = [2]string{net.JoinHostPort(cfg.Host, strconv.Itoa(client)), net.JoinHostPort(cfg.Host, strconv.Itoa(peer))}
-	if err := f.StartGlobal(ctx); err != nil {
-		return nil, err
+	f.gcfg = metastore.EmbedConfig{
+		Name: "global", Dir: cfg.GlobalDir,
+		ClientAddr: net.JoinHostPort(cfg.Host, strconv.Itoa(client)),
+		PeerAddr:   net.JoinHostPort(cfg.Host, strconv.Itoa(peer)),
 	}
-	var clusters []string
-	var servers []*natsembed.Server
-	for i, rc := range cfg.Regions {
-		rc.GlobalEndpoints = f.global.Endpoints()
-		nc := natsembed.Config{}
-		if rc.NATS != nil {
-			nc = *rc.NATS
+	f.global = NewMetastore(f.gcfg, deps.Logger.With("component", "global-store"))
+	if err := f.global.Start(ctx); err != nil {
+		return fmt.Errorf("federation: global store: %w", err)
+	}
+	namespaces := append([]string{topic.DefaultTenant + "/" + topic.DefaultNamespace}, cfg.Namespaces...)
+	var names []string
+	for _, rc := range cfg.Regions {
+		names = append(names, rc.Name)
+	}
+	// Every region's NATS ports are fixed before any starts, so every
+	// server lists every other's gateway and a restarted region rejoins
+	// the mesh by itself.
+	gateways := map[string]string{}
+	for i := range cfg.Regions {
+		rc := &cfg.Regions[i]
+		rc.Global.Endpoints = f.global.Endpoints()
+		rc.ReplicatedNamespaces = append(rc.ReplicatedNamespaces, namespaces...)
+		if rc.Host == "" {
+			rc.Host = cfg.Host
 		}
-		if nc.Gateways == nil {
-			nc.Gateways = map[string]string{}
+		if cfg.BasePort != 0 {
+			rc.BasePort, rc.Index, rc.Regions = cfg.BasePort, i, names
 		}
-		for _, prev := range f.Regions {
-			if _, ok := nc.Gateways[prev.Name()]; !ok && prev.NATS() != nil {
-				nc.Gateways[prev.Name()] = prev.NATS().GatewayURL()
+		if rc.NATS.Port == 0 {
+			if rc.NATS.Port, err = natsPort(*rc, PlanPorts(cfg.BasePort, i).NATS); err != nil {
+				return err
 			}
 		}
-		rc.NATS = &nc
-		r, err := Start(ctx, rc, logger)
+		if rc.NATS.GatewayPort == 0 {
+			if rc.NATS.GatewayPort, err = natsPort(*rc, PlanPorts(cfg.BasePort, i).NATSGateway); err != nil {
+				return err
+			}
+		}
+		gateways[rc.clusterName()] = "nats://" + net.JoinHostPort(rc.Host, strconv.Itoa(rc.NATS.GatewayPort))
+	}
+	var servers []*natsembed.Server
+	for i, rc := range cfg.Regions {
+		if len(rc.NATS.Gateways) == 0 {
+			rc.NATS.Gateways = map[string]string{}
+			for name, url := range gateways {
+				if name != rc.clusterName() {
+					rc.NATS.Gateways[name] = url
+				}
+			}
+		}
+		r, err := Start(ctx, rc, deps)
 		if err != nil {
-			return nil, fmt.Errorf("federation: region %d: %w", i, err)
+			return fmt.Errorf("federation: region %d: %w", i, err)
 		}
 		f.Regions = append(f.Regions, r)
-		// A restart comes back on the same NATS ports.
-		nc.Port, nc.GatewayPort = portOf(r.NATS().ClientURL()), portOf(r.NATS().GatewayURL())
 		f.configs = append(f.configs, rc)
-		servers = append(servers, r.NATS())
-		clusters = append(clusters, rc.clusterName())
+		if r.nats != nil {
+			servers = append(servers, r.nats.Server())
+		}
 	}
 	if len(servers) > 1 {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err := natsembed.WaitGateways(wctx, servers...)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("federation: nats gateways: %w", err)
+			return fmt.Errorf("federation: nats gateways: %w", err)
 		}
 	}
-	// public/default, where Pulsar clients go by default, is replicated
-	// everywhere too.
-	if err := f.EnsureReplicated(ctx, "public", "default", clusters); err != nil {
-		return nil, err
+	var clusters []string
+	for _, rc := range f.configs {
+		clusters = append(clusters, rc.clusterName())
 	}
-	if cfg.Namespace != "" {
-		if err := f.EnsureReplicated(ctx, cfg.Tenant, cfg.Namespace, clusters); err != nil {
-			return nil, err
+	for _, ns := range namespaces {
+		if err := f.waitReplicated(ctx, ns, clusters); err != nil {
+			return err
 		}
 	}
-	return f, nil
+	return nil
+}
+
+func natsPort(rc Config, planned int) (int, error) {
+	if rc.BasePort != 0 {
+		return planned, nil
+	}
+	return freePort(rc.Host)
 }
 
 // EnsureReplicated creates tenant (allowing clusters) and namespace
-// tenant/ns replicated to clusters, unless they exist.
+// tenant/ns replicated to clusters, unless they exist, and waits until
+// every region sees it.
 func (f *Federation) EnsureReplicated(ctx context.Context, tenant, ns string, clusters []string) error {
 	pol := f.Regions[0].Policies()
 	err := pol.CreateTenant(ctx, tenant, policy.TenantInfo{AdminRoles: []string{}, AllowedClusters: clusters})
@@ -141,15 +222,21 @@ func (f *Federation) EnsureReplicated(ctx context.Context, tenant, ns string, cl
 	if err != nil && !errors.Is(err, policy.ErrExists) {
 		return fmt.Errorf("federation: namespace %s/%s: %w", tenant, ns, err)
 	}
-	// Every region sees it before we return.
+	return f.waitReplicated(ctx, tenant+"/"+ns, clusters)
+}
+
+// waitReplicated waits until every region sees namespace ns replicated to
+// at least clusters.
+func (f *Federation) waitReplicated(ctx context.Context, ns string, clusters []string) error {
 	for _, r := range f.Regions {
 		for {
-			if _, err := r.Policies().Namespace(ctx, tenant+"/"+ns); err == nil {
+			p, err := r.Policies().Namespace(ctx, ns)
+			if err == nil && containsAll(p.ReplicationClusters, clusters) {
 				break
 			}
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				return fmt.Errorf("federation: region %s does not see namespace %s replicated to %v: %w", r.Name(), ns, clusters, ctx.Err())
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
@@ -157,66 +244,33 @@ func (f *Federation) EnsureReplicated(ctx context.Context, tenant, ns string, cl
 	return nil
 }
 
-// StopRegion shuts region i down (for tests of a region restart).
-func (f *Federation) StopRegion(ctx context.Context, i int) error {
-	return f.Regions[i].Shutdown(ctx)
-}
-
-// StartRegion starts region i again on its data and config. Its ports
-// must have been fixed in its config (etcd, bookies, brokers: bookies are
-// known to their ledgers by address); NATS comes back on its ports.
-func (f *Federation) StartRegion(ctx context.Context, i int) error {
-	r, err := Start(ctx, f.configs[i], f.logger)
-	if err != nil {
-		return err
+func containsAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
 	}
-	f.Regions[i] = r
-	return nil
+	return true
 }
 
 // GlobalEndpoints are the global store's client URLs.
-func (f *Federation) GlobalEndpoints() []string { return f.global.Endpoints() }
-
-// StopGlobal stops the global store (for fault tests); the regions keep
-// serving from their caches.
-func (f *Federation) StopGlobal() {
-	if f.global != nil {
-		f.global.Close()
-		f.global = nil
-	}
-}
-
-// StartGlobal starts the global store (again) on its directory and ports.
-func (f *Federation) StartGlobal(ctx context.Context) error {
-	g, err := metastore.StartEmbedded(ctx, metastore.EmbedConfig{
-		Dir: filepath.Join(f.cfg.GlobalDir), Name: "global",
-		ClientAddr: f.globalAddr[0], PeerAddr: f.globalAddr[1],
-		Logger: f.logger.With("component", "global-store"),
-	})
-	if err != nil {
-		return fmt.Errorf("federation: global store: %w", err)
-	}
-	f.global = g
-	return nil
+func (f *Federation) GlobalEndpoints() []string {
+	return []string{"http://" + f.gcfg.ClientAddr}
 }
 
 // Shutdown stops the regions, then the global store.
 func (f *Federation) Shutdown(ctx context.Context) error {
 	var errs []error
 	for i := len(f.Regions) - 1; i >= 0; i-- {
+		if f.Regions[i] == nil {
+			continue
+		}
 		if err := f.Regions[i].Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	f.StopGlobal()
-	return errors.Join(errs...)
-}
-
-func freePort(host string) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, err
+	if f.global != nil {
+		f.global.Shutdown(ctx)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return errors.Join(errs...)
 }

@@ -325,7 +325,7 @@ func benchStreamStats(r *region.Region, topics []string, remote string) replicat
 func startBenchFederation(b *testing.B) *region.Federation {
 	b.Helper()
 	dir := b.TempDir()
-	cfg := region.FederationConfig{GlobalDir: dir + "/global", Tenant: "acme", Namespace: "geo"}
+	cfg := region.FederationConfig{GlobalDir: dir + "/global", Namespaces: []string{"acme/geo"}}
 	for i := range 2 {
 		c := region.Config{Name: fmt.Sprintf("r%d", i), DataDir: fmt.Sprintf("%s/r%d", dir, i), Bookies: 3, Brokers: 1}
 		c.Replicator.ScanInterval = 200 * time.Millisecond
@@ -338,7 +338,7 @@ func startBenchFederation(b *testing.B) *region.Federation {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	start := time.Now()
-	f, err := region.StartFederation(ctx, cfg, logger)
+	f, err := region.StartFederation(ctx, cfg, region.Deps{Logger: logger})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -234,7 +234,7 @@ func TestReplicationKill(t *testing.T) {
 	start := time.Now()
 	f := startFederation(t, 2, func(i int, c *region.Config) {
 		c.Brokers = 2
-		c.BrokerLeaseTTL = 2 * time.Second
+		c.Broker.LeaseTTL = 2 * time.Second
 		c.Replicators = 2
 	})
 	t.Logf("federation up in %v", time.Since(start).Round(time.Millisecond))

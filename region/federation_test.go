@@ -23,8 +23,15 @@ import (
 // namespace acme/geo.
 func startFederation(t *testing.T, n int, modify func(i int, c *region.Config)) *region.Federation {
 	t.Helper()
+	return startFederationWith(t, n, modify, region.Deps{})
+}
+
+// startFederationWith is startFederation with the regions' shared
+// dependencies (the logger is filled in).
+func startFederationWith(t *testing.T, n int, modify func(i int, c *region.Config), deps region.Deps) *region.Federation {
+	t.Helper()
 	dir := t.TempDir()
-	cfg := region.FederationConfig{GlobalDir: dir + "/global", Tenant: "acme", Namespace: "geo"}
+	cfg := region.FederationConfig{GlobalDir: dir + "/global", Namespaces: []string{"acme/geo"}}
 	for i := range n {
 		c := region.Config{Name: fmt.Sprintf("r%d", i), DataDir: fmt.Sprintf("%s/r%d", dir, i), Bookies: 3, Brokers: 1}
 		c.Replicator.ScanInterval = 200 * time.Millisecond
@@ -35,7 +42,8 @@ func startFederation(t *testing.T, n int, modify func(i int, c *region.Config)) 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	f, err := region.StartFederation(ctx, cfg, testLogger(t))
+	deps.Logger = testLogger(t)
+	f, err := region.StartFederation(ctx, cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,16 +25,7 @@ func TestTraceAcrossRegions(t *testing.T) {
 		t.Skip("federation test: skipped with -short")
 	}
 	spans := tracetest.NewInMemoryExporter()
-	f := startFederation(t, 2, func(i int, c *region.Config) {
-		tel, err := observability.New(context.Background(), observability.Config{
-			Region: c.Name, Component: "region", Instance: c.Name, SpanExporters: []sdkSpanExporter{spans},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tel.Shutdown(context.Background()) })
-		c.Telemetry = tel
-	})
+	f := startFederationWith(t, 2, nil, region.Deps{SpanExporters: []sdkSpanExporter{spans}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const topicName = "persistent://acme/geo/traced"

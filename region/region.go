@@ -1,8 +1,11 @@
-// Package region composes one Isobar region from its parts: the local
-// metadata store (an embedded etcd server by default, or external
-// endpoints), the bookie ensemble and, as they land, brokers and replicator
-// workers; and the `dev` federation of several regions in one process. It is
-// composition only: nothing below it imports it.
+// Package region composes Isobar's roles: each role (metadata store member,
+// bookie, broker, replicator worker, NATS server) as a lifecycle component
+// built from plain settings, the configuration file shape they share, the
+// port plan, one region of every role in one process (`isobar region`,
+// `isobar standalone`) and the development federation of several regions
+// in one process (`isobar dev`). It is composition only: nothing below it
+// imports it, and the compositions use the same components a deployment of
+// one process per role runs.
 package region
 
 import (
@@ -11,83 +14,82 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie"
-	"github.com/isobar-mq/isobar/bookie/ledger"
-	"github.com/isobar-mq/isobar/broker"
-	"github.com/isobar-mq/isobar/globalconfig"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/internal/natsembed"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/observability"
-	"github.com/isobar-mq/isobar/replicator"
 )
 
-// Config describes one region.
+// Config describes one region run in one process. Its own keys are the
+// `region` section of the configuration file; the role templates
+// (Metastore, Global, Bookie, Broker, Replicator, NATS) are the file's
+// role sections, copied in by File.RegionConfig. It holds plain settings
+// only.
 type Config struct {
 	// Name is the region name (lower-case letters, digits and dashes). Required.
 	Name string `yaml:"name"`
-	// DataDir holds the region's data (etcd, bookie journals and ledgers). Required.
-	DataDir string `yaml:"dataDir"`
-	// Host is the address components listen on; empty means 127.0.0.1.
-	Host string `yaml:"host"`
-	// MetastoreEndpoints, when set, use an external etcd instead of the embedded one.
-	MetastoreEndpoints []string `yaml:"metastoreEndpoints"`
-	// MetastorePort is the embedded etcd client port (its peer port is the next one); 0 picks free ports.
-	MetastorePort int `yaml:"metastorePort"`
-	// Bookies is how many bookies to run; zero means 3.
-	Bookies int `yaml:"bookies"`
-	// BookiePort is the first bookie's port, the others follow; 0 picks free ports.
-	BookiePort int `yaml:"bookiePort"`
-	// Bookie is the template for every bookie's config; directories and
-	// addresses are filled in per bookie.
-	Bookie bookie.Config `yaml:"bookie"`
-	// Brokers is how many brokers to run; zero means 1, -1 none.
-	Brokers int `yaml:"brokers"`
-	// BrokerPort is the first broker's Pulsar protocol port, the others
-	// follow; 0 picks free ports.
-	BrokerPort int `yaml:"brokerPort"`
-	// HTTPPort is the first broker's HTTP (admin, lookup) port, the others
-	// follow; 0 picks free ports.
-	HTTPPort int `yaml:"httpPort"`
-	// Cluster is the cluster name of the region in the policy store;
+	// Cluster is the region's cluster name in the configuration store;
 	// empty means Name.
 	Cluster string `yaml:"cluster"`
-	// BrokerLeaseTTL is how long a dead broker keeps its bundles; zero
-	// means the ownership registry's default.
-	BrokerLeaseTTL time.Duration `yaml:"brokerLeaseTTL"`
-	// Broker is the template for every broker's config; addresses, stores
-	// and placement are filled in per broker.
-	Broker broker.Config `yaml:"-"`
-
-	// GlobalEndpoints are the global configuration store's etcd
-	// endpoints. When set, clusters, tenants, namespaces and their
-	// policies live there and the region reads them through a watched
-	// cache (persisted under DataDir/globalconfig), so it keeps serving
-	// while the global store is unreachable. Empty keeps them in the
-	// region's own etcd (a single-region deployment).
-	GlobalEndpoints []string `yaml:"globalEndpoints"`
-	// NATS, when set, starts an embedded NATS server for replication; its
-	// Region is filled in. NATSURL points at an external one instead.
-	NATS    *natsembed.Config `yaml:"-"`
-	NATSURL string            `yaml:"natsUrl"`
-	// Replicators is how many replicator workers run when NATS is
-	// configured; zero means 1, -1 none.
+	// DataDir holds the region's data (etcd, bookie journals and ledgers,
+	// the components' copies of the global configuration). Required.
+	DataDir string `yaml:"dataDir"`
+	// Host is the address every part listens on and advertises; empty
+	// means 127.0.0.1.
+	Host string `yaml:"host"`
+	// BasePort and Index place every port by the port plan (ports.go):
+	// this region is region Index of a federation laid out from BasePort.
+	// Zero BasePort picks free ports, unless the explicit ports below say
+	// otherwise.
+	BasePort int `yaml:"basePort"`
+	Index    int `yaml:"index"`
+	// Regions names the federation's regions in port-plan order; with
+	// BasePort set, this region's NATS server joins the others' gateways
+	// at their planned ports.
+	Regions []string `yaml:"regions"`
+	// Bookies is how many bookies to run; zero means 3.
+	Bookies int `yaml:"bookies"`
+	// Brokers is how many brokers to run; zero means 1, -1 none.
+	Brokers int `yaml:"brokers"`
+	// Replicators is how many replicator workers run in a federation
+	// (Global endpoints set); zero means 1, -1 none.
 	Replicators int `yaml:"replicators"`
-	// Replicator is the template for every replicator worker's config.
-	Replicator replicator.Config `yaml:"-"`
+	// NATSURL points the replicators at an external NATS server instead
+	// of the region's embedded one.
+	NATSURL string `yaml:"natsUrl"`
+	// ReplicatedNamespaces ("tenant/namespace") are created if missing,
+	// and this region's cluster is added to their tenant's allowed
+	// clusters and to their replication clusters: how a region joins a
+	// federation's shared namespaces.
+	ReplicatedNamespaces []string `yaml:"replicatedNamespaces"`
+	// HTTPAddr is an extra address for /healthz, /readyz and /metrics
+	// (they are on every broker's HTTP port as well); empty serves none.
+	HTTPAddr string `yaml:"httpAddr"`
 
-	// Telemetry, when set, is used by every part of the region; nil makes
-	// one for the region (metrics on each broker's HTTP port at /metrics,
-	// OTLP when the OTEL_EXPORTER_OTLP_* variables say so).
-	Telemetry *observability.Telemetry `yaml:"-"`
-	// TelemetryOff disables metrics and traces (no-op providers).
-	TelemetryOff bool `yaml:"telemetryOff"`
+	// Explicit ports (for `isobar standalone` and tests); each overrides
+	// the plan. Zero: the plan, or a free port.
+	MetastorePort int `yaml:"-"`
+	BookiePort    int `yaml:"-"`
+	BrokerPort    int `yaml:"-"`
+	HTTPPort      int `yaml:"-"`
+
+	// The role templates, from the file's sections.
+	Metastore  metastore.Config `yaml:"-"` // endpoints: an external etcd instead of the embedded member
+	Global     metastore.Config `yaml:"-"` // endpoints: the federation's global store
+	Bookie     bookie.Config    `yaml:"-"` // directories and addresses are filled in per bookie
+	Broker     BrokerConfig     `yaml:"-"` // names, addresses and data directories are filled in
+	Replicator ReplicatorConfig `yaml:"-"`
+	NATS       natsembed.Config `yaml:"-"` // region, ports and gateways are filled in when empty
+	// TelemetryOff disables metrics and traces.
+	TelemetryOff bool `yaml:"-"`
 }
 
 func (c Config) clusterName() string {
@@ -97,10 +99,21 @@ func (c Config) clusterName() string {
 	return c.Name
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+func (c Config) withDefaults() Config {
+	if c.Bookies == 0 {
+		c.Bookies = 3
+	}
+	if c.Brokers == 0 {
+		c.Brokers = 1
+	}
+	if c.Host == "" {
+		c.Host = "127.0.0.1"
+	}
+	return c
+}
 
-// ValidName reports whether s can name a region.
-func ValidName(s string) bool { return nameRE.MatchString(s) }
+// federated reports whether the region is part of a federation.
+func (c Config) federated() bool { return len(c.Global.Endpoints) > 0 }
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
@@ -111,11 +124,38 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("region.dataDir: required"))
 	}
-	if c.Brokers < -1 || c.Brokers > 64 {
-		errs = append(errs, fmt.Errorf("region.brokers: %d is not within -1..64", c.Brokers))
+	if c.Brokers < -1 || c.Brokers > MaxBrokers {
+		errs = append(errs, fmt.Errorf("region.brokers: %d is not within -1..%d", c.Brokers, MaxBrokers))
 	}
-	if c.Bookies < 0 || c.Bookies > 64 {
-		errs = append(errs, fmt.Errorf("region.bookies: %d is not within 0..64", c.Bookies))
+	if c.Bookies < 0 || c.Bookies > MaxBookies {
+		errs = append(errs, fmt.Errorf("region.bookies: %d is not within 0..%d", c.Bookies, MaxBookies))
+	}
+	if c.Replicators < -1 || c.Replicators > 16 {
+		errs = append(errs, fmt.Errorf("region.replicators: %d is not within -1..16", c.Replicators))
+	}
+	if c.BasePort != 0 {
+		if err := CheckPlan(c.BasePort, c.Index+1); err != nil {
+			errs = append(errs, fmt.Errorf("region.basePort: %w", err))
+		}
+	}
+	if c.Index < 0 {
+		errs = append(errs, fmt.Errorf("region.index: %d is negative", c.Index))
+	}
+	if len(c.Regions) > 0 && (c.Index >= len(c.Regions) || c.Regions[c.Index] != c.Name) {
+		errs = append(errs, fmt.Errorf("region.regions: %v must name this region (%q) at its index %d", c.Regions, c.Name, c.Index))
+	}
+	for _, r := range c.Regions {
+		if !ValidName(r) {
+			errs = append(errs, fmt.Errorf("region.regions: %q is not a region name", r))
+		}
+	}
+	for _, ns := range c.ReplicatedNamespaces {
+		if t, n, ok := strings.Cut(ns, "/"); !ok || t == "" || n == "" || strings.Contains(n, "/") {
+			errs = append(errs, fmt.Errorf("region.replicatedNamespaces: %q is not tenant/namespace", ns))
+		}
+	}
+	if len(c.ReplicatedNamespaces) > 0 && !c.federated() {
+		errs = append(errs, errors.New("region.replicatedNamespaces: need a global configuration store (global.endpoints)"))
 	}
 	for name, p := range map[string]int{"metastorePort": c.MetastorePort, "bookiePort": c.BookiePort, "brokerPort": c.BrokerPort, "httpPort": c.HTTPPort} {
 		if p < 0 || p > 65535 {
@@ -123,28 +163,6 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Region is a running region.
-type Region struct {
-	cfg     Config
-	logger  *slog.Logger
-	etcd    *metastore.Embedded
-	meta    *metastore.Store
-	bookies []*bookie.Server
-
-	metaEndpoints []string
-	ledgers       *ledger.Client
-	policies      *policy.Store
-	brokers       []*runningBroker
-
-	globalMeta *metastore.Store
-	global     *globalconfig.Cache
-	nats       *natsembed.Server
-	natsURL    string
-	workers    []*runningWorker
-	telemetry  *observability.Telemetry
-	ownTel     bool // made here: shut down with the region
 }
 
 // Endpoints says where a region's parts listen.
@@ -160,76 +178,113 @@ type Endpoints struct {
 	Brokers       []BrokerEndpoints `json:"brokers"`
 }
 
-// Start starts the region's parts in order and waits until each serves. On
-// error everything already started is stopped.
-func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Region, err error) {
-	if cfg.Bookies == 0 {
-		cfg.Bookies = 3
+// Region is every role of one region in one process: an embedded etcd
+// member (unless external endpoints are given), a NATS server (in a
+// federation), the bookies, the brokers and the replicator workers, each
+// the same component a process of its own runs, started in that order
+// and stopped in reverse. It is a lifecycle.Component.
+type Region struct {
+	cfg    Config
+	deps   Deps
+	ownTel bool // the telemetry was made here
+
+	group   *lifecycle.Group
+	etcd    *Metastore
+	nats    *NATS
+	bookies []*Bookie
+	brokers []*Broker
+	workers []*Replicator
+	meta    metastore.Config // how the parts reach the region's etcd
+	natsURL string
+}
+
+// Start builds region cfg and starts it: New plus Start.
+func Start(ctx context.Context, cfg Config, deps Deps) (*Region, error) {
+	r, err := New(cfg, deps)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Brokers == 0 {
-		cfg.Brokers = 1
+	if err := r.Start(ctx); err != nil {
+		return nil, err
 	}
-	if cfg.Host == "" {
-		cfg.Host = "127.0.0.1"
-	}
+	return r, nil
+}
+
+// New builds the region's components from cfg, resolving every port it
+// will use (free ports are picked now).
+func New(cfg Config, deps Deps) (*Region, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	logger = logger.With("region", cfg.Name)
-	r := &Region{cfg: cfg, logger: logger}
-	defer func() {
-		if err != nil {
-			r.Shutdown(context.Background())
-		}
-	}()
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("region %s: %w", cfg.Name, err)
-	}
-	r.telemetry = cfg.Telemetry
-	if r.telemetry == nil {
-		r.telemetry, err = observability.New(ctx, observability.Config{
-			Region: cfg.Name, Component: "region", Instance: cfg.Name, Disabled: cfg.TelemetryOff, Logger: logger,
+	deps.Logger = deps.Logger.With("region", cfg.Name)
+	r := &Region{cfg: cfg}
+	if deps.Telemetry == nil {
+		tel, err := observability.New(context.Background(), observability.Config{
+			Region: cfg.Name, Component: "region", Instance: cfg.Name, Disabled: cfg.TelemetryOff, Logger: deps.Logger,
+			SpanExporters: deps.SpanExporters,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("region %s: %w", cfg.Name, err)
 		}
-		r.ownTel = true
+		deps.Telemetry, r.ownTel = tel, true
 	}
-	endpoints := cfg.MetastoreEndpoints
-	if len(endpoints) == 0 {
-		ec := metastore.EmbedConfig{Dir: filepath.Join(cfg.DataDir, "etcd"), Name: cfg.Name, Logger: logger}
-		if cfg.MetastorePort != 0 {
-			ec.ClientAddr = net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MetastorePort))
-			ec.PeerAddr = net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MetastorePort+1))
+	r.deps = deps
+	if err := r.build(); err != nil {
+		if r.ownTel {
+			deps.Telemetry.Shutdown(context.Background())
 		}
-		r.etcd, err = metastore.StartEmbedded(ctx, ec)
-		if err != nil {
-			return nil, fmt.Errorf("region %s: %w", cfg.Name, err)
-		}
-		endpoints = r.etcd.Endpoints()
-	}
-	r.metaEndpoints = endpoints
-	r.meta, err = metastore.Connect(ctx, metastore.Config{Endpoints: endpoints, Logger: logger})
-	if err != nil {
 		return nil, fmt.Errorf("region %s: %w", cfg.Name, err)
 	}
-	if len(cfg.GlobalEndpoints) > 0 {
-		if err := r.startGlobal(ctx); err != nil {
-			return nil, err
-		}
+	return r, nil
+}
+
+// port returns explicit, else the plan's planned+offset, else a free port.
+func (r *Region) port(explicit, planned, offset int) (int, error) {
+	switch {
+	case explicit != 0:
+		return explicit + offset, nil
+	case r.cfg.BasePort != 0:
+		return planned + offset, nil
 	}
-	if cfg.NATS != nil || cfg.NATSURL != "" {
-		if err := r.startNATS(ctx); err != nil {
-			return nil, err
+	return freePort(r.cfg.Host)
+}
+
+func (r *Region) addr(p int) string { return net.JoinHostPort(r.cfg.Host, strconv.Itoa(p)) }
+
+// build makes the components.
+func (r *Region) build() error {
+	cfg, logger := r.cfg, r.deps.Logger
+	plan := PlanPorts(cfg.BasePort, cfg.Index)
+	r.group = lifecycle.NewGroup("region " + cfg.Name)
+	r.meta = cfg.Metastore
+	if len(r.meta.Endpoints) == 0 {
+		client, err := r.port(cfg.MetastorePort, plan.Metastore, 0)
+		if err != nil {
+			return err
+		}
+		peer, err := r.port(cfg.MetastorePort, plan.Metastore, 1)
+		if err != nil {
+			return err
+		}
+		r.etcd = NewMetastore(metastore.EmbedConfig{
+			Name: cfg.Name, Dir: filepath.Join(cfg.DataDir, "etcd"),
+			ClientAddr: r.addr(client), PeerAddr: r.addr(peer),
+		}, logger.With("component", "etcd"))
+		r.meta.Endpoints = []string{"http://" + r.addr(client)}
+		r.group.Add(r.etcd)
+	}
+	if cfg.federated() {
+		if err := r.buildNATS(plan); err != nil {
+			return err
 		}
 	}
 	for i := 0; i < cfg.Bookies; i++ {
 		bc := cfg.Bookie
 		bc.Region = cfg.Name
-		bc.MeterProvider = r.telemetry.MeterProvider()
 		dir := filepath.Join(cfg.DataDir, fmt.Sprintf("bookie-%d", i))
 		if bc.JournalDir == "" {
 			bc.JournalDir = filepath.Join(dir, "journal")
@@ -241,98 +296,262 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Region, err
 		} else {
 			bc.LedgerDir = filepath.Join(bc.LedgerDir, fmt.Sprintf("bookie-%d", i))
 		}
-		port := 0
-		if cfg.BookiePort != 0 {
-			port = cfg.BookiePort + i
+		p := 0
+		if cfg.BookiePort != 0 || cfg.BasePort != 0 {
+			p, _ = r.port(cfg.BookiePort, plan.Bookie, i)
 		}
-		bc.ListenAddr = net.JoinHostPort(cfg.Host, strconv.Itoa(port))
+		bc.ListenAddr = r.addr(p) // port 0: a free port at start
+		bc.AdvertiseAddr = ""
 		if bc.Rack == "" {
 			bc.Rack = fmt.Sprintf("rack-%d", i)
 		}
-		b, err := bookie.New(bc, r.meta, logger.With("bookie", i))
-		if err != nil {
-			return nil, fmt.Errorf("region %s: bookie %d: %w", cfg.Name, i, err)
-		}
+		b := NewBookie(bc, r.meta, logger.With("bookie", i), r.deps.Telemetry.MeterProvider())
+		b.label = fmt.Sprintf("bookie %d", i)
 		r.bookies = append(r.bookies, b)
-		if err := b.Start(ctx); err != nil {
-			return nil, fmt.Errorf("region %s: bookie %d: %w", cfg.Name, i, err)
+		r.group.Add(b)
+	}
+	if cfg.Brokers < 0 {
+		return nil
+	}
+	var eps []BrokerEndpoints
+	for i := 0; i < cfg.Brokers; i++ {
+		bp, err := r.port(cfg.BrokerPort, plan.Broker, i)
+		if err != nil {
+			return err
+		}
+		hp, err := r.port(cfg.HTTPPort, plan.HTTP, i)
+		if err != nil {
+			return err
+		}
+		bc := cfg.Broker
+		bc.Region, bc.Cluster = cfg.Name, cfg.clusterName()
+		bc.Name = fmt.Sprintf("%s-broker-%d", cfg.Name, i)
+		bc.ListenAddr, bc.HTTPListenAddr = r.addr(bp), r.addr(hp)
+		bc.AdvertisedAddress = ""
+		bc.ServiceURL, bc.HTTPURL = "pulsar://"+r.addr(bp), "http://"+r.addr(hp)
+		bc.DataDir = filepath.Join(cfg.DataDir, fmt.Sprintf("broker-%d", i))
+		b := NewBroker(bc, r.meta, cfg.Global, r.deps)
+		b.clusterData = r.clusterData
+		eps = append(eps, BrokerEndpoints{ServiceURL: bc.ServiceURL, WebServiceURL: bc.HTTPURL})
+		r.brokers = append(r.brokers, b)
+		r.group.Add(b)
+	}
+	if cfg.federated() && cfg.Replicators >= 0 {
+		for i := range max(cfg.Replicators, 1) {
+			rc := cfg.Replicator
+			rc.Region = cfg.clusterName()
+			rc.ID = fmt.Sprintf("%s-replicator-%d", cfg.Name, i)
+			rc.NATSURL = r.natsURL
+			// Every broker, starting at a different one per worker:
+			// lookups move on to the next when one is down.
+			var hosts []string
+			for j := range eps {
+				hosts = append(hosts, strings.TrimPrefix(eps[(i+j)%len(eps)].ServiceURL, "pulsar://"))
+			}
+			rc.ServiceURL = "pulsar://" + strings.Join(hosts, ",")
+			rc.DataDir = filepath.Join(cfg.DataDir, fmt.Sprintf("replicator-%d", i))
+			w := NewReplicator(rc, r.meta, cfg.Global, r.deps)
+			r.workers = append(r.workers, w)
+			r.group.Add(w)
 		}
 	}
-	if cfg.Brokers > 0 {
-		if err := r.startBrokers(ctx); err != nil {
-			return nil, err
+	if len(cfg.ReplicatedNamespaces) > 0 {
+		r.group.Add(&joiner{r: r})
+	}
+	return nil
+}
+
+// buildNATS adds the region's NATS server (unless NATSURL names an
+// external one) with its gateways: those of the template, else the other
+// regions' planned gateway ports.
+func (r *Region) buildNATS(plan Ports) error {
+	cfg := r.cfg
+	if cfg.NATSURL != "" {
+		r.natsURL = cfg.NATSURL
+		return nil
+	}
+	nc := cfg.NATS
+	nc.Region = cfg.clusterName()
+	if nc.Host == "" {
+		nc.Host = cfg.Host
+	}
+	var err error
+	if nc.Port == 0 {
+		if nc.Port, err = r.port(0, plan.NATS, 0); err != nil {
+			return err
 		}
-		if r.natsURL != "" && cfg.Replicators >= 0 {
-			n := max(cfg.Replicators, 1)
-			for i := range n {
-				rw, err := r.startWorker(ctx, i)
-				if err != nil {
-					return nil, err
-				}
-				r.workers = append(r.workers, rw)
+	}
+	if nc.GatewayPort == 0 {
+		if nc.GatewayPort, err = r.port(0, plan.NATSGateway, 0); err != nil {
+			return err
+		}
+	}
+	if len(nc.Gateways) == 0 && cfg.BasePort != 0 && len(cfg.Regions) > 0 {
+		nc.Gateways = map[string]string{}
+		for j, other := range cfg.Regions {
+			if j != cfg.Index {
+				nc.Gateways[other] = "nats://" + net.JoinHostPort(nc.Host, strconv.Itoa(PlanPorts(cfg.BasePort, j).NATSGateway))
 			}
 		}
 	}
-	logger.Info("region started", "metadata", endpoints, "bookies", len(r.bookies), "brokers", len(r.brokers))
-	return r, nil
+	r.nats = NewNATS(nc, r.deps.Logger.With("component", "nats"))
+	r.natsURL = "nats://" + net.JoinHostPort(nc.Host, strconv.Itoa(nc.Port))
+	r.group.Add(r.nats)
+	return nil
 }
 
-// Name is the region's name.
+// clusterData is the region's cluster record: its first broker's URLs
+// (every broker's, for the Pulsar protocol) and its NATS server.
+func (r *Region) clusterData() policy.ClusterData {
+	var urls []string
+	for _, b := range r.brokers {
+		urls = append(urls, strings.TrimPrefix(b.cfg.ServiceURL, "pulsar://"))
+	}
+	return policy.ClusterData{
+		ServiceURL:       r.brokers[0].cfg.HTTPURL,
+		BrokerServiceURL: "pulsar://" + strings.Join(urls, ","),
+		NATSURL:          r.natsURL,
+	}
+}
+
+// Name implements lifecycle.Component: the region's name.
 func (r *Region) Name() string { return r.cfg.Name }
 
-// Meta is the region's metadata store connection.
-func (r *Region) Meta() *metastore.Store { return r.meta }
+// Start implements lifecycle.Component: the parts start in order (etcd,
+// NATS, bookies, brokers, replicators) and each waits until it serves.
+// When one fails the others are stopped.
+func (r *Region) Start(ctx context.Context) error {
+	if err := r.group.Start(ctx); err != nil {
+		if r.ownTel {
+			r.deps.Telemetry.Shutdown(context.Background())
+		}
+		return fmt.Errorf("region %s: %w", r.cfg.Name, err)
+	}
+	r.deps.Logger.Info("region started", "metadata", r.meta.Endpoints, "bookies", len(r.bookies), "brokers", len(r.brokers), "replicators", len(r.workers))
+	return nil
+}
+
+// Ready implements lifecycle.Checker.
+func (r *Region) Ready(ctx context.Context) error { return r.group.Ready(ctx) }
+
+// Shutdown implements lifecycle.Component: the parts stop in reverse
+// order, each draining.
+func (r *Region) Shutdown(ctx context.Context) error {
+	err := r.group.Shutdown(ctx)
+	if r.ownTel {
+		r.deps.Telemetry.Shutdown(ctx)
+	}
+	r.deps.Logger.Info("region stopped")
+	return err
+}
+
+// Abort implements lifecycle.Component.
+func (r *Region) Abort() {
+	r.group.Abort()
+	if r.ownTel {
+		r.deps.Telemetry.Shutdown(context.Background())
+	}
+}
 
 // Endpoints lists where the region's parts listen.
 func (r *Region) Endpoints() Endpoints {
-	e := Endpoints{Name: r.cfg.Name}
-	if r.etcd != nil {
-		e.MetadataURL = r.etcd.Endpoints()[0]
-	} else if len(r.cfg.MetastoreEndpoints) > 0 {
-		e.MetadataURL = r.cfg.MetastoreEndpoints[0]
+	e := Endpoints{Name: r.cfg.Name, NATSURL: r.natsURL}
+	if len(r.meta.Endpoints) > 0 {
+		e.MetadataURL = r.meta.Endpoints[0]
 	}
 	for _, b := range r.bookies {
-		e.Bookies = append(e.Bookies, b.Addr())
+		if s := b.Server(); s != nil {
+			e.Bookies = append(e.Bookies, s.Addr())
+		}
 	}
 	e.Brokers = r.Brokers()
 	if len(e.Brokers) > 0 {
 		e.ServiceURL, e.WebServiceURL = e.Brokers[0].ServiceURL, e.Brokers[0].WebServiceURL
 		e.MetricsURL = e.WebServiceURL + "/metrics"
 	}
-	e.NATSURL = r.natsURL
 	return e
 }
 
-// Shutdown stops the parts in reverse order.
-func (r *Region) Shutdown(ctx context.Context) error {
-	var errs []error
-	r.stopWorkers()
-	if err := r.stopBrokers(ctx); err != nil {
-		errs = append(errs, err)
+// Brokers lists where the region's brokers listen.
+func (r *Region) Brokers() []BrokerEndpoints {
+	out := make([]BrokerEndpoints, 0, len(r.brokers))
+	for _, b := range r.brokers {
+		out = append(out, BrokerEndpoints{ServiceURL: b.cfg.ServiceURL, WebServiceURL: b.cfg.HTTPURL})
 	}
-	if r.nats != nil {
-		r.nats.Shutdown()
+	return out
+}
+
+// Policies is the first broker's policy store (nil without brokers).
+func (r *Region) Policies() *policy.Store {
+	if len(r.brokers) == 0 {
+		return nil
 	}
-	if r.global != nil {
-		r.global.Close()
+	return r.brokers[0].Policies()
+}
+
+// joiner adds the region to its replicated namespaces once its brokers
+// serve (the last part of a federated region).
+type joiner struct{ r *Region }
+
+func (j *joiner) Name() string { return "namespaces" }
+
+func (j *joiner) Start(ctx context.Context) error {
+	r := j.r
+	pol := r.Policies()
+	if pol == nil {
+		return errors.New("no broker to write the configuration through")
 	}
-	if r.globalMeta != nil {
-		r.globalMeta.Close()
-	}
-	for i := len(r.bookies) - 1; i >= 0; i-- {
-		if err := r.bookies[i].Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("bookie %d: %w", i, err))
+	cluster := r.cfg.clusterName()
+	for _, ns := range r.cfg.ReplicatedNamespaces {
+		tenant, _, _ := strings.Cut(ns, "/")
+		if err := JoinNamespace(ctx, pol, tenant, ns, cluster); err != nil {
+			return err
 		}
 	}
-	if r.meta != nil {
-		r.meta.Close()
+	return nil
+}
+
+func (j *joiner) Shutdown(context.Context) error { return nil }
+func (j *joiner) Abort()                         {}
+
+// JoinNamespace creates tenant and namespace ns ("tenant/name") if they
+// are missing and adds cluster to the tenant's allowed clusters and to
+// the namespace's replication clusters, retrying until both hold it (two
+// regions may join at once) or ctx ends.
+func JoinNamespace(ctx context.Context, pol *policy.Store, tenant, ns, cluster string) error {
+	for {
+		ti, err := pol.Tenant(ctx, tenant)
+		switch {
+		case errors.Is(err, policy.ErrNotFound):
+			err = pol.CreateTenant(ctx, tenant, policy.TenantInfo{AdminRoles: []string{}, AllowedClusters: []string{cluster}})
+		case err == nil && !slices.Contains(ti.AllowedClusters, cluster):
+			ti.AllowedClusters = append(slices.Clone(ti.AllowedClusters), cluster)
+			err = pol.UpdateTenant(ctx, tenant, ti)
+		case err == nil:
+			p, nerr := pol.Namespace(ctx, ns)
+			switch {
+			case errors.Is(nerr, policy.ErrNotFound):
+				err = pol.CreateNamespace(ctx, ns, &policy.Policies{ReplicationClusters: []string{cluster}})
+			case nerr == nil && !slices.Contains(p.ReplicationClusters, cluster):
+				_, err = pol.UpdateNamespace(ctx, ns, func(p *policy.Policies) error {
+					if !slices.Contains(p.ReplicationClusters, cluster) {
+						p.ReplicationClusters = append(p.ReplicationClusters, cluster)
+					}
+					return nil
+				})
+			case nerr == nil:
+				return nil // joined
+			default:
+				err = nerr
+			}
+		}
+		if err != nil && !errors.Is(err, policy.ErrExists) && !errors.Is(err, policy.ErrConflict) {
+			return fmt.Errorf("join namespace %s: %w", ns, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("join namespace %s: %w", ns, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	if r.etcd != nil {
-		r.etcd.Close()
-	}
-	if r.ownTel && r.telemetry != nil {
-		r.telemetry.Shutdown(ctx)
-	}
-	r.logger.Info("region stopped")
-	return errors.Join(errs...)
 }

@@ -33,13 +33,13 @@ func TestValidate(t *testing.T) {
 func TestStartFailureCleansUp(t *testing.T) {
 	cfg := Config{Name: "r", DataDir: t.TempDir(), Bookies: 1}
 	cfg.Bookie.ReadOnlyThreshold = 7
-	_, err := Start(context.Background(), cfg, nil)
+	_, err := Start(context.Background(), cfg, Deps{})
 	if err == nil || !strings.Contains(err.Error(), "bookie 0") || !strings.Contains(err.Error(), "readOnlyThreshold") {
 		t.Fatalf("err %v", err)
 	}
 	// The embedded etcd was stopped: the same directory starts again.
 	cfg.Bookie.ReadOnlyThreshold = 0
-	r, err := Start(context.Background(), cfg, nil)
+	r, err := Start(context.Background(), cfg, Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

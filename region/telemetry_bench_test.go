@@ -73,9 +73,8 @@ func telemetryRound(b *testing.B, on bool, pool [][]byte, n, round int) float64 
 		if err != nil {
 			b.Fatal(err)
 		}
-		cfg.Telemetry = tel
 	}
-	r, err := region.Start(ctx, cfg, nil)
+	r, err := region.Start(ctx, cfg, region.Deps{Telemetry: tel})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,13 +20,44 @@ import (
 type Config struct {
 	// Region is the local region; it is also its cluster name in the
 	// replication clusters of namespaces. Required.
-	Region string
+	Region string `yaml:"region"`
 	// ID names the worker among its region's workers (consumer and
 	// producer names, registration key). Required.
-	ID string
-	// ServiceURL is a local broker's Pulsar URL (pulsar://host:port).
-	// Required.
-	ServiceURL string
+	ID string `yaml:"id"`
+	// ServiceURL is the region's brokers' Pulsar URL
+	// (pulsar://host:port[,host:port...]). Required.
+	ServiceURL string `yaml:"serviceUrl"`
+
+	// FrameEntries, FrameBytes and FrameDelay bound a frame: at most
+	// FrameEntries entries (0: 1000) and FrameBytes raw bytes (0: 4 MiB),
+	// sent once either is reached or FrameDelay (0: 5ms) after its first
+	// entry.
+	FrameEntries int `yaml:"frameEntries"`
+	FrameBytes   int
+	FrameDelay   time.Duration `yaml:"frameDelay"`
+	// ReceiverQueue is the permits (messages, not entries: a batch counts
+	// its messages) of a stream's subscription; 0 means 10000. It bounds
+	// how far a stream reads ahead of the frame in flight.
+	ReceiverQueue int `yaml:"receiverQueue"`
+	// RequestTimeout bounds one frame's round trip to the remote
+	// region (0: 15s).
+	RequestTimeout time.Duration `yaml:"requestTimeout"`
+	// ScanInterval is how often the worker re-lists topics and policies
+	// (0: 1s).
+	ScanInterval time.Duration `yaml:"scanInterval"`
+	// LeaseTTL is the worker registration's lease (0: 5s); a dead
+	// worker's streams move after it.
+	LeaseTTL time.Duration `yaml:"leaseTTL"`
+	// MaxBackoff caps the retry delay of a failing stream (0: 5s).
+	MaxBackoff time.Duration `yaml:"maxBackoff"`
+	// SinkConcurrency bounds the frames the sink applies at once (0: 16).
+	SinkConcurrency int `yaml:"sinkConcurrency"`
+	// MaxFrameBytes bounds a received frame, compressed (0: 8 MiB).
+	MaxFrameBytes int `yaml:"maxFrameBytes"`
+}
+
+// Deps are a worker's live dependencies.
+type Deps struct {
 	// NATS is the connection to the region's NATS server (part of the
 	// federation's super-cluster). Required; the worker does not close it.
 	NATS *nats.Conn
@@ -43,33 +74,33 @@ type Config struct {
 	// nil means no-op providers.
 	MeterProvider  metric.MeterProvider
 	TracerProvider trace.TracerProvider
+}
 
-	// FrameEntries, FrameBytes and FrameDelay bound a frame: at most
-	// FrameEntries entries (0: 1000) and FrameBytes raw bytes (0: 4 MiB),
-	// sent once either is reached or FrameDelay (0: 5ms) after its first
-	// entry.
-	FrameEntries int
-	FrameBytes   int
-	FrameDelay   time.Duration
-	// ReceiverQueue is the permits (messages, not entries: a batch counts
-	// its messages) of a stream's subscription; 0 means 10000. It bounds
-	// how far a stream reads ahead of the frame in flight.
-	ReceiverQueue int
-	// RequestTimeout bounds one frame's round trip to the remote
-	// region (0: 15s).
-	RequestTimeout time.Duration
-	// ScanInterval is how often the worker re-lists topics and policies
-	// (0: 1s).
-	ScanInterval time.Duration
-	// LeaseTTL is the worker registration's lease (0: 5s); a dead
-	// worker's streams move after it.
-	LeaseTTL time.Duration
-	// MaxBackoff caps the retry delay of a failing stream (0: 5s).
-	MaxBackoff time.Duration
-	// SinkConcurrency bounds the frames the sink applies at once (0: 16).
-	SinkConcurrency int
-	// MaxFrameBytes bounds a received frame, compressed (0: 8 MiB).
-	MaxFrameBytes int
+func (d Deps) validate() error {
+	var errs []error
+	if d.NATS == nil {
+		errs = append(errs, errors.New("replicator: nats connection: required"))
+	}
+	if d.Meta == nil {
+		errs = append(errs, errors.New("replicator: metadata store: required"))
+	}
+	if d.Policies == nil {
+		errs = append(errs, errors.New("replicator: policy store: required"))
+	}
+	return errors.Join(errs...)
+}
+
+func (d Deps) withDefaults() Deps {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.MeterProvider == nil {
+		d.MeterProvider = noopmetric.NewMeterProvider()
+	}
+	if d.TracerProvider == nil {
+		d.TracerProvider = nooptrace.NewTracerProvider()
+	}
+	return d
 }
 
 // Validate reports every problem at once.
@@ -83,15 +114,6 @@ func (c Config) Validate() error {
 	}
 	if c.ServiceURL == "" {
 		errs = append(errs, errors.New("replicator.serviceUrl: required"))
-	}
-	if c.NATS == nil {
-		errs = append(errs, errors.New("replicator.nats: required"))
-	}
-	if c.Meta == nil {
-		errs = append(errs, errors.New("replicator.meta: required"))
-	}
-	if c.Policies == nil {
-		errs = append(errs, errors.New("replicator.policies: required"))
 	}
 	for name, v := range map[string]int{"frameEntries": c.FrameEntries, "receiverQueue": c.ReceiverQueue, "frameBytes": c.FrameBytes, "sinkConcurrency": c.SinkConcurrency, "maxFrameBytes": c.MaxFrameBytes} {
 		if v < 0 {
@@ -107,15 +129,6 @@ func (c Config) Validate() error {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = noopmetric.NewMeterProvider()
-	}
-	if c.TracerProvider == nil {
-		c.TracerProvider = nooptrace.NewTracerProvider()
-	}
 	def := func(v *int, d int) {
 		if *v == 0 {
 			*v = d

@@ -36,7 +36,7 @@ type metrics struct {
 }
 
 func (w *Worker) initMetrics() error {
-	m := w.cfg.MeterProvider.Meter("github.com/isobar-mq/isobar/replicator")
+	m := w.deps.MeterProvider.Meter("github.com/isobar-mq/isobar/replicator")
 	mt := &metrics{}
 	var errs []error
 	add := func(err error) {
@@ -103,7 +103,7 @@ func (w *Worker) traceEntries(entries []frame.Entry, name string, kind trace.Spa
 		return nil
 	}
 	var out []trace.Span
-	tr := w.cfg.TracerProvider.Tracer("github.com/isobar-mq/isobar/replicator")
+	tr := w.deps.TracerProvider.Tracer("github.com/isobar-mq/isobar/replicator")
 	for _, e := range entries {
 		meta, _, err := wire.DecodeEntry(e.Data)
 		if err != nil {

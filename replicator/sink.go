@@ -90,7 +90,7 @@ func (w *Worker) apply(msg *nats.Msg) error {
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	clusters, err := w.cfg.Policies.ReplicationClusters(ctx, name)
+	clusters, err := w.deps.Policies.ReplicationClusters(ctx, name)
 	if err != nil {
 		return fmt.Errorf("namespace %s: %w", name.NamespaceName(), err)
 	}

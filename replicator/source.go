@@ -233,7 +233,7 @@ func (s *stream) request(p prepared) error {
 	spans := s.w.traceEntries(entries, "replicate "+s.key.Topic+" to "+s.key.Remote, trace.SpanKindProducer,
 		attribute.String("isobar.source", s.w.cfg.Region), attribute.String("isobar.dest", s.key.Remote))
 	start := time.Now()
-	reply, err := s.w.cfg.NATS.RequestMsgWithContext(ctx, msg)
+	reply, err := s.w.deps.NATS.RequestMsgWithContext(ctx, msg)
 	pair := s.w.pairAttrs(s.w.cfg.Region, s.key.Remote)
 	if err != nil || reply.Header.Get(HeaderError) != "" {
 		s.w.metrics.frames.Add(context.Background(), 1, s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.result", "error")))

@@ -25,6 +25,7 @@ import (
 // topics assigned to it and a sink for frames from other regions.
 type Worker struct {
 	cfg    Config
+	deps   Deps
 	log    *slog.Logger
 	client *pulsarconn.Client
 	dec    *frame.Decoder
@@ -50,18 +51,19 @@ type sinkKey struct{ Topic, Source string }
 
 // Start registers the worker, subscribes its sink and starts assigning
 // streams. Close stops it.
-func Start(ctx context.Context, cfg Config) (*Worker, error) {
-	if err := cfg.Validate(); err != nil {
+func Start(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
+	if err := errors.Join(cfg.Validate(), deps.validate()); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	client, err := pulsarconn.New(pulsarconn.Config{ServiceURL: cfg.ServiceURL, Logger: cfg.Logger})
+	deps = deps.withDefaults()
+	client, err := pulsarconn.New(pulsarconn.Config{ServiceURL: cfg.ServiceURL, Logger: deps.Logger})
 	if err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	w := &Worker{
-		cfg: cfg, log: cfg.Logger.With("replicator", cfg.ID), client: client,
+		cfg: cfg, deps: deps, log: deps.Logger.With("replicator", cfg.ID), client: client,
 		dec: frame.NewDecoder(frame.Limits{MaxFrameBytes: cfg.MaxFrameBytes}),
 		ctx: wctx, cancel: cancel,
 		sem:     make(chan struct{}, cfg.SinkConcurrency),
@@ -69,12 +71,12 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		sinks:   map[sinkKey]*sinkProducer{},
 		stats:   map[streamKey]*StreamStats{},
 	}
-	w.tracing = replication.TracingEnabled(cfg.TracerProvider)
+	w.tracing = replication.TracingEnabled(deps.TracerProvider)
 	if err := w.initMetrics(); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("replicator %s: metrics: %w", cfg.ID, err)
 	}
-	w.lease, err = cfg.Meta.Grant(ctx, cfg.LeaseTTL)
+	w.lease, err = deps.Meta.Grant(ctx, cfg.LeaseTTL)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("replicator %s: register: %w", cfg.ID, err)
@@ -83,12 +85,12 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		w.Close()
 		return nil, fmt.Errorf("replicator %s: register: %w", cfg.ID, err)
 	}
-	w.sub, err = cfg.NATS.QueueSubscribe(Subject(cfg.Region, "*"), SinkQueue, w.onFrame)
+	w.sub, err = deps.NATS.QueueSubscribe(Subject(cfg.Region, "*"), SinkQueue, w.onFrame)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("replicator %s: subscribe: %w", cfg.ID, err)
 	}
-	if err := cfg.NATS.FlushTimeout(10 * time.Second); err != nil {
+	if err := deps.NATS.FlushTimeout(10 * time.Second); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("replicator %s: subscribe: %w", cfg.ID, err)
 	}
@@ -120,6 +122,22 @@ func (w *Worker) Close() error {
 		_ = w.metrics.reg.Unregister()
 	}
 	return w.client.Close()
+}
+
+// Registered reports whether the worker's registration lease is live.
+func (w *Worker) Registered() bool {
+	w.mu.Lock()
+	l := w.lease
+	w.mu.Unlock()
+	if l == nil {
+		return false
+	}
+	select {
+	case <-l.Done():
+		return false
+	default:
+		return true
+	}
 }
 
 // Abort stops the worker as a crash would: no deregistration (its lease
@@ -161,9 +179,11 @@ func (w *Worker) assignLoop() {
 		case <-t.C:
 		case <-w.lease.Done():
 			// Lost our registration: register again.
-			if l, err := w.cfg.Meta.Grant(w.ctx, w.cfg.LeaseTTL); err == nil {
+			if l, err := w.deps.Meta.Grant(w.ctx, w.cfg.LeaseTTL); err == nil {
 				if _, err := l.Put(w.ctx, w.workerKey(w.cfg.ID), []byte(`{}`)); err == nil {
+					w.mu.Lock()
 					w.lease = l
+					w.mu.Unlock()
 				}
 			}
 		}
@@ -174,7 +194,7 @@ func (w *Worker) assignLoop() {
 // topics of this region whose namespace replicates to another cluster.
 func (w *Worker) wantedStreams(ctx context.Context) ([]streamKey, error) {
 	prefix := metastore.RegionPrefix(w.cfg.Region) + "topics/"
-	resp, err := w.cfg.Meta.Client().Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	resp, err := w.deps.Meta.Client().Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		return nil, err
 	}
@@ -190,14 +210,14 @@ func (w *Worker) wantedStreams(ctx context.Context) ([]streamKey, error) {
 		name := "persistent://" + parts[0] + "/" + parts[1] + "/" + parts[3]
 		rs, ok := remotes[ns]
 		if !ok {
-			if p, err := w.cfg.Policies.Namespace(ctx, ns); err == nil {
+			if p, err := w.deps.Policies.Namespace(ctx, ns); err == nil {
 				rs = w.others(p.ReplicationClusters)
 			}
 			remotes[ns] = rs
 		}
 		// A topic's own replication clusters replace its namespace's.
 		if tn, err := topic.Parse(name); err == nil {
-			if tp, ok, err := w.cfg.Policies.TopicPolicies(ctx, tn); err == nil && ok && len(tp.ReplicationClusters) > 0 {
+			if tp, ok, err := w.deps.Policies.TopicPolicies(ctx, tn); err == nil && ok && len(tp.ReplicationClusters) > 0 {
 				rs = w.others(tp.ReplicationClusters)
 			}
 		}
@@ -226,7 +246,7 @@ func (w *Worker) others(clusters []string) []string {
 // liveWorkers lists the registered workers of the region.
 func (w *Worker) liveWorkers(ctx context.Context) ([]string, error) {
 	prefix := metastore.RegionPrefix(w.cfg.Region) + "replicators/"
-	resp, err := w.cfg.Meta.Client().Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	resp, err := w.deps.Meta.Client().Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		return nil, err
 	}

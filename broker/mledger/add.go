@@ -157,7 +157,7 @@ func (m *ManagedLedger) needRollover() bool {
 	return m.w == nil || m.wBroken.Load() ||
 		m.wEntries >= m.cfg.MaxEntriesPerLedger ||
 		m.wBytes >= m.cfg.MaxLedgerSize ||
-		m.cfg.Now().Sub(m.wCreated) >= m.cfg.MaxLedgerAge
+		m.deps.Now().Sub(m.wCreated) >= m.cfg.MaxLedgerAge
 }
 
 func (m *ManagedLedger) issue(r addRequest) {
@@ -256,7 +256,7 @@ func (m *ManagedLedger) rollover(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("rollover: %w", err)
 		}
-		closed = &LedgerInfo{ID: int64(old.ID()), Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed, Closed: m.cfg.Now().UnixMilli()}
+		closed = &LedgerInfo{ID: int64(old.ID()), Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed, Closed: m.deps.Now().UnixMilli()}
 		m.w = nil
 	}
 	w, err := m.createLedger(ctx)
@@ -321,7 +321,7 @@ func (m *ManagedLedger) closeWriter(ctx context.Context, w *ledger.Writer) (ledg
 		return ledger.Metadata{}, m.setFenced(err)
 	}
 	m.log.Warn("closing the ledger failed; recovering it", "ledger", w.ID(), "err", err)
-	r, rerr := m.cfg.Ledgers.OpenRecover(ctx, w.ID())
+	r, rerr := m.deps.Ledgers.OpenRecover(ctx, w.ID())
 	if rerr != nil {
 		return ledger.Metadata{}, fmt.Errorf("close ledger %d: %w; recover it: %w", w.ID(), err, rerr)
 	}

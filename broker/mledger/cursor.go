@@ -263,7 +263,7 @@ func (m *ManagedLedger) trim(ctx context.Context) error {
 	var ids []int64
 	err := m.update(ctx, func(t *topicMeta) error {
 		slowest, ok := slowestMarkDelete(t.Cursors)
-		ids = trimmable(t.Ledgers, currentID(t.Ledgers), slowest, ok, m.retention(), m.cfg.Now().UnixMilli())
+		ids = trimmable(t.Ledgers, currentID(t.Ledgers), slowest, ok, m.retention(), m.deps.Now().UnixMilli())
 		if len(ids) == 0 {
 			return errNothingToDo
 		}

@@ -59,14 +59,6 @@ var (
 // Config configures a managed ledger. Zero values of optional fields mean
 // the documented defaults.
 type Config struct {
-	// Meta is the region's metadata store. Required.
-	Meta *metastore.Store
-	// Ledgers creates, recovers, reads and deletes ledgers. Required.
-	Ledgers *ledger.Client
-	// Region names the region (the metadata key prefix). Required.
-	Region string
-	// Logger receives rollovers, recoveries, trims and failures; nil discards.
-	Logger *slog.Logger
 	// MaxEntriesPerLedger rolls over to a new ledger once the current one
 	// has this many entries. Zero means 50000 (Pulsar's default).
 	MaxEntriesPerLedger int64
@@ -91,22 +83,50 @@ type Config struct {
 	// TailCacheBytes bounds the tail cache's data bytes the same way.
 	// Zero means 4 MiB.
 	TailCacheBytes int64
+}
+
+// Deps are a managed ledger's live dependencies (Config holds settings
+// only).
+type Deps struct {
+	// Meta is the region's metadata store. Required.
+	Meta *metastore.Store
+	// Ledgers creates, recovers, reads and deletes ledgers. Required.
+	Ledgers *ledger.Client
+	// Region names the region (the metadata key prefix). Required.
+	Region string
+	// Logger receives rollovers, recoveries, trims and failures; nil discards.
+	Logger *slog.Logger
 	// Now is the clock for ledger age; nil means time.Now.
 	Now func() time.Time
+}
+
+func (d Deps) validate() []error {
+	var errs []error
+	if d.Meta == nil {
+		errs = append(errs, errors.New("mledger: metadata store: required"))
+	}
+	if d.Ledgers == nil {
+		errs = append(errs, errors.New("mledger: ledger client: required"))
+	}
+	if strings.TrimSpace(d.Region) == "" || strings.Contains(d.Region, "/") {
+		errs = append(errs, fmt.Errorf("mledger: region %q must be a non-empty name without '/'", d.Region))
+	}
+	return errs
+}
+
+func (d Deps) withDefaults() Deps {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return d
 }
 
 // Validate reports every problem with the config at once.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Meta == nil {
-		errs = append(errs, errors.New("mledger.meta: required"))
-	}
-	if c.Ledgers == nil {
-		errs = append(errs, errors.New("mledger.ledgers: required"))
-	}
-	if strings.TrimSpace(c.Region) == "" || strings.Contains(c.Region, "/") {
-		errs = append(errs, fmt.Errorf("mledger.region: %q must be a non-empty name without '/'", c.Region))
-	}
 	for name, v := range map[string]int64{
 		"maxEntriesPerLedger": c.MaxEntriesPerLedger, "maxLedgerSize": c.MaxLedgerSize,
 		"maxLedgerAge": int64(c.MaxLedgerAge), "ensembleSize": int64(c.EnsembleSize),
@@ -125,9 +145,6 @@ func (c Config) Validate() error {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
 	if c.MaxEntriesPerLedger == 0 {
 		c.MaxEntriesPerLedger = 50000
 	}
@@ -146,15 +163,13 @@ func (c Config) withDefaults() Config {
 	if c.TailCacheBytes == 0 {
 		c.TailCacheBytes = 4 << 20
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
 	return c
 }
 
 // ManagedLedger is one topic's log. It is safe for concurrent use.
 type ManagedLedger struct {
 	cfg  Config
+	deps Deps
 	name string
 	key  string
 	log  *slog.Logger
@@ -217,25 +232,30 @@ type ManagedLedger struct {
 // left open by a previous owner is recovered (fenced and closed) and its
 // final entry count recorded; an empty one is dropped and deleted. Then a
 // new ledger is created for writing and added to the list with a CAS.
-func Open(ctx context.Context, cfg Config, name string) (*ManagedLedger, error) {
+func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedger, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if errs := deps.validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	}
+	deps = deps.withDefaults()
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	m := &ManagedLedger{
 		cfg:     cfg,
+		deps:    deps,
 		name:    name,
-		key:     TopicKey(cfg.Region, name),
-		log:     cfg.Logger.With("component", "mledger", "topic", name),
+		key:     TopicKey(deps.Region, name),
+		log:     deps.Logger.With("component", "mledger", "topic", name),
 		stop:    make(chan struct{}),
 		closed:  make(chan struct{}),
 		readers: map[int64]*ledger.Reader{},
 		cursors: map[string]*Cursor{},
 	}
-	kv, err := cfg.Meta.Get(ctx, m.key)
+	kv, err := deps.Meta.Get(ctx, m.key)
 	switch {
 	case err == nil:
 		m.meta, err = decodeMeta(kv.Value)
@@ -253,7 +273,7 @@ func Open(ctx context.Context, cfg Config, name string) (*ManagedLedger, error) 
 	var drop []int64
 	if n := len(next.Ledgers); n > 0 && next.Ledgers[n-1].State == LedgerOpen {
 		last := &next.Ledgers[n-1]
-		r, err := cfg.Ledgers.OpenRecover(ctx, uint64(last.ID))
+		r, err := deps.Ledgers.OpenRecover(ctx, uint64(last.ID))
 		switch {
 		case errors.Is(err, ledger.ErrNoLedger):
 			drop = append(drop, last.ID)
@@ -262,7 +282,7 @@ func Open(ctx context.Context, cfg Config, name string) (*ManagedLedger, error) 
 		default:
 			md := r.Metadata()
 			last.Entries, last.Size, last.State = md.LastEntry+1, int64(md.Length), LedgerClosed
-			last.Closed = cfg.Now().UnixMilli()
+			last.Closed = deps.Now().UnixMilli()
 			m.log.Info("recovered the previous owner's ledger", "ledger", last.ID, "entries", last.Entries)
 			if last.Entries == 0 {
 				drop = append(drop, last.ID)
@@ -295,7 +315,7 @@ func Open(ctx context.Context, cfg Config, name string) (*ManagedLedger, error) 
 func (m *ManagedLedger) Name() string { return m.name }
 
 func (m *ManagedLedger) createLedger(ctx context.Context) (*ledger.Writer, error) {
-	w, err := m.cfg.Ledgers.Create(ctx, ledger.CreateOptions{
+	w, err := m.deps.Ledgers.Create(ctx, ledger.CreateOptions{
 		Ensemble:    m.cfg.EnsembleSize,
 		WriteQuorum: m.cfg.WriteQuorum,
 		AckQuorum:   m.cfg.AckQuorum,
@@ -322,13 +342,13 @@ func (m *ManagedLedger) deleteLedger(ctx context.Context, id int64) {
 	m.readersMu.Lock()
 	delete(m.readers, id)
 	m.readersMu.Unlock()
-	if err := m.cfg.Ledgers.Delete(ctx, uint64(id)); err != nil && !errors.Is(err, ledger.ErrNoLedger) {
+	if err := m.deps.Ledgers.Delete(ctx, uint64(id)); err != nil && !errors.Is(err, ledger.ErrNoLedger) {
 		m.log.Warn("deleting a ledger failed; it is orphaned", "ledger", id, "err", err)
 	}
 }
 
 func (m *ManagedLedger) setWriter(w *ledger.Writer) {
-	m.w, m.wID, m.wEntries, m.wBytes, m.wCreated = w, int64(w.ID()), 0, 0, m.cfg.Now()
+	m.w, m.wID, m.wEntries, m.wBytes, m.wCreated = w, int64(w.ID()), 0, 0, m.deps.Now()
 	m.wBroken.Store(false)
 }
 
@@ -356,7 +376,7 @@ func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
 	if err != nil {
 		return err
 	}
-	rev, err := m.cfg.Meta.CAS(ctx, m.key, val, m.rev)
+	rev, err := m.deps.Meta.CAS(ctx, m.key, val, m.rev)
 	if errors.Is(err, metastore.ErrConflict) {
 		return m.setFenced(err)
 	}
@@ -480,6 +500,6 @@ func (m *ManagedLedger) closeCurrent(ctx context.Context) error {
 		return err
 	}
 	return m.update(ctx, func(t *topicMeta) error {
-		return setLast(t, LedgerInfo{ID: id, Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed, Closed: m.cfg.Now().UnixMilli()})
+		return setLast(t, LedgerInfo{ID: id, Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed, Closed: m.deps.Now().UnixMilli()})
 	})
 }

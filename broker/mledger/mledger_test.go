@@ -36,18 +36,24 @@ func newLedgerClient(t *testing.T, cl *testcluster.Cluster) *ledger.Client {
 	return c
 }
 
-func testConfig(cl *testcluster.Cluster, lc *ledger.Client, perLedger int64) Config {
-	return Config{
-		Meta: cl.Connect(), Ledgers: lc, Region: cl.Region, Logger: cl.Logger(),
-		MaxEntriesPerLedger: perLedger, EnsembleSize: 3, WriteQuorum: 2, AckQuorum: 2,
+// testEnv is what Open takes, in one value (its fields promoted).
+type testEnv struct {
+	Deps
+	Config
+}
+
+func testConfig(cl *testcluster.Cluster, lc *ledger.Client, perLedger int64) testEnv {
+	return testEnv{
+		Deps:   Deps{Meta: cl.Connect(), Ledgers: lc, Region: cl.Region, Logger: cl.Logger()},
+		Config: Config{MaxEntriesPerLedger: perLedger, EnsembleSize: 3, WriteQuorum: 2, AckQuorum: 2},
 	}
 }
 
-func open(t *testing.T, cfg Config, name string) *ManagedLedger {
+func open(t *testing.T, cfg testEnv, name string) *ManagedLedger {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m, err := Open(ctx, cfg, name)
+	m, err := Open(ctx, cfg.Deps, cfg.Config, name)
 	if err != nil {
 		t.Fatalf("open %s: %v", name, err)
 	}
@@ -199,7 +205,7 @@ func TestReopenAfterClose(t *testing.T) {
 // ledger client go at once (the writer's ledger stays open), so nothing
 // more is written anywhere.
 func crash(m *ManagedLedger, lc *ledger.Client) {
-	m.cfg.Meta.Close()
+	m.deps.Meta.Close()
 	lc.Close()
 	m.addMu.Lock()
 	m.closing = true
@@ -564,14 +570,19 @@ func TestBadInput(t *testing.T) {
 	ctx := context.Background()
 	cfg := testConfig(cl, lc, 10)
 	for _, name := range []string{"", "a/../b", "..", "/abs", strings.Repeat("n", MaxNameLen+1), "sp ace"} {
-		if _, err := Open(ctx, cfg, name); !errors.Is(err, ErrInvalidName) {
+		if _, err := Open(ctx, cfg.Deps, cfg.Config, name); !errors.Is(err, ErrInvalidName) {
 			t.Errorf("Open(%q): %v, want ErrInvalidName", name, err)
 		}
 	}
-	if _, err := Open(ctx, Config{MaxEntriesPerLedger: -1}, "ok"); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("Open with an empty config: %v", err)
-	} else if !strings.Contains(err.Error(), "mledger.meta") || !strings.Contains(err.Error(), "maxEntriesPerLedger") {
-		t.Errorf("config error does not name every field: %v", err)
+	if _, err := Open(ctx, cfg.Deps, Config{MaxEntriesPerLedger: -1}, "ok"); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Open with a negative setting: %v, want ErrInvalidConfig", err)
+	} else if !strings.Contains(err.Error(), "maxEntriesPerLedger") {
+		t.Errorf("config error does not name the field: %v", err)
+	}
+	if _, err := Open(ctx, Deps{}, Config{}, "ok"); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Open without dependencies: %v, want ErrInvalidConfig", err)
+	} else if !strings.Contains(err.Error(), "metadata store") || !strings.Contains(err.Error(), "ledger client") {
+		t.Errorf("dependency error does not name each: %v", err)
 	}
 	kvs, err := cl.Meta.List(ctx, metastore.RegionPrefix(cl.Region)+"topics/")
 	if err != nil || len(kvs) != 0 {

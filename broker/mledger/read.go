@@ -115,7 +115,7 @@ func (m *ManagedLedger) reader(ctx context.Context, l LedgerInfo) (*ledger.Reade
 	if r != nil && (r.Closed() || l.State == LedgerOpen) {
 		return r, nil
 	}
-	r, err := m.cfg.Ledgers.OpenNoRecovery(ctx, uint64(l.ID))
+	r, err := m.deps.Ledgers.OpenNoRecovery(ctx, uint64(l.ID))
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,9 @@ type BrokerInfo struct {
 	Started time.Time `json:"started"`
 	// Load is the number of bundles the broker owns, as last published.
 	Load int `json:"load"`
+	// Draining is set while the broker shuts down gracefully: no bundle
+	// is placed on it any more.
+	Draining bool `json:"draining,omitempty"`
 }
 
 // Config configures a Registry.

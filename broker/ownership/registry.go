@@ -271,7 +271,10 @@ func (r *Registry) Lookup(ctx context.Context, ns string, b topic.Bundle, author
 		if !ok {
 			return BrokerInfo{}, fmt.Errorf("%w: %s", ErrNoBrokers, bk)
 		}
-		if id != r.self.ID && !authoritative {
+		r.mu.Lock()
+		draining := r.self.Draining
+		r.mu.Unlock()
+		if id != r.self.ID && (!authoritative || draining) {
 			info, live, err := r.liveBroker(ctx, id)
 			if err != nil {
 				return BrokerInfo{}, err
@@ -345,11 +348,11 @@ func (r *Registry) candidates() (*metastore.Lease, []Candidate) {
 	}
 	cands := make([]Candidate, 0, len(r.brokers)+1)
 	for id, info := range r.brokers {
-		if id != r.self.ID {
+		if id != r.self.ID && !info.Draining {
 			cands = append(cands, Candidate{ID: id, Load: info.Load})
 		}
 	}
-	if lease != nil {
+	if lease != nil && !r.self.Draining {
 		cands = append(cands, Candidate{ID: r.self.ID, Load: r.ownedCountLocked()})
 	}
 	return lease, cands
@@ -481,6 +484,28 @@ func (r *Registry) Release(ctx context.Context, ns string, b topic.Bundle) error
 	delete(r.owned, key)
 	r.markLoadDirty()
 	r.logger.Info("bundle released", "namespace", ns, "bundle", b.String())
+	return nil
+}
+
+// Registered reports whether the broker's registration is live (its lease
+// held and the registry not closed).
+func (r *Registry) Registered() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.closed && r.lease != nil && !leaseDone(r.lease)
+}
+
+// Drain marks this broker as draining: from now on no bundle is placed on
+// it, here or by the other brokers (the mark is published in its
+// registration). It keeps the bundles it owns until they are released.
+func (r *Registry) Drain(ctx context.Context) error {
+	r.mu.Lock()
+	r.self.Draining = true
+	r.mu.Unlock()
+	if !r.publishLoad(ctx) {
+		return fmt.Errorf("ownership: drain %s: could not publish the mark", r.self.ID)
+	}
+	r.logger.Info("broker draining: no bundle is placed on it any more")
 	return nil
 }
 

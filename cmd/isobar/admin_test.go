@@ -18,7 +18,7 @@ func adminRegion(t *testing.T) (adminURL, serviceURL, cluster string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	r, err := region.Start(ctx, region.Config{Name: "adm", DataDir: t.TempDir(), Brokers: 1}, nil)
+	r, err := region.Start(ctx, region.Config{Name: "adm", DataDir: t.TempDir(), Brokers: 1}, region.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,95 +1,64 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"log/slog"
-	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/isobar-mq/isobar/bookie"
-	"github.com/isobar-mq/isobar/internal/config"
-	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/internal/lifecycle"
+	"github.com/isobar-mq/isobar/region"
 )
 
-// bookieFile is the YAML shape of `isobar bookie --config`.
-type bookieFile struct {
-	Metastore metastore.Config `yaml:"metastore"`
-	Bookie    bookie.Config    `yaml:"bookie"`
-}
-
+// newBookieCmd is `isobar bookie`: one storage node of a region.
 func newBookieCmd(g *globalFlags) *cobra.Command {
-	var cfgPath string
-	var f bookieFile
+	rc := &roleCmd{g: g}
+	f := &rc.file
+	b := &f.Bookie
 	cmd := &cobra.Command{
 		Use:   "bookie",
-		Short: "Run a bookie (storage node) against an external metadata store",
+		Short: "Run a bookie (storage node) against the region's metadata store",
 		Long: `Run one bookie. Configuration comes from --config (YAML with sections
 "metastore" and "bookie"), then ISOBAR_* environment variables
 (e.g. ISOBAR_BOOKIE_JOURNALDIR, ISOBAR_METASTORE_ENDPOINTS=a:2379,b:2379),
-then flags.`,
+then flags. SIGTERM stops it gracefully: it stops taking requests, answers
+those in flight, deregisters and flushes its storage.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := config.Load(cfgPath, &f, cmd.Flags(), os.Environ()); err != nil {
-				return usageError{err}
-			}
-			logger, err := g.logger()
-			if err != nil {
+			if err := rc.load(cmd); err != nil {
 				return err
 			}
 			var errs []error
-			if err := f.Metastore.Validate(); err != nil {
-				errs = append(errs, err)
-			}
-			if f.Bookie.Region == "" {
+			if b.Region == "" {
 				errs = append(errs, errors.New("bookie.region: required"))
 			}
-			if err := f.Bookie.Validate(); err != nil {
-				errs = append(errs, err)
+			if err := validate(append(errs, f.Metastore.Validate(), b.Config.Validate(), region.ValidAddr("bookie.httpAddr", b.HTTPAddr))...); err != nil {
+				return err
 			}
-			if err := errors.Join(errs...); err != nil {
-				return usageError{err}
-			}
-			return runBookie(cmd.Context(), f, logger)
+			var c *region.Bookie
+			p := process{role: "bookie", name: b.ID, region: b.Region, httpAddr: b.HTTPAddr,
+				identity: []any{"listen", b.ListenAddr, "journal", b.JournalDir, "ledgers", b.LedgerDir, "metastore", f.Metastore.Endpoints}}
+			return rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
+				c = region.NewBookie(b.Config, f.Metastore, d.Logger, d.Telemetry.MeterProvider())
+				return c
+			}, func() {
+				s := c.Server()
+				logf(cmd, "bookie %s serving on %s (region %s)", s.ID(), s.Addr(), b.Region)
+			})
 		},
 	}
+	rc.bind(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&cfgPath, "config", "", "YAML config file")
 	fl.StringSliceVar(&f.Metastore.Endpoints, "metastore", nil, "etcd endpoints of the region's metadata store")
-	fl.StringVar(&f.Bookie.Region, "region", "", "region name")
-	fl.StringVar(&f.Bookie.ID, "id", "", "bookie id (default: advertised address)")
-	fl.StringVar(&f.Bookie.ListenAddr, "listen", "127.0.0.1:3181", "listen address")
-	fl.StringVar(&f.Bookie.AdvertiseAddr, "advertise", "", "address clients dial (default: listen address)")
-	fl.StringVar(&f.Bookie.Rack, "rack", "", "rack / failure-domain label")
-	fl.StringVar(&f.Bookie.JournalDir, "journal-dir", "", "journal directory")
-	fl.StringVar(&f.Bookie.LedgerDir, "ledger-dir", "", "ledger storage directory (may be another disk)")
+	fl.StringVar(&b.Region, "region", "", "region name")
+	fl.StringVar(&b.ID, "id", "", "bookie id (default: kept in the bookie's directories)")
+	fl.StringVar(&b.ListenAddr, "listen", "127.0.0.1:3181", "listen address")
+	fl.StringVar(&b.AdvertiseAddr, "advertise", "", "address clients dial (default: listen address)")
+	fl.StringVar(&b.Rack, "rack", "", "rack / failure-domain label")
+	fl.StringVar(&b.JournalDir, "journal-dir", "", "journal directory")
+	fl.StringVar(&b.LedgerDir, "ledger-dir", "", "ledger storage directory (may be another disk)")
+	fl.StringVar(&b.HTTPAddr, "http-addr", "", "health and metrics listen address")
 	return cmd
 }
 
-func runBookie(ctx context.Context, f bookieFile, logger *slog.Logger) error {
-	f.Metastore.Logger = logger
-	meta, err := metastore.Connect(ctx, f.Metastore)
-	if err != nil {
-		return err
-	}
-	defer meta.Close()
-	srv, err := bookie.New(f.Bookie, meta, logger)
-	if err != nil {
-		return err
-	}
-	if err := srv.Start(ctx); err != nil {
-		srv.Shutdown(context.Background())
-		if ctx.Err() != nil {
-			return nil // stopped (Ctrl-C) while starting: a clean exit
-		}
-		return err
-	}
-	fmt.Fprintf(os.Stdout, "bookie %s serving on %s (region %s)\n", srv.ID(), srv.Addr(), f.Bookie.Region)
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return srv.Shutdown(sctx)
-}
+// badIdentity reports a bookie refusing its directories.
+func badIdentity(err error) bool { return false }

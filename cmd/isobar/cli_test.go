@@ -82,7 +82,7 @@ func TestDevStartsWritesEndpointsAndStops(t *testing.T) {
 
 func TestBookieCommandFromFileEnvAndFlags(t *testing.T) {
 	dir := t.TempDir()
-	e, err := metastore.StartEmbedded(context.Background(), metastore.EmbedConfig{Dir: filepath.Join(dir, "etcd")})
+	e, err := metastore.StartEmbedded(context.Background(), metastore.EmbedConfig{Dir: filepath.Join(dir, "etcd")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,33 +1,17 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/isobar-mq/isobar/internal/natsembed"
+	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/region"
-)
-
-// devPorts is the port plan of `isobar dev`: region i owns the block
-// basePort + 100*i: its broker's Pulsar port at +0, NATS at +20 (+21
-// gateway), etcd at +30 (+31 peer), bookie j at +40+j; the global store
-// is at basePort+10 (+11 peer). The broker's HTTP port is basePort + 1430 +
-// 100*i, so the default base 6650 gives Pulsar's familiar 6650 and 8080.
-const (
-	devPortStride     = 100
-	devHTTPShift      = 1430
-	devMetastoreShift = 30 // etcd client; +31 etcd peer
-	devBookieShift    = 40 // bookie j at +40+j
-	devNATSShift      = 20 // NATS client; +21 NATS gateway
-	devGlobalShift    = 10 // global store client (+11 peer), in region 0's block
 )
 
 // The namespace `dev` creates replicated across every region.
@@ -41,6 +25,7 @@ type devEndpoints struct {
 }
 
 func newDevCmd(g *globalFlags) *cobra.Command {
+	rc := &roleCmd{g: g}
 	var (
 		regions  string
 		dataDir  string
@@ -62,78 +47,48 @@ replicator workers copy every topic of public/default and geo/replicated
 to every other region.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := g.logger()
-			if err != nil {
-				return err
-			}
 			names, err := parseRegions(regions)
 			if err != nil {
 				return usageError{err}
 			}
-			if basePort < 1024 || basePort+devHTTPShift+devPortStride*len(names) > 65535 {
-				return usageError{fmt.Errorf("--base-port: %d leaves no room for %d regions of %d ports", basePort, len(names), devPortStride)}
+			if err := region.CheckPlan(basePort, len(names)); err != nil {
+				return usageError{fmt.Errorf("--base-port: %w", err)}
 			}
-			if bookies < 1 || bookies > devPortStride-devBookieShift {
-				return usageError{fmt.Errorf("--bookies: %d is not within 1..%d", bookies, devPortStride-devBookieShift)}
+			if bookies < 1 || bookies > region.MaxBookies {
+				return usageError{fmt.Errorf("--bookies: %d is not within 1..%d", bookies, region.MaxBookies)}
 			}
-			ctx := cmd.Context()
 			fc := region.FederationConfig{
 				GlobalDir:  filepath.Join(dataDir, "global"),
-				GlobalPort: basePort + devGlobalShift,
-				Tenant:     devTenant,
-				Namespace:  devNamespace,
+				BasePort:   basePort,
+				Namespaces: []string{devTenant + "/" + devNamespace},
 			}
-			for i, name := range names {
-				block := basePort + devPortStride*i
-				fc.Regions = append(fc.Regions, region.Config{
-					Name:          name,
-					DataDir:       filepath.Join(dataDir, name),
-					MetastorePort: block + devMetastoreShift,
-					Bookies:       bookies,
-					BookiePort:    block + devBookieShift,
-					BrokerPort:    block,
-					HTTPPort:      block + devHTTPShift,
-					NATS:          &natsembed.Config{Port: block + devNATSShift, GatewayPort: block + devNATSShift + 1},
-				})
+			for _, name := range names {
+				fc.Regions = append(fc.Regions, region.Config{Name: name, DataDir: filepath.Join(dataDir, name), Bookies: bookies})
 			}
-			// Every region knows every gateway up front (fixed ports), so
-			// a restarted region rejoins the mesh by itself.
-			for i := range fc.Regions {
-				gws := map[string]string{}
-				for j, o := range fc.Regions {
-					if j != i {
-						gws[o.Name] = fmt.Sprintf("nats://127.0.0.1:%d", o.NATS.GatewayPort)
-					}
+			var f *region.Federation
+			p := process{role: "dev", name: "dev", identity: []any{"regions", names, "dataDir", dataDir, "basePort", basePort}}
+			return rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
+				d.Health = nil // each region's brokers serve their own region's health
+				f = region.NewFederation(fc, d)
+				return f
+			}, func() {
+				out := cmd.OutOrStdout()
+				var eps devEndpoints
+				for _, r := range f.Regions {
+					eps.Regions = append(eps.Regions, r.Endpoints())
 				}
-				fc.Regions[i].NATS.Gateways = gws
-			}
-			f, err := region.StartFederation(ctx, fc, logger)
-			if err != nil {
-				return err
-			}
-			defer func() {
-				sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				f.Shutdown(sctx)
-			}()
-			var eps devEndpoints
-			for _, r := range f.Regions {
-				eps.Regions = append(eps.Regions, r.Endpoints())
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "global configuration store: %s\n", strings.Join(f.GlobalEndpoints(), " "))
-			for _, e := range eps.Regions {
-				fmt.Fprintf(out, "region %s: service %s, web %s, metrics %s, nats %s, metadata %s, bookies %s\n", e.Name, e.ServiceURL, e.WebServiceURL, e.MetricsURL, e.NATSURL, e.MetadataURL, strings.Join(e.Bookies, " "))
-			}
-			path := filepath.Join(dataDir, "endpoints.json")
-			if err := writeJSON(path, eps); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "endpoints written to %s\n", path)
-			fmt.Fprintf(out, "namespaces public/default and %s/%s replicate across %s. Ctrl-C to stop.\n", devTenant, devNamespace, strings.Join(names, ", "))
-			<-ctx.Done()
-			fmt.Fprintln(out, "stopping")
-			return nil
+				fmt.Fprintf(out, "global configuration store: %s\n", strings.Join(f.GlobalEndpoints(), " "))
+				for _, e := range eps.Regions {
+					fmt.Fprintf(out, "region %s: service %s, web %s, metrics %s, nats %s, metadata %s, bookies %s\n", e.Name, e.ServiceURL, e.WebServiceURL, e.MetricsURL, e.NATSURL, e.MetadataURL, strings.Join(e.Bookies, " "))
+				}
+				path := filepath.Join(dataDir, "endpoints.json")
+				if err := writeJSON(path, eps); err != nil {
+					fmt.Fprintf(out, "could not write %s: %v\n", path, err)
+					return
+				}
+				fmt.Fprintf(out, "endpoints written to %s\n", path)
+				fmt.Fprintf(out, "namespaces public/default and %s/%s replicate across %s. Ctrl-C to stop.\n", devTenant, devNamespace, strings.Join(names, ", "))
+			})
 		},
 	}
 	fl := cmd.Flags()

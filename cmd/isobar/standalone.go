@@ -1,18 +1,17 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/region"
 )
 
 func newStandaloneCmd(g *globalFlags) *cobra.Command {
+	rc := &roleCmd{g: g}
 	var (
 		dataDir        string
 		host           string
@@ -31,11 +30,11 @@ bookie ensemble and brokers, with the Pulsar protocol on --broker-port
 (6650) and the admin REST API on --http-port (8080). Cluster "standalone",
 tenant "public" and namespace "public/default" exist, and topics are
 created on first use, as in a Pulsar standalone. Data lives under
---data-dir; a restart on the same directory keeps it. Ctrl-C stops it.`,
+--data-dir; a restart on the same directory keeps every topic and
+subscription. Ctrl-C (SIGTERM) stops it gracefully, a second one at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := g.logger()
-			if err != nil {
+			if err := rc.load(cmd); err != nil {
 				return err
 			}
 			if brokers < 1 || brokers > 16 {
@@ -47,41 +46,40 @@ created on first use, as in a Pulsar standalone. Data lives under
 			if maxMessageSize < 1024 || maxMessageSize > 100<<20 {
 				return usageError{fmt.Errorf("--max-message-size: %d is not within 1 KiB..100 MiB", maxMessageSize)}
 			}
-			cfg := region.Config{
-				Name:       "standalone",
-				Cluster:    cluster,
-				DataDir:    dataDir,
-				Host:       host,
-				Bookies:    bookies,
-				Brokers:    brokers,
-				BrokerPort: brokerPort,
-				HTTPPort:   httpPort,
-				Broker:     broker.Config{MaxMessageSize: maxMessageSize},
-			}
-			if err := cfg.Validate(); err != nil {
-				return usageError{err}
-			}
-			ctx := cmd.Context()
-			r, err := region.Start(ctx, cfg, logger)
-			if err != nil {
+			cfg := rc.file.RegionConfig()
+			cfg.Name, cfg.Cluster, cfg.DataDir, cfg.Host = "standalone", cluster, dataDir, host
+			cfg.Bookies, cfg.Brokers, cfg.BrokerPort, cfg.HTTPPort = bookies, brokers, brokerPort, httpPort
+			cfg.Broker.MaxMessageSize = maxMessageSize
+			if err := validate(cfg.Validate()); err != nil {
 				return err
 			}
-			defer shutdownRegion(r)
-			e := r.Endpoints()
-			out := cmd.OutOrStdout()
-			for _, b := range e.Brokers {
-				fmt.Fprintf(out, "broker: service %s, web %s\n", b.ServiceURL, b.WebServiceURL)
+			var r *region.Region
+			var buildErr error
+			p := process{role: "standalone", name: "standalone", region: "standalone", identity: []any{"dataDir", dataDir}}
+			err := rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
+				r, buildErr = region.New(cfg, d)
+				if buildErr != nil {
+					return failed{buildErr}
+				}
+				return r
+			}, func() {
+				e := r.Endpoints()
+				for _, b := range e.Brokers {
+					logf(cmd, "broker: service %s, web %s", b.ServiceURL, b.WebServiceURL)
+				}
+				logf(cmd, "metadata %s, data %s", e.MetadataURL, dataDir)
+				if err := writeJSON(filepath.Join(dataDir, "endpoints.json"), devEndpoints{Regions: []region.Endpoints{e}}); err != nil {
+					logf(cmd, "could not write endpoints.json: %v", err)
+				}
+				logf(cmd, "ready. Ctrl-C to stop.")
+			})
+			if buildErr != nil {
+				return usageError{buildErr}
 			}
-			fmt.Fprintf(out, "metadata %s, data %s\n", e.MetadataURL, dataDir)
-			if err := writeJSON(filepath.Join(dataDir, "endpoints.json"), devEndpoints{Regions: []region.Endpoints{e}}); err != nil {
-				return err
-			}
-			fmt.Fprintln(out, "ready. Ctrl-C to stop.")
-			<-ctx.Done()
-			fmt.Fprintln(out, "stopping")
-			return nil
+			return err
 		},
 	}
+	rc.bind(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&dataDir, "data-dir", "isobar-standalone-data", "directory for all data")
 	fl.StringVar(&host, "host", "127.0.0.1", "address to listen on")
@@ -92,11 +90,4 @@ created on first use, as in a Pulsar standalone. Data lives under
 	fl.IntVar(&maxMessageSize, "max-message-size", 1<<20, "largest message accepted, advertised to clients")
 	fl.StringVar(&cluster, "cluster", "standalone", "cluster name")
 	return cmd
-}
-
-// shutdownRegion stops a region, bounded.
-func shutdownRegion(r *region.Region) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r.Shutdown(ctx)
 }

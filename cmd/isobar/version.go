@@ -13,12 +13,17 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := "(devel)"
-			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-				v = bi.Main.Version
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), "isobar", v)
+			fmt.Fprintln(cmd.OutOrStdout(), "isobar", version())
 			return nil
 		},
 	}
+}
+
+// version is the binary's module version, "(devel)" for a build from a
+// work tree.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }

@@ -73,3 +73,52 @@ func TestErrors(t *testing.T) {
 		t.Errorf("empty file: %v", err)
 	}
 }
+
+type Inner struct {
+	Dir string `yaml:"dir"`
+}
+
+type withInline struct {
+	Inner    `yaml:",inline"`
+	Addr     string            `yaml:"addr"`
+	Gateways map[string]string `yaml:"gateways"`
+}
+
+type inlineFile struct {
+	Role withInline `yaml:"role"`
+}
+
+// Inline structs belong to their section (in YAML and in the
+// environment), maps take key=value lists, and an environment variable of
+// a known section that names no setting is refused, as an unknown key is.
+func TestInlineMapsAndUnknownEnv(t *testing.T) {
+	var cfg inlineFile
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	fs.StringToStringVar(&cfg.Role.Gateways, "gateways", nil, "")
+	if err := fs.Parse([]string{"--gateways=b=nats://h:2"}); err != nil {
+		t.Fatal(err)
+	}
+	p := write(t, "role:\n  dir: d1\n  addr: a1\n  gateways: {a: 'nats://h:1'}\n")
+	if err := Load(p, &cfg, fs, []string{"ISOBAR_ROLE_DIR=d2", "ISOBAR_OTHER_THING=ignored"}); err != nil {
+		t.Fatal(err)
+	}
+	// A map flag adds to (or overrides keys of) the file's map.
+	if cfg.Role.Dir != "d2" || cfg.Role.Addr != "a1" || len(cfg.Role.Gateways) != 2 || cfg.Role.Gateways["b"] != "nats://h:2" {
+		t.Fatalf("got %+v", cfg.Role)
+	}
+	cfg = inlineFile{}
+	if err := Load("", &cfg, nil, []string{"ISOBAR_ROLE_GATEWAYS=a=nats://h:1,b=nats://h:2"}); err != nil || len(cfg.Role.Gateways) != 2 {
+		t.Fatalf("map from env: %+v, %v", cfg.Role.Gateways, err)
+	}
+	err := Load("", &cfg, nil, []string{"ISOBAR_ROLE_NOSUCH=1", "ISOBAR_ROLE_GATEWAYS=novalue"})
+	if err == nil || !strings.Contains(err.Error(), "ISOBAR_ROLE_GATEWAYS") {
+		t.Errorf("bad map value: %v", err)
+	}
+	err = Load("", &cfg, nil, []string{"ISOBAR_ROLE_NOSUCH=1"})
+	if err == nil || !strings.Contains(err.Error(), "ISOBAR_ROLE_NOSUCH") {
+		t.Errorf("unknown variable: %v", err)
+	}
+	if err := Load(write(t, "role:\n  nosuch: 1\n"), &cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "nosuch") {
+		t.Errorf("unknown key in an inline section: %v", err)
+	}
+}

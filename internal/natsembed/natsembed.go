@@ -39,26 +39,36 @@ const DefaultHost = "127.0.0.1"
 // defaultReadyTimeout bounds Start when ctx has no deadline.
 const defaultReadyTimeout = 10 * time.Second
 
-// Config describes one region's embedded NATS server.
+// Config describes one NATS server of a region. It holds settings only.
 type Config struct {
-	// Region is the server name and its gateway (cluster) name. Required.
-	Region string
-	// Host is the listen host for clients and gateways; empty means
-	// DefaultHost (127.0.0.1).
-	Host string
+	// Region is the region name: the gateway (super-cluster) name of
+	// every server of the region, and the server name when Name is empty.
+	// Required.
+	Region string `yaml:"region"`
+	// Name is the server name, unique in the super-cluster; empty means
+	// Region (one server per region).
+	Name string `yaml:"name"`
+	// Host is the listen host for clients, routes and gateways; empty
+	// means DefaultHost (127.0.0.1).
+	Host string `yaml:"host"`
 	// Port is the client port; 0 picks a free port (see Server.ClientURL).
-	Port int
+	Port int `yaml:"port"`
+	// ClusterPort, when set, listens for routes from the region's other
+	// NATS servers (a NATS cluster inside the region, named after it);
+	// Routes lists their route URLs ("nats://host:clusterport").
+	ClusterPort int      `yaml:"clusterPort"`
+	Routes      []string `yaml:"routes"`
 	// GatewayPort is the gateway port; 0 picks a free port (see
 	// Server.GatewayURL). Use a fixed port for a server that must come back
 	// on the same address after a restart.
-	GatewayPort int
+	GatewayPort int `yaml:"gatewayPort"`
+	// GatewayAdvertise is the host:port other regions reach this server's
+	// gateway on, when it is not the listen address (NAT, containers).
+	GatewayAdvertise string `yaml:"gatewayAdvertise"`
 	// Gateways maps other regions' names to their gateway URLs
 	// ("nats://host:port"). It may be empty for a single region or a seed;
 	// the rest of the mesh is discovered through gateway gossip.
-	Gateways map[string]string
-	// Logger receives the NATS server's log lines, all at debug level with
-	// the NATS level as attribute "nats_level"; nil discards them.
-	Logger *slog.Logger
+	Gateways map[string]string `yaml:"gateways"`
 }
 
 // Validate reports every problem with c at once, naming the fields.
@@ -77,6 +87,25 @@ func (c Config) Validate() error {
 	}
 	if c.Port != 0 && c.Port == c.GatewayPort {
 		errs = append(errs, fmt.Errorf("GatewayPort: %d is also the client Port", c.GatewayPort))
+	}
+	if c.Name != "" && !validName(c.Name) {
+		errs = append(errs, fmt.Errorf("Name: %q must be letters, digits, '-' or '_'", c.Name))
+	}
+	if c.ClusterPort < 0 || c.ClusterPort > 65535 {
+		errs = append(errs, fmt.Errorf("ClusterPort: %d out of range 0..65535", c.ClusterPort))
+	}
+	if len(c.Routes) > 0 && c.ClusterPort == 0 {
+		errs = append(errs, errors.New("Routes: need a ClusterPort to listen for routes on"))
+	}
+	for i, r := range c.Routes {
+		if _, err := routeURL(r); err != nil {
+			errs = append(errs, fmt.Errorf("Routes[%d]: %v", i, err))
+		}
+	}
+	if c.GatewayAdvertise != "" {
+		if _, _, err := net.SplitHostPort(c.GatewayAdvertise); err != nil {
+			errs = append(errs, fmt.Errorf("GatewayAdvertise: %q is not host:port", c.GatewayAdvertise))
+		}
 	}
 	for _, name := range sortedKeys(c.Gateways) {
 		raw := c.Gateways[name]
@@ -117,6 +146,17 @@ func gatewayURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+func routeURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if (u.Scheme != "nats" && u.Scheme != "nats-route") || u.Hostname() == "" || u.Port() == "" {
+		return nil, fmt.Errorf("%q is not nats://host:port", raw)
+	}
+	return u, nil
+}
+
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -139,8 +179,10 @@ type Server struct {
 
 // Start starts the server for cfg and waits until it accepts client
 // connections, bounded by ctx (10s if ctx has no deadline). It does not wait
-// for gateways; see WaitGateways.
-func Start(ctx context.Context, cfg Config) (*Server, error) {
+// for gateways; see WaitGateways. logger, when not nil, receives the NATS
+// server's log lines, all at debug level with the NATS level as attribute
+// "nats_level".
+func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -148,19 +190,31 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if host == "" {
 		host = DefaultHost
 	}
+	name := cfg.Name
+	if name == "" {
+		name = cfg.Region
+	}
 	opts := &server.Options{
-		ServerName: cfg.Region,
+		ServerName: name,
 		Host:       host,
 		Port:       natsPort(cfg.Port),
 		NoSigs:     true,
-		NoLog:      cfg.Logger == nil,
+		NoLog:      logger == nil,
 		// Replication frames are up to a few MiB (the default is 1 MiB).
 		MaxPayload: MaxPayload,
 		Gateway: server.GatewayOpts{
-			Name: cfg.Region,
-			Host: host,
-			Port: natsPort(cfg.GatewayPort),
+			Name:      cfg.Region,
+			Host:      host,
+			Port:      natsPort(cfg.GatewayPort),
+			Advertise: cfg.GatewayAdvertise,
 		},
+	}
+	if cfg.ClusterPort != 0 {
+		opts.Cluster = server.ClusterOpts{Name: cfg.Region, Host: host, Port: cfg.ClusterPort}
+		for _, r := range cfg.Routes {
+			u, _ := routeURL(r) // checked by Validate
+			opts.Routes = append(opts.Routes, u)
+		}
 	}
 	for _, name := range sortedKeys(cfg.Gateways) {
 		u, _ := gatewayURL(cfg.Gateways[name]) // checked by Validate
@@ -170,9 +224,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsembed: region %s: %w", cfg.Region, err)
 	}
-	if cfg.Logger != nil {
-		debug := cfg.Logger.Enabled(ctx, slog.LevelDebug)
-		ns.SetLoggerV2(slogLogger{cfg.Logger.With("region", cfg.Region)}, debug, false, false)
+	if logger != nil {
+		debug := logger.Enabled(ctx, slog.LevelDebug)
+		ns.SetLoggerV2(slogLogger{logger.With("region", cfg.Region)}, debug, false, false)
 	}
 	ns.Start()
 
@@ -318,3 +372,6 @@ func (l slogLogger) Fatalf(format string, v ...any)  { l.log("fatal", format, v)
 func (l slogLogger) Errorf(format string, v ...any)  { l.log("error", format, v) }
 func (l slogLogger) Debugf(format string, v ...any)  { l.log("debug", format, v) }
 func (l slogLogger) Tracef(format string, v ...any)  { l.log("trace", format, v) }
+
+// Ready reports whether the server accepts client connections.
+func (s *Server) Ready() bool { return s.ns.ReadyForConnections(0) }

@@ -15,9 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// testLogger writes NATS logs to stderr when ISOBAR_NATS_LOG is set.
+// testLogger writes NATS logs to stderr when ISOBAR_TEST_NATS_LOG is set.
 func testLogger() *slog.Logger {
-	if os.Getenv("ISOBAR_NATS_LOG") == "" {
+	if os.Getenv("ISOBAR_TEST_NATS_LOG") == "" {
 		return nil
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -25,10 +25,9 @@ func testLogger() *slog.Logger {
 
 func start(t *testing.T, cfg Config) *Server {
 	t.Helper()
-	cfg.Logger = testLogger()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	s, err := Start(ctx, cfg)
+	s, err := Start(ctx, cfg, testLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +133,7 @@ func TestValidate(t *testing.T) {
 	if err := (Config{Region: "a", Gateways: map[string]string{"a": "nats://h:1"}}).Validate(); err == nil || !strings.Contains(err.Error(), "own region") {
 		t.Errorf("own region as gateway: %v", err)
 	}
-	if _, err := Start(t.Context(), Config{}); err == nil {
+	if _, err := Start(t.Context(), Config{}, nil); err == nil {
 		t.Error("Start accepted an invalid config")
 	}
 }
@@ -268,11 +267,11 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 	defer cancel()
-	a, err := Start(ctx, Config{Region: "a"})
+	a, err := Start(ctx, Config{Region: "a"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Start(ctx, Config{Region: "b", Gateways: map[string]string{"a": a.GatewayURL()}})
+	b, err := Start(ctx, Config{Region: "b", Gateways: map[string]string{"a": a.GatewayURL()}}, nil)
 	if err != nil {
 		a.Shutdown()
 		t.Fatal(err)

@@ -76,7 +76,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	}
 	c := &Cluster{t: t, Region: o.Region, Dir: t.TempDir(), logger: logger, opts: o}
 	ctx := context.Background()
-	e, err := metastore.StartEmbedded(ctx, metastore.EmbedConfig{Dir: filepath.Join(c.Dir, "etcd"), Logger: logger})
+	e, err := metastore.StartEmbedded(ctx, metastore.EmbedConfig{Dir: filepath.Join(c.Dir, "etcd")}, logger)
 	if err != nil {
 		t.Fatalf("testcluster: %v", err)
 	}
@@ -136,7 +136,7 @@ func (c *Cluster) StartEtcd() {
 		return
 	}
 	e, err := metastore.StartEmbedded(context.Background(), metastore.EmbedConfig{
-		Dir: filepath.Join(c.Dir, "etcd"), ClientAddr: c.etcdAddr, Logger: c.logger})
+		Dir: filepath.Join(c.Dir, "etcd"), ClientAddr: c.etcdAddr}, c.logger)
 	if err != nil {
 		c.t.Fatalf("testcluster: restart etcd: %v", err)
 	}
@@ -218,7 +218,7 @@ func (b *Bookie) Start() {
 	if b.srv != nil {
 		return
 	}
-	srv, err := bookie.New(b.cfg, b.c.Meta, b.c.logger.With("bookie", b.i))
+	srv, err := bookie.New(b.cfg, bookie.Deps{Meta: b.c.Meta, Logger: b.c.logger.With("bookie", b.i)})
 	if err != nil {
 		t.Fatalf("testcluster: bookie %d: %v", b.i, err)
 	}

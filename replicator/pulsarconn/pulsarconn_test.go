@@ -54,12 +54,10 @@ func startRegion(t testing.TB) *region {
 		t.Fatal(err)
 	}
 	url := "pulsar://" + ln.Addr().String()
-	b, err := broker.New(broker.Config{
-		Region:     cl.Region,
-		Meta:       cl.Connect(),
-		Ledgers:    lc,
-		ServiceURL: url,
-		Logger:     cl.Logger(),
+	b, err := broker.New(broker.Config{Region: cl.Region, ServiceURL: url}, broker.Deps{
+		Meta:    cl.Connect(),
+		Ledgers: lc,
+		Logger:  cl.Logger(),
 		Namespaces: broker.PolicyNamespaces{Store: pol, Default: policy.AutoTopicCreation{
 			AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned}},
 	})

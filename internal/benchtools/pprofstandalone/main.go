@@ -63,7 +63,7 @@ func main() {
 		Brokers:    1,
 		BrokerPort: *brokerPort,
 		HTTPPort:   *httpPort,
-		Broker:     broker.Config{MaxMessageSize: 1 << 20}, // as isobar standalone
+		Broker:     region.BrokerConfig{Config: broker.Config{MaxMessageSize: 1 << 20}}, // as isobar standalone
 		Bookie: bookie.Config{
 			FlushInterval: *flushInterval, GroupCommitMaxDelay: *gcDelay,
 			JournalDir: *journalDir, LedgerDir: *ledgerDir,
@@ -73,7 +73,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	r, err := region.Start(ctx, cfg, logger)
+	r, err := region.Start(ctx, cfg, region.Deps{Logger: logger})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,0 +1,419 @@
+package region
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"reflect"
+	"strconv"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/ownership"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/internal/lifecycle"
+	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/observability"
+	"github.com/isobar-mq/isobar/topic"
+)
+
+// BrokerEndpoints says where one broker listens.
+type BrokerEndpoints struct {
+	ServiceURL    string `json:"serviceUrl"`
+	WebServiceURL string `json:"webServiceUrl"`
+}
+
+// Deps are what every component of a process shares: its logger, its
+// telemetry (one registry per process) and its health endpoints.
+type Deps struct {
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Telemetry provides metrics and traces; nil means none.
+	Telemetry *observability.Telemetry
+	// Health is the process's /healthz, /readyz and /metrics, served on
+	// every broker's HTTP port as well; nil serves the broker's own
+	// readiness and the telemetry's metrics there.
+	Health *lifecycle.Health
+	// SpanExporters receive the spans of telemetry a region makes for
+	// itself (when Telemetry is nil); tests pass an in-memory exporter.
+	SpanExporters []sdktrace.SpanExporter
+}
+
+func (d Deps) withDefaults() Deps {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Telemetry == nil {
+		d.Telemetry, _ = observability.New(context.Background(), observability.Config{Disabled: true})
+	}
+	return d
+}
+
+// Broker is one broker with everything it needs of its own: a metadata
+// store connection, a ledger client, its view of the policies, its
+// registration in the ownership registry, its Pulsar listener and its
+// HTTP server (admin REST API, lookups, health, metrics). It is a
+// lifecycle.Component.
+type Broker struct {
+	cfg          BrokerConfig
+	meta, global metastore.Config
+	deps         Deps
+	logger       *slog.Logger
+	// updateCluster, when set, is called once the broker serves: the
+	// region composition records its brokers in the cluster record.
+	clusterData func() policy.ClusterData
+
+	name     string
+	bln, hln net.Listener
+	eps      BrokerEndpoints
+	store    *metastore.Store
+	ledgers  *ledger.Client
+	pol      *policies
+	reg      *ownership.Registry
+	b        *broker.Broker
+	http     *http.Server
+	done     chan struct{} // the Pulsar listener's Serve returned
+	stopped  bool
+}
+
+// NewBroker returns a broker for cfg whose region metadata store is meta
+// and whose global configuration store is global (no endpoints: the
+// region keeps its configuration in meta).
+func NewBroker(cfg BrokerConfig, meta, global metastore.Config, deps Deps) *Broker {
+	deps = deps.withDefaults()
+	name := cfg.Name
+	if name == "" {
+		name = Hostname()
+	}
+	return &Broker{cfg: cfg, meta: meta, global: global, deps: deps, name: name,
+		logger: deps.Logger.With("broker", name)}
+}
+
+// Name implements lifecycle.Component.
+func (c *Broker) Name() string { return "broker " + c.name }
+
+// Endpoints are the broker's advertised URLs (after Start).
+func (c *Broker) Endpoints() BrokerEndpoints { return c.eps }
+
+// Broker is the running broker (nil before Start).
+func (c *Broker) Broker() *broker.Broker { return c.b }
+
+// Policies is the broker's policy store (nil before Start).
+func (c *Broker) Policies() *policy.Store {
+	if c.pol == nil {
+		return nil
+	}
+	return c.pol.store
+}
+
+// advertisedHost is the host put in the broker's URLs.
+func advertisedHost(adv string, ln net.Listener) string {
+	if adv != "" {
+		return adv
+	}
+	host, _, _ := net.SplitHostPort(ln.Addr().String())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		return Hostname()
+	}
+	return host
+}
+
+func listen(field, addr, def string) (net.Listener, error) {
+	if addr == "" {
+		addr = def
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s %s: %w", ErrListen, field, addr, err)
+	}
+	return ln, nil
+}
+
+// ErrListen wraps a failure to open a listener (the port is in use, the
+// address is not local).
+var ErrListen = errors.New("region: cannot listen")
+
+// Start implements lifecycle.Component.
+func (c *Broker) Start(ctx context.Context) (err error) {
+	if err := c.cfg.Validate(); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil && c.b != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			c.Shutdown(sctx)
+			cancel()
+		} else if err != nil {
+			c.release(context.Background())
+		}
+	}()
+	if c.bln, err = listen("broker.listenAddr", c.cfg.ListenAddr, "0.0.0.0:6650"); err != nil {
+		return err
+	}
+	if c.hln, err = listen("broker.httpListenAddr", c.cfg.HTTPListenAddr, "0.0.0.0:8080"); err != nil {
+		return err
+	}
+	bc := c.cfg.Config
+	host := advertisedHost(c.cfg.AdvertisedAddress, c.bln)
+	if bc.ServiceURL == "" {
+		bc.ServiceURL = "pulsar://" + net.JoinHostPort(host, strconv.Itoa(c.bln.Addr().(*net.TCPAddr).Port))
+	}
+	if bc.HTTPURL == "" {
+		bc.HTTPURL = "http://" + net.JoinHostPort(advertisedHost(c.cfg.AdvertisedAddress, c.hln), strconv.Itoa(c.hln.Addr().(*net.TCPAddr).Port))
+	}
+	c.eps = BrokerEndpoints{ServiceURL: bc.ServiceURL, WebServiceURL: bc.HTTPURL}
+	if c.store, err = connectMeta(ctx, c.meta, "metadata store", c.logger); err != nil {
+		return err
+	}
+	if c.ledgers, err = ledger.NewClient(ledger.Config{Meta: c.store, Region: bc.Region, Logger: c.logger}); err != nil {
+		return fmt.Errorf("ledger client: %w", err)
+	}
+	cluster := bc.Cluster
+	if cluster == "" {
+		cluster = bc.Region
+	}
+	tel := c.deps.Telemetry
+	c.pol, err = openPolicies(ctx, policiesConfig{
+		local: c.store, global: c.global, dataDir: c.cfg.DataDir, cluster: cluster,
+		hasTopics: c.hasTopics, logger: c.logger, meter: tel.MeterProvider(),
+	})
+	if err != nil {
+		return err
+	}
+	pol := c.pol.store
+	var b *broker.Broker // set below; OnLost runs only after Start
+	placement := &broker.OwnershipPlacement{Policies: pol}
+	c.reg, err = ownership.Start(ctx, ownership.Config{
+		Meta:     c.store,
+		Region:   bc.Region,
+		Self:     ownership.BrokerInfo{ID: c.name, ServiceURL: bc.ServiceURL, HTTPURL: bc.HTTPURL},
+		LeaseTTL: c.cfg.LeaseTTL,
+		Logger:   c.logger,
+		OnLost: func(ns string, bd topic.Bundle) {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_ = b.UnloadMatching(ctx, func(n topic.Name) bool { return placement.InBundle(n, ns, bd) })
+			}()
+		},
+	})
+	if err != nil {
+		return err
+	}
+	placement.Registry = c.reg
+	reg := c.reg
+	autoCreate := policy.AutoTopicCreation{AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned}
+	b, err = broker.New(bc, broker.Deps{
+		Meta:           c.store,
+		Ledgers:        c.ledgers,
+		Placement:      placement,
+		Namespaces:     broker.PolicyNamespaces{Store: pol, Default: autoCreate},
+		Logger:         c.logger,
+		MeterProvider:  tel.MeterProvider(),
+		TracerProvider: tel.TracerProvider(),
+		OnDrained: func(ctx context.Context) {
+			if err := reg.Close(ctx); err != nil {
+				c.logger.Warn("releasing bundle ownership failed", "err", err)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	c.b = b
+	adm := admin.New(admin.Config{
+		Policies:          pol,
+		Topics:            b.Admin(),
+		Cluster:           cluster,
+		Logger:            c.logger,
+		AutoTopicCreation: autoCreate,
+	})
+	mux := http.NewServeMux()
+	health := c.deps.Health
+	if health == nil {
+		health = lifecycle.NewHealth(tel.Handler())
+		health.SetReady(c)
+	}
+	health.Mount(mux)
+	mux.Handle("/", adm)
+	c.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	c.done = make(chan struct{})
+	hln, bln := c.hln, c.bln
+	go func() {
+		if err := c.http.Serve(hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			c.logger.Error("http server stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer close(c.done)
+		if err := b.Serve(bln); err != nil {
+			c.logger.Error("broker listener stopped", "err", err)
+		}
+	}()
+	if err := c.registerCluster(ctx, cluster); err != nil {
+		return err
+	}
+	c.logger.Info("broker serving", "serviceUrl", bc.ServiceURL, "webServiceUrl", bc.HTTPURL, "region", bc.Region, "cluster", cluster)
+	return nil
+}
+
+// registerCluster makes sure the cluster record exists: without a global
+// store, with tenant public and namespace public/default as in a Pulsar
+// standalone; with one, the record alone (a federation's namespaces are
+// created by its operator, or by `isobar region` and `isobar dev`). An
+// existing record is left alone unless the region composition asks for
+// its brokers' URLs.
+func (c *Broker) registerCluster(ctx context.Context, cluster string) error {
+	pol := c.pol.store
+	cd := policy.ClusterData{ServiceURL: c.eps.WebServiceURL, BrokerServiceURL: c.eps.ServiceURL}
+	if c.clusterData != nil {
+		cd = c.clusterData()
+	}
+	if c.pol.cache == nil {
+		if err := pol.EnsureStandalone(ctx, cluster, cd); err != nil {
+			return fmt.Errorf("create cluster %s, tenant public and namespace public/default: %w", cluster, err)
+		}
+		if c.clusterData == nil {
+			return nil
+		}
+	}
+	old, err := pol.Cluster(ctx, cluster)
+	if err == nil && (c.clusterData == nil || reflect.DeepEqual(old, cd)) {
+		return nil // registered (perhaps read from the cache)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err != nil {
+		err = pol.CreateCluster(wctx, cluster, cd)
+	}
+	if err == nil || errors.Is(err, policy.ErrExists) {
+		err = pol.UpdateCluster(wctx, cluster, cd)
+	}
+	if err != nil {
+		if _, cerr := pol.Cluster(ctx, cluster); cerr == nil {
+			// Known from the cache with other addresses, and the global
+			// store cannot be written now: serve anyway.
+			c.logger.Warn("could not update the cluster record in the global store; serving with the cached one", "err", err)
+			return nil
+		}
+		return fmt.Errorf("register cluster %s: %w", cluster, err)
+	}
+	return nil
+}
+
+func (c *Broker) hasTopics(ctx context.Context, ns string) (bool, error) {
+	if c.b == nil {
+		return false, nil
+	}
+	ts, err := c.b.PersistentTopics(ctx, ns)
+	return len(ts) > 0, err
+}
+
+// Ready implements lifecycle.Checker: the broker is registered in the
+// ownership registry and not draining.
+func (c *Broker) Ready(context.Context) error {
+	if c.b == nil || c.reg == nil {
+		return errors.New("not started")
+	}
+	if c.stopped {
+		return errors.New("stopped")
+	}
+	if !c.reg.Registered() {
+		return errors.New("not registered in the metadata store (lease lost; re-registering)")
+	}
+	return nil
+}
+
+// Shutdown implements lifecycle.Component with a drain: the broker stops
+// taking new bundles, then unloads its bundles one by one (the clients of
+// a bundle's topics are told to reconnect and find its next owner at
+// once, since the ownership is released right after), then closes its
+// listeners and connections and deregisters.
+func (c *Broker) Shutdown(ctx context.Context) error {
+	if c.b == nil || c.stopped {
+		return nil
+	}
+	c.stopped = true
+	var errs []error
+	if err := c.reg.Drain(ctx); err != nil {
+		c.logger.Warn("drain mark", "err", err)
+	}
+	placement := &broker.OwnershipPlacement{Registry: c.reg, Policies: c.pol.store}
+	for _, ob := range c.reg.Owned() {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := c.b.UnloadMatching(ctx, func(n topic.Name) bool { return placement.InBundle(n, ob.Namespace, ob.Bundle) }); err != nil {
+			errs = append(errs, err)
+		}
+		if err := c.reg.Release(ctx, ob.Namespace, ob.Bundle); err != nil && !errors.Is(err, ownership.ErrNotOwned) {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.b.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.reg.Close(ctx); err != nil && !errors.Is(err, ownership.ErrClosed) {
+		errs = append(errs, fmt.Errorf("ownership: %w", err))
+	}
+	if err := c.http.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("http: %w", err))
+	}
+	<-c.done
+	c.release(ctx)
+	return errors.Join(errs...)
+}
+
+// Abort implements lifecycle.Component: connections drop, topics stay open
+// (the next owner recovers their ledgers) and the registration and bundles
+// stay until their lease expires.
+func (c *Broker) Abort() {
+	if c.b == nil {
+		return
+	}
+	c.stopped = true
+	c.b.Abort()
+	c.http.Close()
+	c.store.Close()
+	// With the etcd client closed the registry cannot revoke its lease,
+	// which expires as a crashed broker's would.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	c.reg.Close(ctx)
+	cancel()
+	<-c.done
+	c.release(context.Background())
+}
+
+// release closes what Start opened (after the broker stopped, or when
+// Start failed).
+func (c *Broker) release(context.Context) {
+	if c.b == nil {
+		// Start failed before the broker served: close what opened.
+		if c.reg != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			c.reg.Close(ctx)
+			cancel()
+		}
+		for _, ln := range []net.Listener{c.bln, c.hln} {
+			if ln != nil {
+				ln.Close()
+			}
+		}
+	}
+	if c.ledgers != nil {
+		c.ledgers.Close()
+	}
+	if c.pol != nil {
+		c.pol.close()
+	}
+	if c.store != nil {
+		c.store.Close()
+	}
+}

@@ -1,0 +1,205 @@
+package region
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/isobar-mq/isobar/bookie"
+	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/internal/natsembed"
+	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/replicator"
+)
+
+// File is the one configuration shape of every isobar process: a section
+// per role. Each command reads the sections it needs (`isobar broker`
+// reads metastore, global, broker and telemetry; `isobar region` reads
+// region and uses the role sections as templates for its parts). It holds
+// plain settings only; docs/config.md lists every key.
+type File struct {
+	// Metastore says how to reach the region's metadata store (etcd).
+	Metastore metastore.Config `yaml:"metastore"`
+	// Global says how to reach the global configuration store; no
+	// endpoints keeps clusters, tenants and namespaces in the region's
+	// own metadata store (a region alone).
+	Global metastore.Config `yaml:"global"`
+	// Etcd is the member `isobar metastore` runs.
+	Etcd MetastoreConfig `yaml:"etcd"`
+	// Bookie is the bookie `isobar bookie` runs.
+	Bookie BookieConfig `yaml:"bookie"`
+	// Broker is the broker `isobar broker` runs.
+	Broker BrokerConfig `yaml:"broker"`
+	// Replicator is the worker `isobar replicator` runs.
+	Replicator ReplicatorConfig `yaml:"replicator"`
+	// NATS is the server `isobar nats` runs.
+	NATS NATSConfig `yaml:"nats"`
+	// Region is what `isobar region` runs: every role of one region.
+	Region Config `yaml:"region"`
+	// Telemetry configures metrics and traces.
+	Telemetry TelemetryConfig `yaml:"telemetry"`
+	// ShutdownTimeout bounds a graceful shutdown (SIGTERM), after which
+	// the process aborts; zero means 30s.
+	ShutdownTimeout time.Duration `yaml:"shutdownTimeout"`
+}
+
+// TelemetryConfig configures a process's metrics and traces. OTLP export
+// is configured by the standard OTEL_EXPORTER_OTLP_* variables.
+type TelemetryConfig struct {
+	// Disabled turns metrics and traces off (/metrics is empty).
+	Disabled bool `yaml:"disabled"`
+}
+
+// MetastoreConfig is one member of an etcd cluster: a region's metadata
+// store or the global configuration store.
+type MetastoreConfig struct {
+	metastore.EmbedConfig `yaml:",inline"`
+	// HTTPAddr is where /healthz, /readyz and /metrics are served; empty
+	// serves none.
+	HTTPAddr string `yaml:"httpAddr"`
+}
+
+// BookieConfig is one bookie.
+type BookieConfig struct {
+	bookie.Config `yaml:",inline"`
+	// HTTPAddr is where /healthz, /readyz and /metrics are served; empty
+	// serves none.
+	HTTPAddr string `yaml:"httpAddr"`
+}
+
+// BrokerConfig is one broker: the broker's settings plus where it
+// listens and what it is called.
+type BrokerConfig struct {
+	broker.Config `yaml:",inline"`
+	// Name is the broker's stable name (ownership, metrics); empty means
+	// the host name.
+	Name string `yaml:"name"`
+	// ListenAddr is the Pulsar protocol listener; empty means
+	// 0.0.0.0:6650.
+	ListenAddr string `yaml:"listenAddr"`
+	// HTTPListenAddr serves the admin REST API, lookups, /healthz,
+	// /readyz and /metrics; empty means 0.0.0.0:8080.
+	HTTPListenAddr string `yaml:"httpListenAddr"`
+	// AdvertisedAddress is the host clients and other brokers reach this
+	// broker at; empty means the listen host, or the host name when that
+	// is a wildcard. ServiceURL and HTTPURL, when set, override the
+	// advertised URLs entirely.
+	AdvertisedAddress string `yaml:"advertisedAddress"`
+	// DataDir keeps the broker's copy of the global configuration, so it
+	// starts while the global store is down; empty keeps none.
+	DataDir string `yaml:"dataDir"`
+	// LeaseTTL is how long a dead broker keeps its bundles; zero means
+	// 10s.
+	LeaseTTL time.Duration `yaml:"leaseTTL"`
+}
+
+// ReplicatorConfig is one replicator worker.
+type ReplicatorConfig struct {
+	replicator.Config `yaml:",inline"`
+	// NATSURL is the region's NATS server(s), "nats://host:port[,...]".
+	NATSURL string `yaml:"natsUrl"`
+	// DataDir keeps the worker's copy of the global configuration; empty
+	// keeps none.
+	DataDir string `yaml:"dataDir"`
+	// HTTPAddr is where /healthz, /readyz and /metrics are served; empty
+	// serves none.
+	HTTPAddr string `yaml:"httpAddr"`
+}
+
+// NATSConfig is one NATS server of a region.
+type NATSConfig struct {
+	natsembed.Config `yaml:",inline"`
+	// HTTPAddr is where /healthz, /readyz and /metrics are served; empty
+	// serves none.
+	HTTPAddr string `yaml:"httpAddr"`
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// ValidName reports whether s can name a region.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+// Hostname is the default name of brokers, bookies' id prefix and
+// replicator workers: the host name, lower-cased, or "localhost".
+func Hostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+	return strings.ToLower(h)
+}
+
+// ValidAddr checks a host:port setting (empty is fine).
+func ValidAddr(field, a string) error {
+	if a == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(a); err != nil {
+		return fmt.Errorf("%s: %q is not host:port", field, a)
+	}
+	return nil
+}
+
+// Validate reports every problem of a broker's settings at once.
+func (c BrokerConfig) Validate() error {
+	var errs []error
+	if !ValidName(c.Region) {
+		errs = append(errs, fmt.Errorf("broker.region: %q must be 1-63 lower-case letters, digits or dashes", c.Region))
+	}
+	if c.Name != "" && !validID(c.Name) {
+		errs = append(errs, fmt.Errorf("broker.name: %q must be letters, digits, '.', '-' or '_'", c.Name))
+	}
+	errs = append(errs, ValidAddr("broker.listenAddr", c.ListenAddr), ValidAddr("broker.httpListenAddr", c.HTTPListenAddr))
+	if c.LeaseTTL < 0 || c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
+		errs = append(errs, fmt.Errorf("broker.leaseTTL: %v must be 0 (default) or at least 1s", c.LeaseTTL))
+	}
+	// The broker's own checks, with the URLs it will advertise.
+	bc := c.Config
+	if bc.ServiceURL == "" {
+		bc.ServiceURL = "pulsar://placeholder:6650"
+	}
+	errs = append(errs, bc.Validate())
+	return errors.Join(errs...)
+}
+
+// Validate reports every problem of a worker's settings at once.
+func (c ReplicatorConfig) Validate() error {
+	var errs []error
+	if !ValidName(c.Region) {
+		errs = append(errs, fmt.Errorf("replicator.region: %q must be 1-63 lower-case letters, digits or dashes", c.Region))
+	}
+	if c.ID != "" && !validID(c.ID) {
+		errs = append(errs, fmt.Errorf("replicator.id: %q must be letters, digits, '.', '-' or '_'", c.ID))
+	}
+	if c.NATSURL == "" {
+		errs = append(errs, errors.New("replicator.natsUrl: required"))
+	}
+	rc := c.Config
+	if rc.ID == "" {
+		rc.ID = "placeholder"
+	}
+	if rc.ServiceURL == "" {
+		errs = append(errs, errors.New("replicator.serviceUrl: required (the region's brokers, pulsar://host:port[,host:port])"))
+		rc.ServiceURL = "pulsar://placeholder:6650"
+	}
+	errs = append(errs, rc.Validate(), ValidAddr("replicator.httpAddr", c.HTTPAddr))
+	return errors.Join(errs...)
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+func validID(s string) bool { return idRE.MatchString(s) }
+
+// RegionConfig is the file's region section with the role sections as
+// its templates.
+func (f File) RegionConfig() Config {
+	c := f.Region
+	c.Metastore, c.Global = f.Metastore, f.Global
+	c.Bookie, c.Broker, c.Replicator, c.NATS = f.Bookie.Config, f.Broker, f.Replicator, f.NATS.Config
+	c.TelemetryOff = f.Telemetry.Disabled
+	return c
+}

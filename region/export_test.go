@@ -1,0 +1,74 @@
+package region
+
+import (
+	"context"
+	"time"
+
+	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/globalconfig"
+	"github.com/isobar-mq/isobar/replicator"
+)
+
+// Test-only operations on running regions and federations: crashes,
+// restarts and views into the parts. They live here, compiled only into
+// the package's tests, not in the production API.
+
+// Broker returns broker i.
+func (r *Region) Broker(i int) *broker.Broker { return r.brokers[i].Broker() }
+
+// KillBroker stops broker i as a crash would (lifecycle Abort).
+func (r *Region) KillBroker(i int) { r.brokers[i].Abort() }
+
+// KillReplicator stops replicator worker i as a crash would.
+func (r *Region) KillReplicator(i int) { r.workers[i].Abort() }
+
+// RestartReplicator starts worker i again (after KillReplicator).
+func (r *Region) RestartReplicator(ctx context.Context, i int) error {
+	return r.workers[i].Start(ctx)
+}
+
+// Replicators returns the running workers (nil for killed ones).
+func (r *Region) Replicators() []*replicator.Worker {
+	out := make([]*replicator.Worker, len(r.workers))
+	for i, w := range r.workers {
+		out[i] = w.Worker()
+	}
+	return out
+}
+
+// RestartNATS stops the region's NATS server and starts it again on the
+// same ports after down; its clients reconnect by themselves.
+func (r *Region) RestartNATS(ctx context.Context, down time.Duration) error {
+	r.nats.Shutdown(ctx)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(down):
+	}
+	return r.nats.Start(ctx)
+}
+
+// Global is the first broker's cache of the global configuration store.
+func (r *Region) Global() *globalconfig.Cache { return r.brokers[0].pol.cache }
+
+// StopRegion shuts region i down.
+func (f *Federation) StopRegion(ctx context.Context, i int) error {
+	return f.Regions[i].Shutdown(ctx)
+}
+
+// StartRegion starts region i again on its data and config.
+func (f *Federation) StartRegion(ctx context.Context, i int) error {
+	r, err := Start(ctx, f.configs[i], f.deps)
+	if err != nil {
+		return err
+	}
+	f.Regions[i] = r
+	return nil
+}
+
+// StopGlobal stops the global store; the regions keep serving from their
+// caches.
+func (f *Federation) StopGlobal() { f.global.Shutdown(context.Background()) }
+
+// StartGlobal starts the global store again on its directory and ports.
+func (f *Federation) StartGlobal(ctx context.Context) error { return f.global.Start(ctx) }

@@ -1,0 +1,77 @@
+package region
+
+import (
+	"fmt"
+	"net"
+)
+
+// The port plan of `isobar dev` and `isobar region`: region i of a
+// federation owns the block base+100*i .. base+100*i+99, and its brokers'
+// HTTP ports sit at base+1430+100*i+j, so the default base 6650 gives
+// region 0 Pulsar's familiar 6650 and 8080. The global configuration
+// store lives in region 0's block. A federation of N `isobar region`
+// processes with the same base and their indexes is wired exactly like
+// `isobar dev`.
+const (
+	PortStride     = 100  // ports per region
+	brokerShift    = 0    // broker j's Pulsar port: +j (j < 10)
+	globalShift    = 10   // global store client (+11 peer), region 0's block
+	natsShift      = 20   // NATS client; +21 gateway, +22 cluster routes
+	metastoreShift = 30   // etcd client; +31 peer
+	bookieShift    = 40   // bookie j: +40+j (j < 60)
+	httpShift      = 1430 // broker j's HTTP port: base+1430+100*i+j
+	// MaxBrokers and MaxBookies are how many of each fit in a block.
+	MaxBrokers = globalShift - brokerShift
+	MaxBookies = PortStride - bookieShift
+)
+
+// Ports are one region's ports in the plan.
+type Ports struct {
+	Broker        int // broker j at Broker+j
+	HTTP          int // broker j at HTTP+j
+	NATS          int
+	NATSGateway   int
+	NATSCluster   int
+	Metastore     int
+	MetastorePeer int
+	Bookie        int // bookie j at Bookie+j
+}
+
+// PlanPorts returns region index's ports for base.
+func PlanPorts(base, index int) Ports {
+	block := base + PortStride*index
+	return Ports{
+		Broker:        block + brokerShift,
+		HTTP:          base + httpShift + PortStride*index,
+		NATS:          block + natsShift,
+		NATSGateway:   block + natsShift + 1,
+		NATSCluster:   block + natsShift + 2,
+		Metastore:     block + metastoreShift,
+		MetastorePeer: block + metastoreShift + 1,
+		Bookie:        block + bookieShift,
+	}
+}
+
+// GlobalPorts are the global configuration store's client and peer ports
+// for base.
+func GlobalPorts(base int) (client, peer int) {
+	return base + globalShift, base + globalShift + 1
+}
+
+// CheckPlan reports whether regions regions fit the plan at base.
+func CheckPlan(base, regions int) error {
+	if base < 1024 || base+httpShift+PortStride*regions > 65535 {
+		return fmt.Errorf("base port %d leaves no room for %d regions of %d ports", base, regions, PortStride)
+	}
+	return nil
+}
+
+// freePort returns a port nothing listens on now.
+func freePort(host string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,135 @@
+package region
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/replicator"
+)
+
+// Replicator is one replicator worker with its own metadata store and
+// NATS connections and its own view of the policies (a
+// lifecycle.Component).
+type Replicator struct {
+	cfg          ReplicatorConfig
+	meta, global metastore.Config
+	deps         Deps
+	logger       *slog.Logger
+
+	store *metastore.Store
+	pol   *policies
+	nc    *nats.Conn
+	w     *replicator.Worker
+}
+
+// NewReplicator returns a worker for cfg whose region metadata store is
+// meta and whose global configuration store is global.
+func NewReplicator(cfg ReplicatorConfig, meta, global metastore.Config, deps Deps) *Replicator {
+	deps = deps.withDefaults()
+	if cfg.ID == "" {
+		cfg.ID = Hostname()
+	}
+	return &Replicator{cfg: cfg, meta: meta, global: global, deps: deps,
+		logger: deps.Logger.With("replicator", cfg.ID)}
+}
+
+// Name implements lifecycle.Component.
+func (c *Replicator) Name() string { return "replicator " + c.cfg.ID }
+
+// Worker is the running worker (nil before Start and after Abort).
+func (c *Replicator) Worker() *replicator.Worker { return c.w }
+
+// Start implements lifecycle.Component.
+func (c *Replicator) Start(ctx context.Context) (err error) {
+	if err := c.cfg.Validate(); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			c.release()
+		}
+	}()
+	if c.store, err = connectMeta(ctx, c.meta, "metadata store", c.logger); err != nil {
+		return err
+	}
+	tel := c.deps.Telemetry
+	c.pol, err = openPolicies(ctx, policiesConfig{
+		local: c.store, global: c.global, dataDir: c.cfg.DataDir, cluster: c.cfg.Region,
+		logger: c.logger, meter: tel.MeterProvider(),
+	})
+	if err != nil {
+		return err
+	}
+	// The worker must come up while NATS is down (it serves the local
+	// side as soon as NATS is back), so the connection retries forever.
+	c.nc, err = nats.Connect(c.cfg.NATSURL, nats.Name(c.cfg.ID), nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond), nats.RetryOnFailedConnect(true))
+	if err != nil {
+		return fmt.Errorf("nats %s: %w", c.cfg.NATSURL, err)
+	}
+	c.w, err = replicator.Start(ctx, c.cfg.Config, replicator.Deps{
+		NATS: c.nc, Meta: c.store, Policies: c.pol.store, Logger: c.logger,
+		MeterProvider: tel.MeterProvider(), TracerProvider: tel.TracerProvider(),
+	})
+	if err != nil {
+		return err
+	}
+	c.logger.Info("replicator serving", "region", c.cfg.Region, "serviceUrl", c.cfg.ServiceURL, "nats", c.cfg.NATSURL)
+	return nil
+}
+
+// Ready implements lifecycle.Checker: the worker is registered and
+// connected to NATS.
+func (c *Replicator) Ready(context.Context) error {
+	switch {
+	case c.w == nil:
+		return errors.New("not running")
+	case !c.nc.IsConnected():
+		return errors.New("not connected to NATS")
+	case !c.w.Registered():
+		return errors.New("not registered in the metadata store")
+	}
+	return nil
+}
+
+// Shutdown implements lifecycle.Component: the worker deregisters, so the
+// other workers of the region take its streams over at their next scan,
+// stops its streams and its sink, and closes its connections.
+func (c *Replicator) Shutdown(context.Context) error {
+	if c.w == nil {
+		return nil
+	}
+	err := c.w.Close()
+	c.w = nil
+	c.release()
+	return err
+}
+
+// Abort implements lifecycle.Component: no deregistration (the lease
+// expires) and no draining.
+func (c *Replicator) Abort() {
+	if c.w == nil {
+		return
+	}
+	c.w.Abort()
+	c.w = nil
+	c.release()
+}
+
+func (c *Replicator) release() {
+	if c.nc != nil {
+		c.nc.Close()
+	}
+	if c.pol != nil {
+		c.pol.close()
+	}
+	if c.store != nil {
+		c.store.Close()
+	}
+}
