@@ -284,7 +284,7 @@ func (openNamespaces) CreatePartitioned(context.Context, topic.Name, int) error 
 type Broker struct {
 	cfg  Config
 	deps Deps
-	log *slog.Logger
+	log  *slog.Logger
 
 	ctx    context.Context // cancelled by Shutdown's deadline or Close
 	cancel context.CancelFunc

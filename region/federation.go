@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-		"slices"
+	"slices"
 	"strconv"
 	"time"
 
