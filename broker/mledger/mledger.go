@@ -61,28 +61,32 @@ var (
 type Config struct {
 	// MaxEntriesPerLedger rolls over to a new ledger once the current one
 	// has this many entries. Zero means 50000 (Pulsar's default).
-	MaxEntriesPerLedger int64
+	MaxEntriesPerLedger int64 `yaml:"maxEntriesPerLedger"`
 	// MaxLedgerSize rolls over once the current ledger holds this many data
 	// bytes. Zero means 2 GiB.
-	MaxLedgerSize int64
+	MaxLedgerSize int64 `yaml:"maxLedgerSize"`
 	// MaxLedgerAge rolls over, at the next add, once the current ledger is
 	// this old. Zero means 4h.
-	MaxLedgerAge time.Duration
+	MaxLedgerAge time.Duration `yaml:"maxLedgerAge"`
 	// EnsembleSize, WriteQuorum and AckQuorum shape new ledgers (E, Qw,
-	// Qa). Zero means the ledger client's defaults (3, 2, 2).
-	EnsembleSize, WriteQuorum, AckQuorum int
+	// Qa). Zero means 2 each, Pulsar's managedLedgerDefault* values: every
+	// entry on two bookies, and a region of three bookies keeps writing
+	// (after an ensemble change) while any one of them is down.
+	EnsembleSize int `yaml:"ensembleSize"`
+	WriteQuorum  int `yaml:"writeQuorum"`
+	AckQuorum    int `yaml:"ackQuorum"`
 	// MaxPendingAdds bounds the adds queued for the driver; AddEntryAsync
 	// blocks (bounded by its ctx) while the queue is full. Zero means 1000.
-	MaxPendingAdds int
+	MaxPendingAdds int `yaml:"maxPendingAdds"`
 	// TailCacheEntries is how many of the newest entries of the current
 	// ledger are kept in memory to serve recent reads. Entries the bookies
 	// cannot serve yet (their last-add-confirmed, piggybacked on adds,
 	// trails the writer by up to the ledger client's MaxInFlight entries)
 	// are kept whatever this says. Zero means 1024.
-	TailCacheEntries int
+	TailCacheEntries int `yaml:"tailCacheEntries"`
 	// TailCacheBytes bounds the tail cache's data bytes the same way.
 	// Zero means 4 MiB.
-	TailCacheBytes int64
+	TailCacheBytes int64 `yaml:"tailCacheBytes"`
 }
 
 // Deps are a managed ledger's live dependencies (Config holds settings
@@ -145,6 +149,15 @@ func (c Config) Validate() error {
 }
 
 func (c Config) withDefaults() Config {
+	if c.EnsembleSize == 0 {
+		c.EnsembleSize = 2
+	}
+	if c.WriteQuorum == 0 {
+		c.WriteQuorum = min(2, c.EnsembleSize)
+	}
+	if c.AckQuorum == 0 {
+		c.AckQuorum = c.WriteQuorum
+	}
 	if c.MaxEntriesPerLedger == 0 {
 		c.MaxEntriesPerLedger = 50000
 	}
