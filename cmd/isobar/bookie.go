@@ -60,7 +60,7 @@ then flags.`,
 	fl.StringVar(&cfgPath, "config", "", "YAML config file")
 	fl.StringSliceVar(&f.Metastore.Endpoints, "metastore", nil, "etcd endpoints of the region's metadata store")
 	fl.StringVar(&f.Bookie.Region, "region", "", "region name")
-	fl.StringVar(&f.Bookie.ID, "id", "", "bookie id (default: advertised address)")
+	fl.StringVar(&f.Bookie.ID, "id", "", "bookie id, fixed at its first start (default: <hostname>-<8 hex digits>; directories of earlier versions: advertised address)")
 	fl.StringVar(&f.Bookie.ListenAddr, "listen", "127.0.0.1:3181", "listen address")
 	fl.StringVar(&f.Bookie.AdvertiseAddr, "advertise", "", "address clients dial (default: listen address)")
 	fl.StringVar(&f.Bookie.Rack, "rack", "", "rack / failure-domain label")
