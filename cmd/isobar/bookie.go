@@ -66,7 +66,69 @@ then flags.`,
 	fl.StringVar(&f.Bookie.Rack, "rack", "", "rack / failure-domain label")
 	fl.StringVar(&f.Bookie.JournalDir, "journal-dir", "", "journal directory")
 	fl.StringVar(&f.Bookie.LedgerDir, "ledger-dir", "", "ledger storage directory (may be another disk)")
+	cmd.AddCommand(newBookieDecommissionCmd(g))
 	return cmd
+}
+
+func newBookieDecommissionCmd(g *globalFlags) *cobra.Command {
+	var mc metastore.Config
+	var region, id string
+	cmd := &cobra.Command{
+		Use:   "decommission",
+		Short: "Retire a bookie for good so that its id may be reused",
+		Long: `Retire a bookie whose disks are gone for good, once its ledgers are
+re-replicated: delete its cookie from the region's metadata store
+(/isobar/<region>/cookies/<id>), so that a bookie on new directories may
+take the id. Refused while the bookie is registered (live). Directories
+that still hold the bookie's cookie must be wiped before they are used
+again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var errs []error
+			if err := mc.Validate(); err != nil {
+				errs = append(errs, err)
+			}
+			if region == "" {
+				errs = append(errs, errors.New("--region: required"))
+			}
+			if id == "" {
+				errs = append(errs, errors.New("--id: required"))
+			}
+			if err := errors.Join(errs...); err != nil {
+				return usageError{err}
+			}
+			logger, err := g.logger()
+			if err != nil {
+				return err
+			}
+			mc.Logger = logger
+			meta, err := metastore.Connect(cmd.Context(), mc)
+			if err != nil {
+				return err
+			}
+			defer meta.Close()
+			if err := bookie.Decommission(cmd.Context(), meta, region, id); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "bookie %s of region %s decommissioned\n", id, region)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&mc.Endpoints, "metastore", nil, "etcd endpoints of the region's metadata store")
+	fl.StringVar(&region, "region", "", "region name")
+	fl.StringVar(&id, "id", "", "id of the bookie to retire")
+	return cmd
+}
+
+// identityUsage marks a refusal of the bookie's identity checks as a usage
+// error (exit status 2): the operator's configuration or directories are
+// wrong, and starting again as is fails again.
+func identityUsage(err error) error {
+	if errors.Is(err, bookie.ErrIdentity) {
+		return usageError{err}
+	}
+	return err
 }
 
 func runBookie(ctx context.Context, f bookieFile, logger *slog.Logger) error {
@@ -78,14 +140,14 @@ func runBookie(ctx context.Context, f bookieFile, logger *slog.Logger) error {
 	defer meta.Close()
 	srv, err := bookie.New(f.Bookie, meta, logger)
 	if err != nil {
-		return err
+		return identityUsage(err)
 	}
 	if err := srv.Start(ctx); err != nil {
 		srv.Shutdown(context.Background())
 		if ctx.Err() != nil {
 			return nil // stopped (Ctrl-C) while starting: a clean exit
 		}
-		return err
+		return identityUsage(err)
 	}
 	fmt.Fprintf(os.Stdout, "bookie %s serving on %s (region %s)\n", srv.ID(), srv.Addr(), f.Bookie.Region)
 	<-ctx.Done()
