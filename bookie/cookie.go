@@ -95,7 +95,11 @@ type dirState struct {
 	hasData bool
 }
 
-func inspectDir(fsys vfs.FS, dir string) (dirState, error) {
+// inspectDir reads dir's cookie and tells whether it holds data. Not data:
+// the cookie, a cookie write that did not finish, a file system's
+// lost+found (a new disk mounted at dir) and the bookie's other directory
+// when it is nested in this one (other).
+func inspectDir(fsys vfs.FS, dir, other string) (dirState, error) {
 	st := dirState{dir: dir}
 	names, err := fsys.List(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -114,10 +118,11 @@ func inspectDir(fsys vfs.FS, dir string) (dirState, error) {
 					ErrIdentity, filepath.Join(dir, n), err, CookieFile)
 			}
 			st.cookie = &c
-		case CookieFile + ".tmp":
-			// Left by a cookie write that did not finish: not data.
+		case CookieFile + ".tmp", "lost+found":
 		default:
-			st.hasData = true
+			if filepath.Join(dir, n) != filepath.Clean(other) {
+				st.hasData = true
+			}
 		}
 	}
 	return st, nil
@@ -262,11 +267,11 @@ func resolveIdentity(cfg Config) (identity, error) {
 	if fsys == nil {
 		fsys = vfs.Default
 	}
-	j, err := inspectDir(fsys, cfg.JournalDir)
+	j, err := inspectDir(fsys, cfg.JournalDir, cfg.LedgerDir)
 	if err != nil {
 		return identity{}, err
 	}
-	l, err := inspectDir(fsys, cfg.LedgerDir)
+	l, err := inspectDir(fsys, cfg.LedgerDir, cfg.JournalDir)
 	if err != nil {
 		return identity{}, err
 	}

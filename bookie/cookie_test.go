@@ -533,3 +533,26 @@ func TestDecommission(t *testing.T) {
 		t.Fatal("the reused id kept the old instance id")
 	}
 }
+
+// TestCookieFreshDisks: new disks (a file system's lost+found) and a
+// ledger directory nested in the journal directory are empty, not data of
+// an earlier version: the first start generates an id.
+func TestCookieFreshDisks(t *testing.T) {
+	e := newIdentityEnv(t)
+	cfg := e.config(t.TempDir())
+	cfg.LedgerDir = filepath.Join(cfg.JournalDir, "ledgers")
+	for _, d := range []string{cfg.JournalDir, cfg.LedgerDir} {
+		if err := os.MkdirAll(filepath.Join(d, "lost+found"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := e.mustStart(cfg)
+	if s.ID() == s.Addr() || readCookieFile(t, cfg.LedgerDir).BookieID != s.ID() {
+		t.Fatalf("fresh disks started as %q at %s", s.ID(), s.Addr())
+	}
+	id := s.ID()
+	stop(t, s)
+	if s := e.mustStart(cfg); s.ID() != id {
+		t.Fatalf("restarted as %q, want %q", s.ID(), id)
+	}
+}
