@@ -18,7 +18,15 @@ import (
 // Config configures a bookie. The zero value of every optional field means
 // the documented default.
 type Config struct {
-	// ID names the bookie in the metadata store; empty means its advertised address.
+	// ID names the bookie in the metadata store and in ledger metadata. It
+	// is fixed at the bookie's first start, when it is written, with a
+	// random instance id, into a cookie in both directories and in the
+	// metadata store (docs/format/cookie.md); later starts read it from the
+	// cookie, and a configured ID that differs from it is refused. Empty
+	// means: at a first start, a generated one (<hostname>-<8 hex digits>);
+	// for directories written by an earlier version (data, no cookie), the
+	// advertised address, the id those versions used. The address may change
+	// between starts: the registration maps the id to the current one.
 	ID string `yaml:"id"`
 	// Region is the region whose metadata store the bookie registers in.
 	Region string `yaml:"region"`

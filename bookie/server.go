@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/isobar-mq/isobar/bookie/proto"
 	"github.com/isobar-mq/isobar/bookie/storage"
 	"github.com/isobar-mq/isobar/metastore"
@@ -31,6 +33,7 @@ type Server struct {
 	meta    *metastore.Store // nil: not registered anywhere (tests of the protocol alone)
 	logger  *slog.Logger
 	metrics *metrics
+	ident   identity // the cookie; settled by New, or by StartOn for legacy directories
 
 	readOnly      atomic.Bool
 	forceReadOnly atomic.Bool
@@ -42,6 +45,7 @@ type Server struct {
 	mu       sync.Mutex
 	ln       net.Listener
 	lease    *metastore.Lease
+	ownLease int64 // id of the last lease this server registered with; 0 before the first
 	conns    map[*conn]struct{}
 	shutdown bool
 	// cancel stops the background loops (accept, registration, usage);
@@ -69,9 +73,18 @@ func RegistrationKey(region, id string) string {
 	return proto.BookiesPrefix(metastore.RegionPrefix(region)) + id
 }
 
-// New opens the bookie's storage (replaying its journal). Call Start or Serve
-// to accept connections. deps.Meta may be nil when the bookie need not
-// register.
+// New settles the bookie's identity and opens its storage (replaying its
+// journal). Call Start or Serve to accept connections. deps.Meta may be nil
+// when the bookie need not register.
+//
+// The identity comes from the cookie in the journal and ledger directories
+// (docs/format/cookie.md): New checks it against the configuration and the
+// metadata store's copy, and refuses, with an error wrapping ErrIdentity
+// and before anything is written, when they disagree. At a first start it
+// makes the cookie (the configured id, or a generated one) and writes it
+// into both directories and then into the metadata store. Legacy
+// directories (data, no cookie) adopt the configured id or else the
+// advertised address; when that is the listener's, StartOn settles it.
 func New(cfg Config, deps Deps) (*Server, error) {
 	meta, logger := deps.Meta, deps.Logger
 	cfg = cfg.withDefaults()
@@ -85,7 +98,18 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("component", "bookie")
-	// Until StartOn settles the id, measurements carry the best guess.
+	ident, err := settleIdentity(cfg, deps.FS, meta)
+	if err != nil {
+		return nil, err
+	}
+	if !ident.pending {
+		cfg.ID = ident.cookie.BookieID
+	}
+	if ident.legacy {
+		logger.Info("directories without a cookie (written by an earlier version): adopting an id",
+			"id", cmp.Or(cfg.ID, "the listener's address"))
+	}
+	// Until StartOn settles a pending id, measurements carry the best guess.
 	m, err := newMetrics(deps.MeterProvider, cmp.Or(cfg.ID, cfg.AdvertiseAddr, cfg.ListenAddr))
 	if err != nil {
 		return nil, err
@@ -107,6 +131,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		meta:    meta,
 		logger:  logger,
 		metrics: m,
+		ident:   ident,
 		lacs:    map[uint64]*lacState{},
 		conns:   map[*conn]struct{}{},
 	}, nil
@@ -115,8 +140,15 @@ func New(cfg Config, deps Deps) (*Server, error) {
 // Storage exposes the bookie's storage engine (for tests and tools).
 func (s *Server) Storage() *storage.Store { return s.store }
 
-// ID is the bookie id (its advertised address unless configured).
+// ID is the bookie id: the one in its directories' cookie (configured or
+// generated at its first start; for directories of earlier versions, the
+// configured id or the advertised address). Empty until StartOn only for
+// legacy directories that adopt the listener's address.
 func (s *Server) ID() string { return s.cfg.ID }
+
+// InstanceID is the instance id of the bookie's cookie: random, made when
+// its directories were first used.
+func (s *Server) InstanceID() string { return s.ident.cookie.InstanceID }
 
 // Addr is the address the bookie listens on, once started.
 func (s *Server) Addr() string {
@@ -161,8 +193,11 @@ func (s *Server) StartOn(ctx context.Context, ln net.Listener) error {
 		return errors.New("bookie: already started or shut down")
 	}
 	s.ln = ln
-	if s.cfg.ID == "" {
+	pending := s.ident.pending
+	if pending {
 		s.cfg.ID = s.advertised()
+		s.ident.cookie.BookieID = s.cfg.ID
+		s.ident.pending = false
 	}
 	s.metrics.setBookie(s.cfg.ID)
 	rctx, cancel := context.WithCancel(context.Background())
@@ -170,6 +205,18 @@ func (s *Server) StartOn(ctx context.Context, ln net.Listener) error {
 	s.cancel, s.connCancel = cancel, connCancel
 	s.mu.Unlock()
 
+	if pending {
+		// Legacy directories adopt the listener's address, the id earlier
+		// versions used: check it with the metadata store and write the
+		// cookies now.
+		s.logger.Info("directories without a cookie adopt the advertised address as their id", "id", s.cfg.ID)
+		if err := finishIdentity(ctx, s.meta, s.cfg, &s.ident); err != nil {
+			cancel()
+			connCancel()
+			ln.Close()
+			return err
+		}
+	}
 	s.refreshReadOnly()
 	if s.meta != nil {
 		if err := s.register(ctx); err != nil {
@@ -273,7 +320,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.meta != nil {
 		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
-		s.meta.Delete(dctx, RegistrationKey(s.cfg.Region, s.cfg.ID))
+		s.deregister(dctx)
 		dcancel()
 	}
 	done := make(chan struct{})
@@ -512,13 +559,25 @@ func (s *Server) registration() ([]byte, error) {
 	return json.Marshal(Registration{
 		ID: s.cfg.ID, Address: s.advertised(), Rack: s.cfg.Rack,
 		TotalBytes: u.LedgerTotal, FreeBytes: u.LedgerFree, ReadOnly: s.ReadOnly(),
+		InstanceID: s.ident.cookie.InstanceID,
 	})
 }
 
-// register publishes the bookie under a lease. A registration under the same
-// id that is still live is refused, except when it names this bookie's own
-// address: that is this bookie's previous life (a crash leaves its lease
-// running for up to a TTL), so register waits for it to expire.
+// register publishes the bookie under a lease. A registration under the
+// same id that is still live is handled so:
+//   - with this bookie's instance id, at the first registration of this
+//     server, it is this bookie's previous life (a crash leaves its lease
+//     running for up to a TTL), at this address or another: register
+//     revokes its lease and takes over at once. Later (re-registering after
+//     a lost lease) only a registration under this server's own last lease
+//     is taken over: one under another lease is another process started on
+//     this bookie's directories (or copies of them), which register does
+//     not fight;
+//   - without an instance id (a bookie of an earlier version) and with this
+//     bookie's address, it is this bookie's previous life too, before its
+//     upgrade: register waits for it to expire (up to 2×TTL+5s);
+//   - otherwise another bookie holds the id: register fails at once with
+//     an error wrapping ErrIdentity.
 func (s *Server) register(ctx context.Context) error {
 	key := RegistrationKey(s.cfg.Region, s.cfg.ID)
 	deadline := time.Now().Add(2*s.cfg.RegistrationTTL + 5*time.Second)
@@ -527,19 +586,52 @@ func (s *Server) register(ctx context.Context) error {
 		if !errors.Is(err, metastore.ErrExists) {
 			return err
 		}
-		kv, gerr := s.meta.Get(ctx, key)
+		resp, gerr := s.meta.Client().Get(ctx, key)
 		if gerr != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("bookie: register %s: %w", s.cfg.ID, gerr)
+		}
+		if len(resp.Kvs) == 0 {
 			continue // gone meanwhile: try again
 		}
+		kv := resp.Kvs[0]
 		var prev Registration
-		if json.Unmarshal(kv.Value, &prev) != nil || prev.Address != s.advertised() || time.Now().After(deadline) {
-			return fmt.Errorf("bookie: register %s: another live bookie holds this id: %w", s.cfg.ID, err)
+		jerr := json.Unmarshal(kv.Value, &prev)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bookie: register %s: the registration at %s is still there after %v: %w",
+				s.cfg.ID, prev.Address, 2*s.cfg.RegistrationTTL+5*time.Second, err)
 		}
-		s.logger.Info("waiting for this bookie's previous registration to expire", "id", s.cfg.ID)
-		select {
-		case <-time.After(500 * time.Millisecond):
-		case <-ctx.Done():
-			return ctx.Err()
+		switch {
+		case jerr == nil && prev.InstanceID != "" && prev.InstanceID == s.ident.cookie.InstanceID &&
+			(s.lastLease() == 0 || s.lastLease() == kv.Lease):
+			s.logger.Info("revoking this bookie's previous registration", "id", s.cfg.ID,
+				"previousAddress", prev.Address, "lease", kv.Lease)
+			if kv.Lease != 0 {
+				// Errors are not checked: if the lease is gone the next
+				// attempt finds no key; if etcd failed, it fails too.
+				s.meta.Client().Revoke(ctx, clientv3.LeaseID(kv.Lease))
+			} else {
+				s.meta.DeleteIf(ctx, key, kv.ModRevision)
+			}
+			continue
+		case jerr == nil && prev.InstanceID == "" && prev.Address == s.advertised():
+			s.logger.Info("waiting for this bookie's previous registration (of an earlier version) to expire", "id", s.cfg.ID)
+			select {
+			case <-time.After(500 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		case jerr == nil && prev.InstanceID == s.ident.cookie.InstanceID:
+			return fmt.Errorf("%w: live registration: another process registered bookie %q with this bookie's instance id (address %s) "+
+				"after this one had registered: two processes run on this bookie's directories or copies of them; stop one",
+				ErrIdentity, s.cfg.ID, prev.Address)
+		default:
+			return fmt.Errorf("%w: live registration: another bookie is registered as %q (address %s, instance %s; this bookie is instance %s): "+
+				"two bookies are configured with one id or started on copies of one bookie's directories; "+
+				"give each bookie its own id and directories",
+				ErrIdentity, s.cfg.ID, prev.Address, cmp.Or(prev.InstanceID, "unknown"), s.ident.cookie.InstanceID)
 		}
 	}
 }
@@ -562,8 +654,32 @@ func (s *Server) registerOnce(ctx context.Context, key string) error {
 	}
 	s.mu.Lock()
 	s.lease = lease
+	s.ownLease = lease.ID()
 	s.mu.Unlock()
 	return nil
+}
+
+func (s *Server) lastLease() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ownLease
+}
+
+// deregister deletes the bookie's registration if it is this bookie's
+// (another bookie's, met by a failed start, stays).
+func (s *Server) deregister(ctx context.Context) {
+	if s.cfg.ID == "" {
+		return
+	}
+	key := RegistrationKey(s.cfg.Region, s.cfg.ID)
+	kv, err := s.meta.Get(ctx, key)
+	if err != nil {
+		return
+	}
+	var reg Registration
+	if json.Unmarshal(kv.Value, &reg) == nil && reg.InstanceID == s.ident.cookie.InstanceID {
+		s.meta.DeleteIf(ctx, key, kv.Rev)
+	}
 }
 
 // registrationLoop refreshes the registration (free space, read-only state)
@@ -593,12 +709,12 @@ func (s *Server) registrationLoop(ctx context.Context) {
 			s.lease = nil
 			s.mu.Unlock()
 			if err := s.register(ctx); err != nil {
-				s.logger.Warn("re-register failed", "err", err)
+				s.logReregisterFailed(err)
 			}
 		case <-t.C:
 			if lease == nil {
 				if err := s.register(ctx); err != nil {
-					s.logger.Warn("re-register failed", "err", err)
+					s.logReregisterFailed(err)
 				}
 				continue
 			}
@@ -614,6 +730,14 @@ func (s *Server) registrationLoop(ctx context.Context) {
 			cancel()
 		}
 	}
+}
+
+func (s *Server) logReregisterFailed(err error) {
+	if errors.Is(err, ErrIdentity) {
+		s.logger.Error("re-register refused; this bookie stays unregistered", "err", err)
+		return
+	}
+	s.logger.Warn("re-register failed", "err", err)
 }
 
 // usageLoop keeps the read-only state current when the bookie is not registered.

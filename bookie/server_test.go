@@ -408,17 +408,19 @@ func TestRegistration(t *testing.T) {
 	if reg.Address != s.Addr() || reg.Rack != "rack-a" || reg.TotalBytes == 0 || reg.ReadOnly {
 		t.Fatalf("registration %+v", reg)
 	}
-	// A second bookie claiming the same id is refused.
+	if reg.InstanceID == "" || reg.InstanceID != s.InstanceID() {
+		t.Fatalf("registration %+v does not carry the instance id %s", reg, s.InstanceID())
+	}
+	// A second bookie claiming the same id is refused (its empty
+	// directories are not those the id was created with).
 	cfg2 := testConfig(t, t.TempDir())
 	cfg2.ID = s.ID()
-	s2, err := New(cfg2, Deps{Meta: meta})
-	if err != nil {
-		t.Fatal(err)
+	if s2, err := New(cfg2, Deps{Meta: meta}); !errors.Is(err, ErrIdentity) {
+		if err == nil {
+			s2.Shutdown(context.Background())
+		}
+		t.Fatalf("duplicate bookie id: %v, want ErrIdentity", err)
 	}
-	if err := s2.Start(context.Background()); err == nil {
-		t.Fatal("duplicate bookie id accepted")
-	}
-	s2.Shutdown(context.Background())
 	// Read-only state reaches the registration.
 	s.SetReadOnly(true)
 	waitFor(t, 10*time.Second, func() bool {
@@ -467,7 +469,8 @@ func pipe() (net.Conn, net.Conn) { return net.Pipe() }
 // entries stored before the failure still read back.
 func TestStorageFailureTurnsBookieReadOnly(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
-	inj := &vfs.NthInjector{N: 3, Ops: []vfs.Op{vfs.OpSync}, Sticky: true}
+	// The first syncs are the cookies' (file and directory, each directory).
+	inj := &vfs.NthInjector{N: 5, Ops: []vfs.Op{vfs.OpSync}, Sticky: true}
 	s := startServer(t, cfg, Deps{FS: vfs.NewErrorFS(vfs.Default, inj)})
 	c := dialRaw(t, s.Addr())
 	var stored []uint64

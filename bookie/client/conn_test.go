@@ -37,7 +37,7 @@ func TestConnOperations(t *testing.T) {
 	ctx := context.Background()
 
 	info, err := c.Info(ctx)
-	if err != nil || info.ID != addr || info.TotalBytes == 0 || info.ReadOnly {
+	if err != nil || info.ID != cl.Bookie(0).ID() || info.TotalBytes == 0 || info.ReadOnly {
 		t.Fatalf("info %+v, %v", info, err)
 	}
 

@@ -151,6 +151,11 @@ type Client struct {
 	addrMu sync.RWMutex
 	addrs  map[string]string // bookie id → address, from registrations
 
+	// refreshMu serialises the address refreshes made on a miss or a
+	// failed dial; lastRefresh is when the last one ended.
+	refreshMu   sync.Mutex
+	lastRefresh time.Time
+
 	mu      sync.Mutex
 	closed  bool
 	writers map[*Writer]struct{}
@@ -326,7 +331,7 @@ func (c *Client) Delete(ctx context.Context, id uint64) error {
 			wg.Go(func() {
 				rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 				defer cancel()
-				conn, err := c.pool.Get(rctx, c.addrOf(b))
+				conn, err := c.bookie(rctx, b)
 				if err == nil {
 					err = conn.Delete(rctx, id)
 				}
@@ -407,21 +412,62 @@ func (c *Client) refreshAddrs(ctx context.Context) {
 }
 
 // addrOf is the address of bookie id: from its registration when one was
-// seen, else the id itself (a bookie's id is its address by default, and a
-// dead bookie's registration is gone).
-func (c *Client) addrOf(id string) string {
+// seen, else the id itself (bookies of earlier versions took their address
+// as id, and a dead bookie's registration is gone). known says which.
+func (c *Client) addrOf(id string) (addr string, known bool) {
 	c.addrMu.RLock()
 	a, ok := c.addrs[id]
 	c.addrMu.RUnlock()
 	if ok {
-		return a
+		return a, true
 	}
-	return id
+	return id, false
 }
 
-// bookie returns a connection to bookie id.
+// minRefreshInterval bounds how often misses and failed dials re-read the
+// registrations.
+const minRefreshInterval = 200 * time.Millisecond
+
+// refreshAddrsSince refreshes the address map unless a refresh ended after
+// since (a concurrent caller's served this one too) or less than
+// minRefreshInterval ago. Concurrent callers share one refresh.
+func (c *Client) refreshAddrsSince(ctx context.Context, since time.Time) {
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	if c.lastRefresh.After(since) || time.Since(c.lastRefresh) < minRefreshInterval {
+		return
+	}
+	c.refreshAddrs(ctx)
+	c.lastRefresh = time.Now()
+}
+
+// BookieConn returns a connection to bookie id at its current address
+// (for tools and tests).
+func (c *Client) BookieConn(ctx context.Context, id string) (*client.Conn, error) {
+	return c.bookie(ctx, id)
+}
+
+// bookie returns a connection to bookie id. A bookie's address may change
+// while its id stays (docs/format/cookie.md): an id without a known
+// address, or one whose known address does not answer, re-reads the
+// registrations and dials the address found there.
 func (c *Client) bookie(ctx context.Context, id string) (*client.Conn, error) {
-	return c.pool.Get(ctx, c.addrOf(id))
+	start := time.Now()
+	addr, known := c.addrOf(id)
+	if !known {
+		c.refreshAddrsSince(ctx, start)
+		addr, _ = c.addrOf(id)
+	}
+	conn, err := c.pool.Get(ctx, addr)
+	if err == nil || ctx.Err() != nil {
+		return conn, err
+	}
+	c.refreshAddrsSince(ctx, start)
+	if now, ok := c.addrOf(id); ok && now != addr {
+		c.log.Debug("bookie moved", "bookie", id, "from", addr, "to", now)
+		return c.pool.Get(ctx, now)
+	}
+	return nil, err
 }
 
 // closeLedger writes the metadata closed at lac/length with

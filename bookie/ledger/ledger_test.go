@@ -304,7 +304,7 @@ func TestEnsembleChangeUnderLoad(t *testing.T) {
 	testcluster.WaitFor(t, 20*time.Second, func() bool { n, _, _ := a.snapshot(); return n >= 500 })
 	victim := w.Metadata().Ensembles[0].Bookies[1]
 	go func() {
-		cl.BookieByAddr(victim).Stop()
+		cl.BookieByID(victim).Stop()
 		close(stopped)
 	}()
 	<-done
@@ -346,7 +346,7 @@ func TestReadOnlyBookieIsReplaced(t *testing.T) {
 		}
 	}
 	ro := w.Metadata().Ensembles[0].Bookies[0]
-	cl.BookieByAddr(ro).Server().SetReadOnly(true)
+	cl.BookieByID(ro).Server().SetReadOnly(true)
 	for i := 10; i < 30; i++ {
 		if _, err := w.Append(ctx, payload(i)); err != nil {
 			t.Fatal(err)
@@ -521,7 +521,7 @@ func TestRecoveryOfPartialTail(t *testing.T) {
 			length += uint64(len(payload(50)))
 			ws := ledger.WriteSet(50, md.EnsembleSize, md.WriteQuorum)
 			only := md.Last().Bookies[ws[len(ws)-1]]
-			conn, err := client.Dial(ctx, only, client.Options{})
+			conn, err := client.Dial(ctx, cl.BookieByID(only).Addr(), client.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -557,7 +557,7 @@ func checkFullyReplicated(t *testing.T, c *ledger.Client, md ledger.Metadata, id
 	for e := int64(0); e <= md.LastEntry; e++ {
 		seg := md.SegmentFor(e)
 		for _, idx := range ledger.WriteSet(e, md.EnsembleSize, md.WriteQuorum) {
-			conn, err := c.Pool().Get(ctx, seg.Bookies[idx])
+			conn, err := c.BookieConn(ctx, seg.Bookies[idx])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -727,7 +727,7 @@ func TestDeleteAndBadInput(t *testing.T) {
 		t.Fatalf("metadata after delete: %v", err)
 	}
 	for _, b := range md.AllBookies() {
-		conn, err := c.Pool().Get(ctx, b)
+		conn, err := c.BookieConn(ctx, b)
 		if err != nil {
 			t.Fatal(err)
 		}

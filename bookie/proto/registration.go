@@ -11,6 +11,11 @@ type Registration struct {
 	TotalBytes uint64 `json:"totalBytes"`
 	FreeBytes  uint64 `json:"freeBytes"`
 	ReadOnly   bool   `json:"readOnly"`
+	// InstanceID is the instance id of the bookie's cookie (random, made
+	// when its directories were first used): a registration with the
+	// bookie's id and instance id is the same bookie, even at another
+	// address. Empty from bookies of earlier versions.
+	InstanceID string `json:"instanceId,omitempty"`
 }
 
 // BookiesPrefix is where bookies register, under a region's metadata prefix

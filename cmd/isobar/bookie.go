@@ -2,10 +2,13 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/isobar-mq/isobar/bookie"
 	"github.com/isobar-mq/isobar/internal/lifecycle"
+	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/region"
 )
 
@@ -50,15 +53,64 @@ those in flight, deregisters and flushes its storage.`,
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.Metastore.Endpoints, "metastore", nil, "etcd endpoints of the region's metadata store")
 	fl.StringVar(&b.Region, "region", "", "region name")
-	fl.StringVar(&b.ID, "id", "", "bookie id (default: kept in the bookie's directories)")
+	fl.StringVar(&b.ID, "id", "", "bookie id, fixed at its first start (default: <hostname>-<8 hex digits>; directories of earlier versions: advertised address)")
 	fl.StringVar(&b.ListenAddr, "listen", "127.0.0.1:3181", "listen address")
 	fl.StringVar(&b.AdvertiseAddr, "advertise", "", "address clients dial (default: listen address)")
 	fl.StringVar(&b.Rack, "rack", "", "rack / failure-domain label")
 	fl.StringVar(&b.JournalDir, "journal-dir", "", "journal directory")
 	fl.StringVar(&b.LedgerDir, "ledger-dir", "", "ledger storage directory (may be another disk)")
 	fl.StringVar(&b.HTTPAddr, "http-addr", "", "health and metrics listen address")
+	cmd.AddCommand(newBookieDecommissionCmd(g))
 	return cmd
 }
 
-// badIdentity reports a bookie refusing its directories.
-func badIdentity(err error) bool { return false }
+func newBookieDecommissionCmd(g *globalFlags) *cobra.Command {
+	var mc metastore.Config
+	var region, id string
+	cmd := &cobra.Command{
+		Use:   "decommission",
+		Short: "Retire a bookie for good so that its id may be reused",
+		Long: `Retire a bookie whose disks are gone for good, once its ledgers are
+re-replicated: delete its cookie from the region's metadata store
+(/isobar/<region>/cookies/<id>), so that a bookie on new directories may
+take the id. Refused while the bookie is registered (live). Directories
+that still hold the bookie's cookie must be wiped before they are used
+again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var errs []error
+			if err := mc.Validate(); err != nil {
+				errs = append(errs, err)
+			}
+			if region == "" {
+				errs = append(errs, errors.New("--region: required"))
+			}
+			if id == "" {
+				errs = append(errs, errors.New("--id: required"))
+			}
+			if err := errors.Join(errs...); err != nil {
+				return usageError{err}
+			}
+			meta, err := metastore.Connect(cmd.Context(), mc)
+			if err != nil {
+				return err
+			}
+			defer meta.Close()
+			if err := bookie.Decommission(cmd.Context(), meta, region, id); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "bookie %s of region %s decommissioned\n", id, region)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&mc.Endpoints, "metastore", nil, "etcd endpoints of the region's metadata store")
+	fl.StringVar(&region, "region", "", "region name")
+	fl.StringVar(&id, "id", "", "id of the bookie to retire")
+	return cmd
+}
+
+// badIdentity reports a bookie refusing its directories (its identity
+// checks): the operator's configuration or directories are wrong, and
+// starting again as is fails again.
+func badIdentity(err error) bool { return errors.Is(err, bookie.ErrIdentity) }

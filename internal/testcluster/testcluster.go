@@ -57,6 +57,7 @@ type Bookie struct {
 
 	mu  sync.Mutex
 	srv *bookie.Server
+	id  string // the bookie's id, known once it started
 }
 
 // Start starts etcd and the bookies and waits until every bookie is
@@ -185,7 +186,7 @@ func (c *Cluster) Bookies() []*Bookie {
 	return append([]*Bookie(nil), c.bookies...)
 }
 
-// BookieByAddr finds a bookie by its address (its id).
+// BookieByAddr finds a bookie by its address.
 func (c *Cluster) BookieByAddr(addr string) *Bookie {
 	for _, b := range c.Bookies() {
 		if b.Addr() == addr {
@@ -195,8 +196,25 @@ func (c *Cluster) BookieByAddr(addr string) *Bookie {
 	return nil
 }
 
-// Addr is the bookie's address, which is also its id.
+// BookieByID finds a bookie by its id (ledger metadata names bookies by id).
+func (c *Cluster) BookieByID(id string) *Bookie {
+	for _, b := range c.Bookies() {
+		if b.ID() == id {
+			return b
+		}
+	}
+	return nil
+}
+
+// Addr is the bookie's address.
 func (b *Bookie) Addr() string { return b.cfg.ListenAddr }
+
+// ID is the bookie's id (from its cookie), once it has started.
+func (b *Bookie) ID() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.id
+}
 
 // Config is the bookie's config.
 func (b *Bookie) Config() bookie.Config { return b.cfg }
@@ -235,6 +253,7 @@ func (b *Bookie) Start() {
 		t.Fatalf("testcluster: bookie %d: %v", b.i, serr)
 	}
 	b.srv = srv
+	b.id = srv.ID()
 }
 
 // Stop shuts the bookie down gracefully (no-op when stopped).
