@@ -6535,7 +6535,7 @@ const file_pulsar_proto_rawDesc = "" +
 	"\n" +
 	"AUTO_SPLIT\x10\x00\x12\n" +
 	"\n" +
-	"\x06STICKY\x10\x01B,Z*github.com/isobar-mq/isobar/wire/pb"
+	"\x06STICKY\x10\x01B%Z#github.com/isobar-mq/isobar/wire/pb"
 
 var (
 	file_pulsar_proto_rawDescOnce sync.Once
