@@ -34,7 +34,7 @@ func (a adminTopics) owned(ctx context.Context, name topic.Name, mode createMode
 	if !b.deps.Placement.Owns(name) {
 		r, err := b.deps.Placement.Lookup(ctx, name, false)
 		if err != nil {
-			return nil, adminErr(err)
+			return nil, err
 		}
 		if !r.Self {
 			return nil, &admin.NotOwnerError{URL: r.HTTPURL}
@@ -42,27 +42,9 @@ func (a adminTopics) owned(ctx context.Context, name topic.Name, mode createMode
 	}
 	t, err := b.getTopic(ctx, name, mode)
 	if err != nil {
-		return nil, adminErr(err)
+		return nil, err
 	}
 	return t, nil
-}
-
-func adminErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ErrTopicNotFound), errors.Is(err, ErrNamespace):
-		return fmt.Errorf("%w: %w", admin.ErrTopicNotFound, err)
-	case errors.Is(err, ErrSubNotFound), errors.Is(err, mledger.ErrNoCursor):
-		return fmt.Errorf("%w: %w", admin.ErrSubscriptionNotFound, err)
-	case errors.Is(err, ErrBusy):
-		return fmt.Errorf("%w: %w", admin.ErrPreconditionFailed, err)
-	case errors.Is(err, ErrInvalidArgument), errors.Is(err, mledger.ErrInvalidPosition), errors.Is(err, topic.ErrInvalidName):
-		return &admin.StatusError{Status: 400, Reason: err.Error()}
-	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrClosed), errors.Is(err, mledger.ErrFenced):
-		return fmt.Errorf("%w: %w", admin.ErrUnavailable, err)
-	}
-	return err
 }
 
 func (a adminTopics) exists(ctx context.Context, name topic.Name) (bool, error) {
@@ -117,10 +99,10 @@ func (a adminTopics) DeleteTopic(ctx context.Context, name topic.Name, force boo
 		}
 	}
 	if err := a.b.unloadTopic(ctx, t); err != nil || t.ml == nil {
-		return adminErr(err)
+		return err
 	}
 	// Closed by the unload; Delete removes the metadata and the ledgers.
-	return adminErr(t.ml.Delete(ctx))
+	return t.ml.Delete(ctx)
 }
 
 func (a adminTopics) ListTopics(ctx context.Context, ns string, domain topic.Domain) ([]string, error) {
@@ -361,7 +343,7 @@ func (t *Topic) durableSub(ctx context.Context, sub string) (*subscription, erro
 
 func (a adminTopics) CreateSubscription(ctx context.Context, name topic.Name, sub string, at *admin.MessageID) error {
 	if strings.HasPrefix(sub, ReservedPrefix) || sub == "" {
-		return &admin.StatusError{Status: 400, Reason: fmt.Sprintf("invalid subscription name %q", sub)}
+		return fmt.Errorf("%w: invalid subscription name %q", admin.ErrBadRequest, sub)
 	}
 	t, err := a.owned(ctx, name, autoCreate)
 	if err != nil {
@@ -379,11 +361,11 @@ func (a adminTopics) CreateSubscription(ctx context.Context, name topic.Name, su
 	}
 	c, err := t.ml.OpenCursor(ctx, sub, initial)
 	if err != nil {
-		return adminErr(err)
+		return err
 	}
 	if at != nil && at.LedgerID >= 0 && at.LedgerID != admin.Latest.LedgerID {
 		id := &pb.MessageIdData{LedgerId: u64p(uint64(at.LedgerID)), EntryId: u64p(uint64(at.EntryID))}
-		return adminErr(c.ResetTo(ctx, t.startPosition(id, pb.CommandSubscribe_Earliest)))
+		return c.ResetTo(ctx, t.startPosition(id, pb.CommandSubscribe_Earliest))
 	}
 	return nil
 }
@@ -397,7 +379,7 @@ func (a adminTopics) sub(ctx context.Context, name topic.Name, sub string) (*Top
 	}
 	s, err := t.durableSub(ctx, sub)
 	if err != nil {
-		return nil, nil, adminErr(err)
+		return nil, nil, err
 	}
 	return t, s, nil
 }
@@ -432,7 +414,7 @@ func (a adminTopics) Skip(ctx context.Context, name topic.Name, sub string, n in
 		return fmt.Errorf("%w: skip on a non-durable subscription", admin.ErrNotAllowed)
 	}
 	if n < 0 {
-		return adminErr(s.cursor.ResetTo(ctx, t.endPosition()))
+		return s.cursor.ResetTo(ctx, t.endPosition())
 	}
 	var ps []Position
 	p := s.cursor.MarkDelete()
@@ -449,7 +431,7 @@ func (a adminTopics) Skip(ctx context.Context, name topic.Name, sub string, n in
 	if len(ps) == 0 {
 		return nil
 	}
-	return adminErr(s.cursor.AckMany(ctx, ps))
+	return s.cursor.AckMany(ctx, ps)
 }
 
 func (a adminTopics) ResetCursor(ctx context.Context, name topic.Name, sub string, id admin.MessageID) error {
@@ -458,7 +440,7 @@ func (a adminTopics) ResetCursor(ctx context.Context, name topic.Name, sub strin
 		return err
 	}
 	if err := s.seek(ctx, Position{Ledger: id.LedgerID, Entry: id.EntryID}); err != nil {
-		return adminErr(err)
+		return err
 	}
 	s.disconnectAll()
 	return nil
@@ -470,7 +452,7 @@ func (a adminTopics) ResetCursorToTime(ctx context.Context, name topic.Name, sub
 		return err
 	}
 	if err := s.seekTime(ctx, ts); err != nil {
-		return adminErr(err)
+		return err
 	}
 	s.disconnectAll()
 	return nil
@@ -480,13 +462,13 @@ func (a adminTopics) Unload(ctx context.Context, name topic.Name) error {
 	if !a.b.deps.Placement.Owns(name) {
 		r, err := a.b.deps.Placement.Lookup(ctx, name, false)
 		if err != nil {
-			return adminErr(err)
+			return err
 		}
 		if !r.Self {
 			return &admin.NotOwnerError{URL: r.HTTPURL}
 		}
 	}
-	return adminErr(a.b.Unload(ctx, name))
+	return a.b.Unload(ctx, name)
 }
 
 func (a adminTopics) LastMessageID(ctx context.Context, name topic.Name) (admin.MessageID, error) {
@@ -496,7 +478,7 @@ func (a adminTopics) LastMessageID(ctx context.Context, name topic.Name) (admin.
 	}
 	p, bi, err := t.lastMessageID(ctx)
 	if err != nil {
-		return admin.MessageID{}, adminErr(err)
+		return admin.MessageID{}, err
 	}
 	return admin.MessageID{LedgerID: p.Ledger, EntryID: p.Entry, PartitionIndex: name.Partition(), BatchIndex: int(bi)}, nil
 }
@@ -512,7 +494,7 @@ func (a adminTopics) Entry(ctx context.Context, name topic.Name, ledgerID, entry
 	}
 	es, _, err := t.ml.Read(ctx, p, 1)
 	if err != nil {
-		return nil, adminErr(err)
+		return nil, err
 	}
 	if len(es) == 0 || es[0].Position != p {
 		return nil, fmt.Errorf("%w: %s in %s", admin.ErrEntryNotFound, posString(p), name)
@@ -523,7 +505,7 @@ func (a adminTopics) Entry(ctx context.Context, name topic.Name, ledgerID, entry
 func (a adminTopics) Lookup(ctx context.Context, name topic.Name) (admin.LookupData, error) {
 	r, err := a.b.deps.Placement.Lookup(ctx, name, false)
 	if err != nil {
-		return admin.LookupData{}, adminErr(err)
+		return admin.LookupData{}, err
 	}
 	return admin.LookupData{BrokerURL: r.ServiceURL, HTTPURL: r.HTTPURL}, nil
 }

@@ -35,16 +35,17 @@ import (
 // Version is the server version sent in CONNECTED.
 const Version = "Isobar 0.1"
 
-// Errors returned by the broker's Go API; on the wire they become the
-// matching server error codes.
+// Errors returned by the broker's Go API. Each is of one kind of wire's
+// error table, which decides the server error code and the HTTP status a
+// client gets (docs/admin.md lists them).
 var (
-	ErrClosed          = errors.New("broker: closed")
-	ErrNotOwner        = errors.New("broker: topic not served by this broker")
-	ErrTopicNotFound   = errors.New("broker: topic not found")
-	ErrSubNotFound     = errors.New("broker: subscription not found")
-	ErrNamespace       = errors.New("broker: namespace not found")
-	ErrInvalidArgument = errors.New("broker: invalid argument")
-	ErrBusy            = errors.New("broker: in use")
+	ErrClosed          = wire.Sentinel(wire.ErrServiceNotReady, "broker: closed")
+	ErrNotOwner        = wire.Sentinel(wire.ErrServiceNotReady, "broker: topic not served by this broker")
+	ErrTopicNotFound   = wire.Sentinel(wire.ErrTopicNotFound, "broker: topic not found")
+	ErrSubNotFound     = wire.Sentinel(wire.ErrSubscriptionNotFound, "broker: subscription not found")
+	ErrNamespace       = wire.Sentinel(wire.ErrNotFound, "broker: namespace not found")
+	ErrInvalidArgument = wire.Sentinel(wire.ErrBadRequest, "broker: invalid argument")
+	ErrBusy            = wire.Sentinel(wire.ErrConsumerBusy, "broker: in use")
 )
 
 // LookupResult says which broker serves a topic.

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
-	"github.com/isobar-mq/isobar/broker/ownership"
-	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -371,32 +369,15 @@ func (c *conn) producer(id uint64) *producer {
 	return c.producers[id]
 }
 
-// serverError maps a Go error to the wire error to send.
+// serverError returns err as the broker answers it: as is when it is of a
+// kind of wire's error table (every sentinel a client can meet is), else
+// as a storage failure (PersistenceError, which the client retries): an
+// error of no kind comes from the bookies or the metadata store.
 func serverError(err error) error {
-	var we *wire.Error
-	switch {
-	case errors.As(err, &we):
+	if wire.HasKind(err) {
 		return err
-	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrClosed), errors.Is(err, mledger.ErrFenced), errors.Is(err, mledger.ErrClosed),
-		errors.Is(err, ownership.ErrClosed), errors.Is(err, ownership.ErrNoBrokers), errors.Is(err, ownership.ErrNotRegistered), errors.Is(err, ownership.ErrContended):
-		return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
-	case errors.Is(err, ErrTopicNotFound):
-		return fmt.Errorf("%w: %w", wire.ErrTopicNotFound, err)
-	case errors.Is(err, ErrSubNotFound):
-		return fmt.Errorf("%w: %w", wire.ErrSubscriptionNotFound, err)
-	case errors.Is(err, ErrNamespace), errors.Is(err, policy.ErrNotFound):
-		return fmt.Errorf("%w: %w", wire.ErrTopicNotFound, err)
-	case errors.Is(err, topic.ErrInvalidName):
-		return fmt.Errorf("%w: %w", wire.ErrInvalidTopicName, err)
-	case errors.Is(err, ErrInvalidArgument), errors.Is(err, mledger.ErrInvalidPosition):
-		return fmt.Errorf("%w: %w", wire.ErrNotAllowed, err)
-	case errors.Is(err, ErrBusy):
-		return fmt.Errorf("%w: %w", wire.ErrConsumerBusy, err)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
-	default:
-		return fmt.Errorf("%w: %w", wire.ErrPersistence, err)
 	}
+	return fmt.Errorf("%w: %w", wire.ErrPersistence, err)
 }
 
 func (c *conn) sendError(reqID uint64, err error) {
@@ -418,7 +399,7 @@ func (c *conn) handlePartitionedMetadata(cmd *pb.CommandPartitionedTopicMetadata
 		err = serverError(err)
 		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: &pb.CommandPartitionedTopicMetadataResponse{
 			RequestId: &id, Response: pb.CommandPartitionedTopicMetadataResponse_Failed.Enum(),
-			Error: wire.CodeOf(err).Enum(), Message: strp(err.Error()),
+			Error: wire.CodeOf(err).Enum(), Message: strp(wire.MessageOf(err)),
 		}})
 	}
 	name, err := topic.Parse(cmd.GetTopic())
@@ -445,7 +426,7 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 		err = serverError(err)
 		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
 			RequestId: &id, Response: pb.CommandLookupTopicResponse_Failed.Enum(),
-			Error: wire.CodeOf(err).Enum(), Message: strp(err.Error()),
+			Error: wire.CodeOf(err).Enum(), Message: strp(wire.MessageOf(err)),
 		}})
 	}
 	name, err := topic.Parse(cmd.GetTopic())
@@ -847,7 +828,7 @@ func (c *conn) handleAck(cmd *pb.CommandAck) {
 		r := &pb.CommandAckResponse{ConsumerId: u64p(cmd.GetConsumerId()), RequestId: cmd.RequestId}
 		if err != nil {
 			err = serverError(err)
-			r.Error, r.Message = wire.CodeOf(err).Enum(), strp(err.Error())
+			r.Error, r.Message = wire.CodeOf(err).Enum(), strp(wire.MessageOf(err))
 		}
 		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_ACK_RESPONSE.Enum(), AckResponse: r})
 	}
@@ -878,6 +859,10 @@ func partialAck(id *pb.MessageIdData) bool {
 
 func (c *conn) handleGetTopics(cmd *pb.CommandGetTopicsOfNamespace) {
 	reqID := cmd.GetRequestId()
+	if _, _, err := topic.ParseNamespace(cmd.GetNamespace()); err != nil {
+		c.sendError(reqID, err) // InvalidTopicName, not the policy store's PreconditionFailed
+		return
+	}
 	ctx, cancel := c.opCtx()
 	defer cancel()
 	topics, err := c.b.TopicsOfNamespace(ctx, cmd.GetNamespace(), cmd.GetMode())

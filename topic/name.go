@@ -8,8 +8,17 @@ import (
 )
 
 // ErrInvalidName is wrapped by every error Parse, ParseNamespace and
-// ValidTenant return.
-var ErrInvalidName = errors.New("topic: invalid name")
+// ValidTenant return. Clients are answered with the server error
+// InvalidTopicName (HTTP 412): its ServerErrorCode method names that entry
+// of wire's error table, which this package, being pure, does not import.
+var ErrInvalidName error = &nameError{"topic: invalid name"}
+
+type nameError struct{ text string }
+
+func (e *nameError) Error() string { return e.text }
+
+// ServerErrorCode names ErrInvalidName's kind in wire's error table.
+func (*nameError) ServerErrorCode() string { return "InvalidTopicName" }
 
 // Domain says whether a topic's messages are stored.
 type Domain string

@@ -106,6 +106,11 @@ func (e *env) run(steps []step) {
 			if err := json.Unmarshal([]byte(body), &eb); err != nil || eb.Reason == "" || hdr.Get("Content-Type") != "application/json" {
 				e.t.Fatalf("step %d: error body %q is not {\"reason\":...} JSON", i, body)
 			}
+			for _, k := range wire.Kinds() {
+				if strings.Contains(eb.Reason, k.Error()) {
+					e.t.Fatalf("step %d: reason %q names the error table's kind %v (the status says it)", i, eb.Reason, k.Code)
+				}
+			}
 		}
 	}
 }
@@ -432,4 +437,44 @@ func TestUncleanPaths(t *testing.T) {
 		{"GET", "/admin/v2/persistent/public/default//dbl/stats", "", 200, `"publishers"`, ""},
 		{"GET", "/admin/v2/tenants/", "", 200, `["public"]`, ""},
 	})
+}
+
+// An invalid topic or namespace name is 412 ("Topic name is not valid",
+// "Namespace name is not valid" in Pulsar) on every path that takes one.
+func TestInvalidNamesAre412(t *testing.T) {
+	e := start(t)
+	var steps []step
+	topicPaths := []struct{ method, suffix, body string }{
+		{"PUT", "", ""}, {"DELETE", "", ""},
+		{"PUT", "/partitions", "2"}, {"POST", "/partitions", "3"}, {"GET", "/partitions", ""}, {"DELETE", "/partitions", ""},
+		{"GET", "/stats", ""}, {"GET", "/partitioned-stats", ""}, {"GET", "/internalStats", ""},
+		{"GET", "/subscriptions", ""}, {"PUT", "/subscription/s", ""}, {"DELETE", "/subscription/s", ""},
+		{"POST", "/subscription/s/skip/1", ""}, {"POST", "/subscription/s/skip_all", ""},
+		{"POST", "/subscription/s/resetcursor/0", ""}, {"POST", "/subscription/s/resetcursor", `{"ledgerId":1,"entryId":1}`},
+		{"PUT", "/unload", ""}, {"GET", "/lastMessageId", ""},
+		{"GET", "/replication", ""}, {"POST", "/replication", `["standalone"]`}, {"DELETE", "/replication", ""},
+		{"GET", "/ledger/1/entry/1", ""},
+	}
+	for _, bad := range []string{"public/default/bad%20name", "public/default/a%2Fb", "public/bad%3Cns/x", "bad%20tenant/default/x"} {
+		for _, d := range []string{"persistent", "non-persistent"} {
+			for _, p := range topicPaths {
+				steps = append(steps, step{p.method, "/admin/v2/" + d + "/" + bad + p.suffix, p.body, 412, "invalid name", ""})
+			}
+			steps = append(steps, step{"GET", "/lookup/v2/topic/" + d + "/" + bad, "", 412, "invalid name", ""})
+		}
+	}
+	for _, ns := range []string{"public/bad%20ns", "bad%3Ctenant/default"} {
+		for _, p := range []struct{ method, suffix, body string }{
+			{"GET", "", ""}, {"PUT", "", ""}, {"DELETE", "", ""}, {"GET", "/topics", ""},
+			{"GET", "/retention", ""}, {"POST", "/retention", `{"retentionTimeInMinutes":1,"retentionSizeInMB":1}`}, {"DELETE", "/retention", ""},
+			{"GET", "/backlogQuotaMap", ""},
+		} {
+			steps = append(steps, step{p.method, "/admin/v2/namespaces/" + ns + p.suffix, p.body, 412, "invalid name", ""})
+		}
+		for _, d := range []string{"persistent", "non-persistent"} {
+			steps = append(steps, step{"GET", "/admin/v2/" + d + "/" + ns, "", 412, "invalid name", ""},
+				step{"GET", "/admin/v2/" + d + "/" + ns + "/partitioned", "", 412, "invalid name", ""})
+		}
+	}
+	e.run(steps)
 }

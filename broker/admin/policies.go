@@ -10,6 +10,7 @@ import (
 
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
 )
 
 func nonNil(s []string) []string {
@@ -77,8 +78,9 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
 	}
 	err := s.cfg.Policies.DeleteCluster(r.Context(), r.PathValue("cluster"))
 	if errors.Is(err, policy.ErrNotEmpty) {
-		// Pulsar answers 412 "Cluster not empty" here.
-		return &StatusError{Status: http.StatusPreconditionFailed, Reason: err.Error()}
+		// Pulsar answers 412 "Cluster not empty" here (409 for a tenant
+		// or namespace that is not empty).
+		return fmt.Errorf("%w: %w", ErrPreconditionFailed, err)
 	}
 	if err != nil {
 		return err
@@ -234,7 +236,7 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 					if err != nil {
 						return err
 					}
-					if err := s.topics.DeleteTopic(ctx, tn, true); err != nil && !errors.Is(err, ErrTopicNotFound) {
+					if err := s.topics.DeleteTopic(ctx, tn, true); err != nil && !isKind(err, wire.ErrTopicNotFound) {
 						return err
 					}
 				}
@@ -308,7 +310,7 @@ func decodeStrict(body []byte, v any) error {
 		return badRequestf("empty body")
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return badRequestf("body: %w", err)
+		return badRequest(fmt.Errorf("body: %w", err))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
 )
 
 // Config configures the admin server.
@@ -152,51 +153,19 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 	})
 }
 
-// badRequest marks errors in the request itself (400).
-type badRequest struct{ err error }
-
-func (e *badRequest) Error() string { return e.err.Error() }
-func (e *badRequest) Unwrap() error { return e.err }
-
 func badRequestf(format string, args ...any) error {
-	return &badRequest{fmt.Errorf(format, args...)}
+	return fmt.Errorf("%w: %w", ErrBadRequest, fmt.Errorf(format, args...))
 }
 
-// statusOf maps an error to its HTTP status.
-func statusOf(err error) int {
-	var se *StatusError
-	var br *badRequest
-	switch {
-	case errors.As(err, &se):
-		return se.Status
-	case errors.As(err, &br):
-		return http.StatusBadRequest
-	case errors.Is(err, ErrNotOwner):
-		return http.StatusTemporaryRedirect
-	case errors.Is(err, ErrTopicNotFound), errors.Is(err, ErrSubscriptionNotFound),
-		errors.Is(err, ErrEntryNotFound), errors.Is(err, policy.ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, ErrConflict), errors.Is(err, policy.ErrExists),
-		errors.Is(err, policy.ErrConflict), errors.Is(err, policy.ErrNotEmpty):
-		return http.StatusConflict
-	case errors.Is(err, ErrPreconditionFailed), errors.Is(err, policy.ErrInvalid),
-		errors.Is(err, topic.ErrInvalidName):
-		return http.StatusPreconditionFailed
-	case errors.Is(err, ErrNotAllowed):
-		return http.StatusMethodNotAllowed
-	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
+// badRequest marks err, an error in the request itself, as a 400.
+func badRequest(err error) error {
+	return fmt.Errorf("%w: %w", ErrBadRequest, err)
 }
 
+// writeError answers err as its kind in wire's error table says (see
+// docs/admin.md); an error of no kind is a 500.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	status := statusOf(err)
-	reason := err.Error()
-	var se *StatusError
-	if errors.As(err, &se) {
-		reason = se.Reason
-	}
+	status := wire.HTTPStatusOf(err)
 	var no *NotOwnerError
 	if errors.As(err, &no) {
 		w.Header().Set("Location", no.URL+r.URL.RequestURI())
@@ -206,7 +175,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	} else {
 		s.log.Debug("admin request refused", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	}
-	writeJSON(w, status, errorBody{Reason: reason})
+	writeJSON(w, status, errorBody{Reason: wire.MessageOf(err)})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -233,7 +202,7 @@ func noContent(w http.ResponseWriter) error {
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
-		return nil, badRequestf("read body: %w", err)
+		return nil, badRequest(fmt.Errorf("read body: %w", err))
 	}
 	return b, nil
 }
@@ -249,7 +218,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) (bool, error) {
 		return false, nil
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return false, badRequestf("body: %w", err)
+		return false, badRequest(fmt.Errorf("body: %w", err))
 	}
 	return true, nil
 }
@@ -259,8 +228,8 @@ func boolParam(r *http.Request, name string) bool {
 	return v
 }
 
-var errNoPolicies = &StatusError{Status: http.StatusServiceUnavailable, Reason: "the configuration store is not available"}
-var errNoTopics = &StatusError{Status: http.StatusServiceUnavailable, Reason: "topics are not served by this broker"}
+var errNoPolicies = fmt.Errorf("%w: the configuration store is not available", ErrUnavailable)
+var errNoTopics = fmt.Errorf("%w: topics are not served by this broker", ErrUnavailable)
 
 func (s *Server) routes() {
 	const v2 = "/admin/v2"

@@ -2,19 +2,21 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
 )
 
 // Topics is everything the admin API needs from a broker. Names passed in
 // are always single topics: a non-partitioned topic or one partition
 // (the admin server fans partitioned-topic operations out to the
-// partitions itself). Errors should wrap the sentinels below (or be a
-// *NotOwnerError or *StatusError) so the server answers with Pulsar's
-// status codes; anything else is a 500.
+// partitions itself). Errors should be of a kind of wire's error table
+// (wrap a sentinel below or another package's sentinel tied to a kind, or
+// be a *NotOwnerError): the kind decides the HTTP status, and what the
+// server skips (a missing partition is of kind wire.ErrTopicNotFound).
+// An error of no kind is a 500.
 type Topics interface {
 	// CreateTopic creates a topic; ErrConflict if it exists.
 	CreateTopic(ctx context.Context, name topic.Name) error
@@ -63,21 +65,24 @@ type Topics interface {
 	Brokers(ctx context.Context) ([]string, error)
 }
 
-// Errors a Topics implementation returns, mapped to HTTP statuses.
+// Errors a Topics implementation (and the server itself) returns, each of
+// one kind of wire's error table; the HTTP status it gets is in the
+// comment.
 var (
-	ErrTopicNotFound        = errors.New("admin: topic not found")        // 404
-	ErrSubscriptionNotFound = errors.New("admin: subscription not found") // 404
-	ErrEntryNotFound        = errors.New("admin: entry not found")        // 404
-	ErrConflict             = errors.New("admin: already exists")         // 409
-	ErrPreconditionFailed   = errors.New("admin: precondition failed")    // 412
-	ErrNotAllowed           = errors.New("admin: operation not allowed")  // 405
-	ErrUnavailable          = errors.New("admin: service unavailable")    // 503
-	ErrNotOwner             = errors.New("admin: not the owner")          // 307, see NotOwnerError
+	ErrTopicNotFound        = wire.Sentinel(wire.ErrTopicNotFound, "admin: topic not found")               // 404
+	ErrSubscriptionNotFound = wire.Sentinel(wire.ErrSubscriptionNotFound, "admin: subscription not found") // 404
+	ErrEntryNotFound        = wire.Sentinel(wire.ErrNotFound, "admin: entry not found")                    // 404
+	ErrBadRequest           = wire.Sentinel(wire.ErrBadRequest, "admin: bad request")                      // 400
+	ErrConflict             = wire.Sentinel(wire.ErrConflict, "admin: already exists")                     // 409
+	ErrPreconditionFailed   = wire.Sentinel(wire.ErrPreconditionFailed, "admin: precondition failed")      // 412
+	ErrNotAllowed           = wire.Sentinel(wire.ErrNotAllowed, "admin: operation not allowed")            // 405
+	ErrUnavailable          = wire.Sentinel(wire.ErrServiceNotReady, "admin: service unavailable")         // 503
+	ErrNotOwner             = wire.Sentinel(wire.ErrRedirect, "admin: not the owner")                      // 307, see NotOwnerError
 )
 
 // NotOwnerError says another broker owns the topic; the server redirects
 // the request there (307, Location: URL + the request's path and query).
-// It matches ErrNotOwner with errors.Is.
+// It wraps ErrNotOwner.
 type NotOwnerError struct {
 	// URL is the owner's HTTP base URL, e.g. "http://broker-2:8080".
 	URL string
@@ -87,13 +92,11 @@ func (e *NotOwnerError) Error() string {
 	return fmt.Sprintf("admin: not the owner; owner is %s", e.URL)
 }
 
-// Is matches ErrNotOwner.
-func (e *NotOwnerError) Is(target error) bool { return target == ErrNotOwner }
+// Unwrap returns ErrNotOwner.
+func (e *NotOwnerError) Unwrap() error { return ErrNotOwner }
 
-// StatusError carries an explicit HTTP status and reason.
-type StatusError struct {
-	Status int
-	Reason string
+// isKind reports whether err is of kind k: whether the server answers it
+// as k.
+func isKind(err error, k *wire.Error) bool {
+	return err != nil && wire.KindOf(err) == k
 }
-
-func (e *StatusError) Error() string { return fmt.Sprintf("admin: %d: %s", e.Status, e.Reason) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
 )
 
 // topicHandlerFunc handles a request about one topic named in the path.
@@ -67,7 +68,7 @@ func (s *Server) eachTarget(ctx context.Context, name topic.Name, skipMissing bo
 	}
 	for _, t := range ts {
 		if err := fn(t); err != nil {
-			if partitioned && skipMissing && errors.Is(err, ErrTopicNotFound) {
+			if partitioned && skipMissing && isKind(err, wire.ErrTopicNotFound) {
 				continue
 			}
 			return fmt.Errorf("%s: %w", t, err)
@@ -77,7 +78,7 @@ func (s *Server) eachTarget(ctx context.Context, name topic.Name, skipMissing bo
 }
 
 func notAllowedOnPartitioned(op string, name topic.Name) error {
-	return &StatusError{Status: http.StatusMethodNotAllowed, Reason: fmt.Sprintf("%s is not allowed on partitioned topic %s", op, name)}
+	return fmt.Errorf("%w: %s is not allowed on partitioned topic %s", ErrNotAllowed, op, name)
 }
 
 func (s *Server) namespaceExists(ctx context.Context, name topic.Name) error {
@@ -170,7 +171,7 @@ func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request, name topic.
 	if n, err := s.partitions(ctx, name); err != nil {
 		return err
 	} else if n > 0 {
-		return &StatusError{Status: http.StatusConflict, Reason: fmt.Sprintf("%s is a partitioned topic; delete it with DELETE .../partitions", name)}
+		return fmt.Errorf("%w: %s is a partitioned topic; delete it with DELETE .../partitions", ErrConflict, name)
 	}
 	if err := s.topics.DeleteTopic(ctx, name, boolParam(r, "force")); err != nil {
 		return err
@@ -186,7 +187,7 @@ func (s *Server) createPartitioned(w http.ResponseWriter, r *http.Request, name 
 	}
 	n, props, err := DecodePartitions(body)
 	if err != nil {
-		return &badRequest{err}
+		return badRequest(err)
 	}
 	if name.Partition() >= 0 {
 		return fmt.Errorf("%w: %s is a partition name", ErrPreconditionFailed, name)
@@ -213,13 +214,13 @@ func (s *Server) createPartitioned(w http.ResponseWriter, r *http.Request, name 
 func (s *Server) createPartitions(ctx context.Context, name topic.Name, from, to int, subs []string) {
 	for i := from; i < to; i++ {
 		p := name.Partitioned(i)
-		if err := s.topics.CreateTopic(ctx, p); err != nil && !errors.Is(err, ErrConflict) {
+		if err := s.topics.CreateTopic(ctx, p); err != nil && !isKind(err, wire.ErrConflict) {
 			s.log.Warn("admin: create partition", "topic", p.String(), "err", err)
 			continue
 		}
 		for _, sub := range subs {
 			at := Earliest
-			if err := s.topics.CreateSubscription(ctx, p, sub, &at); err != nil && !errors.Is(err, ErrConflict) {
+			if err := s.topics.CreateSubscription(ctx, p, sub, &at); err != nil && !isKind(err, wire.ErrConflict) {
 				s.log.Warn("admin: create subscription on new partition", "topic", p.String(), "subscription", sub, "err", err)
 			}
 		}
@@ -234,7 +235,7 @@ func (s *Server) updatePartitioned(w http.ResponseWriter, r *http.Request, name 
 	}
 	n, _, err := DecodePartitions(body)
 	if err != nil {
-		return &badRequest{err}
+		return badRequest(err)
 	}
 	old, err := s.partitions(ctx, name)
 	if err != nil {
@@ -262,7 +263,7 @@ func (s *Server) subscriptionNames(ctx context.Context, name topic.Name, n int) 
 	var all []string
 	for i := range n {
 		subs, err := s.topics.Subscriptions(ctx, name.Partitioned(i))
-		if errors.Is(err, ErrTopicNotFound) {
+		if isKind(err, wire.ErrTopicNotFound) {
 			continue
 		}
 		if err != nil {
@@ -333,7 +334,7 @@ func (s *Server) deletePartitioned(w http.ResponseWriter, r *http.Request, name 
 	}
 	force := boolParam(r, "force")
 	for i := range n {
-		if err := s.topics.DeleteTopic(ctx, name.Partitioned(i), force); err != nil && !errors.Is(err, ErrTopicNotFound) {
+		if err := s.topics.DeleteTopic(ctx, name.Partitioned(i), force); err != nil && !isKind(err, wire.ErrTopicNotFound) {
 			return fmt.Errorf("%s: %w", name.Partitioned(i), err)
 		}
 	}
@@ -391,7 +392,7 @@ func (s *Server) aggregate(ctx context.Context, parts []topic.Name, perPartition
 	names := make([]string, 0, len(parts))
 	for _, p := range parts {
 		st, err := s.topics.Stats(ctx, p)
-		if errors.Is(err, ErrTopicNotFound) {
+		if isKind(err, wire.ErrTopicNotFound) {
 			continue // not created yet
 		}
 		if err != nil {
@@ -456,7 +457,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request, name
 	}
 	at, err := decodeMessageID(body)
 	if err != nil {
-		return &badRequest{err}
+		return badRequest(err)
 	}
 	sub := r.PathValue("sub")
 	if sub == "" {
@@ -480,7 +481,7 @@ func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request, name
 	found := false
 	for _, t := range ts {
 		err := s.topics.DeleteSubscription(ctx, t, sub, force)
-		if partitioned && (errors.Is(err, ErrSubscriptionNotFound) || errors.Is(err, ErrTopicNotFound)) {
+		if partitioned && (isKind(err, wire.ErrSubscriptionNotFound) || isKind(err, wire.ErrTopicNotFound)) {
 			continue
 		}
 		if err != nil {
@@ -541,7 +542,7 @@ func (s *Server) resetCursor(w http.ResponseWriter, r *http.Request, name topic.
 	}
 	id, err := decodeMessageID(body)
 	if err != nil {
-		return &badRequest{err}
+		return badRequest(err)
 	}
 	if id == nil {
 		return badRequestf("message id: required")
@@ -652,7 +653,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
 		_, err = s.cfg.Policies.Clusters(r.Context())
 	}
 	if err != nil {
-		return &StatusError{Status: http.StatusServiceUnavailable, Reason: "unhealthy: " + err.Error()}
+		return fmt.Errorf("%w: unhealthy: %w", ErrUnavailable, err)
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	w.Write([]byte("ok"))
@@ -686,7 +687,7 @@ func (s *Server) setTopicReplication(w http.ResponseWriter, r *http.Request, nam
 	}
 	var clusters []string
 	if err := decodeStrict(body, &clusters); err != nil {
-		return &badRequest{err}
+		return badRequest(err)
 	}
 	if err := s.cfg.Policies.SetTopicReplication(r.Context(), name, clusters); err != nil {
 		return err

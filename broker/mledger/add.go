@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/wire"
 )
 
 type addRequest struct {
@@ -17,8 +18,8 @@ type addRequest struct {
 }
 
 // ErrChainBroken fails an add of a Chain after an earlier add of the same
-// chain failed.
-var ErrChainBroken = errors.New("mledger: an earlier add of the chain failed")
+// chain failed. Persistence (retriable: the client resends).
+var ErrChainBroken = wire.Sentinel(wire.ErrPersistence, "mledger: an earlier add of the chain failed")
 
 // Chain links adds that must be stored without gaps: once one of them
 // fails, every later add of the chain fails too (ErrChainBroken), even

@@ -29,31 +29,37 @@ import (
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/mledger/ackset"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/wire"
 )
 
 // Position is the position of an entry: (ledger id, entry id), ordered by
 // ledger then entry. It is ackset's type, so cursors need no conversion.
 type Position = ackset.Position
 
-// Errors. Check them with errors.Is; they are wrapped with context.
+// Errors. Check them with errors.Is; they are wrapped with context. Those
+// a client can meet are of one kind of wire's error table, which decides
+// how the broker answers it (named in each comment).
 var (
 	// ErrFenced: the topic metadata changed under us (another managed
 	// ledger opened the same name) or our ledger was recovered by someone
 	// else. The managed ledger can do nothing more; close it.
-	ErrFenced = errors.New("mledger: fenced by another owner")
-	// ErrClosed: the managed ledger (or cursor) is closed.
-	ErrClosed = errors.New("mledger: closed")
-	// ErrInvalidName: a managed ledger or cursor name is not acceptable.
-	ErrInvalidName = errors.New("mledger: invalid name")
+	// ServiceNotReady: the client looks the topic up again.
+	ErrFenced = wire.Sentinel(wire.ErrServiceNotReady, "mledger: fenced by another owner")
+	// ErrClosed: the managed ledger (or cursor) is closed. ServiceNotReady.
+	ErrClosed = wire.Sentinel(wire.ErrServiceNotReady, "mledger: closed")
+	// ErrInvalidName: a managed ledger or cursor name is not acceptable
+	// (a topic name too long, a subscription name with '/').
+	// PreconditionFailed: retrying cannot help.
+	ErrInvalidName = wire.Sentinel(wire.ErrPreconditionFailed, "mledger: invalid name")
 	// ErrInvalidPosition: a position that is not in the log (beyond its end,
-	// negative, or in no ledger of it).
-	ErrInvalidPosition = errors.New("mledger: invalid position")
-	// ErrInvalidConfig: a bad Config.
+	// negative, or in no ledger of it). BadRequest.
+	ErrInvalidPosition = wire.Sentinel(wire.ErrBadRequest, "mledger: invalid position")
+	// ErrInvalidConfig: a bad Config. A broker bug, not a client's: no kind.
 	ErrInvalidConfig = errors.New("mledger: invalid config")
-	// ErrCorruptMeta: the topic metadata cannot be decoded.
-	ErrCorruptMeta = errors.New("mledger: corrupt metadata")
-	// ErrNoCursor: no cursor with that name.
-	ErrNoCursor = errors.New("mledger: no such cursor")
+	// ErrCorruptMeta: the topic metadata cannot be decoded. Persistence.
+	ErrCorruptMeta = wire.Sentinel(wire.ErrPersistence, "mledger: corrupt metadata")
+	// ErrNoCursor: no cursor with that name. SubscriptionNotFound.
+	ErrNoCursor = wire.Sentinel(wire.ErrSubscriptionNotFound, "mledger: no such cursor")
 )
 
 // Config configures a managed ledger. Zero values of optional fields mean

@@ -15,17 +15,21 @@ import (
 
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
 )
 
-// Errors returned by the registry.
+// Errors returned by the registry. Those a client can meet are of one kind
+// of wire's error table: ServiceNotReady (HTTP 503, retriable: look the
+// topic up again), except ErrInvalidBundle (PreconditionFailed, 412).
+// ErrIDInUse stops the broker's start and has no kind.
 var (
-	ErrClosed        = errors.New("ownership: registry closed")
-	ErrNotRegistered = errors.New("ownership: broker not registered (lease lost; re-registering)")
-	ErrNoBrokers     = errors.New("ownership: no live broker to place the bundle on")
+	ErrClosed        = wire.Sentinel(wire.ErrServiceNotReady, "ownership: registry closed")
+	ErrNotRegistered = wire.Sentinel(wire.ErrServiceNotReady, "ownership: broker not registered (lease lost; re-registering)")
+	ErrNoBrokers     = wire.Sentinel(wire.ErrServiceNotReady, "ownership: no live broker to place the bundle on")
 	ErrIDInUse       = errors.New("ownership: another live broker holds this id")
-	ErrNotOwned      = errors.New("ownership: bundle not owned by this broker")
-	ErrInvalidBundle = errors.New("ownership: invalid bundle")
-	ErrContended     = errors.New("ownership: bundle ownership keeps changing")
+	ErrNotOwned      = wire.Sentinel(wire.ErrServiceNotReady, "ownership: bundle not owned by this broker")
+	ErrInvalidBundle = wire.Sentinel(wire.ErrPreconditionFailed, "ownership: invalid bundle")
+	ErrContended     = wire.Sentinel(wire.ErrServiceNotReady, "ownership: bundle ownership keeps changing")
 )
 
 // maxLookupTries bounds how often Lookup re-reads a bundle whose ownership

@@ -14,15 +14,18 @@ import (
 
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
 )
 
 // Errors, checked with errors.Is; they are wrapped with the name involved.
+// Each is of one kind of wire's error table, which decides how a client is
+// answered (HTTP status in the comment).
 var (
-	ErrNotFound = errors.New("policy: not found")
-	ErrExists   = errors.New("policy: already exists")
-	ErrInvalid  = errors.New("policy: invalid")
-	ErrConflict = errors.New("policy: concurrent modification")
-	ErrNotEmpty = errors.New("policy: not empty")
+	ErrNotFound = wire.Sentinel(wire.ErrNotFound, "policy: not found")                             // 404
+	ErrExists   = wire.Sentinel(wire.ErrConflict, "policy: already exists")                        // 409
+	ErrInvalid  = wire.Sentinel(wire.ErrPreconditionFailed, "policy: invalid")                     // 412
+	ErrConflict = wire.Sentinel(wire.ErrConcurrentModification, "policy: concurrent modification") // 409, retriable
+	ErrNotEmpty = wire.Sentinel(wire.ErrConflict, "policy: not empty")                             // 409
 )
 
 // Root is the prefix of every key of the store.
