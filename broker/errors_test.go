@@ -207,7 +207,7 @@ func (noBrokers) Owns(topic.Name) bool { return false }
 // (ServiceNotReady) and 503 on the HTTP lookup, as in Pulsar; the HTTP
 // lookup used to answer 500.
 func TestNoBrokerAvailable(t *testing.T) {
-	e := startEnv(t, func(c *broker.Config) { c.Placement = noBrokers{} })
+	e := startEnv(t, func(c *setup) { c.Placement = noBrokers{} })
 	const tp = "persistent://public/default/nowhere"
 
 	c := dialRaw(t, e.url, true)
