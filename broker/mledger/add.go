@@ -135,6 +135,8 @@ func (m *ManagedLedger) run() {
 		select {
 		case r := <-m.queue:
 			m.issue(r)
+		case <-m.repair:
+			m.repairBroken()
 		case <-m.stop:
 			m.driverMu.Lock()
 			m.driving = false
@@ -142,7 +144,7 @@ func (m *ManagedLedger) run() {
 			return
 		case <-idle.C:
 			m.driverMu.Lock()
-			if len(m.queue) > 0 {
+			if len(m.queue) > 0 || len(m.repair) > 0 {
 				m.driverMu.Unlock()
 				continue
 			}
@@ -190,14 +192,27 @@ func (m *ManagedLedger) issue(r addRequest) {
 	m.w.AppendAsync(r.data, func(entry int64, err error) {
 		defer m.inflight.Done()
 		if err != nil {
-			if r.chain != nil {
-				r.chain.broken.Store(true)
+			if errors.Is(err, ledger.ErrTooLarge) {
+				// Refused before it was sent; the ledger is fine.
+				m.failAdds([]addRequest{r}, err)
+				return
 			}
 			m.wBroken.Store(true)
 			if errors.Is(err, ledger.ErrFenced) {
-				err = m.setFenced(err)
+				m.failAdds([]addRequest{r}, m.setFenced(err))
+				return
 			}
-			r.cb(Position{}, fmt.Errorf("mledger %s: add: %w", m.name, err))
+			// Not failed yet: the entry may be in the ledger (a bookie
+			// had it); the driver closes the ledger and settles the add
+			// by what the closed ledger holds.
+			m.failedMu.Lock()
+			m.failed = append(m.failed, failedAdd{r: r, ledger: id, entry: entry})
+			m.failedMu.Unlock()
+			select {
+			case m.repair <- struct{}{}:
+			default:
+			}
+			m.kickDriver()
 			return
 		}
 		p := Position{Ledger: id, Entry: entry}
@@ -246,22 +261,97 @@ func (m *ManagedLedger) confirmed(p Position, data []byte, readable int64) {
 	}
 }
 
+// failedAdd is an add the current ledger failed. It is settled once the
+// ledger is closed: a bookie may have stored it, and a closed ledger
+// (recovered when its writer broke) may hold it.
+type failedAdd struct {
+	r      addRequest
+	ledger int64
+	entry  int64 // its entry id in the ledger; -1: never sent
+}
+
+// repairBroken closes a ledger whose writer broke, settles its failed
+// adds and re-issues the others on a new ledger, without waiting for the
+// next add. Driver only.
+func (m *ManagedLedger) repairBroken() {
+	if m.w == nil || !m.wBroken.Load() {
+		return
+	}
+	if err := m.rollover(context.Background()); err != nil {
+		m.log.Warn("replacing a failed ledger", "err", err)
+	}
+}
+
+// settleFailed completes the adds that failed on ledger ledgerID, now
+// closed at md.LastEntry. An add the ledger kept (at or below its last
+// entry: the writer's own close keeps what was acknowledged, a recovery
+// what a quorum of bookies has) succeeds at its position, exactly as if
+// its acknowledgement had arrived; the others are returned, in order, to
+// be issued again on the next ledger. So a bookie failure that the
+// ensemble cannot absorb costs producers a pause, never an error and never
+// a message stored twice. Driver only, after the ledger's callbacks ran.
+func (m *ManagedLedger) settleFailed(ledgerID int64, md ledger.Metadata) (again []addRequest) {
+	for _, f := range m.takeFailed() {
+		if f.ledger == ledgerID && f.entry >= 0 && f.entry <= md.LastEntry {
+			p := Position{Ledger: f.ledger, Entry: f.entry}
+			m.confirmed(p, f.r.data, md.LastEntry)
+			f.r.cb(p, nil)
+			continue
+		}
+		again = append(again, f.r)
+	}
+	return again
+}
+
+// takeFailed removes and returns the failed adds.
+func (m *ManagedLedger) takeFailed() []failedAdd {
+	m.failedMu.Lock()
+	defer m.failedMu.Unlock()
+	f := m.failed
+	m.failed = nil
+	return f
+}
+
+// failAdds fails adds with err (their chains break).
+func (m *ManagedLedger) failAdds(adds []addRequest, err error) {
+	for _, r := range adds {
+		if r.chain != nil {
+			r.chain.broken.Store(true)
+		}
+		r.cb(Position{}, fmt.Errorf("mledger %s: add: %w", m.name, err))
+	}
+}
+
+// failAllFailed fails every failed add with err.
+func (m *ManagedLedger) failAllFailed(err error) {
+	var adds []addRequest
+	for _, f := range m.takeFailed() {
+		adds = append(adds, f.r)
+	}
+	m.failAdds(adds, err)
+}
+
 // rollover closes the current ledger (waiting for its callbacks, so the
-// order of callbacks holds across ledgers), creates the next and records
-// both in one CAS. Driver only.
+// order of callbacks holds across ledgers), settles the adds it failed,
+// creates the next ledger, records both in one CAS and issues the failed
+// adds the closed ledger did not keep again, first. Driver only.
 func (m *ManagedLedger) rollover(ctx context.Context) error {
 	var closed *LedgerInfo
+	var again []addRequest
 	if m.w != nil {
 		old := m.w
 		md, err := m.closeWriter(ctx, old)
 		if err != nil {
+			m.failAllFailed(err)
 			return fmt.Errorf("rollover: %w", err)
 		}
 		closed = &LedgerInfo{ID: int64(old.ID()), Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed, Closed: m.deps.Now().UnixMilli()}
+		again = m.settleFailed(int64(old.ID()), md)
 		m.w = nil
 	}
 	w, err := m.createLedger(ctx)
 	if err != nil {
+		m.failAdds(again, err)
 		if closed != nil {
 			// Record the close anyway so the list stays exact.
 			if uerr := m.update(ctx, func(t *topicMeta) error { return setLast(t, *closed) }); uerr != nil {
@@ -281,11 +371,15 @@ func (m *ManagedLedger) rollover(ctx context.Context) error {
 	})
 	if err != nil {
 		m.discardWriter(w)
+		m.failAdds(again, err)
 		return fmt.Errorf("rollover: %w", err)
 	}
 	m.setWriter(w)
 	if closed != nil {
-		m.log.Debug("rolled over", "closed", closed.ID, "entries", closed.Entries, "new", w.ID())
+		m.log.Debug("rolled over", "closed", closed.ID, "entries", closed.Entries, "new", w.ID(), "reissued", len(again))
+	}
+	for _, r := range again {
+		m.issue(r)
 	}
 	return nil
 }

@@ -220,6 +220,7 @@ type ManagedLedger struct {
 	queueOnce sync.Once
 	queue     chan addRequest // made by the first add
 	stop      chan struct{}   // closed by Close: the driver returns
+	repair    chan struct{}   // cap 1: an add failed; the driver settles it
 	closed    chan struct{}   // closed when Close has drained the queue
 
 	// driverMu guards driving and stopped: whether a driver goroutine
@@ -237,6 +238,11 @@ type ManagedLedger struct {
 	wCreated time.Time
 	wBroken  atomic.Bool    // an add failed: roll over before the next
 	inflight sync.WaitGroup // adds issued to w whose callbacks have not run
+
+	// failedMu guards failed: adds the current ledger failed, settled
+	// when it is closed (see settleFailed).
+	failedMu sync.Mutex
+	failed   []failedAdd
 
 	readersMu sync.Mutex
 	readers   map[int64]*ledger.Reader
@@ -270,6 +276,7 @@ func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedg
 		key:     TopicKey(deps.Region, name),
 		log:     deps.Logger.With("component", "mledger", "topic", name),
 		stop:    make(chan struct{}),
+		repair:  make(chan struct{}, 1),
 		closed:  make(chan struct{}),
 		readers: map[int64]*ledger.Reader{},
 		cursors: map[string]*Cursor{},
@@ -488,6 +495,7 @@ func (m *ManagedLedger) Close(ctx context.Context) error {
 	}
 	if err := m.fencedErr(); err != nil {
 		m.abandonWriter()
+		m.failAllFailed(err)
 		return err
 	}
 	if err := m.closeCurrent(ctx); err != nil {
@@ -516,8 +524,11 @@ func (m *ManagedLedger) closeCurrent(ctx context.Context) error {
 	id := m.wID
 	md, err := m.closeWriter(ctx, m.w)
 	if err != nil {
+		m.failAllFailed(err)
 		return err
 	}
+	// Adds the ledger failed and did not keep fail: no next ledger.
+	m.failAdds(m.settleFailed(id, md), ErrClosed)
 	return m.update(ctx, func(t *topicMeta) error {
 		return setLast(t, LedgerInfo{ID: id, Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed, Closed: m.deps.Now().UnixMilli()})
 	})

@@ -826,3 +826,68 @@ func TestChainedAddsStopAtFirstFailure(t *testing.T) {
 		t.Fatalf("add of a new chain: %v", r.err)
 	}
 }
+
+// TestAddsSurviveALedgerTheEnsembleCannotRepair: with three bookies and
+// ensembles of two, bookies restart one after the other while adds flow,
+// as in a rolling restart. A writer whose failed bookie has no replacement
+// (the only other one failed under it earlier and is quarantined) breaks;
+// its ledger is closed (recovered), the adds it kept succeed at their
+// positions and the others are issued again on a new ledger. No add
+// fails, and the log holds every payload once, in order.
+func TestAddsSurviveALedgerTheEnsembleCannotRepair(t *testing.T) {
+	cl := startCluster(t)
+	env := testConfig(cl, newLedgerClient(t, cl), 100000)
+	env.EnsembleSize, env.WriteQuorum, env.AckQuorum = 2, 2, 2
+	m := open(t, env, "t/ns/persistent/rolling")
+	defer m.Close(context.Background())
+
+	var (
+		mu   sync.Mutex
+		got  []Position
+		errs []error
+		wg   sync.WaitGroup
+	)
+	const n = 3000
+	stop := make(chan struct{})
+	go func() {
+		// Every bookie in turn, while the adds below run.
+		for _, b := range cl.Bookies() {
+			select {
+			case <-stop:
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+			b.Restart()
+		}
+	}()
+	ctx := context.Background()
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		m.AddEntryAsync(ctx, payload(i), func(p Position, err error) {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			got = append(got, p)
+		})
+		if i%50 == 0 {
+			time.Sleep(10 * time.Millisecond) // spread the adds over the restarts
+		}
+	}
+	wg.Wait()
+	close(stop)
+	if len(errs) > 0 {
+		t.Fatalf("%d adds failed, first: %v", len(errs), errs[0])
+	}
+	for k := 1; k < len(got); k++ {
+		if got[k].Compare(got[k-1]) <= 0 {
+			t.Fatalf("callback %d at %v after %v", k, got[k], got[k-1])
+		}
+	}
+	es := readAll(t, m, first(m), 500)
+	checkEntries(t, es, got, 0)
+	t.Logf("%d adds across %d ledgers", n, len(m.Ledgers()))
+}

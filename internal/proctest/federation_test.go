@@ -136,3 +136,49 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestProcessRollingRestart restarts every broker and then every bookie of
+// a region, one at a time, with SIGTERM (each drains), waiting for its
+// /readyz before the next, under a steady load: no send may fail and no
+// acknowledged message may be lost. It reports the longest publish gap.
+func TestProcessRollingRestart(t *testing.T) {
+	skipUnlessProcessTests(t)
+	f := StartFederation(t, Layout{
+		Regions: []string{"east"}, Global: 1, Metastores: 1, Bookies: 3, Brokers: 2,
+		BrokerLeaseTTL: 5 * time.Second,
+	}, t.TempDir())
+	f.Replicate(t, "acme", "roll")
+	east := f.Regions[0]
+	var sources []Source
+	for i := range 4 {
+		sources = append(sources, Source{Region: "east", Topic: fmt.Sprintf("persistent://acme/roll/t%d", i)})
+	}
+	l := StartLoad(t, map[string]string{"east": east.ServiceURL()}, sources, 8, 20*time.Millisecond)
+	waitProgress(t, l, 200, time.Minute)
+	start := time.Now()
+	for _, p := range append(append([]*Proc{}, east.Brokers...), east.Bookies...) {
+		from := time.Now()
+		if err := p.Term(time.Minute); err != nil {
+			t.Fatalf("%s: SIGTERM: %v\n%s", p.Name, err, p.Tail(30))
+		}
+		took := time.Since(from)
+		p.Start()
+		p.WaitReady(90 * time.Second)
+		acked := l.Acked()
+		waitFor(t, time.Minute, p.Name+" restarted: load flowing", func() bool { return l.Acked() > acked+100 })
+		pub, del := l.Gaps(from, time.Now())
+		t.Logf("rolling restart of %-16s: drained in %v; longest publish gap %v, longest delivery gap %v", p.Name, took.Round(time.Millisecond), pub.Round(time.Millisecond), del.Round(time.Millisecond))
+	}
+	pub, _ := l.Gaps(start, time.Now())
+	l.StopProducing()
+	if errs := l.SendErrors(); len(errs) > 0 {
+		t.Errorf("%d sends failed during the rolling restart, e.g. %v", len(errs), errs[0])
+	}
+	if err := l.WaitDelivered(2 * time.Minute); err != nil {
+		t.Errorf("after the rolling restart: %v", err)
+	}
+	r := l.Check()
+	t.Logf("rolling restart of %d brokers and %d bookies: longest publish gap %v; acknowledged %d, delivered %d, redeliveries %d",
+		len(east.Brokers), len(east.Bookies), pub.Round(time.Millisecond), r.Acked, r.Delivered, r.Redeliveries)
+	assertReport(t, r)
+}
