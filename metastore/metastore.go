@@ -33,6 +33,10 @@ type Config struct {
 	Endpoints []string `yaml:"endpoints"`
 	// DialTimeout bounds the first connection; zero means 5s.
 	DialTimeout time.Duration `yaml:"dialTimeout"`
+	// StartupTimeout is how long a component retries its first
+	// connection at start-up before it gives up with an error; zero means
+	// 30s.
+	StartupTimeout time.Duration `yaml:"startupTimeout"`
 }
 
 // Validate reports every problem with the config at once.
@@ -48,6 +52,9 @@ func (c Config) Validate() error {
 	}
 	if c.DialTimeout < 0 {
 		errs = append(errs, fmt.Errorf("metastore.dialTimeout: %v is negative", c.DialTimeout))
+	}
+	if c.StartupTimeout < 0 {
+		errs = append(errs, fmt.Errorf("metastore.startupTimeout: %v is negative", c.StartupTimeout))
 	}
 	return errors.Join(errs...)
 }

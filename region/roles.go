@@ -15,25 +15,31 @@ import (
 	"github.com/isobar-mq/isobar/metastore"
 )
 
-// connectAttempts and connectFirstDelay bound a component's first
-// connection to the metadata store: about 30s in all, so that a wrong
-// address fails start-up with a clear error instead of hanging.
-const (
-	connectAttempts   = 8
-	connectFirstDelay = 250 * time.Millisecond
-)
-
-// connectMeta connects to the metadata store at cfg, retrying a bounded
-// number of times.
+// connectMeta connects to the metadata store at cfg, retrying for
+// cfg.StartupTimeout (30s by default), so that a wrong address fails
+// start-up with a clear error instead of hanging, while a store that
+// starts at the same time as the component is waited for.
 func connectMeta(ctx context.Context, cfg metastore.Config, what string, logger *slog.Logger) (*metastore.Store, error) {
+	budget := cfg.StartupTimeout
+	if budget == 0 {
+		budget = 30 * time.Second
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = min(5*time.Second, budget)
+	}
+	rctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
 	var s *metastore.Store
-	err := lifecycle.Retry(ctx, logger, "connect to the "+what+" "+fmt.Sprint(cfg.Endpoints), connectAttempts, connectFirstDelay, func(ctx context.Context) error {
+	err := lifecycle.Retry(rctx, logger, "connect to the "+what+" "+fmt.Sprint(cfg.Endpoints), 1000, 250*time.Millisecond, func(ctx context.Context) error {
 		var err error
 		s, err = metastore.Connect(ctx, cfg)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
+		if ctx.Err() != nil {
+			return nil, err // stopped while starting
+		}
+		return nil, fmt.Errorf("%w: %s at %v did not answer within %v: %w", ErrUnreachable, what, cfg.Endpoints, budget, err)
 	}
 	return s, nil
 }
