@@ -32,8 +32,8 @@ type Config struct {
 	// FrameEntries entries (0: 1000) and FrameBytes raw bytes (0: 4 MiB),
 	// sent once either is reached or FrameDelay (0: 5ms) after its first
 	// entry.
-	FrameEntries int `yaml:"frameEntries"`
-	FrameBytes   int
+	FrameEntries int           `yaml:"frameEntries"`
+	FrameBytes   int           `yaml:"frameBytes"`
 	FrameDelay   time.Duration `yaml:"frameDelay"`
 	// ReceiverQueue is the permits (messages, not entries: a batch counts
 	// its messages) of a stream's subscription; 0 means 10000. It bounds
