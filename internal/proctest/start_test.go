@@ -36,7 +36,7 @@ func TestProcessRestartsOnItsData(t *testing.T) {
 						"--broker-port", fmt.Sprint(bp), "--http-port", fmt.Sprint(hp))
 					serviceURL, readyURL = fmt.Sprintf("pulsar://127.0.0.1:%d", bp), fmt.Sprintf("http://127.0.0.1:%d/readyz", hp)
 				case "region":
-					base := freePlan(t)
+					base := freePlan(t, 1)
 					p = New(t, bin, dir, "region", map[string]any{
 						"region": map[string]any{"name": "solo", "dataDir": filepath.Join(dir, "data"), "basePort": base},
 					}, "region")
@@ -72,14 +72,19 @@ func TestProcessRestartsOnItsData(t *testing.T) {
 	}
 }
 
-// freePlan returns a base port whose region-0 port plan (base..base+99 and
-// base+1430..) is free now.
-func freePlan(t *testing.T) int {
+// freePlan returns a base port whose port plan for regions regions (the
+// ports `isobar dev` and `isobar region` use) is free now.
+func freePlan(t *testing.T, regions int) int {
 	t.Helper()
 	for try := 0; try < 50; try++ {
 		base := 20000 + (os.Getpid()*7+try*211)%25000
 		ok := true
-		for _, p := range []int{base, base + 20, base + 21, base + 30, base + 31, base + 40, base + 41, base + 42, base + 1430} {
+		ports := []int{base + 10, base + 11}
+		for i := range regions {
+			b := base + 100*i
+			ports = append(ports, b, b+20, b+21, b+30, b+31, b+40, b+41, b+42, base+1430+100*i)
+		}
+		for _, p := range ports {
 			ln, err := net.Listen("tcp", Addr(p))
 			if err != nil {
 				ok = false
@@ -234,4 +239,58 @@ func TestProcessBadStarts(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestProcessDevAndRegionsAreInterchangeable: the federation `isobar dev`
+// runs and a global store plus one `isobar region` process per region,
+// with the same base port and data directories, are the same federation:
+// what dev stored is served by the region processes, and replication
+// goes on in both directions.
+func TestProcessDevAndRegionsAreInterchangeable(t *testing.T) {
+	skipUnlessProcessTests(t)
+	bin := Binary(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	base := freePlan(t, 2)
+	r0, r1 := fmt.Sprintf("pulsar://127.0.0.1:%d", base), fmt.Sprintf("pulsar://127.0.0.1:%d", base+100)
+	ready0, ready1 := fmt.Sprintf("http://127.0.0.1:%d/readyz", base+1430), fmt.Sprintf("http://127.0.0.1:%d/readyz", base+1530)
+	dev := New(t, bin, dir, "dev", nil, "dev", "--data-dir", data, "--regions", "east,west", "--base-port", fmt.Sprint(base))
+	dev.ReadyURL = ready1
+	dev.Start()
+	dev.WaitReady(3 * time.Minute)
+	const topic = "persistent://geo/replicated/swap"
+	c0, c1 := client(t, r0), client(t, r1)
+	consumeN(t, c1, topic, "west", 0, 0) // the subscription exists before the sends
+	sendN(t, c0, topic, 0, 10)
+	consumeN(t, c1, topic, "west", 5, 0)
+	c0.Close()
+	c1.Close()
+	dev.Signal(syscall.SIGINT)
+	if code := dev.Wait(time.Minute); code != 0 {
+		t.Fatalf("dev exit status %d\n%s", code, dev.Tail(20))
+	}
+
+	gc, gp := base+10, base+11
+	global := New(t, bin, dir, "global", nil, "metastore", "--name", "global", "--data-dir", filepath.Join(data, "global"),
+		"--client-addr", Addr(gc), "--peer-addr", Addr(gp))
+	global.Start()
+	regions := map[string]*Proc{}
+	for i, name := range []string{"east", "west"} {
+		p := New(t, bin, dir, "region-"+name, nil, "region", "--name", name, "--index", fmt.Sprint(i), "--regions", "east,west",
+			"--base-port", fmt.Sprint(base), "--data-dir", filepath.Join(data, name), "--global", "http://"+Addr(gc))
+		p.ReadyURL = []string{ready0, ready1}[i]
+		p.Start()
+		regions[name] = p
+	}
+	for _, p := range regions {
+		p.WaitReady(3 * time.Minute)
+	}
+	c0, c1 = client(t, r0), client(t, r1)
+	defer c0.Close()
+	defer c1.Close()
+	consumeN(t, c1, topic, "west", 5, 5) // what dev stored and replicated
+	consumeN(t, c0, topic, "east", 0, 0)
+	sendN(t, c1, topic, 10, 5) // and replication goes on, the other way too
+	consumeN(t, c0, topic, "east", 15, 0)
+	consumeN(t, c1, topic, "west", 5, 10)
 }
