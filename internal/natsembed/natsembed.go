@@ -374,4 +374,6 @@ func (l slogLogger) Debugf(format string, v ...any)  { l.log("debug", format, v)
 func (l slogLogger) Tracef(format string, v ...any)  { l.log("trace", format, v) }
 
 // Ready reports whether the server accepts client connections.
-func (s *Server) Ready() bool { return s.ns.Running() && s.ns.ReadyForConnections(100 * time.Millisecond) }
+func (s *Server) Ready() bool {
+	return s.ns.Running() && s.ns.ReadyForConnections(100*time.Millisecond)
+}
