@@ -58,8 +58,15 @@ func GlobalPorts(base int) (client, peer int) {
 	return base + globalShift, base + globalShift + 1
 }
 
+// MaxRegions is how many regions the plan lays out before a region's
+// block would reach region 0's HTTP ports.
+const MaxRegions = httpShift / PortStride
+
 // CheckPlan reports whether regions regions fit the plan at base.
 func CheckPlan(base, regions int) error {
+	if regions > MaxRegions {
+		return fmt.Errorf("the port plan holds at most %d regions, not %d", MaxRegions, regions)
+	}
 	if base < 1024 || base+httpShift+PortStride*regions > 65535 {
 		return fmt.Errorf("base port %d leaves no room for %d regions of %d ports", base, regions, PortStride)
 	}
