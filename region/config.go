@@ -58,16 +58,16 @@ type TelemetryConfig struct {
 // store or the global configuration store.
 type MetastoreConfig struct {
 	metastore.EmbedConfig `yaml:",inline"`
-	// HTTPAddr is where /healthz, /readyz and /metrics are served; empty
-	// serves none.
+	// HTTPAddr is where /healthz, /readyz and /metrics are served;
+	// default 0.0.0.0:2381, empty serves none.
 	HTTPAddr string `yaml:"httpAddr"`
 }
 
 // BookieConfig is one bookie.
 type BookieConfig struct {
 	bookie.Config `yaml:",inline"`
-	// HTTPAddr is where /healthz, /readyz and /metrics are served; empty
-	// serves none.
+	// HTTPAddr is where /healthz, /readyz and /metrics are served;
+	// default 0.0.0.0:8000, empty serves none.
 	HTTPAddr string `yaml:"httpAddr"`
 }
 
@@ -105,16 +105,16 @@ type ReplicatorConfig struct {
 	// DataDir keeps the worker's copy of the global configuration; empty
 	// keeps none.
 	DataDir string `yaml:"dataDir"`
-	// HTTPAddr is where /healthz, /readyz and /metrics are served; empty
-	// serves none.
+	// HTTPAddr is where /healthz, /readyz and /metrics are served;
+	// default 0.0.0.0:8090, empty serves none.
 	HTTPAddr string `yaml:"httpAddr"`
 }
 
 // NATSConfig is one NATS server of a region.
 type NATSConfig struct {
 	natsembed.Config `yaml:",inline"`
-	// HTTPAddr is where /healthz, /readyz and /metrics are served; empty
-	// serves none.
+	// HTTPAddr is where /healthz, /readyz and /metrics are served;
+	// default 0.0.0.0:8222, empty serves none.
 	HTTPAddr string `yaml:"httpAddr"`
 }
 

@@ -59,7 +59,7 @@ those in flight, deregisters and flushes its storage.`,
 	fl.StringVar(&b.Rack, "rack", "", "rack / failure-domain label")
 	fl.StringVar(&b.JournalDir, "journal-dir", "", "journal directory")
 	fl.StringVar(&b.LedgerDir, "ledger-dir", "", "ledger storage directory (may be another disk)")
-	fl.StringVar(&b.HTTPAddr, "http-addr", "", "health and metrics listen address")
+	fl.StringVar(&b.HTTPAddr, "http-addr", "0.0.0.0:8000", "health and metrics listen address (empty: none)")
 	cmd.AddCommand(newBookieDecommissionCmd(g))
 	return cmd
 }

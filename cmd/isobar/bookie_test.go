@@ -37,7 +37,7 @@ func TestBookieIdentityCommands(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		args := append([]string{"bookie", "--metastore", ep, "--region", "r", "--listen", "127.0.0.1:0",
+		args := append([]string{"bookie", "--http-addr", "127.0.0.1:0", "--metastore", ep, "--region", "r", "--listen", "127.0.0.1:0",
 			"--journal-dir", jdir, "--ledger-dir", ldir, "--log-level", "error"}, extra...)
 		go func() {
 			_, err := run(ctx, args...)
@@ -74,7 +74,7 @@ func TestBookieIdentityCommands(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err = run(ctx, "bookie", "--metastore", ep, "--region", "r", "--listen", "127.0.0.1:0",
+	_, err = run(ctx, "bookie", "--http-addr", "127.0.0.1:0", "--metastore", ep, "--region", "r", "--listen", "127.0.0.1:0",
 		"--journal-dir", jdir, "--ledger-dir", ldir, "--log-level", "error")
 	if !errors.Is(err, bookie.ErrIdentity) || exitCode(err) != 2 || !strings.Contains(err.Error(), "check 1") {
 		t.Fatalf("bookie on a wiped ledger disk: %v (exit %d), want ErrIdentity, check 1, exit 2", err, exitCode(err))

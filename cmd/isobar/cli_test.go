@@ -97,7 +97,7 @@ func TestBookieCommandFromFileEnvAndFlags(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := run(ctx, "bookie", "--config", cfgPath, "--ledger-dir", filepath.Join(dir, "l"), "--rack", "rack-flag", "--log-level", "error")
+		_, err := run(ctx, "bookie", "--http-addr", "127.0.0.1:0", "--config", cfgPath, "--ledger-dir", filepath.Join(dir, "l"), "--rack", "rack-flag", "--log-level", "error")
 		done <- err
 	}()
 	m, err := metastore.Connect(context.Background(), metastore.Config{Endpoints: e.Endpoints()})

@@ -51,6 +51,6 @@ flags. External etcd works everywhere instead.`,
 	fl.StringVar(&e.InitialCluster, "initial-cluster", "", "every member at first start: name=http://host:peerport,...")
 	fl.StringVar(&e.ClusterState, "cluster-state", "", "new (default) or existing (joining a running cluster)")
 	fl.StringVar(&e.ClusterToken, "cluster-token", "", "cluster token at first start (default isobar)")
-	fl.StringVar(&e.HTTPAddr, "http-addr", "", "health and metrics listen address")
+	fl.StringVar(&e.HTTPAddr, "http-addr", "0.0.0.0:2381", "health and metrics listen address (empty: none)")
 	return cmd
 }

@@ -54,6 +54,6 @@ variables, flags.`,
 	fl.IntVar(&n.GatewayPort, "gateway-port", 7222, "gateway port")
 	fl.StringVar(&n.GatewayAdvertise, "gateway-advertise", "", "host:port other regions reach the gateway at")
 	fl.StringToStringVar(&n.Gateways, "gateways", nil, "other regions' gateways: region=nats://host:port,...")
-	fl.StringVar(&n.HTTPAddr, "http-addr", "", "health and metrics listen address")
+	fl.StringVar(&n.HTTPAddr, "http-addr", "0.0.0.0:8222", "health and metrics listen address (empty: none)")
 	return cmd
 }

@@ -105,7 +105,7 @@ func startError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, region.ErrListen), errors.Is(err, region.ErrUnreachable), badIdentity(err):
+	case errors.Is(err, region.ErrListen), errors.Is(err, lifecycle.ErrListen), errors.Is(err, region.ErrUnreachable), badIdentity(err):
 		return usageError{err}
 	}
 	return err

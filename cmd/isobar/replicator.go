@@ -49,6 +49,6 @@ sections of --config, ISOBAR_* variables, flags.`,
 	fl.StringVar(&w.ServiceURL, "service-url", "", "the region's brokers: pulsar://host:port[,host:port]")
 	fl.StringVar(&w.NATSURL, "nats-url", "", "the region's NATS server(s): nats://host:port[,...]")
 	fl.StringVar(&w.DataDir, "data-dir", "", "directory for the worker's copy of the global configuration")
-	fl.StringVar(&w.HTTPAddr, "http-addr", "", "health and metrics listen address")
+	fl.StringVar(&w.HTTPAddr, "http-addr", "0.0.0.0:8090", "health and metrics listen address (empty: none)")
 	return cmd
 }

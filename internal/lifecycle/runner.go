@@ -107,6 +107,9 @@ type Runner struct {
 // counts as the same (ignored) rather than as the second (abort).
 const DuplicateSignalWindow = time.Second
 
+// ErrListen wraps a failure to open the health endpoints' listener.
+var ErrListen = errors.New("lifecycle: cannot listen")
+
 // ErrAborted is returned by Run when a second signal or the shutdown
 // deadline aborted the component.
 var ErrAborted = errors.New("lifecycle: aborted")
@@ -137,7 +140,7 @@ func (r *Runner) Run(ctx context.Context, c Component) error {
 	if r.HTTPAddr != "" {
 		ln, err := net.Listen("tcp", r.HTTPAddr)
 		if err != nil {
-			return fmt.Errorf("http listener: %w", err)
+			return fmt.Errorf("%w: health endpoints on %s: %w", ErrListen, r.HTTPAddr, err)
 		}
 		mux := http.NewServeMux()
 		h.Mount(mux)

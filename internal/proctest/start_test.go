@@ -179,7 +179,7 @@ func TestProcessBadStarts(t *testing.T) {
 
 	bookieDirs := func(name string) map[string]any {
 		return map[string]any{
-			"region": "east", "listenAddr": Addr(FreePort(t)),
+			"region": "east", "listenAddr": Addr(FreePort(t)), "httpAddr": Addr(FreePort(t)),
 			"journalDir": filepath.Join(dir, name, "journal"), "ledgerDir": filepath.Join(dir, name, "ledgers"),
 		}
 	}
