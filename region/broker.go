@@ -46,6 +46,9 @@ type Deps struct {
 	SpanExporters []sdktrace.SpanExporter
 }
 
+// withDefaults fills in a discarding logger and, for a component on its
+// own, disabled telemetry. (A region or federation given no telemetry
+// makes its own instead.)
 func (d Deps) withDefaults() Deps {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)

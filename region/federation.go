@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -61,7 +62,11 @@ func StartFederation(ctx context.Context, cfg FederationConfig, deps Deps) (*Fed
 // NewFederation returns the federation cfg describes (a
 // lifecycle.Component).
 func NewFederation(cfg FederationConfig, deps Deps) *Federation {
-	return &Federation{cfg: cfg, deps: deps.withDefaults()}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	// No telemetry given: each region makes its own, as a process would.
+	return &Federation{cfg: cfg, deps: deps}
 }
 
 // Name implements lifecycle.Component.
