@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -238,11 +239,21 @@ func (s *Server) StartOn(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
+// advertised is the address clients dial: AdvertiseAddr, else the
+// listener's address, with the host name in place of a wildcard host
+// (0.0.0.0 or ::, which nobody can dial).
 func (s *Server) advertised() string {
 	if s.cfg.AdvertiseAddr != "" {
 		return s.cfg.AdvertiseAddr
 	}
-	return s.ln.Addr().String()
+	addr := s.ln.Addr().String()
+	host, port, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
+		if h, herr := os.Hostname(); herr == nil && h != "" {
+			return net.JoinHostPort(h, port)
+		}
+	}
+	return addr
 }
 
 func (s *Server) acceptLoop(ctx, connCtx context.Context, ln net.Listener) {

@@ -292,6 +292,7 @@ type Broker struct {
 
 	nextProducer atomic.Uint64
 	panics       atomic.Int64 // recovered panics in command handlers (bugs)
+	acceptErr    atomic.Pointer[acceptFailure]
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -347,6 +348,9 @@ func (b *Broker) Panics() int64 { return b.panics.Load() }
 func (b *Broker) Config() Config { return b.cfg }
 
 // Serve accepts connections on ln until Shutdown; it returns nil then.
+// Accept errors (no file descriptor left, say) do not stop it: it backs
+// off, from 5ms doubling to 1s as net/http does, and resumes; meanwhile
+// AcceptErr reports the failure (readiness says the broker cannot serve).
 func (b *Broker) Serve(ln net.Listener) error {
 	b.mu.Lock()
 	if b.shutdown {
@@ -358,23 +362,52 @@ func (b *Broker) Serve(ln net.Listener) error {
 	b.wg.Add(1)
 	b.mu.Unlock()
 	defer b.wg.Done()
+	var delay time.Duration
+	var warned time.Time
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			b.mu.Lock()
 			down := b.shutdown
 			b.mu.Unlock()
-			if down {
+			if down || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			b.acceptErr.Store(&acceptFailure{err: err, at: b.deps.Now()})
+			delay = max(5*time.Millisecond, min(2*delay, time.Second))
+			if time.Since(warned) > 5*time.Second {
+				b.log.Warn("accept failed; backing off", "err", err, "delay", delay)
+				warned = time.Now()
 			}
-			return fmt.Errorf("broker: accept: %w", err)
+			select {
+			case <-time.After(delay):
+			case <-b.ctx.Done():
+				return nil
+			}
+			continue
+		}
+		if delay > 0 {
+			b.log.Info("accepting connections again")
+			delay = 0
+			b.acceptErr.Store(nil)
 		}
 		b.ServeConn(nc)
 	}
+}
+
+// acceptFailure is the last accept error and when it happened.
+type acceptFailure struct {
+	err error
+	at  time.Time
+}
+
+// AcceptErr returns the error of the last accept when it failed and no
+// accept has succeeded since, nil otherwise.
+func (b *Broker) AcceptErr() error {
+	if f := b.acceptErr.Load(); f != nil {
+		return fmt.Errorf("broker: cannot accept connections (since %s): %w", f.at.Format(time.RFC3339), f.err)
+	}
+	return nil
 }
 
 // ServeConn serves one connection in the background (tests hand it one end

@@ -331,7 +331,7 @@ func (c *Broker) Ready(context.Context) error {
 	if !c.reg.Registered() {
 		return errors.New("not registered in the metadata store (lease lost; re-registering)")
 	}
-	return nil
+	return c.b.AcceptErr()
 }
 
 // Shutdown implements lifecycle.Component with a drain: the broker stops

@@ -11,11 +11,16 @@ import (
 )
 
 // flushLoop is the flusher goroutine: it flushes when the write cache is
-// full, every FlushInterval, and a last time on Close.
+// full, every FlushInterval, and a last time on Close. A flush that failed
+// for a transient reason (no file descriptor left) is tried again after a
+// short, growing delay.
 func (s *Store) flushLoop() {
 	defer close(s.flusherDone)
 	t := time.NewTicker(s.cfg.FlushInterval)
 	defer t.Stop()
+	var retry <-chan time.Time
+	backoff := 50 * time.Millisecond
+	var warned time.Time // the last "postponed" warning: at most one per 5s
 	for {
 		select {
 		case <-s.stopFlush:
@@ -29,8 +34,25 @@ func (s *Store) flushLoop() {
 			return
 		case <-t.C:
 		case <-s.flushKick:
+		case <-retry:
 		}
-		if err := s.flush(); err != nil && !errors.Is(err, ErrClosed) {
+		retry = nil
+		err := s.flush()
+		switch {
+		case err == nil:
+			if !warned.IsZero() {
+				s.log.Info("flush resumed")
+				warned = time.Time{}
+			}
+			backoff = 50 * time.Millisecond
+		case Transient(err):
+			if time.Since(warned) > 5*time.Second {
+				s.log.Warn("flush postponed: out of file descriptors; retrying", "err", err, "in", backoff)
+				warned = time.Now()
+			}
+			retry = time.After(backoff)
+			backoff = min(2*backoff, 2*time.Second)
+		case !errors.Is(err, ErrClosed):
 			s.log.Error("flush failed", "err", err)
 		}
 	}
@@ -68,7 +90,11 @@ func (s *Store) sealWriter() {
 //     it.
 //
 // Any I/O error fails the store: the frozen memtable stays readable and the
-// journal still holds everything, so a restart recovers.
+// journal still holds everything, so a restart recovers. Running out of
+// file descriptors (EMFILE, ENFILE) does not: the frozen memtable stays
+// frozen and readable, writers wait for cache room, and the next flush
+// writes it again (writing a snapshot twice is what a crash and a
+// journal replay do anyway).
 func (s *Store) flush() error {
 	s.storeMu.Lock()
 	defer s.storeMu.Unlock()
@@ -81,6 +107,12 @@ func (s *Store) flush() error {
 		s.mu.Unlock()
 		return err
 	}
+	if s.flushing != nil {
+		// A flush postponed for lack of descriptors: write that one.
+		snap := s.flushing
+		s.mu.Unlock()
+		return s.writeFrozen(snap)
+	}
 	if s.active.empty() && s.appliedPos == s.cpPos {
 		s.mu.Unlock()
 		return nil
@@ -91,11 +123,20 @@ func (s *Store) flush() error {
 	s.flushing = snap
 	s.flushDone = make(chan struct{})
 	s.mu.Unlock()
+	return s.writeFrozen(snap)
+}
 
+// writeFrozen writes the frozen memtable snap (s.flushing) to ledger
+// storage and checkpoints. storeMu held.
+func (s *Store) writeFrozen(snap *memtable) error {
 	start := time.Now()
 	entries, err := s.writeSnapshot(snap)
 
 	s.mu.Lock()
+	if err != nil && Transient(err) {
+		s.mu.Unlock()
+		return fmt.Errorf("flush: %w", err)
+	}
 	if err != nil {
 		s.failLocked(fmt.Errorf("flush: %w", err))
 		err = s.failed
@@ -118,6 +159,13 @@ func (s *Store) flush() error {
 
 	cp := checkpoint{valid: true, journal: snap.pos, nextLogID: s.logs.nextID.Load()}
 	if err := writeCheckpoint(s.fs, s.cfg.LedgerDir, cp); err != nil {
+		if Transient(err) {
+			// The data is in ledger storage; only the checkpoint lags
+			// (a restart replays a little more journal). The next flush
+			// writes it.
+			s.log.Warn("checkpoint postponed: out of file descriptors", "err", err)
+			return nil
+		}
 		s.fail(fmt.Errorf("write checkpoint: %w", err))
 		return s.failedErr()
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie/vfs"
@@ -498,6 +499,14 @@ func (s *Store) closeFiles() {
 	s.logs.handles.close()
 }
 
+// Transient reports whether err is a shortage the process recovers from
+// by itself, as opposed to a failing disk: no file descriptor left in the
+// process (EMFILE) or the system (ENFILE). Storage never fails for it; it
+// postpones what needed a new descriptor and tries again.
+func Transient(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
 // fail stops the store from accepting writes after an I/O error.
 func (s *Store) fail(err error) {
 	s.mu.Lock()
@@ -687,7 +696,13 @@ func (s *Store) commitBatch(batch []*request) {
 	if n > 0 && werr == nil {
 		// After the acks: a failed rotation only stops later batches.
 		if rotated, err := s.jw.rotate(); err != nil {
-			s.fail(fmt.Errorf("journal rotation: %w", err))
+			if Transient(err) {
+				// The current file stays open and in use; the next batch
+				// tries to rotate again.
+				s.log.Warn("journal rotation postponed: out of file descriptors", "err", err)
+			} else {
+				s.fail(fmt.Errorf("journal rotation: %w", err))
+			}
 		} else if rotated {
 			s.journalBytes.Add(fileHeaderSize)
 		}

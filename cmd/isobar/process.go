@@ -84,7 +84,7 @@ func (rc *roleCmd) run(ctx context.Context, p process, build func(region.Deps) l
 	}
 	r := &lifecycle.Runner{
 		Logger:          logger,
-		Identity:        append([]any{"name", p.name, "region", p.region, "version", version()}, p.identity...),
+		Identity:        append(identity(p), p.identity...),
 		HTTPAddr:        p.httpAddr,
 		Health:          health,
 		ShutdownTimeout: rc.file.ShutdownTimeout,
@@ -96,6 +96,15 @@ func (rc *roleCmd) run(ctx context.Context, p process, build func(region.Deps) l
 	// lifecycle.DuplicateSignalWindow, and counts once).
 	err = r.Run(ctx, c)
 	return startError(err)
+}
+
+// identity is the key/values a process logs when it starts.
+func identity(p process) []any {
+	out := []any{"name", p.name}
+	if p.region != "" {
+		out = append(out, "region", p.region)
+	}
+	return append(out, "version", version())
 }
 
 // startError marks the errors of a bad start (a port in use, a metadata

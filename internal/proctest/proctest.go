@@ -332,3 +332,13 @@ func (p *Proc) Tail(n int) string {
 func (p *Proc) dumpLog() {
 	p.t.Logf("---- %s (last lines of %s)\n%s", p.Name, p.logPath, p.Tail(60))
 }
+
+// Pid is the running process's id (0 when it does not run).
+func (p *Proc) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
