@@ -373,5 +373,6 @@ func (l slogLogger) Errorf(format string, v ...any)  { l.log("error", format, v)
 func (l slogLogger) Debugf(format string, v ...any)  { l.log("debug", format, v) }
 func (l slogLogger) Tracef(format string, v ...any)  { l.log("trace", format, v) }
 
-// Ready reports whether the server accepts client connections.
-func (s *Server) Ready() bool { return s.ns.ReadyForConnections(0) }
+// Ready reports whether the server accepts client connections. (nats-server
+// checks nothing within a zero duration and answers false: give it 1ms.)
+func (s *Server) Ready() bool { return s.ns.ReadyForConnections(time.Millisecond) }
