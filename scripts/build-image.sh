@@ -34,8 +34,15 @@ chmod 0644 "$ctx/ca-certificates.crt" "$ctx/passwd" "$ctx/group"
 
 # The legacy builder (no buildx plugin here) warns that it is deprecated;
 # keep its output for a failure only.
+old="$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)"
 if ! log="$(docker build --quiet --iidfile "$ctx/iid" -t "$image" -f deploy/Dockerfile "$ctx" 2>&1)"; then
 	echo "$log" >&2
 	fail "docker build failed"
 fi
-echo "$image $(cat "$ctx/iid")"
+new="$(cat "$ctx/iid")"
+# The image this tag named before is left without a name: remove it unless
+# a container still uses it, so that rebuilds do not pile up.
+if [ -n "$old" ] && [ "$old" != "$new" ]; then
+	docker image rm "$old" >/dev/null 2>&1 || true
+fi
+echo "$image $new"
