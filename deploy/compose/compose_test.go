@@ -25,16 +25,21 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
 
 const (
-	project = "isobartest"
-	// image is the test's own tag (scripts/build-image.sh's IMAGE, the
-	// compose file's ISOBAR_IMAGE), so the test leaves isobar:dev alone.
-	image     = "isobar:compose-test"
-	namespace = "geo/replicated"
+	// A run's compose project and image tag end in the test process's
+	// pid: two runs (from two work trees) do not take each other's
+	// containers down or test each other's binary, and a later run knows
+	// the leftovers of a run that died before its cleanup. The image is
+	// built with scripts/build-image.sh's IMAGE and given to the compose
+	// file as ISOBAR_IMAGE, so the test leaves isobar:dev alone.
+	projectPrefix = "isobartest-"
+	imagePrefix   = "isobar:compose-test-"
+	namespace     = "geo/replicated"
 	// budget is what the test needs of the go test deadline: about ten
 	// minutes, plus a cold build of the static binary (several minutes on
 	// two cores).
@@ -42,6 +47,8 @@ const (
 	// messages per direction per check.
 	messages = 20
 )
+
+var httpClient = &http.Client{Timeout: 10 * time.Second}
 
 var regions = []struct {
 	name         string
@@ -71,7 +78,9 @@ func services() []string {
 type env struct {
 	t          *testing.T
 	root       string   // repository root
-	compose    []string // "docker compose" or "docker-compose", with -f and -p
+	compose    []string // "docker compose" or "docker-compose", with -f
+	project    string   // this run's compose project
+	image      string   // this run's image tag
 	containers map[string]string
 	client     string // the container checks run in
 	round      int
@@ -95,27 +104,28 @@ func TestComposeFederation(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.root = root
-	e.compose = append(e.compose, "-f", filepath.Join(root, "deploy/compose/docker-compose.yml"), "-p", project)
+	e.compose = append(e.compose, "-f", filepath.Join(root, "deploy/compose/docker-compose.yml"))
+	pid := strconv.Itoa(os.Getpid())
+	e.project, e.image = projectPrefix+pid, imagePrefix+pid
+	e.removeLeftovers()
 	e.requirePortsFree()
 
 	// The image and the in-network client.
-	out, err := e.runEnv(15*time.Minute, []string{"IMAGE=" + image}, "bash", filepath.Join(root, "scripts/build-image.sh"))
+	out, err := e.runEnv(15*time.Minute, []string{"IMAGE=" + e.image}, "bash", filepath.Join(root, "scripts/build-image.sh"))
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 3 {
 		t.Skipf("no Docker to build the image with: %s", out)
 	} else if err != nil {
 		t.Fatalf("scripts/build-image.sh: %v\n%s", err, out)
 	}
+	t.Cleanup(func() { e.run(time.Minute, "docker", "image", "rm", e.image) })
 	t.Logf("%s built (%v)", strings.TrimSpace(lastLine(out)), time.Since(start).Round(time.Second))
 	check := filepath.Join(t.TempDir(), "pulsarcheck")
 	if out, err := e.runEnv(10*time.Minute, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", check, "./deploy/compose/pulsarcheck"); err != nil {
 		t.Fatalf("building pulsarcheck: %v\n%s", err, out)
 	}
 
-	// Up, from nothing (a run killed before its cleanup leaves its
-	// project behind).
-	e.down()
-	t.Cleanup(e.down)
+	t.Cleanup(func() { e.down(e.project) })
 	upStart := time.Now()
 	if out, err := e.composeCmd(5*time.Minute, "up", "-d"); err != nil {
 		e.diagnose()
@@ -129,10 +139,10 @@ func TestComposeFederation(t *testing.T) {
 	// published admin port and seen over eu-west's.
 	e.createNamespace()
 
-	e.client = project + "-client"
+	e.client = e.project + "-client"
 	if out, err := e.run(2*time.Minute, "docker", "run", "-d", "--name", e.client,
-		"--network", project+"_default", "-v", check+":/pulsarcheck:ro",
-		"--entrypoint", "/pulsarcheck", image, "-idle"); err != nil {
+		"--network", e.project+"_default", "-v", check+":/pulsarcheck:ro",
+		"--entrypoint", "/pulsarcheck", e.image, "-idle"); err != nil {
 		t.Fatalf("client container: %v\n%s", err, out)
 	}
 	e.check("the first check")
@@ -225,26 +235,55 @@ func (e *env) runEnv(timeout time.Duration, extraEnv []string, name string, args
 }
 
 func (e *env) composeCmd(timeout time.Duration, args ...string) (string, error) {
-	full := append(slices.Clone(e.compose[1:]), args...)
-	return e.runEnv(timeout, []string{"ISOBAR_IMAGE=" + image}, e.compose[0], full...)
+	return e.composeProject(timeout, e.project, args...)
 }
 
-// down removes the project's containers, network and volumes, and the
+func (e *env) composeProject(timeout time.Duration, project string, args ...string) (string, error) {
+	full := append(slices.Clone(e.compose[1:]), append([]string{"-p", project}, args...)...)
+	return e.runEnv(timeout, []string{"ISOBAR_IMAGE=" + e.image}, e.compose[0], full...)
+}
+
+// down removes a project's containers, network and volumes, and its
 // client container.
-func (e *env) down() {
-	if e.client != "" {
-		e.run(time.Minute, "docker", "rm", "-f", e.client)
-	}
+func (e *env) down(project string) {
 	e.run(time.Minute, "docker", "rm", "-f", project+"-client")
-	if out, err := e.composeCmd(5*time.Minute, "down", "-v", "--remove-orphans", "-t", "10"); err != nil {
-		e.t.Logf("down: %v\n%s", err, out)
+	if out, err := e.composeProject(5*time.Minute, project, "down", "-v", "--remove-orphans", "-t", "10"); err != nil {
+		e.t.Logf("down %s: %v\n%s", project, err, out)
 	}
+}
+
+// removeLeftovers takes down the projects, and removes the images, of
+// earlier runs whose test process is gone (killed before its cleanup:
+// their containers would hold the ports).
+func (e *env) removeLeftovers() {
+	out, err := e.run(time.Minute, "docker", "ps", "-a", "--filter", "label=com.docker.compose.project",
+		"--format", `{{.Label "com.docker.compose.project"}}`)
+	if err != nil {
+		e.t.Fatalf("docker ps: %v\n%s", err, out)
+	}
+	done := map[string]bool{}
+	for _, p := range strings.Fields(out) {
+		pid, err := strconv.Atoi(strings.TrimPrefix(p, projectPrefix))
+		if done[p] || !strings.HasPrefix(p, projectPrefix) || err != nil || alive(pid) {
+			continue
+		}
+		done[p] = true
+		e.t.Logf("removing %s, left by a run that is gone", p)
+		e.down(p)
+		e.run(time.Minute, "docker", "image", "rm", imagePrefix+strconv.Itoa(pid))
+	}
+}
+
+// alive reports whether process pid exists.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // findContainers maps every service to its container.
 func (e *env) findContainers() {
 	t := e.t
-	out, err := e.run(time.Minute, "docker", "ps", "-a", "--filter", "label=com.docker.compose.project="+project,
+	out, err := e.run(time.Minute, "docker", "ps", "-a", "--filter", "label=com.docker.compose.project="+e.project,
 		"--format", `{{.ID}} {{.Label "com.docker.compose.service"}}`)
 	if err != nil {
 		t.Fatalf("docker ps: %v\n%s", err, out)
@@ -334,7 +373,7 @@ func (e *env) createNamespace() {
 		e.poll(time.Minute, "PUT "+path, func() (bool, string) {
 			req, _ := http.NewRequest(http.MethodPut, admin+path, bytes.NewReader(raw))
 			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := httpClient.Do(req)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -350,7 +389,7 @@ func (e *env) createNamespace() {
 		for _, port := range r.http {
 			url := fmt.Sprintf("http://127.0.0.1:%d/admin/v2/namespaces/%s", port, namespace)
 			e.poll(time.Minute, "GET "+url, func() (bool, string) {
-				resp, err := http.Get(url)
+				resp, err := httpClient.Get(url)
 				if err != nil {
 					return false, err.Error()
 				}
