@@ -2,7 +2,7 @@
 // federation, one container per process, built from the isobar image.
 //
 // TestComposeFederation needs a Docker engine and Compose (docker compose
-// or docker-compose) and takes about ten minutes; it is skipped with
+// or docker-compose) and takes 5 to 11 minutes; it is skipped with
 // -short, with ISOBAR_SKIP_COMPOSE=1, without Docker, and when the go test
 // deadline leaves it too little time (go test's default is 10 minutes for
 // the whole package: run it with go test -timeout 30m ./deploy/compose, as
@@ -40,9 +40,9 @@ const (
 	projectPrefix = "isobartest-"
 	imagePrefix   = "isobar:compose-test-"
 	namespace     = "geo/replicated"
-	// budget is what the test needs of the go test deadline: about ten
-	// minutes, plus a cold build of the static binary (several minutes on
-	// two cores).
+	// budget is what the test needs of the go test deadline: 5 minutes on
+	// a quiet 2-core machine, 11 on a busy one, plus a cold build of the
+	// static binary (4 minutes).
 	budget = 20 * time.Minute
 	// messages per direction per check.
 	messages = 20
@@ -88,7 +88,7 @@ type env struct {
 
 func TestComposeFederation(t *testing.T) {
 	if testing.Short() {
-		t.Skip("slow (about ten minutes): skipped with -short")
+		t.Skip("slow (5 to 11 minutes): skipped with -short")
 	}
 	if os.Getenv("ISOBAR_SKIP_COMPOSE") != "" {
 		t.Skip("ISOBAR_SKIP_COMPOSE is set")
