@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 image="${IMAGE:-isobar:dev}"
 certs=/etc/ssl/certs/ca-certificates.crt
 
-fail() { echo "build-image.sh: $*" >&2; exit "${2:-1}"; }
+fail() { echo "build-image.sh: $1" >&2; exit "${2:-1}"; }
 
 command -v docker >/dev/null 2>&1 || fail "docker is not on PATH (install Docker Engine to build the image)" 3
 docker info >/dev/null 2>&1 || fail "the Docker daemon does not answer (docker info failed; is dockerd running and may this user use it?)" 3
