@@ -140,6 +140,9 @@ func TestValidate(t *testing.T) {
 
 func TestSingleRegion(t *testing.T) {
 	s := start(t, Config{Region: "solo"})
+	if !s.Ready() {
+		t.Fatal("Ready() = false for a serving server")
+	}
 	if !strings.HasPrefix(s.ClientURL(), "nats://127.0.0.1:") || strings.HasSuffix(s.ClientURL(), ":0") || s.ClientURL() == s.GatewayURL() {
 		t.Fatalf("ClientURL %q, GatewayURL %q", s.ClientURL(), s.GatewayURL())
 	}
