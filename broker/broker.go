@@ -152,6 +152,24 @@ type Config struct {
 	// backlog may stay still before stats call it stalled and the
 	// maintenance loop logs it; zero means 30s.
 	ReplicationStallAfter time.Duration `yaml:"replicationStallAfter"`
+	// HandshakeTimeout bounds the wait for a new connection's CONNECT
+	// (before it, frames are limited to 64 KiB); zero means 10s.
+	HandshakeTimeout time.Duration `yaml:"handshakeTimeout"`
+	// MaxConnections bounds the connections served at once and
+	// MaxConnectionsPerIP those from one client address; a connection
+	// beyond either gets an ERROR (TooManyRequests, which clients retry)
+	// and is closed. Zero means no limit, as Pulsar's brokerMaxConnections
+	// and brokerMaxConnectionsPerIp.
+	MaxConnections      int `yaml:"maxConnections"`
+	MaxConnectionsPerIP int `yaml:"maxConnectionsPerIP"`
+	// MaxConcurrentLookups bounds the lookups and partitioned-metadata
+	// requests in progress in the broker; more get TooManyRequests. Zero
+	// means 50000 (Pulsar's maxConcurrentLookupRequest).
+	MaxConcurrentLookups int `yaml:"maxConcurrentLookups"`
+	// MaxPendingRequests bounds the requests one connection has in
+	// progress (producer and consumer creation, lookups, seeks...); more
+	// get TooManyRequests. Zero means 1000.
+	MaxPendingRequests int `yaml:"maxPendingRequests"`
 }
 
 // Deps are a broker's live dependencies.
@@ -198,6 +216,14 @@ func (c Config) Validate() error {
 	if c.KeepAlive < 0 {
 		errs = append(errs, fmt.Errorf("broker.keepAlive: %v is negative", c.KeepAlive))
 	}
+	if c.HandshakeTimeout < 0 {
+		errs = append(errs, fmt.Errorf("broker.handshakeTimeout: %v is negative", c.HandshakeTimeout))
+	}
+	for name, v := range map[string]int{"maxConnections": c.MaxConnections, "maxConnectionsPerIP": c.MaxConnectionsPerIP, "maxConcurrentLookups": c.MaxConcurrentLookups, "maxPendingRequests": c.MaxPendingRequests} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("broker.%s: %d is negative", name, v))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -216,6 +242,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReplicationStallAfter <= 0 {
 		c.ReplicationStallAfter = 30 * time.Second
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.MaxConcurrentLookups == 0 {
+		c.MaxConcurrentLookups = 50000
+	}
+	if c.MaxPendingRequests == 0 {
+		c.MaxPendingRequests = 1000
 	}
 	return c
 }
@@ -293,14 +328,21 @@ type Broker struct {
 	nextProducer atomic.Uint64
 	panics       atomic.Int64 // recovered panics in command handlers (bugs)
 	acceptErr    atomic.Pointer[acceptFailure]
+	lookups      atomic.Int64 // lookups in progress (MaxConcurrentLookups)
 
 	mu        sync.Mutex
 	listeners []net.Listener
 	conns     map[*conn]struct{}
+	perIP     map[string]int // open connections by client address
 	metrics   *metrics
 	tracing   bool // the tracer provider records spans
 	topics    map[string]*topicSlot
 	shutdown  bool
+
+	// hbMu guards the heartbeat managed ledger (heartbeat.go).
+	hbMu     sync.Mutex
+	hb       *mledger.ManagedLedger
+	hbCursor *mledger.Cursor
 
 	wg    sync.WaitGroup // accept loops and connections
 	maint sync.WaitGroup // the maintenance loop
@@ -328,6 +370,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		ctx:    ctx,
 		cancel: cancel,
 		conns:  map[*conn]struct{}{},
+		perIP:  map[string]int{},
 		topics: map[string]*topicSlot{},
 	}
 	b.tracing = replication.TracingEnabled(deps.TracerProvider)
@@ -411,16 +454,24 @@ func (b *Broker) AcceptErr() error {
 }
 
 // ServeConn serves one connection in the background (tests hand it one end
-// of a net.Pipe).
+// of a net.Pipe). A connection over MaxConnections or MaxConnectionsPerIP
+// is answered TooManyRequests and closed.
 func (b *Broker) ServeConn(nc net.Conn) {
+	ip := remoteIP(nc)
 	b.mu.Lock()
 	if b.shutdown {
 		b.mu.Unlock()
 		nc.Close()
 		return
 	}
+	if over := b.overLimitLocked(ip); over != "" {
+		b.mu.Unlock()
+		b.refuse(nc, over)
+		return
+	}
 	c := newConn(b, nc)
 	b.conns[c] = struct{}{}
+	b.perIP[ip]++
 	b.wg.Add(1)
 	b.mu.Unlock()
 	go func() {
@@ -428,8 +479,44 @@ func (b *Broker) ServeConn(nc net.Conn) {
 		c.serve()
 		b.mu.Lock()
 		delete(b.conns, c)
+		if b.perIP[ip]--; b.perIP[ip] <= 0 {
+			delete(b.perIP, ip)
+		}
 		b.mu.Unlock()
 	}()
+}
+
+// overLimitLocked says which connection limit a new connection from ip
+// would exceed ("" for none).
+func (b *Broker) overLimitLocked(ip string) string {
+	switch {
+	case b.cfg.MaxConnections > 0 && len(b.conns) >= b.cfg.MaxConnections:
+		return fmt.Sprintf("the broker serves its maximum of %d connections", b.cfg.MaxConnections)
+	case b.cfg.MaxConnectionsPerIP > 0 && b.perIP[ip] >= b.cfg.MaxConnectionsPerIP:
+		return fmt.Sprintf("%s has its maximum of %d connections", ip, b.cfg.MaxConnectionsPerIP)
+	}
+	return ""
+}
+
+// refuse answers a connection beyond a limit with an ERROR and closes it,
+// in the background and bounded in time.
+func (b *Broker) refuse(nc net.Conn, why string) {
+	b.log.Warn("connection refused", "remote", nc.RemoteAddr().String(), "reason", why)
+	go func() {
+		defer nc.Close()
+		nc.SetWriteDeadline(time.Now().Add(time.Second))
+		if f, err := wire.AppendCommand(nil, wire.NewErrorCommand(0, fmt.Errorf("%w: %s", wire.ErrTooManyRequests, why))); err == nil {
+			nc.Write(f)
+		}
+	}()
+}
+
+func remoteIP(nc net.Conn) string {
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		return nc.RemoteAddr().String()
+	}
+	return host
 }
 
 // Shutdown stops accepting, unloads every topic (telling clients to
@@ -456,6 +543,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	b.closeHeartbeat(ctx)
 	if b.deps.OnDrained != nil {
 		b.deps.OnDrained(ctx)
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
@@ -52,6 +53,7 @@ type conn struct {
 	protocolVersion int32
 	lastRead        time.Time // reader goroutine only
 	slow            sync.WaitGroup
+	pending         atomic.Int64 // async handlers running (bounded by MaxPendingRequests)
 	closeOnce       sync.Once
 	drain           bool // reader goroutine, read by serve after it
 }
@@ -212,17 +214,30 @@ func (c *conn) readLoop() error {
 	maxFrame := c.b.cfg.MaxMessageSize + wire.FramePadding
 	connected := false
 	for {
-		c.nc.SetReadDeadline(time.Now().Add(2*c.b.cfg.KeepAlive + time.Second))
+		limit := maxFrame
+		if connected {
+			c.nc.SetReadDeadline(time.Now().Add(2*c.b.cfg.KeepAlive + time.Second))
+		} else {
+			// Before CONNECT: a small frame, soon, so a connection that
+			// never says who it is costs little and not for long.
+			limit = min(maxFrame, maxHandshakeFrame)
+			c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.HandshakeTimeout))
+		}
 		if err := c.ctx.Err(); err != nil {
 			return err
 		}
-		raw, err := wire.ReadFrame(c.nc, maxFrame, nil)
+		raw, err := wire.ReadFrame(c.nc, limit, nil)
 		if err != nil {
 			var ne net.Error
 			switch {
+			case errors.Is(err, wire.ErrFrameTooLarge) && !connected:
+				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %w (before CONNECT at most %d bytes)", wire.ErrNotAllowed, err, limit)))
+				c.drainAndClose()
 			case errors.Is(err, wire.ErrFrameTooLarge):
 				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %w (max message size %d)", wire.ErrNotAllowed, err, c.b.cfg.MaxMessageSize)))
 				c.drainAndClose()
+			case errors.As(err, &ne) && ne.Timeout() && !connected:
+				err = fmt.Errorf("broker: no CONNECT within %v: %w", c.b.cfg.HandshakeTimeout, err)
 			case errors.As(err, &ne) && ne.Timeout():
 				err = fmt.Errorf("broker: peer silent for %v: %w", 2*c.b.cfg.KeepAlive, err)
 			}
@@ -249,6 +264,10 @@ func (c *conn) readLoop() error {
 		}
 	}
 }
+
+// maxHandshakeFrame bounds the frames a connection may send before its
+// CONNECT (which carries at most a client version and credentials).
+const maxHandshakeFrame = 64 << 10
 
 // drainAndClose makes serve send what is queued, then read away what the
 // peer still sends before closing (see serve).
@@ -300,25 +319,25 @@ func (c *conn) handle(f wire.Frame, derr error) (err error) {
 			k.sub.redeliver(k, msgIDsToPositions(r.GetMessageIds()))
 		}
 	case pb.BaseCommand_PARTITIONED_METADATA:
-		c.async(func() { c.handlePartitionedMetadata(cmd.PartitionMetadata) })
+		c.asyncLookup(cmd.PartitionMetadata.GetRequestId(), func() { c.handlePartitionedMetadata(cmd.PartitionMetadata) })
 	case pb.BaseCommand_LOOKUP:
-		c.async(func() { c.handleLookup(cmd.LookupTopic) })
+		c.asyncLookup(cmd.LookupTopic.GetRequestId(), func() { c.handleLookup(cmd.LookupTopic) })
 	case pb.BaseCommand_PRODUCER:
-		c.async(func() { c.handleProducer(cmd.Producer) })
+		c.async(cmd.Producer.GetRequestId(), func() { c.handleProducer(cmd.Producer) })
 	case pb.BaseCommand_CLOSE_PRODUCER:
 		c.handleCloseProducer(cmd.CloseProducer)
 	case pb.BaseCommand_SUBSCRIBE:
-		c.async(func() { c.handleSubscribe(cmd.Subscribe) })
+		c.async(cmd.Subscribe.GetRequestId(), func() { c.handleSubscribe(cmd.Subscribe) })
 	case pb.BaseCommand_CLOSE_CONSUMER:
 		c.handleCloseConsumer(cmd.CloseConsumer)
 	case pb.BaseCommand_UNSUBSCRIBE:
-		c.async(func() { c.handleUnsubscribe(cmd.Unsubscribe) })
+		c.async(cmd.Unsubscribe.GetRequestId(), func() { c.handleUnsubscribe(cmd.Unsubscribe) })
 	case pb.BaseCommand_SEEK:
-		c.async(func() { c.handleSeek(cmd.Seek) })
+		c.async(cmd.Seek.GetRequestId(), func() { c.handleSeek(cmd.Seek) })
 	case pb.BaseCommand_GET_LAST_MESSAGE_ID:
-		c.async(func() { c.handleGetLastMessageID(cmd.GetLastMessageId) })
+		c.async(cmd.GetLastMessageId.GetRequestId(), func() { c.handleGetLastMessageID(cmd.GetLastMessageId) })
 	case pb.BaseCommand_GET_TOPICS_OF_NAMESPACE:
-		c.async(func() { c.handleGetTopics(cmd.GetTopicsOfNamespace) })
+		c.async(cmd.GetTopicsOfNamespace.GetRequestId(), func() { c.handleGetTopics(cmd.GetTopicsOfNamespace) })
 	case pb.BaseCommand_CONSUMER_STATS:
 		c.handleConsumerStats(cmd.ConsumerStats)
 	case pb.BaseCommand_GET_SCHEMA:
@@ -341,11 +360,20 @@ func (c *conn) handle(f wire.Frame, derr error) (err error) {
 	return nil
 }
 
-// async runs fn in a goroutine the connection waits for on close.
-func (c *conn) async(fn func()) {
+// async runs fn, the handler of request reqID, in a goroutine the
+// connection waits for on close. A connection with MaxPendingRequests
+// handlers running gets TooManyRequests (retriable) for more: the broker
+// sheds load rather than queueing it without bound.
+func (c *conn) async(reqID uint64, fn func()) {
+	if c.pending.Add(1) > int64(c.b.cfg.MaxPendingRequests) {
+		c.pending.Add(-1)
+		c.sendError(reqID, fmt.Errorf("%w: %d requests in progress on this connection", wire.ErrTooManyRequests, c.b.cfg.MaxPendingRequests))
+		return
+	}
 	c.slow.Add(1)
 	go func() {
 		defer c.slow.Done()
+		defer c.pending.Add(-1)
 		defer func() {
 			if r := recover(); r != nil {
 				c.b.panics.Add(1)
@@ -355,6 +383,20 @@ func (c *conn) async(fn func()) {
 		}()
 		fn()
 	}()
+}
+
+// asyncLookup is async for lookups and partitioned-metadata requests,
+// which are also bounded broker-wide by MaxConcurrentLookups.
+func (c *conn) asyncLookup(reqID uint64, fn func()) {
+	if c.b.lookups.Add(1) > int64(c.b.cfg.MaxConcurrentLookups) {
+		c.b.lookups.Add(-1)
+		c.sendError(reqID, fmt.Errorf("%w: %d lookups in progress", wire.ErrTooManyRequests, c.b.cfg.MaxConcurrentLookups))
+		return
+	}
+	c.async(reqID, func() {
+		defer c.b.lookups.Add(-1)
+		fn()
+	})
 }
 
 func (c *conn) consumer(id uint64) *consumer {

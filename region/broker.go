@@ -237,6 +237,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		Cluster:           cluster,
 		Logger:            c.logger,
 		AutoTopicCreation: autoCreate,
+		Health:            c.healthCheck,
 	})
 	mux := http.NewServeMux()
 	health := c.deps.Health
@@ -319,19 +320,48 @@ func (c *Broker) hasTopics(ctx context.Context, ns string) (bool, error) {
 	return len(ts) > 0, err
 }
 
-// Ready implements lifecycle.Checker: the broker is registered in the
-// ownership registry and not draining.
-func (c *Broker) Ready(context.Context) error {
+// Ready implements lifecycle.Checker: the broker accepts connections, is
+// registered in the ownership registry and not draining, can write to the
+// metadata store, and sees enough writable bookies for a new ledger.
+func (c *Broker) Ready(ctx context.Context) error {
 	if c.b == nil || c.reg == nil {
 		return errors.New("not started")
 	}
 	if c.stopped {
 		return errors.New("stopped")
 	}
+	if err := c.b.AcceptErr(); err != nil {
+		return err
+	}
 	if !c.reg.Registered() {
 		return errors.New("not registered in the metadata store (lease lost; re-registering)")
 	}
-	return c.b.AcceptErr()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	key := metastore.RegionPrefix(c.cfg.Region) + "health/" + c.name
+	if _, err := c.store.Put(ctx, key, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+		return fmt.Errorf("cannot write to the metadata store: %w", err)
+	}
+	n, err := c.ledgers.WritableBookies(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot list the bookies: %w", err)
+	}
+	if e := c.cfg.Ledger.WithDefaults().EnsembleSize; n < e {
+		return fmt.Errorf("%d writable bookies, fewer than the ensemble size %d", n, e)
+	}
+	return nil
+}
+
+// healthCheck is GET /admin/v2/brokers/health: Ready, then an entry
+// round-tripped through the broker's heartbeat ledger (bookies and
+// metadata store), as Pulsar's health check round-trips a message.
+func (c *Broker) healthCheck(ctx context.Context) error {
+	if err := c.Ready(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return c.b.Heartbeat(ctx, c.name)
 }
 
 // Shutdown implements lifecycle.Component with a drain: the broker stops

@@ -72,3 +72,16 @@ func (f *Federation) StopGlobal() { f.global.Shutdown(context.Background()) }
 
 // StartGlobal starts the global store again on its directory and ports.
 func (f *Federation) StartGlobal(ctx context.Context) error { return f.global.Start(ctx) }
+
+// StopBookie shuts bookie i down; StartBookie starts it again.
+func (r *Region) StopBookie(ctx context.Context, i int) error { return r.bookies[i].Shutdown(ctx) }
+
+// StartBookie starts bookie i again (after StopBookie).
+func (r *Region) StartBookie(ctx context.Context, i int) error { return r.bookies[i].Start(ctx) }
+
+// StopMetastore stops the region's embedded etcd; StartMetastore starts
+// it again on its data.
+func (r *Region) StopMetastore(ctx context.Context) error { return r.etcd.Shutdown(ctx) }
+
+// StartMetastore starts the embedded etcd again.
+func (r *Region) StartMetastore(ctx context.Context) error { return r.etcd.Start(ctx) }

@@ -245,22 +245,37 @@ func ReadFrame(r io.Reader, maxFrameSize int, buf []byte) ([]byte, error) {
 		return buf[:0], fmt.Errorf("%w: totalSize %d < 4", ErrMalformed, total)
 	}
 	n := 4 + int(total)
-	if cap(buf) < n {
-		buf = make([]byte, n)
+	// The buffer grows with what actually arrives (doubling from 4 KiB),
+	// so a peer that announces a large frame and sends little of it
+	// costs what it sent, not what it announced.
+	if cap(buf) < min(n, readChunk) {
+		buf = make([]byte, 0, min(n, readChunk))
 	}
-	buf = buf[:n]
-	copy(buf, hdr[:])
-	if _, err := io.ReadFull(r, buf[4:]); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	buf = append(buf[:0], hdr[:]...)
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(n, 2*cap(buf)))
+			copy(grown, buf)
+			buf = grown
 		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return buf[:0], fmt.Errorf("%w: %d-byte frame: %w", ErrTruncated, total, err)
+		end := min(n, cap(buf))
+		m, err := io.ReadFull(r, buf[len(buf):end])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return buf[:0], fmt.Errorf("%w: %d-byte frame: %w", ErrTruncated, total, err)
+			}
+			return buf[:0], err
 		}
-		return buf[:0], err
 	}
 	return buf, nil
 }
+
+// readChunk is the first allocation for a frame's bytes (ReadFrame).
+const readChunk = 4 << 10
 
 // DecodeFrame decodes a whole frame as returned by ReadFrame (totalSize
 // included). A payload frame may carry, after the command, a broker entry

@@ -594,3 +594,14 @@ func (c *Client) changeEnsemble(ctx context.Context, id uint64, md Metadata, rev
 	}
 	return changeResult{err: fmt.Errorf("ledger %d: ensemble change: %w", id, lastErr)}
 }
+
+// WritableBookies returns how many registered bookies take writes now
+// (registered and not read-only): new ledgers need at least their
+// ensemble size of them.
+func (c *Client) WritableBookies(ctx context.Context) (int, error) {
+	bs, err := c.listBookies(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return len(writable(bs, nil, nil)), nil
+}

@@ -154,6 +154,9 @@ func (c Config) Validate() error {
 	return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 }
 
+// WithDefaults returns c with every zero setting replaced by its default.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
+
 func (c Config) withDefaults() Config {
 	if c.EnsembleSize == 0 {
 		c.EnsembleSize = 2
