@@ -125,6 +125,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("replicator.%s: %v is negative", name, v))
 		}
 	}
+	if c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
+		errs = append(errs, fmt.Errorf("replicator.leaseTTL: %v is under the 1s etcd lease granularity", c.LeaseTTL))
+	}
 	return errors.Join(errs...)
 }
 
