@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/isobar-mq/isobar/bookie/vfs"
 	"github.com/isobar-mq/isobar/metastore"
 )
@@ -447,24 +445,31 @@ func Decommission(ctx context.Context, meta *metastore.Store, region, id string)
 		return errors.New("bookie: decommission: region and id are required")
 	}
 	regKey, cookieKey := RegistrationKey(region, id), CookieKey(region, id)
-	resp, err := meta.Client().Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(regKey), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(cookieKey), ">", 0)).
-		Then(clientv3.OpDelete(cookieKey)).
-		Else(clientv3.OpGet(regKey), clientv3.OpGet(cookieKey)).
-		Commit()
-	if err != nil {
-		return fmt.Errorf("bookie: decommission %s: %w", id, err)
+	for {
+		ok, _, err := meta.Txn(ctx, []metastore.Cmp{metastore.Absent(regKey), metastore.Present(cookieKey)},
+			[]metastore.Op{metastore.DeleteOp(cookieKey)})
+		if err != nil {
+			return fmt.Errorf("bookie: decommission %s: %w", id, err)
+		}
+		if ok {
+			return nil
+		}
+		// Which condition failed? (Both may have changed since: then try again.)
+		kv, err := meta.Get(ctx, regKey)
+		if err == nil {
+			var r Registration
+			json.Unmarshal(kv.Value, &r)
+			return fmt.Errorf("%w: bookie %s of region %s is registered at %s: stop it before decommissioning it",
+				ErrLive, id, region, r.Address)
+		}
+		if !errors.Is(err, metastore.ErrNotFound) {
+			return fmt.Errorf("bookie: decommission %s: %w", id, err)
+		}
+		if _, err := meta.Get(ctx, cookieKey); errors.Is(err, metastore.ErrNotFound) {
+			return fmt.Errorf("bookie: decommission: region %s has no cookie for bookie %s (%s): %w",
+				region, id, cookieKey, metastore.ErrNotFound)
+		} else if err != nil {
+			return fmt.Errorf("bookie: decommission %s: %w", id, err)
+		}
 	}
-	if resp.Succeeded {
-		return nil
-	}
-	if reg := resp.Responses[0].GetResponseRange(); reg != nil && len(reg.Kvs) > 0 {
-		var r Registration
-		json.Unmarshal(reg.Kvs[0].Value, &r)
-		return fmt.Errorf("%w: bookie %s of region %s is registered at %s: stop it before decommissioning it",
-			ErrLive, id, region, r.Address)
-	}
-	return fmt.Errorf("bookie: decommission: region %s has no cookie for bookie %s (%s): %w",
-		region, id, cookieKey, metastore.ErrNotFound)
 }

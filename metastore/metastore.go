@@ -130,9 +130,6 @@ func Open(cfg Config) (*Store, error) {
 	return &Store{cli: cli}, nil
 }
 
-// Client exposes the etcd client for the few callers that need more.
-func (s *Store) Client() *clientv3.Client { return s.cli }
-
 // Close closes the connection.
 func (s *Store) Close() error { return s.cli.Close() }
 
