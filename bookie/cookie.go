@@ -335,7 +335,7 @@ func resolveIdentity(cfg Config, fsys vfs.FS) (identity, error) {
 // checkMetaCookie compares the settled identity with the metadata store's
 // copy of the cookie (checks 5 and 6) and notes whether the copy is to be
 // written. It writes nothing.
-func checkMetaCookie(ctx context.Context, meta *metastore.Store, cfg Config, id *identity) error {
+func checkMetaCookie(ctx context.Context, meta metastore.Meta, cfg Config, id *identity) error {
 	key := CookieKey(cfg.Region, id.cookie.BookieID)
 	kv, err := meta.Get(ctx, key)
 	if errors.Is(err, metastore.ErrNotFound) {
@@ -373,7 +373,7 @@ func checkMetaCookie(ctx context.Context, meta *metastore.Store, cfg Config, id 
 // writeIdentity writes what is missing: the local cookies first, then the
 // metadata store's copy, so that a crash in between leaves local cookies
 // without a copy, which the next start completes.
-func writeIdentity(ctx context.Context, meta *metastore.Store, cfg Config, id *identity) error {
+func writeIdentity(ctx context.Context, meta metastore.Meta, cfg Config, id *identity) error {
 	fsys := id.fsys
 	if id.writeJournal {
 		if err := writeCookie(fsys, cfg.JournalDir, id.cookie); err != nil {
@@ -411,7 +411,7 @@ func writeIdentity(ctx context.Context, meta *metastore.Store, cfg Config, id *i
 // configured, and the writes. For legacy directories whose id is the
 // listener's address it stops before the metadata checks; StartOn finishes
 // with finishIdentity.
-func settleIdentity(cfg Config, fsys vfs.FS, meta *metastore.Store) (identity, error) {
+func settleIdentity(cfg Config, fsys vfs.FS, meta metastore.Meta) (identity, error) {
 	id, err := resolveIdentity(cfg, fsys)
 	if err != nil || id.pending {
 		return id, err
@@ -424,7 +424,7 @@ func settleIdentity(cfg Config, fsys vfs.FS, meta *metastore.Store) (identity, e
 	return id, nil
 }
 
-func finishIdentity(ctx context.Context, meta *metastore.Store, cfg Config, id *identity) error {
+func finishIdentity(ctx context.Context, meta metastore.Meta, cfg Config, id *identity) error {
 	if meta != nil {
 		if err := checkMetaCookie(ctx, meta, cfg, id); err != nil {
 			return err
@@ -440,7 +440,7 @@ func finishIdentity(ctx context.Context, meta *metastore.Store, cfg Config, id *
 // registered, and fails with metastore.ErrNotFound when the region has no
 // cookie for id. The bookie's directories, if they survive, still hold its
 // cookie: wipe them before they are used again.
-func Decommission(ctx context.Context, meta *metastore.Store, region, id string) error {
+func Decommission(ctx context.Context, meta metastore.Meta, region, id string) error {
 	if region == "" || id == "" {
 		return errors.New("bookie: decommission: region and id are required")
 	}

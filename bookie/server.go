@@ -28,7 +28,7 @@ var errReadOnly = errors.New("bookie: read-only")
 type Server struct {
 	cfg     Config
 	store   *storage.Store
-	meta    *metastore.Store // nil: not registered anywhere (tests of the protocol alone)
+	meta    metastore.Meta // nil: not registered anywhere (tests of the protocol alone)
 	logger  *slog.Logger
 	metrics *metrics
 	ident   identity // the cookie; settled by New, or by StartOn for legacy directories

@@ -64,7 +64,7 @@ type Deps struct {
 	// Meta is the local metadata store: topics are discovered under
 	// /isobar/<region>/topics/ and workers register under
 	// /isobar/<region>/replicators/. Required.
-	Meta *metastore.Store
+	Meta metastore.Meta
 	// Policies answers which clusters a namespace replicates to (usually
 	// read through the global configuration cache). Required.
 	Policies *policy.Store

@@ -56,7 +56,7 @@ var (
 // the documented default.
 type Config struct {
 	// Meta is the region's metadata store. Required.
-	Meta *metastore.Store
+	Meta metastore.Meta
 	// Region names the region whose ledgers and bookies are used. Required.
 	Region string
 	// Logger receives ensemble changes, recoveries and failures; nil discards them.

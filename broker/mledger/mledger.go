@@ -93,7 +93,7 @@ type Config struct {
 // only).
 type Deps struct {
 	// Meta is the region's metadata store. Required.
-	Meta *metastore.Store
+	Meta metastore.Meta
 	// Ledgers creates, recovers, reads and deletes ledgers. Required.
 	Ledgers *ledger.Client
 	// Region names the region (the metadata key prefix). Required.

@@ -38,7 +38,7 @@ type BrokerInfo struct {
 // Config configures a Registry.
 type Config struct {
 	// Meta is the region's metadata store. Required.
-	Meta *metastore.Store
+	Meta metastore.Meta
 	// Region names the region (the key prefix /isobar/<region>/). Required.
 	Region string
 	// Self describes this broker: ID, ServiceURL and HTTPURL are required;

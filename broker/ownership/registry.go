@@ -52,7 +52,7 @@ type owned struct {
 // Registry registers this broker in its region and tracks the bundles it
 // owns. It is safe for concurrent use.
 type Registry struct {
-	meta      *metastore.Store
+	meta      metastore.Meta
 	logger    *slog.Logger
 	now       func() time.Time
 	onLost    func(ns string, b topic.Bundle)

@@ -36,7 +36,7 @@ const (
 // Config configures a Store.
 type Config struct {
 	// Meta is the metadata store. Required.
-	Meta *metastore.Store
+	Meta metastore.Meta
 	// LocalCluster becomes a new namespace's only replication cluster when
 	// it names none, as in Pulsar; empty leaves the list empty.
 	LocalCluster string
@@ -99,7 +99,7 @@ func (c Config) Validate() error {
 // Store is the typed configuration store. It is safe for concurrent use.
 type Store struct {
 	cfg       Config
-	meta      *metastore.Store
+	meta      metastore.Meta
 	conflicts metric.Int64Counter
 }
 
