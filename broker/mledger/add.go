@@ -247,25 +247,32 @@ func (m *ManagedLedger) confirmed(p Position, data []byte, readable int64) {
 
 // rollover closes the current ledger (waiting for its callbacks, so the
 // order of callbacks holds across ledgers), creates the next and records
-// both in one CAS. Driver only.
+// both in one CAS. A close the metadata could not record (the CAS failed)
+// is recorded by the next rollover: until then the list says the ledger
+// is open, and with the entry count it had, readers would see it empty
+// once another ledger follows it. Driver only.
 func (m *ManagedLedger) rollover(ctx context.Context) error {
-	var closed *LedgerInfo
+	justClosed := m.w != nil
 	if m.w != nil {
 		old := m.w
 		md, err := m.closeWriter(ctx, old)
 		if err != nil {
 			return fmt.Errorf("rollover: %w", err)
 		}
-		closed = &LedgerInfo{ID: int64(old.ID()), Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed, Closed: m.deps.Now().UnixMilli()}
+		m.unrecorded = &LedgerInfo{ID: int64(old.ID()), Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed, Closed: m.deps.Now().UnixMilli()}
 		m.w = nil
 	}
+	closed := m.unrecorded
 	w, err := m.createLedger(ctx)
 	if err != nil {
-		if closed != nil {
-			// Record the close anyway so the list stays exact.
+		if justClosed {
+			// Record the close anyway so the list stays exact. (An older
+			// unrecorded close waits for a rollover that gets a ledger:
+			// until one follows it, readers see its entries.)
 			if uerr := m.update(ctx, func(t *topicMeta) error { return setLast(t, *closed) }); uerr != nil {
 				return uerr
 			}
+			m.unrecorded = nil
 		}
 		return fmt.Errorf("rollover: %w", err)
 	}
@@ -282,6 +289,7 @@ func (m *ManagedLedger) rollover(ctx context.Context) error {
 		m.discardWriter(w)
 		return fmt.Errorf("rollover: %w", err)
 	}
+	m.unrecorded = nil
 	m.setWriter(w)
 	if closed != nil {
 		m.log.Debug("rolled over", "closed", closed.ID, "entries", closed.Entries, "new", w.ID())

@@ -231,6 +231,10 @@ type ManagedLedger struct {
 	wCreated time.Time
 	wBroken  atomic.Bool    // an add failed: roll over before the next
 	inflight sync.WaitGroup // adds issued to w whose callbacks have not run
+	// unrecorded is a ledger a rollover closed whose close the metadata
+	// does not record yet (the write failed; the list still says open):
+	// the next rollover, or Close, records it.
+	unrecorded *LedgerInfo
 
 	readersMu sync.Mutex
 	readers   map[int64]*ledger.Reader
@@ -478,7 +482,16 @@ func (m *ManagedLedger) Close(ctx context.Context) error {
 	}
 	defer close(m.closed)
 	if m.w == nil {
-		return m.fencedErr()
+		if err := m.fencedErr(); err != nil {
+			return err
+		}
+		if l := m.unrecorded; l != nil {
+			if err := m.update(ctx, func(t *topicMeta) error { return setLast(t, *l) }); err != nil {
+				return fmt.Errorf("mledger %s: close: record ledger %d closed: %w", m.name, l.ID, err)
+			}
+			m.unrecorded = nil
+		}
+		return nil
 	}
 	if err := m.fencedErr(); err != nil {
 		m.abandonWriter()
