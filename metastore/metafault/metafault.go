@@ -195,7 +195,7 @@ func (m *Meta) check(op Op, key string) error {
 		return nil
 	}
 	if err := (*p).MaybeError(op, key); err != nil {
-		return fmt.Errorf("metafault: %s %s: %w", op, key, err)
+		return fmt.Errorf("%s %s: %w", op, key, err)
 	}
 	return nil
 }
