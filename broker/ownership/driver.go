@@ -83,8 +83,8 @@ func (r *Registry) run(ctx context.Context, ownCh, brkCh <-chan metastore.Event)
 }
 
 // leaseLost forgets every bundle held under lease and fires OnLost for
-// the ones not being released. The registration calls it when it lost
-// lease, before registering again.
+// the ones not being released. The registration calls it (OnLost) when
+// it loses the lease, before registering again.
 func (r *Registry) leaseLost(lease *metastore.Lease) {
 	r.mu.Lock()
 	if r.closed {
