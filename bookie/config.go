@@ -80,7 +80,7 @@ type Config struct {
 type Deps struct {
 	// Meta is the region's metadata store the bookie registers in; nil
 	// registers nowhere (tests of the protocol alone).
-	Meta *metastore.Store
+	Meta metastore.Meta
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// FS is the filesystem under the storage; nil means the OS. Tests put

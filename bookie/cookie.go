@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/isobar-mq/isobar/bookie/vfs"
 	"github.com/isobar-mq/isobar/metastore"
 )
@@ -337,7 +335,7 @@ func resolveIdentity(cfg Config, fsys vfs.FS) (identity, error) {
 // checkMetaCookie compares the settled identity with the metadata store's
 // copy of the cookie (checks 5 and 6) and notes whether the copy is to be
 // written. It writes nothing.
-func checkMetaCookie(ctx context.Context, meta *metastore.Store, cfg Config, id *identity) error {
+func checkMetaCookie(ctx context.Context, meta metastore.Meta, cfg Config, id *identity) error {
 	key := CookieKey(cfg.Region, id.cookie.BookieID)
 	kv, err := meta.Get(ctx, key)
 	if errors.Is(err, metastore.ErrNotFound) {
@@ -375,7 +373,7 @@ func checkMetaCookie(ctx context.Context, meta *metastore.Store, cfg Config, id 
 // writeIdentity writes what is missing: the local cookies first, then the
 // metadata store's copy, so that a crash in between leaves local cookies
 // without a copy, which the next start completes.
-func writeIdentity(ctx context.Context, meta *metastore.Store, cfg Config, id *identity) error {
+func writeIdentity(ctx context.Context, meta metastore.Meta, cfg Config, id *identity) error {
 	fsys := id.fsys
 	if id.writeJournal {
 		if err := writeCookie(fsys, cfg.JournalDir, id.cookie); err != nil {
@@ -413,7 +411,7 @@ func writeIdentity(ctx context.Context, meta *metastore.Store, cfg Config, id *i
 // configured, and the writes. For legacy directories whose id is the
 // listener's address it stops before the metadata checks; StartOn finishes
 // with finishIdentity.
-func settleIdentity(cfg Config, fsys vfs.FS, meta *metastore.Store) (identity, error) {
+func settleIdentity(cfg Config, fsys vfs.FS, meta metastore.Meta) (identity, error) {
 	id, err := resolveIdentity(cfg, fsys)
 	if err != nil || id.pending {
 		return id, err
@@ -426,7 +424,7 @@ func settleIdentity(cfg Config, fsys vfs.FS, meta *metastore.Store) (identity, e
 	return id, nil
 }
 
-func finishIdentity(ctx context.Context, meta *metastore.Store, cfg Config, id *identity) error {
+func finishIdentity(ctx context.Context, meta metastore.Meta, cfg Config, id *identity) error {
 	if meta != nil {
 		if err := checkMetaCookie(ctx, meta, cfg, id); err != nil {
 			return err
@@ -442,29 +440,36 @@ func finishIdentity(ctx context.Context, meta *metastore.Store, cfg Config, id *
 // registered, and fails with metastore.ErrNotFound when the region has no
 // cookie for id. The bookie's directories, if they survive, still hold its
 // cookie: wipe them before they are used again.
-func Decommission(ctx context.Context, meta *metastore.Store, region, id string) error {
+func Decommission(ctx context.Context, meta metastore.Meta, region, id string) error {
 	if region == "" || id == "" {
 		return errors.New("bookie: decommission: region and id are required")
 	}
 	regKey, cookieKey := RegistrationKey(region, id), CookieKey(region, id)
-	resp, err := meta.Client().Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(regKey), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(cookieKey), ">", 0)).
-		Then(clientv3.OpDelete(cookieKey)).
-		Else(clientv3.OpGet(regKey), clientv3.OpGet(cookieKey)).
-		Commit()
-	if err != nil {
-		return fmt.Errorf("bookie: decommission %s: %w", id, err)
+	for {
+		ok, _, err := meta.Txn(ctx, []metastore.Cmp{metastore.Absent(regKey), metastore.Present(cookieKey)},
+			[]metastore.Op{metastore.DeleteOp(cookieKey)})
+		if err != nil {
+			return fmt.Errorf("bookie: decommission %s: %w", id, err)
+		}
+		if ok {
+			return nil
+		}
+		// Which condition failed? (Both may have changed since: then try again.)
+		kv, err := meta.Get(ctx, regKey)
+		if err == nil {
+			var r Registration
+			json.Unmarshal(kv.Value, &r)
+			return fmt.Errorf("%w: bookie %s of region %s is registered at %s: stop it before decommissioning it",
+				ErrLive, id, region, r.Address)
+		}
+		if !errors.Is(err, metastore.ErrNotFound) {
+			return fmt.Errorf("bookie: decommission %s: %w", id, err)
+		}
+		if _, err := meta.Get(ctx, cookieKey); errors.Is(err, metastore.ErrNotFound) {
+			return fmt.Errorf("bookie: decommission: region %s has no cookie for bookie %s (%s): %w",
+				region, id, cookieKey, metastore.ErrNotFound)
+		} else if err != nil {
+			return fmt.Errorf("bookie: decommission %s: %w", id, err)
+		}
 	}
-	if resp.Succeeded {
-		return nil
-	}
-	if reg := resp.Responses[0].GetResponseRange(); reg != nil && len(reg.Kvs) > 0 {
-		var r Registration
-		json.Unmarshal(reg.Kvs[0].Value, &r)
-		return fmt.Errorf("%w: bookie %s of region %s is registered at %s: stop it before decommissioning it",
-			ErrLive, id, region, r.Address)
-	}
-	return fmt.Errorf("bookie: decommission: region %s has no cookie for bookie %s (%s): %w",
-		region, id, cookieKey, metastore.ErrNotFound)
 }

@@ -42,7 +42,7 @@ func runChildBookie(raw string) int {
 		return 2
 	}
 	ctx := context.Background()
-	var meta *metastore.Store
+	var meta metastore.Meta
 	if len(cc.Endpoints) > 0 {
 		m, err := metastore.Connect(ctx, metastore.Config{Endpoints: cc.Endpoints})
 		if err != nil {

@@ -18,8 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/isobar-mq/isobar/bookie/proto"
 	"github.com/isobar-mq/isobar/bookie/storage"
 	"github.com/isobar-mq/isobar/metastore"
@@ -31,30 +29,28 @@ var errReadOnly = errors.New("bookie: read-only")
 type Server struct {
 	cfg     Config
 	store   *storage.Store
-	meta    *metastore.Store // nil: not registered anywhere (tests of the protocol alone)
+	meta    metastore.Meta // nil: not registered anywhere (tests of the protocol alone)
 	logger  *slog.Logger
 	metrics *metrics
 	ident   identity // the cookie; settled by New, or by StartOn for legacy directories
 
 	readOnly      atomic.Bool
 	forceReadOnly atomic.Bool
-	aborted       atomic.Bool // Abort: leave the registration to expire
 
 	lacMu sync.Mutex
 	lacs  map[uint64]*lacState // guarded by lacMu
 
 	mu       sync.Mutex
 	ln       net.Listener
-	lease    *metastore.Lease
-	ownLease int64 // id of the last lease this server registered with; 0 before the first
+	reg      *metastore.Registration // nil until registered, and without a metadata store
 	conns    map[*conn]struct{}
 	shutdown bool
-	// cancel stops the background loops (accept, registration, usage);
-	// connCancel ends the connections' in-flight work, only when a
-	// shutdown's deadline passes.
+	// cancel stops the background loops (accept, usage); connCancel ends
+	// the connections' in-flight work, only when a shutdown's deadline
+	// passes.
 	cancel     context.CancelFunc
 	connCancel context.CancelFunc
-	loops      sync.WaitGroup // accept, registration and usage loops
+	loops      sync.WaitGroup // accept and usage loops
 	wg         sync.WaitGroup // connections
 }
 
@@ -220,18 +216,19 @@ func (s *Server) StartOn(ctx context.Context, ln net.Listener) error {
 	}
 	s.refreshReadOnly()
 	if s.meta != nil {
-		if err := s.register(ctx); err != nil {
+		reg, err := s.register(ctx)
+		if err != nil {
 			cancel()
 			connCancel()
 			ln.Close()
 			return err
 		}
-		s.loops.Add(1)
-		go func() { defer s.loops.Done(); s.registrationLoop(rctx) }()
-	} else {
-		s.loops.Add(1)
-		go func() { defer s.loops.Done(); s.usageLoop(rctx) }()
+		s.mu.Lock()
+		s.reg = reg
+		s.mu.Unlock()
 	}
+	s.loops.Add(1)
+	go func() { defer s.loops.Done(); s.usageLoop(rctx) }()
 	s.loops.Add(1)
 	go func() { defer s.loops.Done(); s.acceptLoop(rctx, cctx, ln) }()
 	s.logger.Info("bookie serving", "id", s.cfg.ID, "addr", ln.Addr().String(),
@@ -323,15 +320,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// Stop reading new requests; requests in flight still get answers.
 		c.nc.SetReadDeadline(time.Unix(1, 0))
 	}
-	cancel, connCancel := s.cancel, s.connCancel
+	cancel, connCancel, reg := s.cancel, s.connCancel, s.reg
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel()
-		s.loops.Wait() // the registration loop revokes its lease on the way out
+		s.loops.Wait()
 	}
-	if s.meta != nil {
+	if reg != nil {
+		// Revoking the lease deletes the registration at once.
 		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
-		s.deregister(dctx)
+		if err := reg.Close(dctx); err != nil {
+			s.logger.Warn("deregistering failed; the registration expires with its lease", "err", err)
+		}
 		dcancel()
 	}
 	done := make(chan struct{})
@@ -574,184 +574,78 @@ func (s *Server) registration() ([]byte, error) {
 	})
 }
 
-// register publishes the bookie under a lease. A registration under the
-// same id that is still live is handled so:
-//   - with this bookie's instance id, at the first registration of this
-//     server, it is this bookie's previous life (a crash leaves its lease
-//     running for up to a TTL), at this address or another: register
-//     revokes its lease and takes over at once. Later (re-registering after
-//     a lost lease) only a registration under this server's own last lease
-//     is taken over: one under another lease is another process started on
-//     this bookie's directories (or copies of them), which register does
-//     not fight;
-//   - without an instance id (a bookie of an earlier version) and with this
-//     bookie's address, it is this bookie's previous life too, before its
-//     upgrade: register waits for it to expire (up to 2×TTL+5s);
-//   - otherwise another bookie holds the id: register fails at once with
-//     an error wrapping ErrIdentity.
-func (s *Server) register(ctx context.Context) error {
-	key := RegistrationKey(s.cfg.Region, s.cfg.ID)
-	deadline := time.Now().Add(2*s.cfg.RegistrationTTL + 5*time.Second)
-	for {
-		err := s.registerOnce(ctx, key)
-		if !errors.Is(err, metastore.ErrExists) {
-			return err
-		}
-		resp, gerr := s.meta.Client().Get(ctx, key)
-		if gerr != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("bookie: register %s: %w", s.cfg.ID, gerr)
-		}
-		if len(resp.Kvs) == 0 {
-			continue // gone meanwhile: try again
-		}
-		kv := resp.Kvs[0]
-		var prev Registration
-		jerr := json.Unmarshal(kv.Value, &prev)
-		if time.Now().After(deadline) {
-			return fmt.Errorf("bookie: register %s: the registration at %s is still there after %v: %w",
-				s.cfg.ID, prev.Address, 2*s.cfg.RegistrationTTL+5*time.Second, err)
-		}
-		switch {
-		case jerr == nil && prev.InstanceID != "" && prev.InstanceID == s.ident.cookie.InstanceID &&
-			(s.lastLease() == 0 || s.lastLease() == kv.Lease):
-			s.logger.Info("revoking this bookie's previous registration", "id", s.cfg.ID,
-				"previousAddress", prev.Address, "lease", kv.Lease)
-			if kv.Lease != 0 {
-				// Errors are not checked: if the lease is gone the next
-				// attempt finds no key; if etcd failed, it fails too.
-				s.meta.Client().Revoke(ctx, clientv3.LeaseID(kv.Lease))
-			} else {
-				s.meta.DeleteIf(ctx, key, kv.ModRevision)
-			}
-			continue
-		case jerr == nil && prev.InstanceID == "" && prev.Address == s.advertised():
-			s.logger.Info("waiting for this bookie's previous registration (of an earlier version) to expire", "id", s.cfg.ID)
-			select {
-			case <-time.After(500 * time.Millisecond):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		case jerr == nil && prev.InstanceID == s.ident.cookie.InstanceID:
-			return fmt.Errorf("%w: live registration: another process registered bookie %q with this bookie's instance id (address %s) "+
-				"after this one had registered: two processes run on this bookie's directories or copies of them; stop one",
-				ErrIdentity, s.cfg.ID, prev.Address)
-		default:
-			return fmt.Errorf("%w: live registration: another bookie is registered as %q (address %s, instance %s; this bookie is instance %s): "+
-				"two bookies are configured with one id or started on copies of one bookie's directories; "+
-				"give each bookie its own id and directories",
-				ErrIdentity, s.cfg.ID, prev.Address, cmp.Or(prev.InstanceID, "unknown"), s.ident.cookie.InstanceID)
-		}
+// register publishes the bookie under a lease (metastore.Register), which
+// keeps it registered until Shutdown or Abort. A registration under the
+// same id that is still live is judged by judgeRegistration.
+func (s *Server) register(ctx context.Context) (*metastore.Registration, error) {
+	reg, err := metastore.Register(ctx, s.meta, metastore.RegisterConfig{
+		Key:      RegistrationKey(s.cfg.Region, s.cfg.ID),
+		Value:    s.registration,
+		TTL:      s.cfg.RegistrationTTL,
+		Existing: s.judgeRegistration,
+		Wait:     2*s.cfg.RegistrationTTL + 5*time.Second,
+		Logger:   s.logger,
+	})
+	if err != nil {
+		return nil, s.registerErr(err)
 	}
+	return reg, nil
 }
 
-func (s *Server) registerOnce(ctx context.Context, key string) error {
-	val, err := s.registration()
-	if err != nil {
-		return fmt.Errorf("bookie: disk usage: %w", err)
+// judgeRegistration decides about a live registration under this
+// bookie's id:
+//   - with this bookie's instance id it is this bookie's previous life (a
+//     crash leaves its lease running for up to a TTL), at this address or
+//     another: it is taken over at once. (When re-registering after a lost
+//     lease, metastore.Register takes over only this server's own last
+//     lease: one under another lease is another process started on this
+//     bookie's directories, or copies of them, which the bookie does not
+//     fight.)
+//   - without an instance id (a bookie of an earlier version) and with
+//     this bookie's address, it is this bookie's previous life too, before
+//     its upgrade: the bookie waits for it to expire (up to 2×TTL+5s);
+//   - otherwise another bookie holds the id: the start fails at once with
+//     an error wrapping ErrIdentity.
+func (s *Server) judgeRegistration(value []byte) metastore.Verdict {
+	var prev Registration
+	if json.Unmarshal(value, &prev) != nil {
+		return metastore.Refuse
 	}
-	lease, err := s.meta.Grant(ctx, s.cfg.RegistrationTTL)
-	if err != nil {
-		return fmt.Errorf("bookie: register: %w", err)
+	switch {
+	case prev.InstanceID != "" && prev.InstanceID == s.ident.cookie.InstanceID:
+		return metastore.TakeOver
+	case prev.InstanceID == "" && prev.Address == s.advertised():
+		return metastore.WaitGone
 	}
-	if _, err := lease.Create(ctx, key, val); err != nil {
-		lease.Revoke(ctx)
-		if errors.Is(err, metastore.ErrExists) {
-			return err
-		}
+	return metastore.Refuse
+}
+
+// registerErr explains a registration the store holds for someone else.
+func (s *Server) registerErr(err error) error {
+	var taken *metastore.TakenError
+	if !errors.As(err, &taken) {
 		return fmt.Errorf("bookie: register %s: %w", s.cfg.ID, err)
 	}
-	s.mu.Lock()
-	s.lease = lease
-	s.ownLease = lease.ID()
-	s.mu.Unlock()
-	return nil
+	var prev Registration
+	json.Unmarshal(taken.Value, &prev)
+	switch {
+	case prev.InstanceID == "" && prev.Address == s.advertised():
+		return fmt.Errorf("bookie: register %s: the registration of an earlier version at %s is still there after %v: %w",
+			s.cfg.ID, prev.Address, taken.Waited, err)
+	case prev.InstanceID == s.ident.cookie.InstanceID:
+		return fmt.Errorf("%w: live registration: another process registered bookie %q with this bookie's instance id (address %s) "+
+			"after this one had registered: two processes run on this bookie's directories or copies of them; stop one",
+			ErrIdentity, s.cfg.ID, prev.Address)
+	}
+	return fmt.Errorf("%w: live registration: another bookie is registered as %q (address %s, instance %s; this bookie is instance %s): "+
+		"two bookies are configured with one id or started on copies of one bookie's directories; "+
+		"give each bookie its own id and directories",
+		ErrIdentity, s.cfg.ID, prev.Address, cmp.Or(prev.InstanceID, "unknown"), s.ident.cookie.InstanceID)
 }
 
-func (s *Server) lastLease() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ownLease
-}
-
-// deregister deletes the bookie's registration if it is this bookie's
-// (another bookie's, met by a failed start, stays).
-func (s *Server) deregister(ctx context.Context) {
-	if s.cfg.ID == "" {
-		return
-	}
-	key := RegistrationKey(s.cfg.Region, s.cfg.ID)
-	kv, err := s.meta.Get(ctx, key)
-	if err != nil {
-		return
-	}
-	var reg Registration
-	if json.Unmarshal(kv.Value, &reg) == nil && reg.InstanceID == s.ident.cookie.InstanceID {
-		s.meta.DeleteIf(ctx, key, kv.Rev)
-	}
-}
-
-// registrationLoop refreshes the registration (free space, read-only state)
-// and re-registers when the lease is lost.
-func (s *Server) registrationLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.UsageInterval)
-	defer t.Stop()
-	for {
-		s.mu.Lock()
-		lease := s.lease
-		s.mu.Unlock()
-		var lost <-chan struct{}
-		if lease != nil {
-			lost = lease.Done()
-		}
-		select {
-		case <-ctx.Done():
-			if lease != nil && !s.aborted.Load() {
-				rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				lease.Revoke(rctx)
-				cancel()
-			}
-			return
-		case <-lost:
-			s.logger.Warn("bookie registration lease lost; re-registering")
-			s.mu.Lock()
-			s.lease = nil
-			s.mu.Unlock()
-			if err := s.register(ctx); err != nil {
-				s.logReregisterFailed(err)
-			}
-		case <-t.C:
-			if lease == nil {
-				if err := s.register(ctx); err != nil {
-					s.logReregisterFailed(err)
-				}
-				continue
-			}
-			val, err := s.registration()
-			if err != nil {
-				s.logger.Warn("disk usage failed", "err", err)
-				continue
-			}
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if _, err := lease.Put(pctx, RegistrationKey(s.cfg.Region, s.cfg.ID), val); err != nil {
-				s.logger.Warn("registration refresh failed", "err", err)
-			}
-			cancel()
-		}
-	}
-}
-
-func (s *Server) logReregisterFailed(err error) {
-	if errors.Is(err, ErrIdentity) {
-		s.logger.Error("re-register refused; this bookie stays unregistered", "err", err)
-		return
-	}
-	s.logger.Warn("re-register failed", "err", err)
-}
-
-// usageLoop keeps the read-only state current when the bookie is not registered.
+// usageLoop keeps the read-only state current and, when the bookie is
+// registered, publishes it with its free space in the registration. (The
+// registration makes itself again when its lease is lost.)
 func (s *Server) usageLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.UsageInterval)
 	defer t.Stop()
@@ -760,7 +654,22 @@ func (s *Server) usageLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		s.mu.Lock()
+		reg := s.reg
+		s.mu.Unlock()
+		if reg == nil {
 			s.refreshReadOnly()
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := reg.Refresh(pctx)
+		cancel()
+		switch {
+		case errors.Is(err, metastore.ErrNotRegistered):
+			s.refreshReadOnly()
+		case err != nil && ctx.Err() == nil:
+			s.logger.Warn("registration refresh failed", "err", err)
 		}
 	}
 }
@@ -780,7 +689,7 @@ func (s *Server) Abort() {
 	for c := range s.conns {
 		c.nc.Close()
 	}
-	cancel, connCancel := s.cancel, s.connCancel
+	cancel, connCancel, reg := s.cancel, s.connCancel, s.reg
 	s.mu.Unlock()
 	if connCancel != nil {
 		connCancel()
@@ -788,10 +697,12 @@ func (s *Server) Abort() {
 	if already {
 		return // Shutdown runs or ran: it closes the storage
 	}
-	s.aborted.Store(true)
 	if cancel != nil {
 		cancel()
 		s.loops.Wait()
+	}
+	if reg != nil {
+		reg.Abort() // the lease is no longer kept alive: it expires
 	}
 	s.wg.Wait()
 	s.metrics.stop()
@@ -803,22 +714,17 @@ func (s *Server) Abort() {
 // the metadata store (when it has one) and its storage has not failed.
 func (s *Server) Ready() error {
 	s.mu.Lock()
-	ln, lease, down := s.ln, s.lease, s.shutdown
+	ln, reg, down := s.ln, s.reg, s.shutdown
 	s.mu.Unlock()
 	switch {
 	case down:
 		return errors.New("bookie: shut down")
 	case ln == nil:
 		return errors.New("bookie: not started")
-	case s.meta != nil && lease == nil:
+	case s.meta != nil && reg == nil:
 		return errors.New("bookie: not registered in the metadata store")
-	}
-	if lease != nil {
-		select {
-		case <-lease.Done():
-			return errors.New("bookie: registration lease lost")
-		default:
-		}
+	case reg != nil && !reg.Registered():
+		return fmt.Errorf("bookie: not registered in the metadata store (registering again): %w", s.registerErr(reg.Err()))
 	}
 	if err := s.store.Failed(); err != nil {
 		return fmt.Errorf("bookie: storage failed: %w", err)

@@ -175,7 +175,7 @@ type Config struct {
 // Deps are a broker's live dependencies.
 type Deps struct {
 	// Meta is the region's metadata store. Required.
-	Meta *metastore.Store
+	Meta metastore.Meta
 	// Ledgers is the ledger client. Required.
 	Ledgers *ledger.Client
 	// Placement decides topic ownership; nil means this broker serves

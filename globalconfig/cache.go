@@ -18,8 +18,6 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -27,7 +25,6 @@ import (
 var (
 	ErrClosed      = errors.New("globalconfig: closed")
 	ErrBadSnapshot = errors.New("globalconfig: bad persisted snapshot")
-	errWatchClosed = errors.New("globalconfig: watch channel closed")
 )
 
 // KV is a cached key with its value and the revision of its last change
@@ -87,7 +84,6 @@ type Cache struct {
 	metricsReg metric.Registration
 
 	cfg Config
-	cli *clientv3.Client
 	log *slog.Logger
 
 	nudge    chan struct{} // cap 1: ask for a progress notification now
@@ -129,7 +125,6 @@ func Start(ctx context.Context, cfg Config) (*Cache, error) {
 	cfg = cfg.withDefaults()
 	c := &Cache{
 		cfg:      cfg,
-		cli:      cfg.Meta.Client(),
 		log:      cfg.Logger.With("prefix", cfg.Prefix),
 		nudge:    make(chan struct{}, 1),
 		persistc: make(chan struct{}, 1),
@@ -370,13 +365,13 @@ func (c *Cache) loadPersisted(s fileSnapshot) {
 func (c *Cache) list(ctx context.Context) (snapshot, error) {
 	lctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
-	resp, err := c.cli.Get(lctx, c.cfg.Prefix, clientv3.WithPrefix())
+	l, err := c.cfg.Meta.ListRev(lctx, c.cfg.Prefix)
 	if err != nil {
 		return snapshot{}, fmt.Errorf("globalconfig: list %s: %w", c.cfg.Prefix, err)
 	}
-	s := snapshot{data: make(map[string]entry, len(resp.Kvs)), rev: resp.Header.Revision, clusterID: resp.Header.ClusterId}
-	for _, kv := range resp.Kvs {
-		s.data[string(kv.Key)] = entry{value: kv.Value, rev: kv.ModRevision}
+	s := snapshot{data: make(map[string]entry, len(l.KVs)), rev: l.Rev, clusterID: l.ClusterID}
+	for _, kv := range l.KVs {
+		s.data[kv.Key] = entry{value: kv.Value, rev: kv.Rev}
 	}
 	return s, nil
 }
@@ -424,22 +419,21 @@ func (c *Cache) install(s snapshot) {
 	}
 }
 
-// apply applies one watch response: all its events, atomically for readers.
-func (c *Cache) apply(evs []*clientv3.Event) {
+// apply applies one watch batch: all its events, atomically for readers.
+func (c *Cache) apply(evs []metastore.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, ev := range evs {
-		key := string(ev.Kv.Key)
-		out := Event{Key: key, Rev: ev.Kv.ModRevision}
-		if ev.Type == clientv3.EventTypeDelete {
-			delete(c.data, key)
+		out := Event{Key: ev.Key, Rev: ev.Rev}
+		if ev.Deleted {
+			delete(c.data, ev.Key)
 			out.Deleted = true
 		} else {
-			c.data[key] = entry{value: ev.Kv.Value, rev: ev.Kv.ModRevision}
-			out.Value = ev.Kv.Value
+			c.data[ev.Key] = entry{value: ev.Value, rev: ev.Rev}
+			out.Value = ev.Value
 		}
 		c.stats.Events++
-		c.setRevLocked(ev.Kv.ModRevision, false)
+		c.setRevLocked(ev.Rev, false)
 		c.deliverLocked(out)
 	}
 	c.confirmLocked()
@@ -550,53 +544,39 @@ func (c *Cache) run(ctx context.Context) {
 // watch applies changes after revision from-1 until the watch ends. healthy
 // reports whether it delivered anything (so the backoff can start over).
 func (c *Cache) watch(ctx context.Context, from int64) (healthy bool, err error) {
-	// The progress requests must carry the same gRPC metadata as the watch
-	// (WithRequireLeader) to reach its stream.
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	wctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wch := c.cli.Watch(wctx, c.cfg.Prefix, clientv3.WithPrefix(), clientv3.WithRev(from))
+	w := c.cfg.Meta.WatchProgress(wctx, c.cfg.Prefix, from)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.requestProgress(wctx)
+		c.requestProgress(wctx, w)
 	}()
 	for {
-		select {
-		case <-ctx.Done():
-			return healthy, ctx.Err()
-		case resp, ok := <-wch:
-			if !ok {
-				return healthy, errWatchClosed
-			}
-			if err := resp.Err(); err != nil {
-				return healthy, fmt.Errorf("globalconfig: watch %s from revision %d: %w", c.cfg.Prefix, from, err)
-			}
-			if resp.Canceled {
-				return healthy, fmt.Errorf("globalconfig: watch %s canceled: %s", c.cfg.Prefix, resp.CancelReason)
-			}
-			healthy = true
-			if resp.IsProgressNotify() {
-				c.confirm(resp.Header.Revision)
-				continue
-			}
-			if len(resp.Events) > 0 {
-				c.apply(resp.Events)
-			}
+		b, err := w.Next(ctx)
+		if err != nil {
+			return healthy, fmt.Errorf("globalconfig: %w", err)
 		}
+		healthy = true
+		if b.Progress {
+			c.confirm(b.Rev)
+			continue
+		}
+		c.apply(b.Events)
 	}
 }
 
-// requestProgress asks etcd, every ProgressInterval and when nudged, to
-// confirm the watch on wctx's stream is in sync; the answer arrives on the
-// watch channel as a progress notification. It runs until wctx ends.
-func (c *Cache) requestProgress(wctx context.Context) {
+// requestProgress asks the store, every ProgressInterval and when nudged,
+// to confirm that watch w is in sync; the answer arrives on the watch as a
+// progress notification. It runs until wctx ends.
+func (c *Cache) requestProgress(wctx context.Context, w metastore.ProgressWatch) {
 	t := time.NewTicker(c.cfg.ProgressInterval)
 	defer t.Stop()
 	for {
 		rctx, cancel := context.WithTimeout(wctx, c.cfg.RequestTimeout)
-		err := c.cli.RequestProgress(rctx)
+		err := w.RequestProgress(rctx)
 		cancel()
 		if err != nil && wctx.Err() == nil {
 			c.log.Debug("progress request failed", "err", err)

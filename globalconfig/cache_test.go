@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/metastore"
 )
@@ -82,11 +80,11 @@ func del(t *testing.T, m *metastore.Store, key string) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	resp, err := m.Client().Delete(ctx, key)
+	_, rev, err := m.DeleteExisting(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.Header.Revision
+	return rev
 }
 
 func waitRev(t *testing.T, c *Cache, rev int64) {
@@ -157,12 +155,12 @@ func TestSnapshotThenWatchAppliesPutsAndDeletes(t *testing.T) {
 	}
 	// A transaction's changes share a revision and are applied together.
 	ctx := context.Background()
-	txn, err := tc.Meta.Client().Txn(ctx).Then(
-		clientv3.OpPut(pA, "a2"), clientv3.OpPut(pN, "n1"), clientv3.OpDelete(pC)).Commit()
+	_, trev, err := tc.Meta.Txn(ctx, nil, []metastore.Op{
+		metastore.PutOp(pA, []byte("a2")), metastore.PutOp(pN, []byte("n1")), metastore.DeleteOp(pC)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitRev(t, c, txn.Header.Revision)
+	waitRev(t, c, trev)
 	wantKeys(t, c, map[string]string{pA: "a2", pB: "b2", pN: "n1"})
 }
 
@@ -251,7 +249,7 @@ func TestCompactionWhileCutOffResyncs(t *testing.T) {
 	put(t, tc.Meta, pC, "new")
 	del(t, tc.Meta, pB)
 	rev := put(t, tc.Meta, pA, "keep2")
-	if _, err := tc.Meta.Client().Compact(ctx, rev); err != nil {
+	if err := tc.Meta.Compact(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
 	p.Heal()

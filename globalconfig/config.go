@@ -19,7 +19,7 @@ const DefaultPrefix = "/isobar-global/"
 type Config struct {
 	// Meta is a connection to the GLOBAL configuration etcd. Required. The
 	// cache does not close it.
-	Meta *metastore.Store
+	Meta metastore.Meta
 	// Prefix is the key prefix cached; empty means DefaultPrefix. It must
 	// start and end with "/".
 	Prefix string

@@ -2,26 +2,39 @@ package metastore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Lease is an etcd lease kept alive in the background. Keys put with it
 // vanish when it expires: when its holder dies or is cut off for longer than
-// its TTL. Done is closed once the lease is lost or revoked.
+// its TTL. Done is closed once the lease is lost, revoked or abandoned.
+//
+// A Lease's writes and its revocation go through the Meta it was granted
+// by (a wrapper's Grant returns the inner store's lease rebound with Via),
+// so a fault-injecting wrapper sees them.
 type Lease struct {
-	s      *Store
-	id     clientv3.LeaseID
-	cancel context.CancelFunc
+	id   int64
+	meta Meta
+	core *leaseCore
+}
+
+// leaseCore is the keep-alive state shared by a lease and its rebindings.
+type leaseCore struct {
+	cancel context.CancelFunc // stops the keep-alive
 	done   chan struct{}
 	once   sync.Once
 }
 
-// Grant creates a lease with the given TTL and keeps it alive until Revoke
-// or until keep-alives fail for longer than the TTL.
+func (c *leaseCore) close() { c.once.Do(func() { close(c.done) }) }
+
+// Grant creates a lease with the given TTL and keeps it alive until Revoke,
+// Abandon, or until keep-alives fail for longer than the TTL.
 func (s *Store) Grant(ctx context.Context, ttl time.Duration) (*Lease, error) {
 	secs := int64(ttl / time.Second)
 	if secs < 1 {
@@ -37,38 +50,33 @@ func (s *Store) Grant(ctx context.Context, ttl time.Duration) (*Lease, error) {
 		cancel()
 		return nil, fmt.Errorf("metastore: keep lease alive: %w", err)
 	}
-	l := &Lease{s: s, id: resp.ID, cancel: cancel, done: make(chan struct{})}
+	core := &leaseCore{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		for range ch {
 		}
-		l.once.Do(func() { close(l.done) })
+		core.close()
 	}()
-	return l, nil
+	return &Lease{id: int64(resp.ID), meta: s, core: core}, nil
 }
 
-// ID is the etcd lease id.
-func (l *Lease) ID() int64 { return int64(l.id) }
-
-// Done is closed when the lease is lost or revoked.
-func (l *Lease) Done() <-chan struct{} { return l.done }
-
-// Put writes key attached to the lease.
-func (l *Lease) Put(ctx context.Context, key string, value []byte) (int64, error) {
-	resp, err := l.s.cli.Put(ctx, key, string(value), clientv3.WithLease(l.id))
+// PutLeased writes key attached to lease id.
+func (s *Store) PutLeased(ctx context.Context, key string, value []byte, lease int64) (int64, error) {
+	resp, err := s.cli.Put(ctx, key, string(value), clientv3.WithLease(clientv3.LeaseID(lease)))
 	if err != nil {
-		return 0, fmt.Errorf("metastore: put %s with lease: %w", key, err)
+		return 0, fmt.Errorf("metastore: put %s with lease %x: %w", key, lease, leaseErr(err))
 	}
 	return resp.Header.Revision, nil
 }
 
-// Create writes key attached to the lease only if it does not exist.
-func (l *Lease) Create(ctx context.Context, key string, value []byte) (int64, error) {
-	resp, err := l.s.cli.Txn(ctx).
+// CreateLeased writes key attached to lease id only if it is absent;
+// ErrExists otherwise.
+func (s *Store) CreateLeased(ctx context.Context, key string, value []byte, lease int64) (int64, error) {
+	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(value), clientv3.WithLease(l.id))).
+		Then(clientv3.OpPut(key, string(value), clientv3.WithLease(clientv3.LeaseID(lease)))).
 		Commit()
 	if err != nil {
-		return 0, fmt.Errorf("metastore: create %s with lease: %w", key, err)
+		return 0, fmt.Errorf("metastore: create %s with lease %x: %w", key, lease, leaseErr(err))
 	}
 	if !resp.Succeeded {
 		return 0, fmt.Errorf("%w: %s", ErrExists, key)
@@ -76,13 +84,66 @@ func (l *Lease) Create(ctx context.Context, key string, value []byte) (int64, er
 	return resp.Header.Revision, nil
 }
 
-// Revoke ends the lease and deletes its keys.
-func (l *Lease) Revoke(ctx context.Context) error {
-	l.cancel()
-	_, err := l.s.cli.Revoke(ctx, l.id)
-	l.once.Do(func() { close(l.done) })
-	if err != nil {
-		return fmt.Errorf("metastore: revoke lease: %w", err)
+// RevokeLease ends lease id and deletes its keys; a lease that is gone
+// already is not an error.
+func (s *Store) RevokeLease(ctx context.Context, id int64) error {
+	if _, err := s.cli.Revoke(ctx, clientv3.LeaseID(id)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("metastore: revoke lease %x: %w", id, err)
 	}
 	return nil
+}
+
+// leaseErr marks etcd's "lease not found" with ErrNoLease.
+func leaseErr(err error) error {
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("%w: %v", ErrNoLease, err)
+	}
+	return err
+}
+
+// ID is the etcd lease id.
+func (l *Lease) ID() int64 { return l.id }
+
+// Done is closed when the lease is lost, revoked or abandoned.
+func (l *Lease) Done() <-chan struct{} { return l.core.done }
+
+// Lost reports whether Done is closed.
+func (l *Lease) Lost() bool {
+	select {
+	case <-l.core.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Via returns the lease with its writes and revocation going through m,
+// a wrapper of the store that granted it; the keep-alive is shared.
+func (l *Lease) Via(m Meta) *Lease { return &Lease{id: l.id, meta: m, core: l.core} }
+
+// Put writes key attached to the lease.
+func (l *Lease) Put(ctx context.Context, key string, value []byte) (int64, error) {
+	return l.meta.PutLeased(ctx, key, value, l.id)
+}
+
+// Create writes key attached to the lease only if it does not exist;
+// ErrExists otherwise.
+func (l *Lease) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	return l.meta.CreateLeased(ctx, key, value, l.id)
+}
+
+// Revoke ends the lease and deletes its keys. Done is closed even when
+// the store cannot be reached (the keys then expire with the TTL).
+func (l *Lease) Revoke(ctx context.Context) error {
+	l.core.cancel()
+	err := l.meta.RevokeLease(ctx, l.id)
+	l.core.close()
+	return err
+}
+
+// Abandon stops keeping the lease alive without revoking it, as a crash
+// would: its keys stay until its TTL runs out. Done is closed.
+func (l *Lease) Abandon() {
+	l.core.cancel()
+	l.core.close()
 }

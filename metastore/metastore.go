@@ -1,17 +1,21 @@
 // Package metastore is the metadata store every Isobar component uses: a thin
 // wrapper over an etcd client offering versioned reads, compare-and-swap
-// writes, leases and watches, plus the embedded etcd server used by default.
-// It is a leaf: it imports no other Isobar package.
+// writes, small transactions, leases, registrations under a lease
+// (Register) and watches, plus the embedded etcd server used by default.
+// Components hold the Meta interface, which *Store implements, so that
+// tests can put a fault-injecting wrapper (package metastore/metafault)
+// in its place. It is a leaf: it imports no other Isobar package, and it
+// is the only package that talks to etcd.
 package metastore
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -22,6 +26,10 @@ var (
 	ErrConflict = errors.New("metastore: version conflict")
 	ErrExists   = errors.New("metastore: key already exists")
 	ErrClosed   = errors.New("metastore: closed")
+	// ErrNoLease: a write under a lease that has expired or was revoked.
+	ErrNoLease = errors.New("metastore: lease not found (expired or revoked)")
+	// ErrCompacted: a watch needs revisions the store has discarded.
+	ErrCompacted = errors.New("metastore: required revision has been compacted")
 )
 
 // RegionPrefix is the key prefix of a region's local metadata.
@@ -60,11 +68,24 @@ func (c Config) Validate() error {
 }
 
 // KV is a key with its value and versions. Rev is the revision of the last
-// change to the key (etcd's ModRevision); pass it to CAS.
+// change to the key (etcd's ModRevision); pass it to CAS. Lease is the id
+// of the lease the key is attached to (0: none).
 type KV struct {
 	Key   string
 	Value []byte
 	Rev   int64
+	Lease int64
+}
+
+// Listing is a prefix read at one revision of the store.
+type Listing struct {
+	// KVs are the keys under the prefix, in key order.
+	KVs []KV
+	// Rev is the store's revision when it was read: every change up to
+	// Rev is reflected (watch from Rev+1 to follow it).
+	Rev int64
+	// ClusterID identifies the etcd cluster that answered.
+	ClusterID uint64
 }
 
 // Store is a connection to the metadata store. It is safe for concurrent use.
@@ -116,9 +137,6 @@ func Open(cfg Config) (*Store, error) {
 	return &Store{cli: cli}, nil
 }
 
-// Client exposes the etcd client for the few callers that need more.
-func (s *Store) Client() *clientv3.Client { return s.cli }
-
 // Close closes the connection.
 func (s *Store) Close() error { return s.cli.Close() }
 
@@ -131,8 +149,11 @@ func (s *Store) Get(ctx context.Context, key string) (KV, error) {
 	if len(resp.Kvs) == 0 {
 		return KV{}, fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
-	kv := resp.Kvs[0]
-	return KV{Key: string(kv.Key), Value: kv.Value, Rev: kv.ModRevision}, nil
+	return kvOf(resp.Kvs[0]), nil
+}
+
+func kvOf(kv *mvccpb.KeyValue) KV {
+	return KV{Key: string(kv.Key), Value: kv.Value, Rev: kv.ModRevision, Lease: kv.Lease}
 }
 
 // List reads every key under prefix, in key order.
@@ -143,9 +164,47 @@ func (s *Store) List(ctx context.Context, prefix string) ([]KV, error) {
 	}
 	out := make([]KV, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		out = append(out, KV{Key: string(kv.Key), Value: kv.Value, Rev: kv.ModRevision})
+		out = append(out, kvOf(kv))
 	}
 	return out, nil
+}
+
+// ListKeys reads the keys under prefix, in key order, without their values.
+func (s *Store) ListKeys(ctx context.Context, prefix string) ([]string, error) {
+	resp, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("metastore: list keys %s: %w", prefix, err)
+	}
+	out := make([]string, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		out = append(out, string(kv.Key))
+	}
+	return out, nil
+}
+
+// ListRev reads every key under prefix, in key order, with the revision
+// of the store it was read at.
+func (s *Store) ListRev(ctx context.Context, prefix string) (Listing, error) {
+	resp, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return Listing{}, fmt.Errorf("metastore: list %s: %w", prefix, err)
+	}
+	l := Listing{KVs: make([]KV, 0, len(resp.Kvs)), Rev: resp.Header.Revision, ClusterID: resp.Header.ClusterId}
+	for _, kv := range resp.Kvs {
+		l.KVs = append(l.KVs, kvOf(kv))
+	}
+	return l, nil
+}
+
+// Count returns how many keys there are under prefix and the store's
+// revision, without reading them. Count of any prefix is the cheap way to
+// learn the current revision.
+func (s *Store) Count(ctx context.Context, prefix string) (n, rev int64, err error) {
+	resp, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, 0, fmt.Errorf("metastore: count %s: %w", prefix, err)
+	}
+	return resp.Count, resp.Header.Revision, nil
 }
 
 // Put writes key unconditionally and returns its new revision.
@@ -190,6 +249,16 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// DeleteExisting removes key and reports whether it existed, with the
+// store's revision after the delete.
+func (s *Store) DeleteExisting(ctx context.Context, key string) (existed bool, rev int64, err error) {
+	resp, err := s.cli.Delete(ctx, key)
+	if err != nil {
+		return false, 0, fmt.Errorf("metastore: delete %s: %w", key, err)
+	}
+	return resp.Deleted > 0, resp.Header.Revision, nil
+}
+
 // DeleteIf removes key only if its revision is still rev; ErrConflict otherwise.
 func (s *Store) DeleteIf(ctx context.Context, key string, rev int64) error {
 	resp, err := s.cli.Txn(ctx).
@@ -205,56 +274,12 @@ func (s *Store) DeleteIf(ctx context.Context, key string, rev int64) error {
 	return nil
 }
 
-// Update reads key, applies fn to its value (nil when absent) and writes the
-// result with compare-and-swap, retrying on conflict until ctx ends. fn may be
-// called several times and must be pure. It returns the value written.
-func (s *Store) Update(ctx context.Context, key string, fn func(old []byte) ([]byte, error)) ([]byte, int64, error) {
-	for {
-		var old []byte
-		var rev int64
-		kv, err := s.Get(ctx, key)
-		switch {
-		case err == nil:
-			old, rev = kv.Value, kv.Rev
-		case errors.Is(err, ErrNotFound):
-		default:
-			return nil, 0, err
-		}
-		val, err := fn(old)
-		if err != nil {
-			return nil, 0, err
-		}
-		newRev, err := s.CAS(ctx, key, val, rev)
-		if err == nil {
-			return val, newRev, nil
-		}
-		if !errors.Is(err, ErrConflict) {
-			return nil, 0, err
-		}
-		if ctx.Err() != nil {
-			return nil, 0, ctx.Err()
-		}
+// Compact discards the store's history before revision rev (an
+// administrative operation: watches that need older revisions get
+// ErrCompacted). Tests use it to provoke compaction.
+func (s *Store) Compact(ctx context.Context, rev int64) error {
+	if _, err := s.cli.Compact(ctx, rev); err != nil {
+		return fmt.Errorf("metastore: compact at %d: %w", rev, err)
 	}
-}
-
-// NextID atomically increments the counter at key and returns the new value
-// (the first call returns 1). IDs are never reused.
-func (s *Store) NextID(ctx context.Context, key string) (uint64, error) {
-	var id uint64
-	_, _, err := s.Update(ctx, key, func(old []byte) ([]byte, error) {
-		cur := uint64(0)
-		if old != nil {
-			v, err := strconv.ParseUint(string(old), 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("metastore: counter %s holds %q, not a number", key, old)
-			}
-			cur = v
-		}
-		id = cur + 1
-		return []byte(strconv.FormatUint(id, 10)), nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return id, nil
+	return nil
 }

@@ -69,7 +69,7 @@ func TestStoreCASAndRestart(t *testing.T) {
 		t.Fatalf("stale cas: %v", err)
 	}
 	for i := 0; i < 3; i++ {
-		if id, err := s.NextID(ctx, "/ids"); err != nil || id != uint64(i+1) {
+		if id, err := NextID(ctx, s, "/ids"); err != nil || id != uint64(i+1) {
 			t.Fatalf("NextID = %d, %v", id, err)
 		}
 	}
@@ -83,7 +83,7 @@ func TestStoreCASAndRestart(t *testing.T) {
 	if err != nil || string(kv.Value) != "v2" || kv.Rev != rev2 {
 		t.Fatalf("after restart: %+v %v", kv, err)
 	}
-	if id, err := s2.NextID(ctx, "/ids"); err != nil || id != 4 {
+	if id, err := NextID(ctx, s2, "/ids"); err != nil || id != 4 {
 		t.Fatalf("NextID after restart = %d, %v", id, err)
 	}
 	// The first client reconnects by itself.
@@ -109,7 +109,7 @@ func TestConcurrentUpdatesNeverClobber(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				id, err := s.NextID(ctx, "/counter")
+				id, err := NextID(ctx, s, "/counter")
 				if err != nil {
 					t.Error(err)
 					return
@@ -219,5 +219,128 @@ func TestWatchResumesAcrossRestart(t *testing.T) {
 		}
 	case <-wctx.Done():
 		t.Fatal("no event after the restart")
+	}
+}
+
+// The reads and writes beyond get/put: leases of keys, keys-only and
+// counted listings, listings with their revision, deletes that tell,
+// transactions and revoking a lease by id.
+func TestReadsTxnAndRevoke(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	l, err := s.Grant(ctx, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Create(ctx, "/p/a", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := s.Put(ctx, "/p/b", []byte("2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kv, err := s.Get(ctx, "/p/a"); err != nil || kv.Lease != l.ID() {
+		t.Fatalf("leased key %+v, %v", kv, err)
+	}
+	if kv, err := s.Get(ctx, "/p/b"); err != nil || kv.Lease != 0 {
+		t.Fatalf("plain key %+v, %v", kv, err)
+	}
+	if keys, err := s.ListKeys(ctx, "/p/"); err != nil || strings.Join(keys, ",") != "/p/a,/p/b" {
+		t.Fatalf("ListKeys %v, %v", keys, err)
+	}
+	if n, r, err := s.Count(ctx, "/p/"); err != nil || n != 2 || r != rev {
+		t.Fatalf("Count %d at %d, %v; want 2 at %d", n, r, err, rev)
+	}
+	lst, err := s.ListRev(ctx, "/p/")
+	if err != nil || len(lst.KVs) != 2 || lst.Rev != rev || lst.ClusterID == 0 || lst.KVs[0].Lease != l.ID() {
+		t.Fatalf("ListRev %+v, %v", lst, err)
+	}
+
+	// A transaction applies all of its writes or none.
+	ok, trev, err := s.Txn(ctx, []Cmp{AtRev("/p/b", rev), Absent("/p/c"), NoneUnder("/q/"), Present("/p/a")},
+		[]Op{PutOp("/p/c", []byte("3")), DeleteOp("/p/b")})
+	if err != nil || !ok || trev != rev+1 {
+		t.Fatalf("txn: %v at %d, %v", ok, trev, err)
+	}
+	ok, _, err = s.Txn(ctx, []Cmp{Absent("/p/c")}, []Op{PutOp("/p/d", []byte("4"))})
+	if err != nil || ok {
+		t.Fatalf("txn with a failing condition: %v, %v", ok, err)
+	}
+	if keys, _ := s.ListKeys(ctx, "/p/"); strings.Join(keys, ",") != "/p/a,/p/c" {
+		t.Fatalf("after the transactions: %v", keys)
+	}
+	if _, _, err := s.Txn(ctx, []Cmp{{Kind: CmpAtRev, Key: "/p/", Prefix: true}}, nil); err == nil {
+		t.Fatal("a revision condition over a prefix was accepted")
+	}
+
+	if existed, _, err := s.DeleteExisting(ctx, "/p/c"); err != nil || !existed {
+		t.Fatalf("DeleteExisting: %v, %v", existed, err)
+	}
+	if existed, _, err := s.DeleteExisting(ctx, "/p/c"); err != nil || existed {
+		t.Fatalf("DeleteExisting of an absent key: %v, %v", existed, err)
+	}
+
+	// Revoking a lease by id deletes its keys; again is not an error; a
+	// write under it fails with ErrNoLease.
+	if err := s.RevokeLease(ctx, l.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "/p/a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("leased key after revoke: %v", err)
+	}
+	if err := s.RevokeLease(ctx, l.ID()); err != nil {
+		t.Fatalf("second revoke: %v", err)
+	}
+	if _, err := l.Put(ctx, "/p/a", []byte("x")); !errors.Is(err, ErrNoLease) {
+		t.Fatalf("put under a revoked lease: %v", err)
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(10 * time.Second): // the next keep-alive (every TTL/3) learns it
+		t.Fatal("lease Done not closed after it was revoked")
+	}
+}
+
+// A ProgressWatch delivers a transaction's changes in one batch, answers
+// progress requests, and ends with ErrCompacted when it needs compacted
+// revisions.
+func TestProgressWatch(t *testing.T) {
+	s := newStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rev, err := s.Put(ctx, "/w/a", []byte("1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := s.WatchProgress(ctx, "/w/", rev+1)
+	_, trev, err := s.Txn(ctx, nil, []Op{PutOp("/w/b", []byte("2")), DeleteOp("/w/a"), PutOp("/x", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := w.Next(ctx)
+	if err != nil || b.Progress || len(b.Events) != 2 || b.Events[0].Key != "/w/b" || !b.Events[1].Deleted || b.Events[1].Rev != trev {
+		t.Fatalf("batch %+v, %v", b, err)
+	}
+	orev, err := s.Put(ctx, "/elsewhere", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RequestProgress(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err = w.Next(ctx)
+	if err != nil || !b.Progress || b.Rev < orev {
+		t.Fatalf("progress %+v, %v; want a notification at %d or later", b, err, orev)
+	}
+
+	if err := s.Compact(ctx, orev); err != nil {
+		t.Fatal(err)
+	}
+	old := s.WatchProgress(ctx, "/w/", rev)
+	if _, err := old.Next(ctx); !errors.Is(err, ErrCompacted) || !strings.Contains(err.Error(), "compacted") {
+		t.Fatalf("watch of compacted revisions: %v", err)
+	}
+	if _, err := old.Next(ctx); !errors.Is(err, ErrCompacted) {
+		t.Fatalf("the end is not sticky: %v", err)
 	}
 }

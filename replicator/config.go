@@ -64,7 +64,7 @@ type Deps struct {
 	// Meta is the local metadata store: topics are discovered under
 	// /isobar/<region>/topics/ and workers register under
 	// /isobar/<region>/replicators/. Required.
-	Meta *metastore.Store
+	Meta metastore.Meta
 	// Policies answers which clusters a namespace replicates to (usually
 	// read through the global configuration cache). Required.
 	Policies *policy.Store
@@ -124,6 +124,9 @@ func (c Config) Validate() error {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("replicator.%s: %v is negative", name, v))
 		}
+	}
+	if c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
+		errs = append(errs, fmt.Errorf("replicator.leaseTTL: %v is under the 1s etcd lease granularity", c.LeaseTTL))
 	}
 	return errors.Join(errs...)
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/replication"
@@ -32,7 +31,7 @@ type Worker struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	lease  *metastore.Lease
+	reg    *metastore.Registration
 	sub    *nats.Subscription
 	sem    chan struct{} // sink concurrency
 
@@ -76,12 +75,17 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 		w.Close()
 		return nil, fmt.Errorf("replicator %s: metrics: %w", cfg.ID, err)
 	}
-	w.lease, err = deps.Meta.Grant(ctx, cfg.LeaseTTL)
+	// The registration holds no state: a live registration of this id is
+	// this worker's previous life (or a twin with the same id, which runs
+	// the same streams as a standby anyway) and is taken over.
+	w.reg, err = metastore.Register(ctx, deps.Meta, metastore.RegisterConfig{
+		Key:      w.workerKey(cfg.ID),
+		Value:    func() ([]byte, error) { return []byte(`{}`), nil },
+		TTL:      cfg.LeaseTTL,
+		Existing: func([]byte) metastore.Verdict { return metastore.TakeOver },
+		Logger:   w.log,
+	})
 	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("replicator %s: register: %w", cfg.ID, err)
-	}
-	if _, err := w.lease.Put(ctx, w.workerKey(cfg.ID), []byte(`{}`)); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("replicator %s: register: %w", cfg.ID, err)
 	}
@@ -113,9 +117,9 @@ func (w *Worker) Close() error {
 	for _, s := range sinks {
 		s.close()
 	}
-	if w.lease != nil {
+	if w.reg != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = w.lease.Revoke(ctx)
+		_ = w.reg.Close(ctx)
 		cancel()
 	}
 	if w.metrics != nil {
@@ -125,20 +129,7 @@ func (w *Worker) Close() error {
 }
 
 // Registered reports whether the worker's registration lease is live.
-func (w *Worker) Registered() bool {
-	w.mu.Lock()
-	l := w.lease
-	w.mu.Unlock()
-	if l == nil {
-		return false
-	}
-	select {
-	case <-l.Done():
-		return false
-	default:
-		return true
-	}
-}
+func (w *Worker) Registered() bool { return w.reg != nil && w.reg.Registered() }
 
 // Abort stops the worker as a crash would: no deregistration (its lease
 // expires) and no draining.
@@ -149,6 +140,9 @@ func (w *Worker) Abort() {
 	w.cancel()
 	_ = w.client.Close()
 	w.wg.Wait()
+	if w.reg != nil {
+		w.reg.Abort() // no longer kept alive: the lease expires
+	}
 	if w.metrics != nil {
 		_ = w.metrics.reg.Unregister()
 	}
@@ -159,7 +153,8 @@ func (w *Worker) workerKey(id string) string {
 }
 
 // assignLoop re-evaluates, every ScanInterval, which streams exist and
-// which of them this worker runs.
+// which of them this worker runs. (The registration registers again by
+// itself when its lease is lost.)
 func (w *Worker) assignLoop() {
 	defer w.wg.Done()
 	t := time.NewTicker(w.cfg.ScanInterval)
@@ -177,15 +172,6 @@ func (w *Worker) assignLoop() {
 			w.mu.Unlock()
 			return
 		case <-t.C:
-		case <-w.lease.Done():
-			// Lost our registration: register again.
-			if l, err := w.deps.Meta.Grant(w.ctx, w.cfg.LeaseTTL); err == nil {
-				if _, err := l.Put(w.ctx, w.workerKey(w.cfg.ID), []byte(`{}`)); err == nil {
-					w.mu.Lock()
-					w.lease = l
-					w.mu.Unlock()
-				}
-			}
 		}
 	}
 }
@@ -194,14 +180,14 @@ func (w *Worker) assignLoop() {
 // topics of this region whose namespace replicates to another cluster.
 func (w *Worker) wantedStreams(ctx context.Context) ([]streamKey, error) {
 	prefix := metastore.RegionPrefix(w.cfg.Region) + "topics/"
-	resp, err := w.deps.Meta.Client().Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	keys, err := w.deps.Meta.ListKeys(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
 	remotes := map[string][]string{} // by namespace
 	var out []streamKey
-	for _, kv := range resp.Kvs {
-		rest := strings.TrimPrefix(string(kv.Key), prefix)
+	for _, key := range keys {
+		rest := strings.TrimPrefix(key, prefix)
 		parts := strings.SplitN(rest, "/", 4)
 		if len(parts) != 4 || parts[2] != string(topic.Persistent) {
 			continue
@@ -246,13 +232,13 @@ func (w *Worker) others(clusters []string) []string {
 // liveWorkers lists the registered workers of the region.
 func (w *Worker) liveWorkers(ctx context.Context) ([]string, error) {
 	prefix := metastore.RegionPrefix(w.cfg.Region) + "replicators/"
-	resp, err := w.deps.Meta.Client().Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	keys, err := w.deps.Meta.ListKeys(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, kv := range resp.Kvs {
-		out = append(out, strings.TrimPrefix(string(kv.Key), prefix))
+	for _, key := range keys {
+		out = append(out, strings.TrimPrefix(key, prefix))
 	}
 	if !slices.Contains(out, w.cfg.ID) {
 		out = append(out, w.cfg.ID)

@@ -56,7 +56,7 @@ var (
 // the documented default.
 type Config struct {
 	// Meta is the region's metadata store. Required.
-	Meta *metastore.Store
+	Meta metastore.Meta
 	// Region names the region whose ledgers and bookies are used. Required.
 	Region string
 	// Logger receives ensemble changes, recoveries and failures; nil discards them.
@@ -266,7 +266,7 @@ func (c *Client) Create(ctx context.Context, o CreateOptions) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: create: %w", err)
 	}
-	id, err := c.cfg.Meta.NextID(mctx, LedgerIDKey(c.cfg.Region))
+	id, err := metastore.NextID(mctx, c.cfg.Meta, LedgerIDKey(c.cfg.Region))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: create: allocate id: %w", err)
 	}

@@ -334,9 +334,13 @@ func (m *ManagedLedger) failAllFailed(err error) {
 // rollover closes the current ledger (waiting for its callbacks, so the
 // order of callbacks holds across ledgers), settles the adds it failed,
 // creates the next ledger, records both in one CAS and issues the failed
-// adds the closed ledger did not keep again, first. Driver only.
+// adds the closed ledger did not keep again, first. A close the metadata
+// could not record (the CAS failed) is recorded by the next rollover:
+// until then the list says the ledger is open, and with the entry count
+// it had, readers would see it empty once another ledger follows it.
+// Driver only.
 func (m *ManagedLedger) rollover(ctx context.Context) error {
-	var closed *LedgerInfo
+	justClosed := m.w != nil
 	var again []addRequest
 	if m.w != nil {
 		old := m.w
@@ -345,18 +349,22 @@ func (m *ManagedLedger) rollover(ctx context.Context) error {
 			m.failAllFailed(err)
 			return fmt.Errorf("rollover: %w", err)
 		}
-		closed = &LedgerInfo{ID: int64(old.ID()), Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed, Closed: m.deps.Now().UnixMilli()}
+		m.unrecorded = &LedgerInfo{ID: int64(old.ID()), Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed, Closed: m.deps.Now().UnixMilli()}
 		again = m.settleFailed(int64(old.ID()), md)
 		m.w = nil
 	}
+	closed := m.unrecorded
 	w, err := m.createLedger(ctx)
 	if err != nil {
 		m.failAdds(again, err)
-		if closed != nil {
-			// Record the close anyway so the list stays exact.
+		if justClosed {
+			// Record the close anyway so the list stays exact. (An older
+			// unrecorded close waits for a rollover that gets a ledger:
+			// until one follows it, readers see its entries.)
 			if uerr := m.update(ctx, func(t *topicMeta) error { return setLast(t, *closed) }); uerr != nil {
 				return uerr
 			}
+			m.unrecorded = nil
 		}
 		return fmt.Errorf("rollover: %w", err)
 	}
@@ -374,6 +382,7 @@ func (m *ManagedLedger) rollover(ctx context.Context) error {
 		m.failAdds(again, err)
 		return fmt.Errorf("rollover: %w", err)
 	}
+	m.unrecorded = nil
 	m.setWriter(w)
 	if closed != nil {
 		m.log.Debug("rolled over", "closed", closed.ID, "entries", closed.Entries, "new", w.ID(), "reissued", len(again))

@@ -99,7 +99,7 @@ type Config struct {
 // only).
 type Deps struct {
 	// Meta is the region's metadata store. Required.
-	Meta *metastore.Store
+	Meta metastore.Meta
 	// Ledgers creates, recovers, reads and deletes ledgers. Required.
 	Ledgers *ledger.Client
 	// Region names the region (the metadata key prefix). Required.
@@ -241,6 +241,10 @@ type ManagedLedger struct {
 	wCreated time.Time
 	wBroken  atomic.Bool    // an add failed: roll over before the next
 	inflight sync.WaitGroup // adds issued to w whose callbacks have not run
+	// unrecorded is a ledger a rollover closed whose close the metadata
+	// does not record yet (the write failed; the list still says open):
+	// the next rollover, or Close, records it.
+	unrecorded *LedgerInfo
 
 	// failedMu guards failed: adds the current ledger failed, settled
 	// when it is closed (see settleFailed).
@@ -494,7 +498,16 @@ func (m *ManagedLedger) Close(ctx context.Context) error {
 	}
 	defer close(m.closed)
 	if m.w == nil {
-		return m.fencedErr()
+		if err := m.fencedErr(); err != nil {
+			return err
+		}
+		if l := m.unrecorded; l != nil {
+			if err := m.update(ctx, func(t *topicMeta) error { return setLast(t, *l) }); err != nil {
+				return fmt.Errorf("mledger %s: close: record ledger %d closed: %w", m.name, l.ID, err)
+			}
+			m.unrecorded = nil
+		}
+		return nil
 	}
 	if err := m.fencedErr(); err != nil {
 		m.abandonWriter()

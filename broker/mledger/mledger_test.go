@@ -205,7 +205,7 @@ func TestReopenAfterClose(t *testing.T) {
 // ledger client go at once (the writer's ledger stays open), so nothing
 // more is written anywhere.
 func crash(m *ManagedLedger, lc *ledger.Client) {
-	m.deps.Meta.Close()
+	m.deps.Meta.(*metastore.Store).Close()
 	lc.Close()
 	m.addMu.Lock()
 	m.closing = true

@@ -38,7 +38,7 @@ type BrokerInfo struct {
 // Config configures a Registry.
 type Config struct {
 	// Meta is the region's metadata store. Required.
-	Meta *metastore.Store
+	Meta metastore.Meta
 	// Region names the region (the key prefix /isobar/<region>/). Required.
 	Region string
 	// Self describes this broker: ID, ServiceURL and HTTPURL are required;
@@ -54,9 +54,9 @@ type Config struct {
 	Now func() time.Time
 	// OnLost, when set, is called once for each bundle this broker loses
 	// without releasing it: its key was deleted or overwritten by someone
-	// else, or the lease was lost. It is called from the Registry's own
-	// goroutine, one call at a time; it must not block for long and must not
-	// call Close. It is not called for bundles given up by Release or Close.
+	// else, or the lease was lost. It is called from the Registry's
+	// goroutines, one call at a time; it must not block for long and must
+	// not call Close. It is not called for bundles given up by Release or Close.
 	OnLost func(ns string, b topic.Bundle)
 }
 

@@ -3,6 +3,7 @@ package ownership
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sort"
 	"strings"
 	"time"
@@ -12,8 +13,7 @@ import (
 )
 
 // retryDelay is how soon failed background work (a re-list after a watch
-// reset, a load update) is tried again, and the first re-registration
-// backoff.
+// reset, a load update) is tried again.
 const retryDelay = 200 * time.Millisecond
 
 // pending is background work that failed and waits for the retry timer.
@@ -25,8 +25,10 @@ type pending struct {
 
 func (p pending) any() bool { return p.resyncOwned || p.relistBrokers || p.publishLoad }
 
-// run is the registry's one goroutine: it applies watch events, publishes
-// the load, notices lease loss, fires OnLost and re-registers.
+// run is the registry's goroutine: it applies watch events, publishes the
+// load and fires OnLost for bundles whose keys changed. (The registration
+// notices a lost lease and registers again by itself; leaseLost handles
+// the bundles.)
 func (r *Registry) run(ctx context.Context, ownCh, brkCh <-chan metastore.Event) {
 	defer close(r.done)
 	retry := time.NewTimer(retryDelay)
@@ -48,19 +50,9 @@ func (r *Registry) run(ctx context.Context, ownCh, brkCh <-chan metastore.Event)
 		}
 	}
 	for {
-		r.mu.Lock()
-		lease := r.lease
-		r.mu.Unlock()
-		var lost <-chan struct{}
-		if lease != nil {
-			lost = lease.Done()
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-lost:
-			r.leaseLost(lease)
-			r.reregister(ctx, lease)
 		case ev, ok := <-ownCh:
 			if !ok {
 				return
@@ -90,15 +82,15 @@ func (r *Registry) run(ctx context.Context, ownCh, brkCh <-chan metastore.Event)
 	}
 }
 
-// leaseLost forgets every bundle held under lease and fires OnLost for the
-// ones not being released.
+// leaseLost forgets every bundle held under lease and fires OnLost for
+// the ones not being released. The registration calls it (OnLost) when
+// it loses the lease, before registering again.
 func (r *Registry) leaseLost(lease *metastore.Lease) {
 	r.mu.Lock()
-	if r.lease != lease {
+	if r.closed {
 		r.mu.Unlock()
 		return
 	}
-	r.lease = nil
 	var lost []*owned
 	for k, e := range r.owned {
 		if e.lease == lease {
@@ -118,50 +110,6 @@ func (r *Registry) leaseLost(lease *metastore.Lease) {
 	})
 	for _, e := range lost {
 		r.fireLost(e.ns, e.b)
-	}
-}
-
-// reregister registers under a new lease, retrying with backoff until it
-// succeeds or ctx ends. It first revokes the lost lease, because etcd may
-// still hold keys under it (a restarted etcd extends leases by a TTL): our
-// bundles are free for others at once rather than a TTL later.
-func (r *Registry) reregister(ctx context.Context, old *metastore.Lease) {
-	backoff := retryDelay
-	revoked := false
-	for ctx.Err() == nil {
-		if !revoked {
-			rctx, cancel := context.WithTimeout(ctx, r.ttl)
-			revoked = old.Revoke(rctx) == nil
-			cancel()
-		}
-		actx, cancel := context.WithTimeout(ctx, r.ttl)
-		lease, err := r.register(actx, false)
-		cancel()
-		if err == nil {
-			r.mu.Lock()
-			closed := r.closed
-			if !closed {
-				r.lease = lease
-			}
-			r.mu.Unlock()
-			if closed {
-				rctx, cancel := context.WithTimeout(context.Background(), r.ttl)
-				lease.Revoke(rctx)
-				cancel()
-				return
-			}
-			r.logger.Info("broker re-registered", "lease", lease.ID())
-			return
-		}
-		r.logger.Warn("re-registration failed; retrying", "err", err, "in", backoff)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		backoff = min(2*backoff, r.ttl)
 	}
 }
 
@@ -199,13 +147,13 @@ func (r *Registry) resyncOwned(ctx context.Context) bool {
 	r.mu.Unlock()
 	for key, e := range snap {
 		gctx, cancel := context.WithTimeout(ctx, r.ttl)
-		resp, err := r.meta.Client().Get(gctx, key)
+		kv, err := r.meta.Get(gctx, key)
 		cancel()
-		if err != nil {
+		if err != nil && !errors.Is(err, metastore.ErrNotFound) {
 			r.logger.Warn("ownership resync failed", "err", err)
 			return false
 		}
-		if len(resp.Kvs) == 1 && resp.Kvs[0].ModRevision == e.rev {
+		if err == nil && kv.Rev == e.rev {
 			continue
 		}
 		r.mu.Lock()
@@ -257,29 +205,26 @@ func (r *Registry) brokerEvent(ev metastore.Event) {
 	}
 }
 
-// publishLoad writes the owned bundle count into the registration; false
-// when it must be tried again.
+// publishLoad writes the owned bundle count (and the draining mark) into
+// the registration; false when it must be tried again.
 func (r *Registry) publishLoad(ctx context.Context) bool {
-	r.mu.Lock()
-	lease := r.lease
-	info := r.self
-	info.Load = r.ownedCountLocked()
-	r.mu.Unlock()
-	if lease == nil || leaseDone(lease) {
-		return true // a new registration starts at load 0 with no bundles
-	}
-	val, _ := json.Marshal(info)
 	pctx, cancel := context.WithTimeout(ctx, r.ttl)
 	defer cancel()
-	if _, err := lease.Put(pctx, r.selfKey, val); err != nil {
-		r.logger.Warn("load update failed", "err", err)
-		return leaseDone(lease)
+	err := r.reg.Refresh(pctx)
+	switch {
+	case err == nil, errors.Is(err, metastore.ErrNotRegistered):
+		return true // a new registration writes the state of its time
+	case !r.Registered():
+		return true
 	}
-	return true
+	r.logger.Warn("load update failed", "err", err)
+	return false
 }
 
 func (r *Registry) fireLost(ns string, b topic.Bundle) {
 	if r.onLost != nil {
+		r.fireMu.Lock()
+		defer r.fireMu.Unlock()
 		r.onLost(ns, b)
 	}
 }

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -58,7 +56,7 @@ type owned struct {
 // Registry registers this broker in its region and tracks the bundles it
 // owns. It is safe for concurrent use.
 type Registry struct {
-	meta      *metastore.Store
+	meta      metastore.Meta
 	logger    *slog.Logger
 	now       func() time.Time
 	onLost    func(ns string, b topic.Bundle)
@@ -71,12 +69,13 @@ type Registry struct {
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when run returns
 	loadDirty chan struct{} // capacity 1: coalesced requests to publish the load
+	fireMu    sync.Mutex    // OnLost calls, one at a time
 
 	mu         sync.Mutex
-	lease      *metastore.Lease      // nil while not registered
-	owned      map[string]*owned     // by ownership key
-	brokers    map[string]BrokerInfo // live brokers by id, kept by the watch
-	brokersRev int64                 // watch events at or below it are already in brokers
+	reg        *metastore.Registration // the broker's registration; its lease holds the ownership keys
+	owned      map[string]*owned       // by ownership key
+	brokers    map[string]BrokerInfo   // live brokers by id, kept by the watch
+	brokersRev int64                   // watch events at or below it are already in brokers
 	closed     bool
 }
 
@@ -122,15 +121,26 @@ func Start(ctx context.Context, cfg Config) (*Registry, error) {
 	r.self.Started = r.now()
 	r.self.Load = 0
 
-	lease, err := r.register(ctx, true)
+	reg, err := metastore.Register(ctx, r.meta, metastore.RegisterConfig{
+		Key:      r.selfKey,
+		Value:    r.registration,
+		TTL:      r.ttl,
+		Existing: r.judgeRegistration,
+		Wait:     2*r.ttl + 5*time.Second,
+		OnLost:   r.leaseLost,
+		Logger:   r.logger,
+	})
 	if err != nil {
-		return nil, err
+		return nil, r.registerErr(err)
 	}
-	r.lease = lease
+	r.mu.Lock()
+	r.reg = reg
+	lease := r.leaseLocked()
+	r.mu.Unlock()
 	rev, err := r.listBrokers(ctx)
 	if err != nil {
 		rctx, cancel := context.WithTimeout(context.Background(), r.ttl)
-		lease.Revoke(rctx)
+		reg.Close(rctx)
 		cancel()
 		return nil, err
 	}
@@ -139,108 +149,83 @@ func Start(ctx context.Context, cfg Config) (*Registry, error) {
 	ownCh := r.meta.Watch(dctx, r.ownPrefix, rev+1)
 	brkCh := r.meta.Watch(dctx, r.brkPrefix, rev+1)
 	go r.run(dctx, ownCh, brkCh)
-	r.logger.Info("broker registered", "lease", lease.ID(), "ttl", r.ttl)
+	if lease != nil {
+		r.logger.Info("broker registered", "lease", lease.ID(), "ttl", r.ttl)
+	}
 	return r, nil
 }
 
 // Self is this broker's registration as configured.
 func (r *Registry) Self() BrokerInfo { return r.self }
 
-// register creates the registration under a new lease; see Start for how
-// an existing registration of the same id is handled. With wait false a
-// foreign registration fails at once.
-func (r *Registry) register(ctx context.Context, wait bool) (*metastore.Lease, error) {
-	deadline := time.Now().Add(2*r.ttl + 5*time.Second)
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("ownership: register %s: %w", r.self.ID, err)
-		}
-		resp, err := r.meta.Client().Get(ctx, r.selfKey)
-		if err != nil {
-			return nil, fmt.Errorf("ownership: register %s: %w", r.self.ID, err)
-		}
-		if len(resp.Kvs) > 0 {
-			kv := resp.Kvs[0]
-			var prev BrokerInfo
-			jerr := json.Unmarshal(kv.Value, &prev)
-			if jerr == nil && r.previousLife(prev) && time.Now().Before(deadline) {
-				r.logger.Info("revoking this broker's previous registration", "lease", kv.Lease, "started", prev.Started)
-				if kv.Lease != 0 {
-					// Errors are not checked: if the lease is gone the next
-					// Get finds no key; if etcd failed, it fails too.
-					r.meta.Client().Revoke(ctx, clientv3.LeaseID(kv.Lease))
-				} else {
-					r.meta.DeleteIf(ctx, r.selfKey, kv.ModRevision)
-				}
-				continue
-			}
-			if !wait || !time.Now().Before(deadline) {
-				return nil, fmt.Errorf("%w: %s is registered as %q", ErrIDInUse, r.self.ID, prev.ServiceURL)
-			}
-			r.logger.Warn("another broker holds this id; waiting for its registration to expire", "serviceUrl", prev.ServiceURL)
-			if err := r.waitGone(ctx, kv.ModRevision, deadline); err != nil {
-				return nil, fmt.Errorf("%w: %s is registered as %q: %w", ErrIDInUse, r.self.ID, prev.ServiceURL, err)
-			}
-			continue
-		}
-		lease, err := r.meta.Grant(ctx, r.ttl)
-		if err != nil {
-			return nil, fmt.Errorf("ownership: register %s: %w", r.self.ID, err)
-		}
-		val, _ := json.Marshal(r.self)
-		if _, err := lease.Create(ctx, r.selfKey, val); err != nil {
-			rctx, cancel := context.WithTimeout(context.Background(), r.ttl)
-			lease.Revoke(rctx)
-			cancel()
-			if errors.Is(err, metastore.ErrExists) {
-				continue
-			}
-			return nil, fmt.Errorf("ownership: register %s: %w", r.self.ID, err)
-		}
-		return lease, nil
+// registration is the broker's registration as it is now: its
+// configuration, the draining mark and the number of bundles it owns.
+func (r *Registry) registration() ([]byte, error) {
+	r.mu.Lock()
+	info := r.self
+	info.Load = r.ownedCountLocked()
+	r.mu.Unlock()
+	return json.Marshal(info)
+}
+
+// judgeRegistration decides about a live registration of this broker's
+// id that this Registry did not make: this broker's previous life is
+// taken over at once (see Start); any other is waited for.
+func (r *Registry) judgeRegistration(value []byte) metastore.Verdict {
+	var prev BrokerInfo
+	if json.Unmarshal(value, &prev) == nil && r.previousLife(prev) {
+		return metastore.TakeOver
 	}
+	return metastore.WaitGone
+}
+
+// registerErr turns a registration held by another broker into ErrIDInUse.
+func (r *Registry) registerErr(err error) error {
+	var taken *metastore.TakenError
+	if !errors.As(err, &taken) {
+		return fmt.Errorf("ownership: register %s: %w", r.self.ID, err)
+	}
+	var prev BrokerInfo
+	json.Unmarshal(taken.Value, &prev)
+	return fmt.Errorf("%w: %s is registered as %q: %w", ErrIDInUse, r.self.ID, prev.ServiceURL, err)
 }
 
 // previousLife reports whether prev, a registration under our id, is this
-// broker's earlier incarnation (or this Registry's own lost lease).
+// broker's earlier incarnation.
 func (r *Registry) previousLife(prev BrokerInfo) bool {
 	return prev.ID == r.self.ID && prev.ServiceURL == r.self.ServiceURL &&
 		prev.HTTPURL == r.self.HTTPURL && !prev.Started.After(r.self.Started)
 }
 
-// waitGone waits until the registration key changes after rev (deleted, or
-// the watch lost track), the deadline passes (nil) or ctx ends (its error).
-func (r *Registry) waitGone(ctx context.Context, rev int64, deadline time.Time) error {
-	wctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	for ev := range r.meta.Watch(wctx, r.selfKey, rev+1) {
-		if ev.Reset || ev.Key == r.selfKey && ev.Deleted {
-			return nil
-		}
+// leaseLocked is the lease of the registration now; nil while not
+// registered. r.mu must be held.
+func (r *Registry) leaseLocked() *metastore.Lease {
+	if r.reg == nil || r.closed {
+		return nil
 	}
-	return ctx.Err()
+	return r.reg.Lease()
 }
 
 // listBrokers replaces the broker cache with etcd's view and returns the
 // revision it was read at.
 func (r *Registry) listBrokers(ctx context.Context) (int64, error) {
-	resp, err := r.meta.Client().Get(ctx, r.brkPrefix, clientv3.WithPrefix())
+	l, err := r.meta.ListRev(ctx, r.brkPrefix)
 	if err != nil {
 		return 0, fmt.Errorf("ownership: list brokers: %w", err)
 	}
-	m := make(map[string]BrokerInfo, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	m := make(map[string]BrokerInfo, len(l.KVs))
+	for _, kv := range l.KVs {
 		var info BrokerInfo
 		if err := json.Unmarshal(kv.Value, &info); err != nil {
-			r.logger.Warn("ignoring malformed broker registration", "key", string(kv.Key), "err", err)
+			r.logger.Warn("ignoring malformed broker registration", "key", kv.Key, "err", err)
 			continue
 		}
-		m[strings.TrimPrefix(string(kv.Key), r.brkPrefix)] = info
+		m[strings.TrimPrefix(kv.Key, r.brkPrefix)] = info
 	}
 	r.mu.Lock()
-	r.brokers, r.brokersRev = m, resp.Header.Revision
+	r.brokers, r.brokersRev = m, l.Rev
 	r.mu.Unlock()
-	return resp.Header.Revision, nil
+	return l.Rev, nil
 }
 
 // Lookup returns the owner of bundle b of namespace ns ("tenant/namespace").
@@ -307,14 +292,13 @@ func (r *Registry) Lookup(ctx context.Context, ns string, b topic.Bundle, author
 // adopted; a key of ours under a lease we lost is deleted and reported as
 // absent.
 func (r *Registry) readOwner(ctx context.Context, key, ns string, b topic.Bundle) (BrokerInfo, bool, error) {
-	resp, err := r.meta.Client().Get(ctx, key)
+	kv, err := r.meta.Get(ctx, key)
+	if errors.Is(err, metastore.ErrNotFound) {
+		return BrokerInfo{}, false, nil
+	}
 	if err != nil {
 		return BrokerInfo{}, false, fmt.Errorf("ownership: read %s: %w", key, err)
 	}
-	if len(resp.Kvs) == 0 {
-		return BrokerInfo{}, false, nil
-	}
-	kv := resp.Kvs[0]
 	var o Ownership
 	if err := json.Unmarshal(kv.Value, &o); err != nil {
 		return BrokerInfo{}, false, fmt.Errorf("ownership: %s holds a malformed record: %w", key, err)
@@ -323,10 +307,10 @@ func (r *Registry) readOwner(ctx context.Context, key, ns string, b topic.Bundle
 		return BrokerInfo{ID: o.Broker, ServiceURL: o.ServiceURL, HTTPURL: o.HTTPURL}, true, nil
 	}
 	r.mu.Lock()
-	cur := r.lease
+	cur := r.leaseLocked()
 	if cur != nil && kv.Lease == cur.ID() {
-		if _, ok := r.owned[key]; !ok && !leaseDone(cur) {
-			r.owned[key] = &owned{ns: ns, b: b, lease: cur, rev: kv.ModRevision, acquired: o.Acquired}
+		if _, ok := r.owned[key]; !ok {
+			r.owned[key] = &owned{ns: ns, b: b, lease: cur, rev: kv.Rev, acquired: o.Acquired}
 			r.markLoadDirty()
 		}
 		r.mu.Unlock()
@@ -334,7 +318,7 @@ func (r *Registry) readOwner(ctx context.Context, key, ns string, b topic.Bundle
 	}
 	r.mu.Unlock()
 	r.logger.Info("deleting stale ownership of a lost lease", "key", key, "lease", kv.Lease)
-	if err := r.meta.DeleteIf(ctx, key, kv.ModRevision); err != nil && !errors.Is(err, metastore.ErrConflict) {
+	if err := r.meta.DeleteIf(ctx, key, kv.Rev); err != nil && !errors.Is(err, metastore.ErrConflict) {
 		return BrokerInfo{}, false, err
 	}
 	return BrokerInfo{}, false, nil
@@ -346,10 +330,7 @@ func (r *Registry) readOwner(ctx context.Context, key, ns string, b topic.Bundle
 func (r *Registry) candidates() (*metastore.Lease, []Candidate) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	lease := r.lease
-	if lease != nil && leaseDone(lease) {
-		lease = nil
-	}
+	lease := r.leaseLocked()
 	cands := make([]Candidate, 0, len(r.brokers)+1)
 	for id, info := range r.brokers {
 		if id != r.self.ID && !info.Draining {
@@ -399,7 +380,7 @@ func (r *Registry) acquire(ctx context.Context, lease *metastore.Lease, key, ns 
 	switch {
 	case r.closed:
 		return false, ErrClosed // the key goes with the lease Close revokes
-	case r.lease != lease || leaseDone(lease):
+	case r.leaseLocked() != lease:
 		return false, ErrNotRegistered // the key goes with the lost lease
 	}
 	if _, ok := r.owned[key]; !ok {
@@ -425,7 +406,7 @@ func (r *Registry) Owns(ns string, b topic.Bundle) bool {
 
 // validLocked reports whether e is a bundle we own right now.
 func (r *Registry) validLocked(e *owned) bool {
-	return e != nil && !e.releasing && e.lease == r.lease && !leaseDone(e.lease)
+	return e != nil && !e.releasing && e.lease == r.leaseLocked()
 }
 
 func (r *Registry) ownedCountLocked() int {
@@ -496,7 +477,7 @@ func (r *Registry) Release(ctx context.Context, ns string, b topic.Bundle) error
 func (r *Registry) Registered() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return !r.closed && r.lease != nil && !leaseDone(r.lease)
+	return r.leaseLocked() != nil
 }
 
 // Drain marks this broker as draining: from now on no bundle is placed on
@@ -536,43 +517,46 @@ func (r *Registry) Brokers(ctx context.Context) ([]BrokerInfo, error) {
 // which deletes all of the broker's keys in one etcd operation, so clients
 // fail over at once. OnLost is not called. When etcd cannot be reached the
 // keys expire with the lease instead and Close returns the error. Calls
-// after the first return nil.
+// after the first (or after Abort) return nil.
 func (r *Registry) Close(ctx context.Context) error {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	if !r.stop() {
 		return nil
 	}
-	r.closed = true
-	lease := r.lease
-	r.lease = nil
-	r.owned = make(map[string]*owned)
-	r.mu.Unlock()
-
-	r.cancel()
-	<-r.done
-	if lease == nil {
-		return nil
-	}
-	if err := lease.Revoke(ctx); err != nil {
+	if err := r.reg.Close(ctx); err != nil {
 		return fmt.Errorf("ownership: close (keys expire with the lease): %w", err)
 	}
 	r.logger.Info("broker unregistered")
 	return nil
 }
 
+// Abort stops the registry as a crash would: the lease is no longer kept
+// alive, so the registration and the ownership keys stay until it
+// expires. OnLost is not called.
+func (r *Registry) Abort() {
+	if r.stop() {
+		r.reg.Abort()
+	}
+}
+
+// stop marks the registry closed and stops its goroutine; false if it was
+// already.
+func (r *Registry) stop() bool {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return false
+	}
+	r.closed = true
+	r.owned = make(map[string]*owned)
+	r.mu.Unlock()
+	r.cancel()
+	<-r.done
+	return true
+}
+
 func (r *Registry) markLoadDirty() {
 	select {
 	case r.loadDirty <- struct{}{}:
 	default:
-	}
-}
-
-func leaseDone(l *metastore.Lease) bool {
-	select {
-	case <-l.Done():
-		return true
-	default:
-		return false
 	}
 }

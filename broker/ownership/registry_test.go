@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/isobar-mq/isobar/internal/testcluster"
+	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -123,25 +122,28 @@ func cachedLoad(r *node, id string) int {
 }
 
 // leaseOf reads the lease of broker id's registration straight from etcd.
-func leaseOf(t *testing.T, c *testcluster.Cluster, id string) clientv3.LeaseID {
+func leaseOf(t *testing.T, c *testcluster.Cluster, id string) int64 {
 	t.Helper()
-	resp, err := c.Meta.Client().Get(context.Background(), BrokerKey(c.Region, id))
+	kv, err := c.Meta.Get(context.Background(), BrokerKey(c.Region, id))
+	if errors.Is(err, metastore.ErrNotFound) {
+		return 0
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.Kvs) == 0 {
-		return 0
-	}
-	return clientv3.LeaseID(resp.Kvs[0].Lease)
+	return kv.Lease
 }
 
 func keyExists(t *testing.T, c *testcluster.Cluster, key string) bool {
 	t.Helper()
-	resp, err := c.Meta.Client().Get(context.Background(), key)
+	_, err := c.Meta.Get(context.Background(), key)
+	if errors.Is(err, metastore.ErrNotFound) {
+		return false
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(resp.Kvs) > 0
+	return true
 }
 
 func TestSpreadLookupAndClose(t *testing.T) {
@@ -285,7 +287,7 @@ func TestLeaseRevokedExternally(t *testing.T) {
 	bu := topic.Bundles(4)[0]
 	lookup(t, a, bu, true)
 	old := leaseOf(t, c, "a")
-	if _, err := c.Meta.Client().Revoke(context.Background(), old); err != nil {
+	if err := c.Meta.RevokeLease(context.Background(), old); err != nil {
 		t.Fatal(err)
 	}
 	testcluster.WaitFor(t, 10*time.Second, func() bool { return a.lost.has(ns, bu) })
@@ -377,11 +379,14 @@ func TestRestartTakesOverPreviousLife(t *testing.T) {
 	if owner := lookup(t, cur, bu, true); owner.ID != "a" || !cur.Owns(ns, bu) || old.Owns(ns, bu) {
 		t.Fatalf("owner %s", owner.ID)
 	}
-	// The old incarnation must not take the id back from the newer one.
+	// The old incarnation, which lost its lease, tries to register again
+	// but must not take the id back from the newer one.
 	l := leaseOf(t, c, "a")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if _, err := old.register(ctx, false); !errors.Is(err, ErrIDInUse) {
+	time.Sleep(2 * time.Second) // several re-registration attempts
+	if old.Registered() {
+		t.Fatal("the old incarnation registered again")
+	}
+	if err := old.reg.Err(); !errors.Is(err, metastore.ErrTaken) {
 		t.Fatalf("old incarnation re-registering: %v", err)
 	}
 	if leaseOf(t, c, "a") != l || !cur.Owns(ns, bu) {

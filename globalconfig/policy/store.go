@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -41,7 +39,7 @@ const (
 // Config configures a Store.
 type Config struct {
 	// Meta is the metadata store. Required.
-	Meta *metastore.Store
+	Meta metastore.Meta
 	// LocalCluster becomes a new namespace's only replication cluster when
 	// it names none, as in Pulsar; empty leaves the list empty.
 	LocalCluster string
@@ -104,7 +102,7 @@ func (c Config) Validate() error {
 // Store is the typed configuration store. It is safe for concurrent use.
 type Store struct {
 	cfg       Config
-	meta      *metastore.Store
+	meta      metastore.Meta
 	conflicts metric.Int64Counter
 }
 
@@ -153,11 +151,11 @@ func (s *Store) settle(ctx context.Context, err *error) {
 	if *err != nil || s.cfg.Cache == nil {
 		return
 	}
-	resp, gerr := s.meta.Client().Get(ctx, Root, clientv3.WithCountOnly())
+	_, rev, gerr := s.meta.Count(ctx, Root)
 	if gerr != nil {
 		return // written; the cache catches up on its own
 	}
-	_ = s.cfg.Cache.WaitRev(ctx, resp.Header.Revision)
+	_ = s.cfg.Cache.WaitRev(ctx, rev)
 }
 
 // readJSON is getJSON for reads: from the cache when there is one.
@@ -206,22 +204,12 @@ func (s *Store) getJSON(ctx context.Context, key, what string, v any) (int64, er
 }
 
 // txn commits ops if every comparison holds; it reports whether it did.
-func (s *Store) txn(ctx context.Context, what string, cmps []clientv3.Cmp, ops ...clientv3.Op) (bool, error) {
-	resp, err := s.meta.Client().Txn(ctx).If(cmps...).Then(ops...).Commit()
+func (s *Store) txn(ctx context.Context, what string, cmps []metastore.Cmp, ops ...metastore.Op) (bool, error) {
+	ok, _, err := s.meta.Txn(ctx, cmps, ops)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", what, err)
 	}
-	return resp.Succeeded, nil
-}
-
-func absent(key string) clientv3.Cmp { return clientv3.Compare(clientv3.ModRevision(key), "=", 0) }
-
-func atRev(key string, rev int64) clientv3.Cmp {
-	return clientv3.Compare(clientv3.ModRevision(key), "=", rev)
-}
-
-func noneUnder(prefix string) clientv3.Cmp {
-	return clientv3.Compare(clientv3.CreateRevision(prefix), "=", 0).WithPrefix()
+	return ok, nil
 }
 
 func (s *Store) exists(ctx context.Context, key string) (bool, error) {
@@ -482,7 +470,7 @@ func (s *Store) DeleteTenant(ctx context.Context, name string) (err error) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	nsPrefix := namespacesPrefix + name + "/"
-	ok, err := s.txn(ctx, what, []clientv3.Cmp{atRev(kv.Key, kv.Rev), noneUnder(nsPrefix)}, clientv3.OpDelete(kv.Key))
+	ok, err := s.txn(ctx, what, []metastore.Cmp{metastore.AtRev(kv.Key, kv.Rev), metastore.NoneUnder(nsPrefix)}, metastore.DeleteOp(kv.Key))
 	if err != nil || ok {
 		return err
 	}
@@ -557,7 +545,7 @@ func (s *Store) CreateNamespace(ctx context.Context, namespace string, p *Polici
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	key := NamespaceKey(tenant, ns)
-	ok, err := s.txn(ctx, what, []clientv3.Cmp{atRev(TenantKey(tenant), trev), absent(key)}, clientv3.OpPut(key, string(b)))
+	ok, err := s.txn(ctx, what, []metastore.Cmp{metastore.AtRev(TenantKey(tenant), trev), metastore.Absent(key)}, metastore.PutOp(key, b))
 	if err != nil || ok {
 		return err
 	}
@@ -643,7 +631,7 @@ func (s *Store) UpdateNamespace(ctx context.Context, namespace string, fn func(*
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
-		ok, err := s.txn(ctx, what, []clientv3.Cmp{atRev(key, rev), atRev(TenantKey(tenant), trev)}, clientv3.OpPut(key, string(b)))
+		ok, err := s.txn(ctx, what, []metastore.Cmp{metastore.AtRev(key, rev), metastore.AtRev(TenantKey(tenant), trev)}, metastore.PutOp(key, b))
 		if err != nil {
 			return nil, err
 		}
@@ -683,7 +671,7 @@ func (s *Store) DeleteNamespace(ctx context.Context, namespace string) (err erro
 		}
 	}
 	tp := namespaceTopicsPrefix(tenant, ns)
-	ok, err := s.txn(ctx, what, []clientv3.Cmp{atRev(key, kv.Rev), noneUnder(tp)}, clientv3.OpDelete(key))
+	ok, err := s.txn(ctx, what, []metastore.Cmp{metastore.AtRev(key, kv.Rev), metastore.NoneUnder(tp)}, metastore.DeleteOp(key))
 	if err != nil || ok {
 		return err
 	}
@@ -739,7 +727,7 @@ func (s *Store) CreatePartitionedWithProperties(ctx context.Context, name topic.
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	key := PartitionedKey(name)
-	ok, err := s.txn(ctx, what, []clientv3.Cmp{atRev(nsKey, kv.Rev), absent(key)}, clientv3.OpPut(key, string(b)))
+	ok, err := s.txn(ctx, what, []metastore.Cmp{metastore.AtRev(nsKey, kv.Rev), metastore.Absent(key)}, metastore.PutOp(key, b))
 	if err != nil || ok {
 		return err
 	}
@@ -839,11 +827,11 @@ func (s *Store) DeletePartitioned(ctx context.Context, name topic.Name) (err err
 	if err := checkBase(name); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	resp, err := s.meta.Client().Delete(ctx, PartitionedKey(name))
+	existed, _, err := s.meta.DeleteExisting(ctx, PartitionedKey(name))
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if resp.Deleted == 0 {
+	if !existed {
 		return fmt.Errorf("%s: %w", what, ErrNotFound)
 	}
 	return nil

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -84,7 +82,7 @@ func (s *Store) SetTopicReplication(ctx context.Context, name topic.Name, cluste
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	ok, err := s.txn(ctx, what, []clientv3.Cmp{atRev(TenantKey(name.Tenant), trev), atRev(nsKey, kv.Rev)}, clientv3.OpPut(TopicPoliciesKey(name), string(b)))
+	ok, err := s.txn(ctx, what, []metastore.Cmp{metastore.AtRev(TenantKey(name.Tenant), trev), metastore.AtRev(nsKey, kv.Rev)}, metastore.PutOp(TopicPoliciesKey(name), b))
 	if err != nil {
 		return err
 	}
@@ -98,7 +96,7 @@ func (s *Store) SetTopicReplication(ctx context.Context, name topic.Name, cluste
 // follows its namespace again.
 func (s *Store) RemoveTopicReplication(ctx context.Context, name topic.Name) (err error) {
 	defer s.settle(ctx, &err)
-	if _, err := s.meta.Client().Delete(ctx, TopicPoliciesKey(name)); err != nil {
+	if err := s.meta.Delete(ctx, TopicPoliciesKey(name)); err != nil {
 		return fmt.Errorf("topic policies of %s: %w", name.Base(), err)
 	}
 	return nil

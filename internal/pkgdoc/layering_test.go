@@ -14,9 +14,15 @@ import (
 
 const module = "github.com/isobar-mq/isobar"
 
+// etcdPrefix is the import path prefix of etcd's Go modules (client,
+// server, API).
+const etcdPrefix = "go.etcd.io/etcd/"
+
 // moduleImports maps every package of the module (by import path) to the
 // module packages its non-test files import, and tells which are commands.
-func moduleImports(t *testing.T) (imports map[string][]string, commands map[string]bool) {
+// etcd lists, by package, the files (test files included) that import one
+// of etcd's packages.
+func moduleImports(t *testing.T) (imports map[string][]string, commands map[string]bool, etcd map[string][]string) {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -27,6 +33,7 @@ func moduleImports(t *testing.T) (imports map[string][]string, commands map[stri
 	}
 	out := map[string][]string{}
 	commands = map[string]bool{}
+	etcd = map[string][]string{}
 	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -34,7 +41,7 @@ func moduleImports(t *testing.T) (imports map[string][]string, commands map[stri
 		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != root {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
 			return nil
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
@@ -46,6 +53,15 @@ func moduleImports(t *testing.T) (imports map[string][]string, commands map[stri
 		pkg := module
 		if rel != "." {
 			pkg += "/" + filepath.ToSlash(rel)
+		}
+		for _, imp := range f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); strings.HasPrefix(p, etcdPrefix) {
+				etcd[pkg] = append(etcd[pkg], filepath.Base(path))
+				break
+			}
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			return nil
 		}
 		if _, ok := out[pkg]; !ok {
 			out[pkg] = nil
@@ -61,7 +77,7 @@ func moduleImports(t *testing.T) (imports map[string][]string, commands map[stri
 		}
 		return nil
 	})
-	return out, commands
+	return out, commands, etcd
 }
 
 // deps is every module package pkg links, directly or not.
@@ -83,9 +99,19 @@ func deps(imports map[string][]string, pkg string) map[string]bool {
 // TestLayering checks the import rules of the architecture: the
 // replicator talks to brokers over the wire and links none of the broker,
 // the managed ledger or the bookie client; the metadata store is a leaf;
-// only commands import region (composition).
+// only commands import region (composition); only the metadata store
+// talks to etcd (every other package, tests included, goes through
+// metastore.Meta, where a test can put a fault-injecting wrapper).
 func TestLayering(t *testing.T) {
-	imports, commands := moduleImports(t)
+	imports, commands, etcd := moduleImports(t)
+	for pkg, files := range etcd {
+		if pkg != module+"/metastore" {
+			t.Errorf("%s imports etcd (%s): only metastore may; use metastore.Meta", strings.TrimPrefix(pkg, module+"/"), strings.Join(files, ", "))
+		}
+	}
+	if len(etcd[module+"/metastore"]) == 0 {
+		t.Error("metastore imports no etcd package: is the check looking at the right files?")
+	}
 	forbidden := map[string][]string{
 		"replicator": {"broker", "broker/mledger", "bookie", "bookie/ledger", "bookie/client", "region"},
 		"metastore":  {"*"},
