@@ -202,15 +202,27 @@ func ReadFrame(r io.Reader, max int, buf []byte) ([]byte, error) {
 	if n < HeaderSize {
 		return nil, fmt.Errorf("%w: %d bytes is shorter than the %d-byte header", ErrMalformed, n, HeaderSize)
 	}
-	if cap(buf) < int(n) {
-		buf = make([]byte, n)
+	// The buffer grows with what arrives (doubling from 4 KiB): a peer
+	// that announces a large frame and sends little of it costs what it
+	// sent.
+	if cap(buf) < min(int(n), 4<<10) {
+		buf = make([]byte, 0, min(int(n), 4<<10))
 	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	buf = buf[:0]
+	for len(buf) < int(n) {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(int(n), 2*cap(buf)))
+			copy(grown, buf)
+			buf = grown
 		}
-		return nil, err
+		m, err := io.ReadFull(r, buf[len(buf):min(int(n), cap(buf))])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
 	}
 	return buf, nil
 }

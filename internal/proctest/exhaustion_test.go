@@ -5,6 +5,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +29,8 @@ func openFDs(t *testing.T, pid int) int {
 // cannot accept, /readyz must not say ready; once the flood's
 // connections close, it must serve produce and consume again within 5 s
 // (accept loops back off and resume; the bookies treat EMFILE as
-// transient and never turn read-only for it).
+// transient and never turn read-only for it). A storm of short-lived
+// connections follows the flood.
 func TestProcessSurvivesFDExhaustion(t *testing.T) {
 	skipUnlessProcessTests(t)
 	bin := Binary(t)
@@ -71,6 +74,23 @@ func TestProcessSurvivesFDExhaustion(t *testing.T) {
 		nc.Close()
 	}
 	t.Logf("flood of %d connections closed", len(flood))
+	// Then a storm: connections opened and dropped as fast as 8 dialers
+	// go, for two seconds.
+	var wg sync.WaitGroup
+	var stormed atomic.Int64
+	stop := time.Now().Add(2 * time.Second)
+	for range 8 {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				if nc, err := net.DialTimeout("tcp", Addr(bp), 200*time.Millisecond); err == nil {
+					nc.Close()
+					stormed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("storm of %d short connections", stormed.Load())
 	start := time.Now()
 	waitFor(t, 5*time.Second, "/readyz after the flood", func() bool { return Ready(ready) })
 	c = client(t, url)
