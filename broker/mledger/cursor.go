@@ -39,7 +39,7 @@ type Cursor struct {
 // OpenCursor returns the cursor name, restoring it from the metadata or,
 // if it does not exist, creating it at initial and persisting it.
 func (m *ManagedLedger) OpenCursor(ctx context.Context, name string, initial InitialPosition) (*Cursor, error) {
-	if err := validateCursorName(name); err != nil {
+	if err := ValidateCursorName(name); err != nil {
 		return nil, err
 	}
 	if initial != Latest && initial != Earliest {
