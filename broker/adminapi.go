@@ -105,6 +105,11 @@ func (a adminTopics) DeleteTopic(ctx context.Context, name topic.Name, force boo
 	return t.ml.Delete(ctx)
 }
 
+// CheckTopicQuota implements admin.TopicQuota.
+func (a adminTopics) CheckTopicQuota(ctx context.Context, ns string, adding int) error {
+	return a.b.CheckTopicQuota(ctx, ns, adding)
+}
+
 func (a adminTopics) ListTopics(ctx context.Context, ns string, domain topic.Domain) ([]string, error) {
 	if domain == topic.NonPersistent {
 		var out []string
@@ -342,8 +347,11 @@ func (t *Topic) durableSub(ctx context.Context, sub string) (*subscription, erro
 }
 
 func (a adminTopics) CreateSubscription(ctx context.Context, name topic.Name, sub string, at *admin.MessageID) error {
-	if strings.HasPrefix(sub, ReservedPrefix) || sub == "" {
-		return fmt.Errorf("%w: invalid subscription name %q", admin.ErrBadRequest, sub)
+	if err := ValidSubscriptionName(sub); err != nil {
+		return err
+	}
+	if strings.HasPrefix(sub, ReservedPrefix) {
+		return fmt.Errorf("%w: invalid subscription name %q: names starting with %q are reserved", admin.ErrBadRequest, sub, ReservedPrefix)
 	}
 	t, err := a.owned(ctx, name, autoCreate)
 	if err != nil {
@@ -373,6 +381,9 @@ func (a adminTopics) CreateSubscription(ctx context.Context, name topic.Name, su
 // sub loads the topic here and returns its subscription sub (stored or
 // loaded).
 func (a adminTopics) sub(ctx context.Context, name topic.Name, sub string) (*Topic, *subscription, error) {
+	if err := ValidSubscriptionName(sub); err != nil {
+		return nil, nil, err
+	}
 	t, err := a.owned(ctx, name, mustExist)
 	if err != nil {
 		return nil, nil, err

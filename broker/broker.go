@@ -152,6 +152,8 @@ type Config struct {
 	// backlog may stay still before stats call it stalled and the
 	// maintenance loop logs it; zero means 30s.
 	ReplicationStallAfter time.Duration `yaml:"replicationStallAfter"`
+	// Limits bound what clients may ask (docs/limits.md).
+	Limits Limits `yaml:"limits"`
 }
 
 // Deps are a broker's live dependencies.
@@ -198,6 +200,9 @@ func (c Config) Validate() error {
 	if c.KeepAlive < 0 {
 		errs = append(errs, fmt.Errorf("broker.keepAlive: %v is negative", c.KeepAlive))
 	}
+	if err := c.Limits.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -217,6 +222,7 @@ func (c Config) withDefaults() Config {
 	if c.ReplicationStallAfter <= 0 {
 		c.ReplicationStallAfter = 30 * time.Second
 	}
+	c.Limits = c.Limits.WithDefaults()
 	return c
 }
 
@@ -572,6 +578,11 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 		return newTopic(b, name, nil, pol), nil
 	}
 	mlName := MLName(name)
+	if mode == create || mode == autoCreate && pol.AutoCreate {
+		if err := b.checkNewTopic(ctx, name); err != nil {
+			return nil, err
+		}
+	}
 	if mode == mustExist || mode == autoCreate && !pol.AutoCreate {
 		if _, err := b.deps.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, mlName)); errors.Is(err, metastore.ErrNotFound) {
 			// A partition of a partitioned topic exists once the
@@ -602,6 +613,31 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 	}
 	b.log.Info("topic loaded", "topic", name.String())
 	return t, nil
+}
+
+// checkNewTopic applies the namespace's topic limit to a persistent topic
+// about to be loaded with permission to create it: when it is not stored
+// yet, and is not a partition of a partitioned topic (whose partitions
+// were counted when it was created), it must fit.
+func (b *Broker) checkNewTopic(ctx context.Context, name topic.Name) error {
+	if b.cfg.Limits.MaxTopicsPerNamespace <= 0 {
+		return nil
+	}
+	if _, err := b.deps.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, MLName(name))); err == nil {
+		return nil
+	} else if !errors.Is(err, metastore.ErrNotFound) {
+		return err
+	}
+	if p := name.Partition(); p >= 0 {
+		n, ok, err := b.deps.Namespaces.Partitions(ctx, name.Base())
+		if err != nil {
+			return err
+		}
+		if ok && p < n {
+			return nil
+		}
+	}
+	return b.CheckTopicQuota(ctx, name.NamespaceName(), 1)
 }
 
 // unloadTopic closes t (clients are told to reconnect) and forgets it.
@@ -638,11 +674,10 @@ func (b *Broker) UnloadMatching(ctx context.Context, in func(topic.Name) bool) e
 }
 
 // MLName is the managed ledger name of a persistent topic:
-// tenant/namespace/persistent/local, so a namespace's topics share a
-// metadata key prefix.
-func MLName(name topic.Name) string {
-	return name.Tenant + "/" + name.Namespace + "/" + string(topic.Persistent) + "/" + name.Local
-}
+// tenant/namespace/persistent/local (topic.Name.StorageName, whose length
+// topic.Parse bounds by the managed ledger's limit), so a namespace's
+// topics share a metadata key prefix.
+func MLName(name topic.Name) string { return name.StorageName() }
 
 // Abort stops the broker as a crash would, for fault tests: listeners and
 // connections close at once, topics are not unloaded and their managed

@@ -506,11 +506,15 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	if sub := cmd.GetInitialSubscriptionName(); sub != "" && t.ml != nil {
 		// Created with the producer so nothing it sends is missed (the
 		// client's dead-letter producer asks for this).
-		if strings.HasPrefix(sub, ReservedPrefix) {
+		err := ValidSubscriptionName(sub)
+		if err == nil && strings.HasPrefix(sub, ReservedPrefix) {
+			err = fmt.Errorf("%w: subscription names starting with %q are reserved", ErrInvalidArgument, ReservedPrefix)
+		}
+		if err != nil {
 			c.mu.Lock()
 			delete(c.producers, pid)
 			c.mu.Unlock()
-			c.sendError(reqID, fmt.Errorf("%w: subscription names starting with %q are reserved", ErrInvalidArgument, ReservedPrefix))
+			c.sendError(reqID, err)
 			return
 		}
 		if _, err := t.ml.OpenCursor(ctx, sub, mledger.Latest); err != nil {
@@ -599,6 +603,10 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 		nm = 1
 	}
 	highest := cmd.GetHighestSequenceId()
+	if err := c.b.checkSend(seq, highest, f.Metadata); err != nil {
+		c.sendCmd(wire.NewSendErrorCommand(pid, seq, err))
+		return
+	}
 	src, srcPos, replicated, rerr := sourcePosition(f.Metadata)
 	switch {
 	case p.replFrom == "" && f.Metadata.GetReplicatedFrom() != "":
@@ -661,8 +669,8 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 		c.sendError(reqID, err)
 		return
 	}
-	if cmd.GetSubscription() == "" {
-		c.sendError(reqID, fmt.Errorf("%w: empty subscription name", ErrInvalidArgument))
+	if err := ValidSubscriptionName(cmd.GetSubscription()); err != nil {
+		c.sendError(reqID, err)
 		return
 	}
 	ctx, cancel := c.opCtx()
@@ -762,7 +770,7 @@ func (c *conn) handleSeek(cmd *pb.CommandSeek) {
 		id := cmd.MessageId
 		err = k.sub.seek(ctx, msgIDToPosition(id))
 	case cmd.MessagePublishTime != nil:
-		err = k.sub.seekTime(ctx, time.UnixMilli(int64(cmd.GetMessagePublishTime())))
+		err = k.sub.seekTime(ctx, clientTime(cmd.GetMessagePublishTime()))
 	default:
 		err = fmt.Errorf("%w: SEEK without a message id or publish time", ErrInvalidArgument)
 	}

@@ -183,9 +183,11 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		cluster = bc.Region
 	}
 	tel := c.deps.Telemetry
+	limits := bc.Limits.WithDefaults()
 	c.pol, err = openPolicies(ctx, policiesConfig{
 		local: c.store, global: c.global, dataDir: c.cfg.DataDir, cluster: cluster,
 		hasTopics: c.hasTopics, logger: c.logger, meter: tel.MeterProvider(),
+		maxPartitions: limits.MaxPartitionsPerTopic, maxBundles: limits.MaxBundlesPerNamespace,
 	})
 	if err != nil {
 		return err
@@ -237,6 +239,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		Cluster:           cluster,
 		Logger:            c.logger,
 		AutoTopicCreation: autoCreate,
+		MaxRequestBytes:   limits.MaxAdminRequestBytes,
 	})
 	mux := http.NewServeMux()
 	health := c.deps.Health
