@@ -267,8 +267,8 @@ func TestCorruptRecords(t *testing.T) {
 	must(t, s.DeletePartitioned(ctx, huge))
 
 	for key, v := range map[string]string{
-		policy.PartitionedKey(mustName(t, "public/default/zero")): `{"partitions":0}`,
-		policy.PartitionedKey(mustName(t, "public/default/junk")): `{"partitions":"x"`,
+		policy.PartitionedKey(mustName(t, "public/default/zero")):                      `{"partitions":0}`,
+		policy.PartitionedKey(mustName(t, "public/default/junk")):                      `{"partitions":"x"`,
 		policy.PartitionedKey(mustName(t, "public/default/"+strings.Repeat("y", 228))): `{"partitions":2}`,
 	} {
 		_, err := meta.Put(ctx, key, []byte(v))
