@@ -427,22 +427,34 @@ func (a adminTopics) Skip(ctx context.Context, name topic.Name, sub string, n in
 	if n < 0 {
 		return s.cursor.ResetTo(ctx, t.endPosition())
 	}
-	var ps []Position
+	// n is the client's (up to 2^63-1): acknowledge a batch at a time, so
+	// memory stays bounded whatever it asks; the log's end stops it.
+	const batch = 1000
+	ps := make([]Position, 0, min(n, batch))
 	p := s.cursor.MarkDelete()
-	for int64(len(ps)) < n {
+	for skipped := int64(0); skipped < n; {
 		next, ok := t.ml.Next(p)
+		if ok {
+			p = next
+			if !s.cursor.IsAcked(p) {
+				ps = append(ps, p)
+				skipped++
+			}
+		}
+		if len(ps) > 0 && (!ok || len(ps) == batch || skipped == n) {
+			if err := s.cursor.AckMany(ctx, ps); err != nil {
+				return err
+			}
+			ps = ps[:0]
+		}
 		if !ok {
 			break
 		}
-		p = next
-		if !s.cursor.IsAcked(p) {
-			ps = append(ps, p)
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
-	if len(ps) == 0 {
-		return nil
-	}
-	return s.cursor.AckMany(ctx, ps)
+	return nil
 }
 
 func (a adminTopics) ResetCursor(ctx context.Context, name topic.Name, sub string, id admin.MessageID) error {

@@ -526,3 +526,30 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Skipping 2^63-1 messages acknowledges what there is, a batch at a time,
+// and leaves the messages produced after it.
+func TestSkipHugeCount(t *testing.T) {
+	e := startEnv(t, nil)
+	srv := e.adminServer()
+	const tp = "persistent://public/default/skip"
+	c := e.client()
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "s"})
+	must(t, err)
+	cons.Close()
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tp, DisableBatching: true})
+	must(t, err)
+	defer p.Close()
+	produce(t, p, "a", 1500, nil)
+	status, reason := httpDo(t, "POST", srv.URL+"/admin/v2/persistent/public/default/skip/subscription/s/skip/9223372036854775807", "")
+	if status != http.StatusNoContent {
+		t.Fatalf("skip 2^63-1: %d %q", status, reason)
+	}
+	if n := backlog(t, e, tp, "s"); n != 0 {
+		t.Fatalf("backlog %d after skipping everything", n)
+	}
+	produce(t, p, "b", 3, nil)
+	if n := backlog(t, e, tp, "s"); n != 3 {
+		t.Fatalf("backlog %d, want the 3 produced after the skip", n)
+	}
+}
