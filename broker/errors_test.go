@@ -62,6 +62,7 @@ func TestSentinelKinds(t *testing.T) {
 		{"mledger.ErrFenced", mledger.ErrFenced, wire.ErrServiceNotReady},
 		{"mledger.ErrClosed", mledger.ErrClosed, wire.ErrServiceNotReady},
 		{"mledger.ErrInvalidName", mledger.ErrInvalidName, wire.ErrPreconditionFailed},
+		{"mledger.ErrTooManyAckRanges", mledger.ErrTooManyAckRanges, wire.ErrPreconditionFailed},
 		{"mledger.ErrInvalidPosition", mledger.ErrInvalidPosition, wire.ErrBadRequest},
 		{"mledger.ErrCorruptMeta", mledger.ErrCorruptMeta, wire.ErrPersistence},
 		{"mledger.ErrNoCursor", mledger.ErrNoCursor, wire.ErrSubscriptionNotFound},
