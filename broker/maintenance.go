@@ -46,7 +46,6 @@ func (b *Broker) MaintainOnce(ctx context.Context) {
 				// policies cannot be used (a TTL that does not fit a
 				// duration, say) must not have them applied.
 				b.log.Warn("topic maintenance: namespace policies unavailable; topics keep their current ones", "namespace", ns, "err", err)
-				pols[ns] = NamespacePolicy{}
 				skip[ns] = true
 				continue
 			}
