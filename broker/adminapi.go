@@ -105,6 +105,11 @@ func (a adminTopics) DeleteTopic(ctx context.Context, name topic.Name, force boo
 	return t.ml.Delete(ctx)
 }
 
+// CheckTopicQuota implements admin.TopicQuota.
+func (a adminTopics) CheckTopicQuota(ctx context.Context, ns string, adding int) error {
+	return a.b.CheckTopicQuota(ctx, ns, adding)
+}
+
 func (a adminTopics) ListTopics(ctx context.Context, ns string, domain topic.Domain) ([]string, error) {
 	if domain == topic.NonPersistent {
 		var out []string
@@ -342,8 +347,11 @@ func (t *Topic) durableSub(ctx context.Context, sub string) (*subscription, erro
 }
 
 func (a adminTopics) CreateSubscription(ctx context.Context, name topic.Name, sub string, at *admin.MessageID) error {
-	if strings.HasPrefix(sub, ReservedPrefix) || sub == "" {
-		return fmt.Errorf("%w: invalid subscription name %q", admin.ErrBadRequest, sub)
+	if err := ValidSubscriptionName(sub); err != nil {
+		return err
+	}
+	if strings.HasPrefix(sub, ReservedPrefix) {
+		return fmt.Errorf("%w: invalid subscription name %q: names starting with %q are reserved", admin.ErrBadRequest, sub, ReservedPrefix)
 	}
 	t, err := a.owned(ctx, name, autoCreate)
 	if err != nil {
@@ -373,6 +381,9 @@ func (a adminTopics) CreateSubscription(ctx context.Context, name topic.Name, su
 // sub loads the topic here and returns its subscription sub (stored or
 // loaded).
 func (a adminTopics) sub(ctx context.Context, name topic.Name, sub string) (*Topic, *subscription, error) {
+	if err := ValidSubscriptionName(sub); err != nil {
+		return nil, nil, err
+	}
 	t, err := a.owned(ctx, name, mustExist)
 	if err != nil {
 		return nil, nil, err
@@ -416,22 +427,34 @@ func (a adminTopics) Skip(ctx context.Context, name topic.Name, sub string, n in
 	if n < 0 {
 		return s.cursor.ResetTo(ctx, t.endPosition())
 	}
-	var ps []Position
+	// n is the client's (up to 2^63-1): acknowledge a batch at a time, so
+	// memory stays bounded whatever it asks; the log's end stops it.
+	const batch = 1000
+	ps := make([]Position, 0, min(n, batch))
 	p := s.cursor.MarkDelete()
-	for int64(len(ps)) < n {
+	for skipped := int64(0); skipped < n; {
 		next, ok := t.ml.Next(p)
+		if ok {
+			p = next
+			if !s.cursor.IsAcked(p) {
+				ps = append(ps, p)
+				skipped++
+			}
+		}
+		if len(ps) > 0 && (!ok || len(ps) == batch || skipped == n) {
+			if err := s.cursor.AckMany(ctx, ps); err != nil {
+				return err
+			}
+			ps = ps[:0]
+		}
 		if !ok {
 			break
 		}
-		p = next
-		if !s.cursor.IsAcked(p) {
-			ps = append(ps, p)
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
-	if len(ps) == 0 {
-		return nil
-	}
-	return s.cursor.AckMany(ctx, ps)
+	return nil
 }
 
 func (a adminTopics) ResetCursor(ctx context.Context, name topic.Name, sub string, id admin.MessageID) error {

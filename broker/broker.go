@@ -152,24 +152,8 @@ type Config struct {
 	// backlog may stay still before stats call it stalled and the
 	// maintenance loop logs it; zero means 30s.
 	ReplicationStallAfter time.Duration `yaml:"replicationStallAfter"`
-	// HandshakeTimeout bounds the wait for a new connection's CONNECT
-	// (before it, frames are limited to 64 KiB); zero means 10s.
-	HandshakeTimeout time.Duration `yaml:"handshakeTimeout"`
-	// MaxConnections bounds the connections served at once and
-	// MaxConnectionsPerIP those from one client address; a connection
-	// beyond either gets an ERROR (TooManyRequests, which clients retry)
-	// and is closed. Zero means no limit, as Pulsar's brokerMaxConnections
-	// and brokerMaxConnectionsPerIp.
-	MaxConnections      int `yaml:"maxConnections"`
-	MaxConnectionsPerIP int `yaml:"maxConnectionsPerIP"`
-	// MaxConcurrentLookups bounds the lookups and partitioned-metadata
-	// requests in progress in the broker; more get TooManyRequests. Zero
-	// means 50000 (Pulsar's maxConcurrentLookupRequest).
-	MaxConcurrentLookups int `yaml:"maxConcurrentLookups"`
-	// MaxPendingRequests bounds the requests one connection has in
-	// progress (producer and consumer creation, lookups, seeks...); more
-	// get TooManyRequests. Zero means 1000.
-	MaxPendingRequests int `yaml:"maxPendingRequests"`
+	// Limits bound what clients may ask (docs/limits.md).
+	Limits Limits `yaml:"limits"`
 }
 
 // Deps are a broker's live dependencies.
@@ -216,13 +200,8 @@ func (c Config) Validate() error {
 	if c.KeepAlive < 0 {
 		errs = append(errs, fmt.Errorf("broker.keepAlive: %v is negative", c.KeepAlive))
 	}
-	if c.HandshakeTimeout < 0 {
-		errs = append(errs, fmt.Errorf("broker.handshakeTimeout: %v is negative", c.HandshakeTimeout))
-	}
-	for name, v := range map[string]int{"maxConnections": c.MaxConnections, "maxConnectionsPerIP": c.MaxConnectionsPerIP, "maxConcurrentLookups": c.MaxConcurrentLookups, "maxPendingRequests": c.MaxPendingRequests} {
-		if v < 0 {
-			errs = append(errs, fmt.Errorf("broker.%s: %d is negative", name, v))
-		}
+	if err := c.Limits.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -243,15 +222,7 @@ func (c Config) withDefaults() Config {
 	if c.ReplicationStallAfter <= 0 {
 		c.ReplicationStallAfter = 30 * time.Second
 	}
-	if c.HandshakeTimeout == 0 {
-		c.HandshakeTimeout = 10 * time.Second
-	}
-	if c.MaxConcurrentLookups == 0 {
-		c.MaxConcurrentLookups = 50000
-	}
-	if c.MaxPendingRequests == 0 {
-		c.MaxPendingRequests = 1000
-	}
+	c.Limits = c.Limits.WithDefaults()
 	return c
 }
 
@@ -490,10 +461,10 @@ func (b *Broker) ServeConn(nc net.Conn) {
 // would exceed ("" for none).
 func (b *Broker) overLimitLocked(ip string) string {
 	switch {
-	case b.cfg.MaxConnections > 0 && len(b.conns) >= b.cfg.MaxConnections:
-		return fmt.Sprintf("the broker serves its maximum of %d connections", b.cfg.MaxConnections)
-	case b.cfg.MaxConnectionsPerIP > 0 && b.perIP[ip] >= b.cfg.MaxConnectionsPerIP:
-		return fmt.Sprintf("%s has its maximum of %d connections", ip, b.cfg.MaxConnectionsPerIP)
+	case b.cfg.Limits.MaxConnections > 0 && len(b.conns) >= b.cfg.Limits.MaxConnections:
+		return fmt.Sprintf("the broker serves its maximum of %d connections", b.cfg.Limits.MaxConnections)
+	case b.cfg.Limits.MaxConnectionsPerIP > 0 && b.perIP[ip] >= b.cfg.Limits.MaxConnectionsPerIP:
+		return fmt.Sprintf("%s has its maximum of %d connections", ip, b.cfg.Limits.MaxConnectionsPerIP)
 	}
 	return ""
 }
@@ -693,6 +664,11 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 		return newTopic(b, name, nil, pol), nil
 	}
 	mlName := MLName(name)
+	if mode == create || mode == autoCreate && pol.AutoCreate {
+		if err := b.checkNewTopic(ctx, name); err != nil {
+			return nil, err
+		}
+	}
 	if mode == mustExist || mode == autoCreate && !pol.AutoCreate {
 		if _, err := b.deps.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, mlName)); errors.Is(err, metastore.ErrNotFound) {
 			// A partition of a partitioned topic exists once the
@@ -723,6 +699,31 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 	}
 	b.log.Info("topic loaded", "topic", name.String())
 	return t, nil
+}
+
+// checkNewTopic applies the namespace's topic limit to a persistent topic
+// about to be loaded with permission to create it: when it is not stored
+// yet, and is not a partition of a partitioned topic (whose partitions
+// were counted when it was created), it must fit.
+func (b *Broker) checkNewTopic(ctx context.Context, name topic.Name) error {
+	if b.cfg.Limits.MaxTopicsPerNamespace <= 0 {
+		return nil
+	}
+	if _, err := b.deps.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, MLName(name))); err == nil {
+		return nil
+	} else if !errors.Is(err, metastore.ErrNotFound) {
+		return err
+	}
+	if p := name.Partition(); p >= 0 {
+		n, ok, err := b.deps.Namespaces.Partitions(ctx, name.Base())
+		if err != nil {
+			return err
+		}
+		if ok && p < n {
+			return nil
+		}
+	}
+	return b.CheckTopicQuota(ctx, name.NamespaceName(), 1)
 }
 
 // unloadTopic closes t (clients are told to reconnect) and forgets it.
@@ -759,11 +760,10 @@ func (b *Broker) UnloadMatching(ctx context.Context, in func(topic.Name) bool) e
 }
 
 // MLName is the managed ledger name of a persistent topic:
-// tenant/namespace/persistent/local, so a namespace's topics share a
-// metadata key prefix.
-func MLName(name topic.Name) string {
-	return name.Tenant + "/" + name.Namespace + "/" + string(topic.Persistent) + "/" + name.Local
-}
+// tenant/namespace/persistent/local (topic.Name.StorageName, whose length
+// topic.Parse bounds by the managed ledger's limit), so a namespace's
+// topics share a metadata key prefix.
+func MLName(name topic.Name) string { return name.StorageName() }
 
 // Abort stops the broker as a crash would, for fault tests: listeners and
 // connections close at once, topics are not unloaded and their managed

@@ -221,7 +221,7 @@ func (c *conn) readLoop() error {
 			// Before CONNECT: a small frame, soon, so a connection that
 			// never says who it is costs little and not for long.
 			limit = min(maxFrame, maxHandshakeFrame)
-			c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.HandshakeTimeout))
+			c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.Limits.HandshakeTimeout))
 		}
 		if err := c.ctx.Err(); err != nil {
 			return err
@@ -237,7 +237,7 @@ func (c *conn) readLoop() error {
 				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %w (max message size %d)", wire.ErrNotAllowed, err, c.b.cfg.MaxMessageSize)))
 				c.drainAndClose()
 			case errors.As(err, &ne) && ne.Timeout() && !connected:
-				err = fmt.Errorf("broker: no CONNECT within %v: %w", c.b.cfg.HandshakeTimeout, err)
+				err = fmt.Errorf("broker: no CONNECT within %v: %w", c.b.cfg.Limits.HandshakeTimeout, err)
 			case errors.As(err, &ne) && ne.Timeout():
 				err = fmt.Errorf("broker: peer silent for %v: %w", 2*c.b.cfg.KeepAlive, err)
 			}
@@ -365,9 +365,9 @@ func (c *conn) handle(f wire.Frame, derr error) (err error) {
 // handlers running gets TooManyRequests (retriable) for more: the broker
 // sheds load rather than queueing it without bound.
 func (c *conn) async(reqID uint64, fn func()) {
-	if c.pending.Add(1) > int64(c.b.cfg.MaxPendingRequests) {
+	if c.pending.Add(1) > int64(c.b.cfg.Limits.MaxPendingRequests) {
 		c.pending.Add(-1)
-		c.sendError(reqID, fmt.Errorf("%w: %d requests in progress on this connection", wire.ErrTooManyRequests, c.b.cfg.MaxPendingRequests))
+		c.sendError(reqID, fmt.Errorf("%w: %d requests in progress on this connection", wire.ErrTooManyRequests, c.b.cfg.Limits.MaxPendingRequests))
 		return
 	}
 	c.slow.Add(1)
@@ -388,9 +388,9 @@ func (c *conn) async(reqID uint64, fn func()) {
 // asyncLookup is async for lookups and partitioned-metadata requests,
 // which are also bounded broker-wide by MaxConcurrentLookups.
 func (c *conn) asyncLookup(reqID uint64, fn func()) {
-	if c.b.lookups.Add(1) > int64(c.b.cfg.MaxConcurrentLookups) {
+	if c.b.lookups.Add(1) > int64(c.b.cfg.Limits.MaxConcurrentLookups) {
 		c.b.lookups.Add(-1)
-		c.sendError(reqID, fmt.Errorf("%w: %d lookups in progress", wire.ErrTooManyRequests, c.b.cfg.MaxConcurrentLookups))
+		c.sendError(reqID, fmt.Errorf("%w: %d lookups in progress", wire.ErrTooManyRequests, c.b.cfg.Limits.MaxConcurrentLookups))
 		return
 	}
 	c.async(reqID, func() {
@@ -548,11 +548,15 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	if sub := cmd.GetInitialSubscriptionName(); sub != "" && t.ml != nil {
 		// Created with the producer so nothing it sends is missed (the
 		// client's dead-letter producer asks for this).
-		if strings.HasPrefix(sub, ReservedPrefix) {
+		err := ValidSubscriptionName(sub)
+		if err == nil && strings.HasPrefix(sub, ReservedPrefix) {
+			err = fmt.Errorf("%w: subscription names starting with %q are reserved", ErrInvalidArgument, ReservedPrefix)
+		}
+		if err != nil {
 			c.mu.Lock()
 			delete(c.producers, pid)
 			c.mu.Unlock()
-			c.sendError(reqID, fmt.Errorf("%w: subscription names starting with %q are reserved", ErrInvalidArgument, ReservedPrefix))
+			c.sendError(reqID, err)
 			return
 		}
 		if _, err := t.ml.OpenCursor(ctx, sub, mledger.Latest); err != nil {
@@ -641,6 +645,10 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 		nm = 1
 	}
 	highest := cmd.GetHighestSequenceId()
+	if err := c.b.checkSend(seq, highest, f.Metadata); err != nil {
+		c.sendCmd(wire.NewSendErrorCommand(pid, seq, err))
+		return
+	}
 	src, srcPos, replicated, rerr := sourcePosition(f.Metadata)
 	switch {
 	case p.replFrom == "" && f.Metadata.GetReplicatedFrom() != "":
@@ -703,8 +711,8 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 		c.sendError(reqID, err)
 		return
 	}
-	if cmd.GetSubscription() == "" {
-		c.sendError(reqID, fmt.Errorf("%w: empty subscription name", ErrInvalidArgument))
+	if err := ValidSubscriptionName(cmd.GetSubscription()); err != nil {
+		c.sendError(reqID, err)
 		return
 	}
 	ctx, cancel := c.opCtx()
@@ -804,7 +812,7 @@ func (c *conn) handleSeek(cmd *pb.CommandSeek) {
 		id := cmd.MessageId
 		err = k.sub.seek(ctx, msgIDToPosition(id))
 	case cmd.MessagePublishTime != nil:
-		err = k.sub.seekTime(ctx, time.UnixMilli(int64(cmd.GetMessagePublishTime())))
+		err = k.sub.seekTime(ctx, clientTime(cmd.GetMessagePublishTime()))
 	default:
 		err = fmt.Errorf("%w: SEEK without a message id or publish time", ErrInvalidArgument)
 	}

@@ -18,7 +18,7 @@ import (
 //	go test -run '^$' -bench BenchmarkIdleConnections -benchtime 1x ./broker/
 func BenchmarkIdleConnections(b *testing.B) {
 	const n = 1000
-	e := startEnv(b, func(c *setup) { c.HandshakeTimeout = time.Hour })
+	e := startEnv(b, func(c *setup) { c.Limits.HandshakeTimeout = time.Hour })
 	for range b.N {
 		runtime.GC()
 		var before runtime.MemStats

@@ -38,6 +38,7 @@ func TestSentinelKinds(t *testing.T) {
 		{"broker.ErrNamespace", broker.ErrNamespace, wire.ErrNotFound},
 		{"broker.ErrInvalidArgument", broker.ErrInvalidArgument, wire.ErrBadRequest},
 		{"broker.ErrBusy", broker.ErrBusy, wire.ErrConsumerBusy},
+		{"broker.ErrTooManyTopics", broker.ErrTooManyTopics, wire.ErrPreconditionFailed},
 
 		{"admin.ErrTopicNotFound", admin.ErrTopicNotFound, wire.ErrTopicNotFound},
 		{"admin.ErrSubscriptionNotFound", admin.ErrSubscriptionNotFound, wire.ErrSubscriptionNotFound},
@@ -49,6 +50,7 @@ func TestSentinelKinds(t *testing.T) {
 		{"admin.ErrUnavailable", admin.ErrUnavailable, wire.ErrServiceNotReady},
 		{"admin.ErrNotOwner", admin.ErrNotOwner, wire.ErrRedirect},
 		{"admin.NotOwnerError", &admin.NotOwnerError{URL: "http://b2:8080"}, wire.ErrRedirect},
+		{"admin.ErrTooLarge", admin.ErrTooLarge, wire.ErrRequestTooLarge},
 
 		{"ownership.ErrClosed", ownership.ErrClosed, wire.ErrServiceNotReady},
 		{"ownership.ErrNotRegistered", ownership.ErrNotRegistered, wire.ErrServiceNotReady},
@@ -60,6 +62,7 @@ func TestSentinelKinds(t *testing.T) {
 		{"mledger.ErrFenced", mledger.ErrFenced, wire.ErrServiceNotReady},
 		{"mledger.ErrClosed", mledger.ErrClosed, wire.ErrServiceNotReady},
 		{"mledger.ErrInvalidName", mledger.ErrInvalidName, wire.ErrPreconditionFailed},
+		{"mledger.ErrTooManyAckRanges", mledger.ErrTooManyAckRanges, wire.ErrPreconditionFailed},
 		{"mledger.ErrInvalidPosition", mledger.ErrInvalidPosition, wire.ErrBadRequest},
 		{"mledger.ErrCorruptMeta", mledger.ErrCorruptMeta, wire.ErrPersistence},
 		{"mledger.ErrNoCursor", mledger.ErrNoCursor, wire.ErrSubscriptionNotFound},
@@ -70,6 +73,7 @@ func TestSentinelKinds(t *testing.T) {
 		{"policy.ErrInvalid", policy.ErrInvalid, wire.ErrPreconditionFailed},
 		{"policy.ErrConflict", policy.ErrConflict, wire.ErrConcurrentModification},
 		{"policy.ErrNotEmpty", policy.ErrNotEmpty, wire.ErrConflict},
+		{"policy.ErrCorrupt", policy.ErrCorrupt, wire.ErrUnknown},
 
 		{"topic.ErrInvalidName", topic.ErrInvalidName, wire.ErrInvalidTopicName},
 	} {

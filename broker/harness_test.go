@@ -37,13 +37,24 @@ type setup struct {
 
 func startEnv(t testing.TB, modify func(*setup)) *env {
 	t.Helper()
+	return startEnvWith(t, nil, modify)
+}
+
+// startEnvWith is startEnv with the policy store's settings changed by
+// polCfg (its limits, say) before it is made.
+func startEnvWith(t testing.TB, polCfg func(*policy.Config), modify func(*setup)) *env {
+	t.Helper()
 	cl := testcluster.Start(t, testcluster.Options{Bookies: 3})
 	lc, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger(), RequestTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lc.Close() })
-	pol, err := policy.New(policy.Config{Meta: cl.Connect(), LocalCluster: "test"})
+	pc := policy.Config{Meta: cl.Connect(), LocalCluster: "test"}
+	if polCfg != nil {
+		polCfg(&pc)
+	}
+	pol, err := policy.New(pc)
 	if err != nil {
 		t.Fatal(err)
 	}

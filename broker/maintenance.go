@@ -29,16 +29,25 @@ func (b *Broker) maintain() {
 // loop calls it every MaintenanceInterval; tests call it directly).
 func (b *Broker) MaintainOnce(ctx context.Context) {
 	pols := map[string]NamespacePolicy{}
+	skip := map[string]bool{} // namespaces whose policies could not be read
 	for _, t := range b.loadedTopics() {
 		if ctx.Err() != nil {
 			return
 		}
 		ns := t.name.NamespaceName()
+		if skip[ns] {
+			continue
+		}
 		pol, ok := pols[ns]
 		if !ok {
 			p, err := b.deps.Namespaces.Policy(ctx, ns)
 			if err != nil {
-				continue // keep the policy the topic has
+				// Keep the policy the topic has: a namespace whose stored
+				// policies cannot be used (a TTL that does not fit a
+				// duration, say) must not have them applied.
+				b.log.Warn("topic maintenance: namespace policies unavailable; topics keep their current ones", "namespace", ns, "err", err)
+				skip[ns] = true
+				continue
 			}
 			pol, pols[ns] = p, p
 		}

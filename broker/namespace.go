@@ -40,6 +40,9 @@ func (b *Broker) partitions(ctx context.Context, name topic.Name, create bool) (
 	} else if !errors.Is(err, metastore.ErrNotFound) {
 		return 0, err
 	}
+	if err := b.CheckTopicQuota(ctx, name.NamespaceName(), pol.AutoCreatePartitions); err != nil {
+		return 0, err
+	}
 	if err := b.deps.Namespaces.CreatePartitioned(ctx, name, pol.AutoCreatePartitions); err != nil {
 		// Lost a race with another creator: read what it made.
 		if n, ok, err2 := b.deps.Namespaces.Partitions(ctx, name); err2 == nil && ok {
@@ -58,19 +61,32 @@ func (b *Broker) PersistentTopics(ctx context.Context, ns string) ([]string, err
 		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	prefix := mledger.TopicKey(b.cfg.Region, tenant+"/"+local+"/"+string(topic.Persistent)+"/")
-	kvs, err := b.deps.Meta.List(ctx, prefix)
+	keys, err := listKeys(ctx, b.deps.Meta, prefix)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(kvs))
-	for _, kv := range kvs {
-		rest := strings.TrimPrefix(kv.Key, prefix)
+	out := make([]string, 0, len(keys))
+	for _, rest := range keys {
 		if rest == "" || strings.Contains(rest, "/") {
 			continue
 		}
 		out = append(out, string(topic.Persistent)+"://"+tenant+"/"+local+"/"+rest)
 	}
 	return out, nil
+}
+
+// listKeys returns the keys under prefix, without it, in order: keys
+// only (a topic's metadata, with its ledgers and cursors, is not loaded
+// to list it), read a page at a time (metastore.Meta.ListKeys).
+func listKeys(ctx context.Context, meta metastore.Meta, prefix string) ([]string, error) {
+	keys, err := meta.ListKeys(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	for i, k := range keys {
+		keys[i] = strings.TrimPrefix(k, prefix)
+	}
+	return keys, nil
 }
 
 // TopicsOfNamespace lists a namespace's topics as Pulsar's
@@ -100,6 +116,10 @@ func (b *Broker) TopicsOfNamespace(ctx context.Context, ns string, mode pb.Comma
 				mode == pb.CommandGetTopicsOfNamespace_NON_PERSISTENT && pt.Name.Domain != topic.NonPersistent {
 				continue
 			}
+			if pt.Err != nil {
+				// Logged by the store; listed by the partitions that exist.
+				continue
+			}
 			for i := range pt.Partitions {
 				set[pt.Name.Partitioned(i).String()] = true
 			}
@@ -120,10 +140,13 @@ func (b *Broker) TopicsOfNamespace(ctx context.Context, ns string, mode pb.Comma
 	return out, nil
 }
 
-// PartitionedTopic is a partitioned topic and its partition count.
+// PartitionedTopic is a partitioned topic and its partition count; Err
+// is set (and Partitions 0) when its stored record cannot be used
+// (policy.ErrCorrupt): listings skip it.
 type PartitionedTopic struct {
 	Name       topic.Name
 	Partitions int
+	Err        error
 }
 
 // PartitionedLister is implemented by a Namespaces that can list a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
@@ -45,17 +44,22 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	}
 	out.ReplicationClusters = pol.ReplicationClusters
 	out.Deduplication = pol.DeduplicationEnabled != nil && *pol.DeduplicationEnabled
+	// The store refuses values these conversions cannot represent, on
+	// write and on read; they still fail rather than wrap.
 	if r := pol.RetentionPolicies; r != nil {
-		out.Retention = mledger.Retention{Time: time.Duration(r.RetentionTimeInMinutes) * time.Minute, Size: r.RetentionSizeInMB << 20, Set: true}
-		if r.RetentionTimeInMinutes < 0 {
-			out.Retention.Time = -1
+		rt, err1 := policy.RetentionTime(r.RetentionTimeInMinutes)
+		rs, err2 := policy.RetentionSize(r.RetentionSizeInMB)
+		if err := errors.Join(err1, err2); err != nil {
+			return NamespacePolicy{}, fmt.Errorf("namespace %s: %w", ns, err)
 		}
-		if r.RetentionSizeInMB < 0 {
-			out.Retention.Size = -1
-		}
+		out.Retention = mledger.Retention{Time: rt, Size: rs, Set: true}
 	}
-	if pol.MessageTTLInSeconds != nil && *pol.MessageTTLInSeconds > 0 {
-		out.MessageTTL = time.Duration(*pol.MessageTTLInSeconds) * time.Second
+	if pol.MessageTTLInSeconds != nil {
+		ttl, err := policy.MessageTTL(*pol.MessageTTLInSeconds)
+		if err != nil {
+			return NamespacePolicy{}, fmt.Errorf("namespace %s: %w", ns, err)
+		}
+		out.MessageTTL = ttl
 	}
 	if q, ok := pol.BacklogQuotaMap[policy.DestinationStorage]; ok && q.LimitSize > 0 {
 		out.BacklogLimit = q.LimitSize
@@ -99,6 +103,10 @@ func (p PolicyNamespaces) ListPartitioned(ctx context.Context, ns string) ([]Par
 	out := make([]PartitionedTopic, 0, len(names))
 	for _, n := range names {
 		cnt, ok, err := p.Store.Partitions(ctx, n)
+		if errors.Is(err, policy.ErrCorrupt) {
+			out = append(out, PartitionedTopic{Name: n, Err: err})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -116,7 +117,7 @@ func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *cons
 		}
 		s.readPos = t.startPosition(cmd.GetStartMessageId(), cmd.GetInitialPosition())
 		if d := cmd.GetStartMessageRollbackDurationSec(); d > 0 {
-			if p, err := t.findByTime(ctx, t.b.deps.Now().Add(-time.Duration(d)*time.Second)); err == nil {
+			if p, err := t.findByTime(ctx, rollback(t.b.deps.Now(), d)); err == nil {
 				s.readPos = p
 			}
 		}
@@ -186,7 +187,7 @@ func (t *Topic) findByTime(ctx context.Context, ts time.Time) (Position, error) 
 		}
 		return t.endPosition()
 	}
-	ms := uint64(ts.UnixMilli())
+	ms := uint64(max(0, ts.UnixMilli())) // before the epoch: the first entry
 	var ferr error
 	i := sort.Search(int(total), func(i int) bool {
 		if ferr != nil {
@@ -215,6 +216,9 @@ func (s *subscription) addConsumer(k *consumer, st pb.CommandSubscribe_SubType) 
 	defer s.mu.Unlock()
 	if s.closed {
 		return fmt.Errorf("%w: subscription %s is closing", ErrNotOwner, s.name)
+	}
+	if err := s.checkRangesLocked(k, st); err != nil {
+		return err
 	}
 	if len(s.consumers) > 0 {
 		if st != s.subType {
@@ -301,8 +305,8 @@ func (s *subscription) activeLocked() *consumer {
 	}
 	sorted := slices.Clone(s.consumers)
 	slices.SortStableFunc(sorted, func(a, b *consumer) int {
-		if a.priority != b.priority {
-			return int(a.priority - b.priority)
+		if c := cmp.Compare(a.priority, b.priority); c != 0 {
+			return c // not a.priority-b.priority, which overflows int32
 		}
 		return strings.Compare(a.name, b.name)
 	})
@@ -396,7 +400,13 @@ func (s *subscription) kick() {
 
 func (s *subscription) flow(k *consumer, n int64) {
 	s.mu.Lock()
-	k.permits += n
+	// Permits only add up: a client sending FLOWs for ever saturates at
+	// the most an int64 holds instead of wrapping to a negative count.
+	if k.permits > math.MaxInt64-n {
+		k.permits = math.MaxInt64
+	} else {
+		k.permits += n
+	}
 	s.replayBlocked = false
 	first := !k.flowed
 	k.flowed = true
@@ -672,8 +682,8 @@ func (s *subscription) run(stop, done chan struct{}) {
 func (s *subscription) planLocked() (plan, bool) {
 	var permits int64
 	for _, k := range s.consumers {
-		if s.eligibleLocked(k) && k.permits > 0 {
-			permits += k.permits
+		if s.eligibleLocked(k) && s.canTakeLocked(k) {
+			permits += min(k.permits, maxReadBatch) // no overflow summing
 		}
 	}
 	if permits <= 0 || s.t.ml == nil {
@@ -837,7 +847,7 @@ func (s *subscription) pickLocked(meta *pb.MessageMetadata, blocked map[*consume
 		return nil
 	case pb.CommandSubscribe_Key_Shared:
 		k := s.keyOwnerLocked(stickyKey(meta))
-		if k == nil || blocked[k] || k.permits <= 0 {
+		if k == nil || blocked[k] || !s.canTakeLocked(k) {
 			if k != nil {
 				blocked[k] = true
 			}
@@ -849,13 +859,13 @@ func (s *subscription) pickLocked(meta *pb.MessageMetadata, blocked map[*consume
 		// priority level (lowest number) first.
 		best := int32(math.MaxInt32)
 		for _, k := range s.consumers {
-			if k.permits > 0 && k.priority < best {
+			if s.canTakeLocked(k) && k.priority < best {
 				best = k.priority
 			}
 		}
 		for i := range s.consumers {
 			k := s.consumers[(s.rr+i)%len(s.consumers)]
-			if k.permits > 0 && k.priority == best {
+			if s.canTakeLocked(k) && k.priority == best {
 				s.rr = (s.rr + i + 1) % len(s.consumers)
 				return k
 			}

@@ -169,18 +169,37 @@ func (s *Store) List(ctx context.Context, prefix string) ([]KV, error) {
 	return out, nil
 }
 
-// ListKeys reads the keys under prefix, in key order, without their values.
+// ListKeys reads the keys under prefix, in key order, without their
+// values, a page of listPage keys at a time, every page read at the first
+// page's revision (one consistent listing, however many keys).
 func (s *Store) ListKeys(ctx context.Context, prefix string) ([]string, error) {
-	resp, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		return nil, fmt.Errorf("metastore: list keys %s: %w", prefix, err)
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	from := prefix
+	var rev int64
+	var out []string
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(listPage),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := s.cli.Get(ctx, from, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("metastore: list keys %s: %w", prefix, err)
+		}
+		rev = resp.Header.Revision
+		for _, kv := range resp.Kvs {
+			out = append(out, string(kv.Key))
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return out, nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
-	out := make([]string, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		out = append(out, string(kv.Key))
-	}
-	return out, nil
 }
+
+// listPage is how many keys one read of ListKeys returns.
+const listPage = 1000
 
 // ListRev reads every key under prefix, in key order, with the revision
 // of the store it was read at.

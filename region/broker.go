@@ -183,9 +183,11 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		cluster = bc.Region
 	}
 	tel := c.deps.Telemetry
+	limits := bc.Limits.WithDefaults()
 	c.pol, err = openPolicies(ctx, policiesConfig{
 		local: c.store, global: c.global, dataDir: c.cfg.DataDir, cluster: cluster,
 		hasTopics: c.hasTopics, logger: c.logger, meter: tel.MeterProvider(),
+		maxPartitions: limits.MaxPartitionsPerTopic, maxBundles: limits.MaxBundlesPerNamespace,
 	})
 	if err != nil {
 		return err
@@ -238,6 +240,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		Logger:            c.logger,
 		AutoTopicCreation: autoCreate,
 		Health:            c.healthCheck,
+		MaxRequestBytes:   limits.MaxAdminRequestBytes,
 	})
 	mux := http.NewServeMux()
 	health := c.deps.Health

@@ -32,10 +32,14 @@ type policiesConfig struct {
 	hasTopics func(ctx context.Context, ns string) (bool, error)
 	logger    *slog.Logger
 	meter     metric.MeterProvider
+	// maxPartitions and maxBundles are the broker's limits (zero: the
+	// store's defaults).
+	maxPartitions, maxBundles int
 }
 
 func openPolicies(ctx context.Context, c policiesConfig) (*policies, error) {
-	pc := policy.Config{Meta: c.local, LocalCluster: c.cluster, HasTopics: c.hasTopics, MeterProvider: c.meter}
+	pc := policy.Config{Meta: c.local, LocalCluster: c.cluster, HasTopics: c.hasTopics, MeterProvider: c.meter,
+		MaxPartitions: c.maxPartitions, MaxBundles: c.maxBundles, Logger: c.logger}
 	p := &policies{}
 	if len(c.global.Endpoints) > 0 {
 		// Not Connect: the global store may be down while we start; the

@@ -26,14 +26,19 @@
 // Every error wraps ErrInvalidName and quotes the input.
 //
 //   - Tenant and namespace: 1 to MaxSegmentLen bytes of [-=:.A-Za-z0-9_]
-//     (Pulsar's NamedEntity rule), not "." or "..".
+//     (Pulsar's NamedEntity rule), not "." or ".."; "tenant/namespace" at
+//     most MaxNamespaceLen bytes, so that its topics can be stored.
 //   - Local topic name: 1 or more bytes of [A-Za-z0-9_] and
 //     -=:.%~!@$&*+,;()' (no '/', no spaces or control characters, no
 //     non-ASCII, and none of the URL-special characters ? # \ " < > ` { } | ^
 //     [ ]), not "." or "..". Pulsar itself checks local names less; this set
 //     is deliberately conservative and still accepts the names found in the
 //     Pulsar Go client's test suite (my-topic-<n>, names with '.' and ':').
-//   - The canonical full name (String) is at most MaxNameLen bytes.
+//   - The name storage keeps the topic under (StorageName,
+//     tenant/namespace/persistent/local) is at most MaxNameLen bytes, the
+//     managed ledger's limit: a name is valid everywhere or nowhere. A
+//     partitioned topic also needs room for its partitions' suffixes
+//     (ValidPartitions).
 //
 // # Bundles
 //

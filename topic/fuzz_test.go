@@ -34,6 +34,12 @@ func FuzzParse(f *testing.F) {
 		} else if n.Base() != n {
 			t.Fatalf("%v: not a partition but Base() = %v", n, n.Base())
 		}
+		if l := len(n.StorageName()); l > MaxNameLen {
+			t.Fatalf("Parse(%q) accepted a storage name of %d bytes", s, l)
+		}
+		if p := n.Partition(); p >= 0 && n.Base().ValidPartitions(p+1) != nil {
+			t.Fatalf("%v parses, but its base is not valid for %d partitions", n, p+1)
+		}
 		tn, ns, err := ParseNamespace(n.NamespaceName())
 		if err != nil || tn != n.Tenant || ns != n.Namespace {
 			t.Fatalf("ParseNamespace(%q) = %q, %q, %v", n.NamespaceName(), tn, ns, err)

@@ -35,12 +35,22 @@ const (
 	DefaultNamespace = "default"
 )
 
-// Length limits, in bytes.
+// Length limits, in bytes. They are storage's: every name Parse accepts
+// can be stored, so a name is valid everywhere (admin API, binary
+// protocol, managed ledger) or nowhere.
 const (
 	// MaxSegmentLen bounds a tenant or namespace name.
 	MaxSegmentLen = 128
-	// MaxNameLen bounds a topic's canonical full name, domain included.
-	MaxNameLen = 1024
+	// MaxNameLen bounds a topic's name as storage keeps it: its
+	// managed-ledger name, StorageName, "tenant/namespace/persistent/local"
+	// (two bytes shorter than the canonical full name of a persistent
+	// topic), whatever the topic's domain. The managed ledger refuses
+	// longer names (mledger.MaxNameLen is the same number; a test in
+	// package broker checks that they agree).
+	MaxNameLen = 256
+	// MaxNamespaceLen bounds "tenant/namespace": a longer namespace could
+	// hold no topic (its topics' storage names would pass MaxNameLen).
+	MaxNamespaceLen = MaxNameLen - len("/"+string(Persistent)+"/") - 1
 )
 
 // PartitionSuffix separates a partitioned topic's base name from the
@@ -94,19 +104,45 @@ func parse(s string) (Name, error) {
 	default:
 		return Name{}, errors.New("want [domain://]tenant/namespace/topic or a bare topic")
 	}
-	if err := validSegment("tenant", n.Tenant); err != nil {
-		return Name{}, err
-	}
-	if err := validSegment("namespace", n.Namespace); err != nil {
+	if err := validNamespace(n.Tenant, n.Namespace); err != nil {
 		return Name{}, err
 	}
 	if err := validLocal(n.Local); err != nil {
 		return Name{}, err
 	}
-	if l := len(n.String()); l > MaxNameLen {
-		return Name{}, fmt.Errorf("full name is %d bytes, longer than %d", l, MaxNameLen)
+	if l := n.storageLen(); l > MaxNameLen {
+		return Name{}, fmt.Errorf("name is %d bytes as storage keeps it (tenant/namespace/persistent/topic), longer than %d", l, MaxNameLen)
 	}
 	return n, nil
+}
+
+// StorageName is the name storage keeps the topic under, its managed-ledger
+// name: "tenant/namespace/persistent/local", whatever the domain (so that a
+// namespace's topics share a key prefix). Parse bounds its length by
+// MaxNameLen.
+func (n Name) StorageName() string {
+	return n.Tenant + "/" + n.Namespace + "/" + string(Persistent) + "/" + n.Local
+}
+
+func (n Name) storageLen() int {
+	return len(n.Tenant) + len(n.Namespace) + len(n.Local) + len(Persistent) + 3
+}
+
+// ValidPartitions reports whether n can be a partitioned topic of count
+// partitions: every partition's name, the longest being
+// n.Partitioned(count-1), must be a valid name. The error wraps
+// ErrInvalidName. n should be a base name; count below 1 is not checked
+// here.
+func (n Name) ValidPartitions(count int) error {
+	if count < 1 {
+		return nil
+	}
+	longest := n.Partitioned(count - 1)
+	if l := longest.storageLen(); l > MaxNameLen {
+		return fmt.Errorf("%w %q: the name of its partition %d is %d bytes as storage keeps it (tenant/namespace/persistent/topic-partition-N), longer than %d",
+			ErrInvalidName, n.String(), count-1, l, MaxNameLen)
+	}
+	return nil
 }
 
 // String returns the canonical full name, domain://tenant/namespace/local.
@@ -138,7 +174,7 @@ func (n Name) Base() Name {
 // Pulsar's TopicName.getPartition, a partition gets a second suffix, so
 // call Base first when n may be a partition). It panics if i is negative.
 // The result may be longer than MaxNameLen when n is within 21 bytes of
-// the limit.
+// the limit: ValidPartitions says whether every partition's name fits.
 func (n Name) Partitioned(i int) Name {
 	if i < 0 {
 		panic(fmt.Sprintf("topic: negative partition %d", i))
@@ -172,10 +208,7 @@ func ParseNamespace(s string) (tenant, namespace string, err error) {
 	case strings.Contains(ns, "/"):
 		err = errors.New("legacy namespace with a cluster (tenant/cluster/namespace) is not supported")
 	default:
-		err = validSegment("tenant", t)
-		if err == nil {
-			err = validSegment("namespace", ns)
-		}
+		err = validNamespace(t, ns)
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("%w: namespace %q: %s", ErrInvalidName, s, err)
@@ -187,6 +220,20 @@ func ParseNamespace(s string) (tenant, namespace string, err error) {
 func ValidTenant(s string) error {
 	if err := validSegment("tenant", s); err != nil {
 		return fmt.Errorf("%w: tenant %q: %s", ErrInvalidName, s, err)
+	}
+	return nil
+}
+
+// validNamespace checks a tenant and namespace pair.
+func validNamespace(tenant, ns string) error {
+	if err := validSegment("tenant", tenant); err != nil {
+		return err
+	}
+	if err := validSegment("namespace", ns); err != nil {
+		return err
+	}
+	if l := len(tenant) + 1 + len(ns); l > MaxNamespaceLen {
+		return fmt.Errorf("tenant/namespace is %d bytes, longer than %d (its topics' names could not be stored)", l, MaxNamespaceLen)
 	}
 	return nil
 }

@@ -36,10 +36,12 @@ var parseTests = []struct {
 	{"TestGetTopicPartitions-nopartitions", Name{Persistent, "public", "default", "TestGetTopicPartitions-nopartitions"}, -1, "persistent://public/default/TestGetTopicPartitions-nopartitions"},
 	{"public/test-ns-123/topic-7-01", Name{Persistent, "public", "test-ns-123", "topic-7-01"}, -1, "persistent://public/test-ns-123/topic-7-01"},
 	// Limits.
-	{"persistent://" + strings.Repeat("t", MaxSegmentLen) + "/" + strings.Repeat("n", MaxSegmentLen) + "/x",
-		Name{Persistent, strings.Repeat("t", MaxSegmentLen), strings.Repeat("n", MaxSegmentLen), "x"}, -1, ""},
-	{"persistent://t/n/" + strings.Repeat("x", MaxNameLen-len("persistent://t/n/")),
-		Name{Persistent, "t", "n", strings.Repeat("x", MaxNameLen-len("persistent://t/n/"))}, -1, ""},
+	{"persistent://" + strings.Repeat("t", MaxSegmentLen) + "/" + strings.Repeat("n", MaxNamespaceLen-MaxSegmentLen-1) + "/x",
+		Name{Persistent, strings.Repeat("t", MaxSegmentLen), strings.Repeat("n", MaxNamespaceLen-MaxSegmentLen-1), "x"}, -1, ""},
+	{"persistent://t/n/" + strings.Repeat("x", MaxNameLen-len("t/n/persistent/")),
+		Name{Persistent, "t", "n", strings.Repeat("x", MaxNameLen-len("t/n/persistent/"))}, -1, ""},
+	{"non-persistent://t/n/" + strings.Repeat("x", MaxNameLen-len("t/n/persistent/")),
+		Name{NonPersistent, "t", "n", strings.Repeat("x", MaxNameLen-len("t/n/persistent/"))}, -1, ""},
 }
 
 func TestParse(t *testing.T) {
@@ -120,7 +122,10 @@ func TestParseErrors(t *testing.T) {
 		{"persistent://t/ns*/x", `namespace has a bad character '*'`},
 		{"persistent://" + long + "/ns/x", "tenant is 129 bytes, longer than 128"},
 		{"persistent://t/" + long + "/x", "namespace is 129 bytes, longer than 128"},
-		{"persistent://t/n/" + strings.Repeat("x", MaxNameLen), "longer than 1024"},
+		{"persistent://t/n/" + strings.Repeat("x", MaxNameLen-len("t/n/persistent/")+1), "257 bytes as storage keeps it (tenant/namespace/persistent/topic), longer than 256"},
+		{"non-persistent://t/n/" + strings.Repeat("x", MaxNameLen-len("t/n/persistent/")+1), "longer than 256"},
+		{"persistent://public/default/" + strings.Repeat("x", 300), "326 bytes as storage keeps it"},
+		{"persistent://" + strings.Repeat("t", MaxSegmentLen) + "/" + strings.Repeat("n", MaxSegmentLen) + "/x", "tenant/namespace is 257 bytes, longer than 243"},
 		{"persistent:/t/ns/x", "legacy name with a cluster"}, // no "://": four parts
 		{" my-topic", `bad character ' '`},
 	} {
@@ -200,6 +205,7 @@ func TestParseNamespace(t *testing.T) {
 		{"t!/ns", "tenant has a bad character '!'"},
 		{"t/..", `namespace may not be ".."`},
 		{"t/" + strings.Repeat("n", MaxSegmentLen+1), "longer than 128"},
+		{strings.Repeat("t", MaxSegmentLen) + "/" + strings.Repeat("n", MaxNamespaceLen-MaxSegmentLen), "longer than 243"},
 	} {
 		_, _, err := ParseNamespace(tt.in)
 		if !errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), tt.wantMsg) || !strings.Contains(err.Error(), quote(tt.in)) {
@@ -218,6 +224,53 @@ func TestValidTenant(t *testing.T) {
 		err := ValidTenant(bad)
 		if !errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), quote(bad)) {
 			t.Errorf("ValidTenant(%q) = %v, want ErrInvalidName quoting the input", bad, err)
+		}
+	}
+}
+
+// The one name rule: a name is valid when storage can keep it, and a
+// partitioned topic when storage can keep all its partitions (the
+// 225-character partitioned topic of the hardening issue was accepted
+// while none of its partitions could be created).
+func TestStorageNameAndPartitions(t *testing.T) {
+	n, err := Parse("persistent://public/default/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.StorageName(); got != "public/default/persistent/x" {
+		t.Fatalf("StorageName = %q", got)
+	}
+	np, _ := Parse("non-persistent://public/default/x")
+	if np.StorageName() != n.StorageName() {
+		t.Fatalf("domains differ in storage name: %q", np.StorageName())
+	}
+	for _, tt := range []struct {
+		local string
+		count int
+		ok    bool
+	}{
+		{"x", 1, true},
+		{"x", 1 << 30, true},
+		{strings.Repeat("x", 225), 1, false}, // 251 bytes; its partition 0 is 263
+		{strings.Repeat("x", 229), 0, true},  // not checked
+		{strings.Repeat("x", MaxNameLen-len("public/default/persistent/")-len("-partition-9")), 10, true},
+		{strings.Repeat("x", MaxNameLen-len("public/default/persistent/")-len("-partition-9")), 11, false},
+	} {
+		n, err := Parse("public/default/" + tt.local)
+		if err != nil {
+			t.Fatalf("Parse %d bytes: %v", len(tt.local), err)
+		}
+		err = n.ValidPartitions(tt.count)
+		if (err == nil) != tt.ok {
+			t.Errorf("%d bytes, %d partitions: %v, want ok %v", len(tt.local), tt.count, err, tt.ok)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidName) {
+			t.Errorf("%v is not ErrInvalidName", err)
+		}
+		if err == nil && tt.count > 0 {
+			if _, perr := Parse(n.Partitioned(tt.count - 1).String()); perr != nil {
+				t.Errorf("valid for %d partitions, but the last one does not parse: %v", tt.count, perr)
+			}
 		}
 	}
 }

@@ -99,6 +99,10 @@ var (
 	// ErrRedirect: another broker serves the request (HTTP 307 to it; on
 	// the binary protocol the client looks the topic up again).
 	ErrRedirect = &Error{pb.ServerError_ServiceNotReady, "served by another broker", true, 307}
+	// ErrRequestTooLarge: the request's body is larger than the server
+	// accepts (HTTP 413; the binary protocol has its own frame limit and
+	// answers it as NotAllowedError).
+	ErrRequestTooLarge = &Error{pb.ServerError_NotAllowedError, "request too large", false, 413}
 )
 
 // serverErrors is indexed by code; every pb.ServerError value has an entry
@@ -118,7 +122,7 @@ var serverErrors = []*Error{
 // httpKinds are the kinds without a code of their own.
 var httpKinds = []*Error{
 	ErrBadRequest, ErrNotFound, ErrConflict, ErrConcurrentModification,
-	ErrPreconditionFailed, ErrRedirect,
+	ErrPreconditionFailed, ErrRedirect, ErrRequestTooLarge,
 }
 
 // Kinds returns every kind of the table: one per code in code order, then

@@ -53,6 +53,7 @@ func TestErrorTable(t *testing.T) {
 		{ErrConcurrentModification, pb.ServerError_MetadataError, 409, true},
 		{ErrPreconditionFailed, pb.ServerError_NotAllowedError, 412, false},
 		{ErrRedirect, pb.ServerError_ServiceNotReady, 307, true},
+		{ErrRequestTooLarge, pb.ServerError_NotAllowedError, 413, false},
 	}
 	kinds := Kinds()
 	if len(kinds) != len(want) {

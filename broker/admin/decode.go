@@ -8,9 +8,6 @@ import (
 	"strconv"
 )
 
-// maxBody bounds request bodies.
-const maxBody = 1 << 20
-
 // DecodePartitions decodes the body of PUT/POST .../partitions: a bare
 // JSON integer (what the Pulsar client tests send, e.g. "3") or, as
 // pulsaradmin sends with Content-Type

@@ -41,7 +41,13 @@ type Config struct {
 	// Health checks the broker for GET /admin/v2/brokers/health; nil
 	// checks that the configuration store answers.
 	Health func(ctx context.Context) error
+	// MaxRequestBytes bounds a request's body: a larger one is answered
+	// 413 without being read. Zero means DefaultMaxRequestBytes.
+	MaxRequestBytes int
 }
+
+// DefaultMaxRequestBytes is Config.MaxRequestBytes when zero.
+const DefaultMaxRequestBytes = 1 << 20
 
 // Validate reports every problem with the config at once.
 func (c Config) Validate() error {
@@ -58,6 +64,9 @@ func (c Config) Validate() error {
 		if err := a.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("admin.autoTopicCreation: %w", err))
 		}
+	}
+	if c.MaxRequestBytes < 0 {
+		errs = append(errs, fmt.Errorf("admin.maxRequestBytes: %d is negative", c.MaxRequestBytes))
 	}
 	return errors.Join(errs...)
 }
@@ -77,6 +86,9 @@ func New(cfg Config) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
 	s := &Server{cfg: cfg, log: log, mux: http.NewServeMux(), topics: cfg.Topics}
 	s.routes()
 	return s
@@ -85,6 +97,14 @@ func New(cfg Config) *Server {
 // ServeHTTP serves one request. Unknown paths and methods get Pulsar's
 // JSON error body.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Bodies are bounded before any handler runs: one announced as too
+	// large is refused unread, and reading past the bound fails (413).
+	limit := int64(s.cfg.MaxRequestBytes)
+	if r.ContentLength > limit {
+		s.writeError(w, r, fmt.Errorf("%w: a body of %d bytes, more than %d (broker.limits.maxAdminRequestBytes)", ErrTooLarge, r.ContentLength, limit))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	// Serve unclean paths ("a//b", a trailing slash) in place: the mux
 	// would answer with a 301, which clients follow as a GET.
 	if ep := r.URL.EscapedPath(); ep != "/" && path.Clean(ep) != ep {
@@ -199,8 +219,13 @@ func noContent(w http.ResponseWriter) error {
 	return nil
 }
 
+// readBody reads a request's body, which ServeHTTP bounded.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	b, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, fmt.Errorf("%w: a body of more than %d bytes (broker.limits.maxAdminRequestBytes)", ErrTooLarge, tooLarge.Limit)
+	}
 	if err != nil {
 		return nil, badRequest(fmt.Errorf("read body: %w", err))
 	}

@@ -78,7 +78,18 @@ var (
 	ErrNotAllowed           = wire.Sentinel(wire.ErrNotAllowed, "admin: operation not allowed")            // 405
 	ErrUnavailable          = wire.Sentinel(wire.ErrServiceNotReady, "admin: service unavailable")         // 503
 	ErrNotOwner             = wire.Sentinel(wire.ErrRedirect, "admin: not the owner")                      // 307, see NotOwnerError
+	ErrTooLarge             = wire.Sentinel(wire.ErrRequestTooLarge, "admin: request too large")           // 413
 )
+
+// TopicQuota is implemented by a Topics that limits the topics of a
+// namespace: CheckTopicQuota fails (with an error of its kind, 412 for
+// Pulsar's "Exceed maximum number of topics in namespace") when adding
+// more topics, each partition counting as one, would pass the limit. The
+// server asks it before creating or growing a partitioned topic; creating
+// a single topic is the implementation's to check.
+type TopicQuota interface {
+	CheckTopicQuota(ctx context.Context, namespace string, adding int) error
+}
 
 // NotOwnerError says another broker owns the topic; the server redirects
 // the request there (307, Location: URL + the request's path and query).

@@ -200,6 +200,12 @@ func (s *Server) createPartitioned(w http.ResponseWriter, r *http.Request, name 
 	} else if exists {
 		return fmt.Errorf("%w: non-partitioned topic %s exists", ErrConflict, name)
 	}
+	if n <= s.cfg.Policies.MaxPartitions() {
+		// (A count beyond the limit is the store's to refuse.)
+		if err := s.checkTopicQuota(ctx, name, n); err != nil {
+			return err
+		}
+	}
 	if err := s.cfg.Policies.CreatePartitionedWithProperties(ctx, name, n, props); err != nil {
 		return err
 	}
@@ -243,6 +249,12 @@ func (s *Server) updatePartitioned(w http.ResponseWriter, r *http.Request, name 
 	}
 	if old == 0 {
 		return fmt.Errorf("%w: %s is not a partitioned topic", ErrTopicNotFound, name)
+	}
+	if n > old && n <= s.cfg.Policies.MaxPartitions() {
+		// (A count beyond the limit is the store's to refuse, first.)
+		if err := s.checkTopicQuota(ctx, name, n-old); err != nil {
+			return err
+		}
 	}
 	if err := s.cfg.Policies.UpdatePartitions(ctx, name, n); err != nil {
 		return err
@@ -312,6 +324,11 @@ func (s *Server) autoCreatePartitioned(ctx context.Context, name topic.Name) (in
 		return 0, err
 	}
 	n := *auto.DefaultNumPartitions
+	if n <= s.cfg.Policies.MaxPartitions() {
+		if err := s.checkTopicQuota(ctx, name, n); err != nil {
+			return 0, err
+		}
+	}
 	err = s.cfg.Policies.CreatePartitioned(ctx, name, n)
 	if errors.Is(err, policy.ErrExists) {
 		n, err = s.partitions(ctx, name)
@@ -325,14 +342,34 @@ func (s *Server) autoCreatePartitioned(ctx context.Context, name topic.Name) (in
 
 func (s *Server) deletePartitioned(w http.ResponseWriter, r *http.Request, name topic.Name) error {
 	ctx := r.Context()
+	force := boolParam(r, "force")
 	n, err := s.partitions(ctx, name)
+	if errors.Is(err, policy.ErrCorrupt) {
+		// A record this server cannot act on (a count beyond the limit,
+		// written by an older version, say): delete the partitions that
+		// exist, found by listing the namespace, never by looping to the
+		// stored count; then the record.
+		s.log.Warn("admin: deleting a partitioned topic whose record is corrupt", "topic", name.String(), "err", err)
+		parts, lerr := s.existingPartitions(ctx, name)
+		if lerr != nil {
+			return lerr
+		}
+		for _, p := range parts {
+			if err := s.topics.DeleteTopic(ctx, p, force); err != nil && !isKind(err, wire.ErrTopicNotFound) {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+		}
+		if err := s.cfg.Policies.DeletePartitioned(ctx, name); err != nil {
+			return err
+		}
+		return noContent(w)
+	}
 	if err != nil {
 		return err
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: partitioned topic %s does not exist", ErrTopicNotFound, name)
 	}
-	force := boolParam(r, "force")
 	for i := range n {
 		if err := s.topics.DeleteTopic(ctx, name.Partitioned(i), force); err != nil && !isKind(err, wire.ErrTopicNotFound) {
 			return fmt.Errorf("%s: %w", name.Partitioned(i), err)
@@ -342,6 +379,31 @@ func (s *Server) deletePartitioned(w http.ResponseWriter, r *http.Request, name 
 		return err
 	}
 	return noContent(w)
+}
+
+// existingPartitions lists the partitions of name that exist as topics.
+func (s *Server) existingPartitions(ctx context.Context, name topic.Name) ([]topic.Name, error) {
+	names, err := s.topics.ListTopics(ctx, name.NamespaceName(), name.Domain)
+	if err != nil {
+		return nil, err
+	}
+	var out []topic.Name
+	for _, n := range names {
+		tn, err := topic.Parse(n)
+		if err == nil && tn.Partition() >= 0 && tn.Base() == name {
+			out = append(out, tn)
+		}
+	}
+	return out, nil
+}
+
+// checkTopicQuota asks the broker, when it limits topics per namespace,
+// whether name's namespace may get adding more.
+func (s *Server) checkTopicQuota(ctx context.Context, name topic.Name, adding int) error {
+	if q, ok := s.topics.(TopicQuota); ok {
+		return q.CheckTopicQuota(ctx, name.NamespaceName(), adding)
+	}
+	return nil
 }
 
 // ---- stats

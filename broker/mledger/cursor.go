@@ -39,7 +39,7 @@ type Cursor struct {
 // OpenCursor returns the cursor name, restoring it from the metadata or,
 // if it does not exist, creating it at initial and persisting it.
 func (m *ManagedLedger) OpenCursor(ctx context.Context, name string, initial InitialPosition) (*Cursor, error) {
-	if err := validateCursorName(name); err != nil {
+	if err := ValidateCursorName(name); err != nil {
 		return nil, err
 	}
 	if initial != Latest && initial != Earliest {
@@ -67,6 +67,7 @@ func (m *ManagedLedger) OpenCursor(ctx context.Context, name string, initial Ini
 			return nil, fmt.Errorf("mledger %s: cursor %s: %w", m.name, name, err)
 		}
 		c.set, c.props = set, maps.Clone(stored.Properties)
+		c.set.MaxRanges = max(0, m.cfg.MaxAckedRanges)
 		m.cursors[name] = c
 		return c, nil
 	}
@@ -76,6 +77,7 @@ func (m *ManagedLedger) OpenCursor(ctx context.Context, name string, initial Ini
 		md = Position{Ledger: ls[0].ID, Entry: -1}
 	}
 	c.set = ackset.New(md)
+	c.set.MaxRanges = max(0, m.cfg.MaxAckedRanges)
 	if err := c.persistLocked(ctx); err != nil {
 		return nil, err
 	}
@@ -215,6 +217,9 @@ func (c *Cursor) apply(ctx context.Context, fn func(*ackset.Set) (bool, error)) 
 	}
 	next.MaxRanges = c.set.MaxRanges
 	changed, err := fn(next)
+	if errors.Is(err, ackset.ErrTooManyRanges) {
+		return fmt.Errorf("mledger %s: cursor %s: %w: %w", c.m.name, c.name, ErrTooManyAckRanges, err)
+	}
 	if err != nil {
 		return fmt.Errorf("mledger %s: cursor %s: %w", c.m.name, c.name, err)
 	}

@@ -200,7 +200,7 @@ func TestValidateName(t *testing.T) {
 			t.Errorf("ValidateName(%q) = %v", tc.name, err)
 		}
 	}
-	if err := validateCursorName("a/b"); !errors.Is(err, ErrInvalidName) {
+	if err := ValidateCursorName("a/b"); !errors.Is(err, ErrInvalidName) {
 		t.Errorf("cursor a/b: %v", err)
 	}
 }

@@ -173,8 +173,9 @@ func validateLabel(name string) error {
 	return nil
 }
 
-// validateCursorName checks a cursor name: like a label, without '/'.
-func validateCursorName(name string) error {
+// ValidateCursorName checks a cursor name: 1 to MaxNameLen bytes of UTF-8
+// without control or space characters and without '/'.
+func ValidateCursorName(name string) error {
 	if err := validateLabel(name); err != nil {
 		return err
 	}

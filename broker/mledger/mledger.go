@@ -54,6 +54,10 @@ var (
 	// ErrInvalidPosition: a position that is not in the log (beyond its end,
 	// negative, or in no ledger of it). BadRequest.
 	ErrInvalidPosition = wire.Sentinel(wire.ErrBadRequest, "mledger: invalid position")
+	// ErrTooManyAckRanges: an acknowledgement would give a cursor more
+	// individually acknowledged ranges than Config.MaxAckedRanges.
+	// PreconditionFailed (NotAllowedError on the binary protocol).
+	ErrTooManyAckRanges = wire.Sentinel(wire.ErrPreconditionFailed, "mledger: too many acknowledged ranges; acknowledge earlier messages first")
 	// ErrInvalidConfig: a bad Config. A broker bug, not a client's: no kind.
 	ErrInvalidConfig = errors.New("mledger: invalid config")
 	// ErrCorruptMeta: the topic metadata cannot be decoded. Persistence.
@@ -93,6 +97,15 @@ type Config struct {
 	// TailCacheBytes bounds the tail cache's data bytes the same way.
 	// Zero means 4 MiB.
 	TailCacheBytes int64 `yaml:"tailCacheBytes"`
+	// MaxAckedRanges bounds a cursor's individually acknowledged ranges,
+	// which are persisted with the topic's metadata (about 4 bytes each):
+	// an acknowledgement that would add a range beyond it fails
+	// (ErrTooManyAckRanges) until earlier entries are acknowledged, so a
+	// consumer acknowledging every other message cannot grow the topic's
+	// metadata past what the metadata store accepts. Zero means 10000
+	// (Pulsar's managedLedgerMaxUnackedRangesToPersist); negative means
+	// no limit.
+	MaxAckedRanges int `yaml:"maxAckedRanges"`
 }
 
 // Deps are a managed ledger's live dependencies (Config holds settings
@@ -157,6 +170,9 @@ func (c Config) Validate() error {
 // WithDefaults returns c with every zero setting replaced by its default.
 func (c Config) WithDefaults() Config { return c.withDefaults() }
 
+// DefaultMaxAckedRanges is Config.MaxAckedRanges when zero.
+const DefaultMaxAckedRanges = 10000
+
 func (c Config) withDefaults() Config {
 	if c.EnsembleSize == 0 {
 		c.EnsembleSize = 2
@@ -184,6 +200,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TailCacheBytes == 0 {
 		c.TailCacheBytes = 4 << 20
+	}
+	if c.MaxAckedRanges == 0 {
+		c.MaxAckedRanges = DefaultMaxAckedRanges
 	}
 	return c
 }

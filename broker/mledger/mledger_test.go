@@ -13,6 +13,7 @@ import (
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/wire"
 )
 
 func startCluster(t *testing.T) *testcluster.Cluster {
@@ -890,4 +891,59 @@ func TestAddsSurviveALedgerTheEnsembleCannotRepair(t *testing.T) {
 	es := readAll(t, m, first(m), 500)
 	checkEntries(t, es, got, 0)
 	t.Logf("%d adds across %d ledgers", n, len(m.Ledgers()))
+}
+
+// A cursor's acknowledged ranges are bounded (Config.MaxAckedRanges): an
+// ack that would add one more fails with ErrTooManyAckRanges, of the
+// PreconditionFailed kind, and changes nothing; acks that merge ranges or
+// move the mark-delete position still work. Reopened, the cursor keeps
+// the bound.
+func TestMaxAckedRanges(t *testing.T) {
+	cl := startCluster(t)
+	cfg := testConfig(cl, newLedgerClient(t, cl), 100)
+	cfg.MaxAckedRanges = 3
+	ctx := context.Background()
+	const name = "t/ns/persistent/ranges"
+	m := open(t, cfg, name)
+	ps := appendN(t, m, 0, 20)
+	c, err := m.OpenCursor(ctx, "sub", Earliest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, 3, 5} {
+		if err := c.Ack(ctx, ps[i]); err != nil {
+			t.Fatalf("ack %d: %v", i, err)
+		}
+	}
+	err = c.Ack(ctx, ps[7])
+	if !errors.Is(err, ErrTooManyAckRanges) || wire.KindOf(err) != wire.ErrPreconditionFailed {
+		t.Fatalf("fourth range: %v (kind %v)", err, wire.KindOf(err))
+	}
+	if c.IsAcked(ps[7]) || c.Backlog() != 17 {
+		t.Fatalf("the refused ack changed the cursor: backlog %d", c.Backlog())
+	}
+	if err := c.Ack(ctx, ps[4]); err != nil { // merges 3..5
+		t.Fatalf("merging ack: %v", err)
+	}
+	if err := c.Ack(ctx, ps[7]); err != nil {
+		t.Fatalf("ack after a merge: %v", err)
+	}
+	if err := c.AckCumulative(ctx, ps[10]); err != nil {
+		t.Fatalf("cumulative ack: %v", err)
+	}
+	m.Close(ctx)
+	m = open(t, cfg, name)
+	defer m.Close(ctx)
+	c, err = m.OpenCursor(ctx, "sub", Earliest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{12, 14, 16} {
+		if err := c.Ack(ctx, ps[i]); err != nil {
+			t.Fatalf("ack %d after reopening: %v", i, err)
+		}
+	}
+	if err := c.Ack(ctx, ps[18]); !errors.Is(err, ErrTooManyAckRanges) {
+		t.Fatalf("fourth range after reopening: %v", err)
+	}
 }

@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/metric"
-	noopmetric "go.opentelemetry.io/otel/metric/noop"
+	"log/slog"
+	"math"
 	"slices"
 	"strings"
+	"sync"
+
+	"go.opentelemetry.io/otel/metric"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
@@ -24,6 +28,11 @@ var (
 	ErrInvalid  = wire.Sentinel(wire.ErrPreconditionFailed, "policy: invalid")                     // 412
 	ErrConflict = wire.Sentinel(wire.ErrConcurrentModification, "policy: concurrent modification") // 409, retriable
 	ErrNotEmpty = wire.Sentinel(wire.ErrConflict, "policy: not empty")                             // 409
+	// ErrCorrupt: a stored record cannot be used (undecodable, or a value
+	// this store would refuse to write: beyond a range or a limit). It is
+	// logged when first read and answered on that resource alone, never
+	// acted on; the record can still be deleted.
+	ErrCorrupt = wire.Sentinel(wire.ErrUnknown, "policy: corrupt record") // 500, not retriable
 )
 
 // Root is the prefix of every key of the store.
@@ -46,9 +55,16 @@ type Config struct {
 	// DefaultBundles is the number of bundles of a new namespace that
 	// names none; zero means topic.DefaultBundles.
 	DefaultBundles int
-	// MaxPartitions bounds a partitioned topic's partitions; zero means
-	// no limit.
+	// MaxPartitions bounds a partitioned topic's partitions (on create,
+	// update and auto-creation, and when reading a stored record); zero
+	// means DefaultMaxPartitions.
 	MaxPartitions int
+	// MaxBundles bounds a new namespace's bundles; zero means
+	// DefaultMaxBundles.
+	MaxBundles int
+	// Logger receives reports of corrupt records (ErrCorrupt), once per
+	// record version; nil discards them.
+	Logger *slog.Logger
 	// HasTopics reports whether a namespace ("tenant/ns") has topics the
 	// broker knows about (beyond partitioned-topic metadata); a namespace
 	// with topics cannot be deleted. Nil means it never has.
@@ -93,8 +109,11 @@ func (c Config) Validate() error {
 	if c.DefaultBundles < 0 || c.DefaultBundles > topic.MaxBundles {
 		errs = append(errs, fmt.Errorf("policy.defaultBundles: %d is not in [0, %d]", c.DefaultBundles, topic.MaxBundles))
 	}
-	if c.MaxPartitions < 0 {
-		errs = append(errs, fmt.Errorf("policy.maxPartitions: %d is negative", c.MaxPartitions))
+	if c.MaxPartitions < 0 || c.MaxPartitions > math.MaxInt32 {
+		errs = append(errs, fmt.Errorf("policy.maxPartitions: %d is not in [0, %d]", c.MaxPartitions, math.MaxInt32))
+	}
+	if c.MaxBundles < 0 || c.MaxBundles > topic.MaxBundles {
+		errs = append(errs, fmt.Errorf("policy.maxBundles: %d is not in [0, %d]", c.MaxBundles, topic.MaxBundles))
 	}
 	return errors.Join(errs...)
 }
@@ -104,6 +123,8 @@ type Store struct {
 	cfg       Config
 	meta      metastore.Meta
 	conflicts metric.Int64Counter
+	log       *slog.Logger
+	reported  sync.Map // key -> revision of the corrupt record reported
 }
 
 // New returns a store over cfg.Meta.
@@ -121,7 +142,11 @@ func New(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	conflicts.Add(context.Background(), 0) // exported before the first conflict
-	return &Store{cfg: cfg, meta: cfg.Meta, conflicts: conflicts}, nil
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Store{cfg: cfg, meta: cfg.Meta, conflicts: conflicts, log: log}, nil
 }
 
 // LocalCluster is the configured local cluster name.
@@ -168,7 +193,7 @@ func (s *Store) readJSON(ctx context.Context, key, what string, v any) (int64, e
 		return 0, fmt.Errorf("%s: %w", what, ErrNotFound)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return 0, fmt.Errorf("%s: corrupt record at %s: %w", what, key, err)
+		return 0, s.corrupt(what, key, rev, err)
 	}
 	return rev, nil
 }
@@ -198,7 +223,7 @@ func (s *Store) getJSON(ctx context.Context, key, what string, v any) (int64, er
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	if err := json.Unmarshal(kv.Value, v); err != nil {
-		return 0, fmt.Errorf("%s: corrupt record at %s: %w", what, key, err)
+		return 0, s.corrupt(what, key, kv.Rev, err)
 	}
 	return kv.Rev, nil
 }
@@ -226,6 +251,16 @@ func lastSegments(kvs []metastore.KV, prefix string) []string {
 		out = append(out, strings.TrimPrefix(kv.Key, prefix))
 	}
 	return out
+}
+
+// corrupt reports the record at key (revision rev) as unusable: logged
+// the first time this revision is met, and an ErrCorrupt error naming the
+// record and the problem.
+func (s *Store) corrupt(what, key string, rev int64, problem error) error {
+	if old, loaded := s.reported.Swap(key, rev); !loaded || old.(int64) != rev {
+		s.log.Error("corrupt record in the configuration store: not used", "key", key, "revision", rev, "problem", problem.Error())
+	}
+	return fmt.Errorf("%s: %w at %s: %w", what, ErrCorrupt, key, problem)
 }
 
 func invalid(what string, err error) error {
@@ -345,23 +380,33 @@ func (s *Store) DeleteCluster(ctx context.Context, name string) (err error) {
 	return nil
 }
 
+// checkClustersExist checks that every cluster named exists, with one
+// read of the cluster list whatever the number of names (a request body
+// may name many).
 func (s *Store) checkClustersExist(ctx context.Context, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	kvs, err := s.meta.List(ctx, clustersPrefix)
+	if err != nil {
+		return err
+	}
+	known := make(map[string]bool, len(kvs))
+	for _, c := range lastSegments(kvs, clustersPrefix) {
+		known[c] = true
+	}
 	var errs []error
 	for _, c := range names {
 		if err := validClusterName(c); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		ok, err := s.exists(ctx, ClusterKey(c))
-		if err != nil {
-			return err
-		}
-		if !ok {
+		if !known[c] {
 			errs = append(errs, fmt.Errorf("cluster %q does not exist", c))
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))
+		return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(firstErrs(errs)...))
 	}
 	return nil
 }
@@ -532,6 +577,9 @@ func (s *Store) CreateNamespace(ctx context.Context, namespace string, p *Polici
 	if err := p.validate(s.cfg.DefaultBundles); err != nil {
 		return invalid(what, err)
 	}
+	if err := p.checkLimits(s.limits(), nil); err != nil {
+		return invalid(what, err)
+	}
 	var ti TenantInfo
 	trev, err := s.getJSON(ctx, TenantKey(tenant), "tenant "+tenant, &ti)
 	if err != nil {
@@ -557,10 +605,21 @@ func (s *Store) CreateNamespace(ctx context.Context, namespace string, p *Polici
 	return fmt.Errorf("%s: %w: tenant %s changed", what, ErrConflict, tenant)
 }
 
-// Namespace reads a namespace's policies.
+// Namespace reads a namespace's policies. A stored record with a value
+// the store would refuse to write (written by an older version, or by
+// hand) is ErrCorrupt: its values are never used (a message TTL that
+// does not fit a duration would expire every message). Updating the
+// offending field, or deleting the namespace, still works.
 func (s *Store) Namespace(ctx context.Context, namespace string) (*Policies, error) {
-	p, _, err := s.namespace(ctx, namespace, s.readJSON)
-	return p, err
+	p, rev, err := s.namespace(ctx, namespace, s.readJSON)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkStored(); err != nil {
+		tenant, ns, _ := parseNS(namespace)
+		return nil, s.corrupt("namespace "+namespace, NamespaceKey(tenant, ns), rev, err)
+	}
+	return p, nil
 }
 
 func (s *Store) namespace(ctx context.Context, namespace string, get func(ctx context.Context, key, what string, v any) (int64, error)) (*Policies, int64, error) {
@@ -613,10 +672,14 @@ func (s *Store) UpdateNamespace(ctx context.Context, namespace string, fn func(*
 		if err != nil {
 			return nil, err
 		}
+		old := p.Clone()
 		if err := fn(p); err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		if err := p.validate(s.cfg.DefaultBundles); err != nil {
+			return nil, invalid(what, err)
+		}
+		if err := p.checkLimits(s.limits(), old); err != nil {
 			return nil, invalid(what, err)
 		}
 		var ti TenantInfo
@@ -712,7 +775,7 @@ func (s *Store) CreatePartitionedWithProperties(ctx context.Context, name topic.
 	if err := checkBase(name); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if err := s.checkPartitions(n); err != nil {
+	if err := s.checkPartitions(name, n); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	nsKey := NamespaceKey(name.Tenant, name.Namespace)
@@ -739,14 +802,17 @@ func (s *Store) CreatePartitionedWithProperties(ctx context.Context, name topic.
 	return fmt.Errorf("%s: %w: namespace changed", what, ErrConflict)
 }
 
-func (s *Store) checkPartitions(n int) error {
+// checkPartitions checks a partition count for name: at least 1, at most
+// the limit, and every partition's name one storage can hold (else the
+// error is topic.ErrInvalidName's: InvalidTopicName, 412).
+func (s *Store) checkPartitions(name topic.Name, n int) error {
 	if n < 1 {
 		return fmt.Errorf("%w: %d partitions, want at least 1", ErrInvalid, n)
 	}
-	if s.cfg.MaxPartitions > 0 && n > s.cfg.MaxPartitions {
-		return fmt.Errorf("%w: %d partitions, more than the maximum %d", ErrInvalid, n, s.cfg.MaxPartitions)
+	if max := s.maxPartitions(); n > max {
+		return fmt.Errorf("%w: %d partitions, more than the maximum %d (broker.limits.maxPartitionsPerTopic)", ErrInvalid, n, max)
 	}
-	return nil
+	return name.ValidPartitions(n)
 }
 
 // Partitions returns the partition count of a partitioned topic; ok is
@@ -767,12 +833,16 @@ func (s *Store) PartitionedMetadata(ctx context.Context, name topic.Name) (Parti
 	if err := checkBase(name); err != nil {
 		return m, false, err
 	}
-	_, err := s.readJSON(ctx, PartitionedKey(name), "partitioned topic "+name.String(), &m)
+	what := "partitioned topic " + name.String()
+	rev, err := s.readJSON(ctx, PartitionedKey(name), what, &m)
 	if errors.Is(err, ErrNotFound) {
 		return PartitionedMetadata{}, false, nil
 	}
 	if err != nil {
 		return PartitionedMetadata{}, false, err
+	}
+	if err := checkPartitionedRecord(name, m, s.maxPartitions()); err != nil {
+		return PartitionedMetadata{}, false, s.corrupt(what, PartitionedKey(name), rev, err)
 	}
 	return m, true, nil
 }
@@ -786,7 +856,7 @@ func (s *Store) UpdatePartitions(ctx context.Context, name topic.Name, n int) (e
 	if err := checkBase(name); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if err := s.checkPartitions(n); err != nil {
+	if err := s.checkPartitions(name, n); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	for {
@@ -794,6 +864,9 @@ func (s *Store) UpdatePartitions(ctx context.Context, name topic.Name, n int) (e
 		rev, err := s.getJSON(ctx, PartitionedKey(name), what, &m)
 		if err != nil {
 			return err
+		}
+		if err := checkPartitionedRecord(name, m, s.maxPartitions()); err != nil {
+			return s.corrupt(what, PartitionedKey(name), rev, err)
 		}
 		if n < m.Partitions {
 			return fmt.Errorf("%s: %w: cannot lower the partitions from %d to %d", what, ErrInvalid, m.Partitions, n)

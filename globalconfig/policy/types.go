@@ -251,13 +251,19 @@ func (p *Policies) validate(defaultBundles int) error {
 	if r := p.RetentionPolicies; r != nil {
 		if r.RetentionTimeInMinutes < -1 {
 			errs = append(errs, fmt.Errorf("retention_policies.retentionTimeInMinutes: %d is less than -1", r.RetentionTimeInMinutes))
+		} else if int64(r.RetentionTimeInMinutes) > MaxRetentionMinutes {
+			errs = append(errs, fmt.Errorf("retention_policies.retentionTimeInMinutes: %d is more than %d (292 years; -1 is unlimited)", r.RetentionTimeInMinutes, MaxRetentionMinutes))
 		}
 		if r.RetentionSizeInMB < -1 {
 			errs = append(errs, fmt.Errorf("retention_policies.retentionSizeInMB: %d is less than -1", r.RetentionSizeInMB))
+		} else if r.RetentionSizeInMB > MaxRetentionSizeMB {
+			errs = append(errs, fmt.Errorf("retention_policies.retentionSizeInMB: %d is more than %d (8 EiB; -1 is unlimited)", r.RetentionSizeInMB, int64(MaxRetentionSizeMB)))
 		}
 	}
 	if t := p.MessageTTLInSeconds; t != nil && *t < 0 {
 		errs = append(errs, fmt.Errorf("message_ttl_in_seconds: %d is negative", *t))
+	} else if t != nil && *t > MaxMessageTTLSeconds {
+		errs = append(errs, fmt.Errorf("message_ttl_in_seconds: %d is more than %d (Pulsar's int)", *t, MaxMessageTTLSeconds))
 	}
 	for k, q := range p.BacklogQuotaMap {
 		if k != DestinationStorage && k != MessageAge {
@@ -277,7 +283,18 @@ func (p *Policies) validate(defaultBundles int) error {
 	} else if err := p.Bundles.normalize(); err != nil {
 		errs = append(errs, fmt.Errorf("bundles: %w", err))
 	}
-	return errors.Join(errs...)
+	return errors.Join(firstErrs(errs)...)
+}
+
+// maxReported bounds the problems one error reports: a body of many bad
+// names gets a short answer.
+const maxReported = 10
+
+func firstErrs(errs []error) []error {
+	if len(errs) <= maxReported {
+		return errs
+	}
+	return append(errs[:maxReported:maxReported], fmt.Errorf("and %d more problems", len(errs)-maxReported))
 }
 
 // Validate checks a backlog quota.
@@ -289,6 +306,9 @@ func (q BacklogQuota) Validate() error {
 	}
 	if q.LimitSize < -1 || q.LimitTime < -1 {
 		return fmt.Errorf("limits %d bytes, %d s: less than -1", q.LimitSize, q.LimitTime)
+	}
+	if q.LimitTime > MaxBacklogQuotaTimeSeconds {
+		return fmt.Errorf("limitTime %d s is more than %d (Pulsar's int)", q.LimitTime, MaxBacklogQuotaTimeSeconds)
 	}
 	return nil
 }
@@ -306,6 +326,9 @@ func (a AutoTopicCreation) Validate() error {
 	case TopicTypePartitioned:
 		if a.DefaultNumPartitions == nil || *a.DefaultNumPartitions <= 0 {
 			return errors.New("defaultNumPartitions must be positive for partitioned topics")
+		}
+		if *a.DefaultNumPartitions > math.MaxInt32 {
+			return fmt.Errorf("defaultNumPartitions %d is more than %d", *a.DefaultNumPartitions, math.MaxInt32)
 		}
 	default:
 		return fmt.Errorf("topicType %q: want %q or %q", a.TopicType, TopicTypePartitioned, TopicTypeNonPartitioned)

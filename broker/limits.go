@@ -1,0 +1,301 @@
+package broker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
+)
+
+// Limits bound what clients may ask of a broker: the admin API, the
+// binary protocol and the configuration store it writes. docs/limits.md
+// lists each with its Pulsar equivalent and the error a client sees.
+// Zero values mean the stated defaults.
+type Limits struct {
+	// MaxPartitionsPerTopic bounds a partitioned topic's partitions, on
+	// create, update and auto-creation, and when a stored record is read
+	// (a record beyond it is reported and not acted on; it can be
+	// deleted). Zero means 1024. Pulsar's
+	// maxNumPartitionsPerPartitionedTopic, whose default 0 (no limit) this
+	// departs from.
+	MaxPartitionsPerTopic int `yaml:"maxPartitionsPerTopic"`
+	// MaxTopicsPerNamespace bounds a namespace's topics in this region,
+	// each partition counting as one (non-persistent topics, which are not
+	// stored, are not counted), when a topic or partitioned topic is
+	// created, auto-creation included. Zero means no limit, as Pulsar's
+	// maxTopicsPerNamespace.
+	MaxTopicsPerNamespace int `yaml:"maxTopicsPerNamespace"`
+	// MaxBundlesPerNamespace bounds the bundles a new namespace may ask
+	// for. Zero means 128, Pulsar's loadBalancerNamespaceMaximumBundles.
+	MaxBundlesPerNamespace int `yaml:"maxBundlesPerNamespace"`
+	// MaxAdminRequestBytes bounds the body of an admin API request (413
+	// beyond). Zero means 1 MiB; at most 16 MiB.
+	MaxAdminRequestBytes int `yaml:"maxAdminRequestBytes"`
+	// MaxDeliveryDelay refuses a message whose deliver-at time is further
+	// ahead than this. Zero means no limit, as Pulsar's
+	// delayedDeliveryMaxDelayInMillis.
+	MaxDeliveryDelay time.Duration `yaml:"maxDeliveryDelay"`
+	// MaxUnackedPerConsumer stops dispatching to a consumer of a Shared or
+	// Key_Shared subscription holding this many unacknowledged entries (a
+	// batch counts once) until it acknowledges some. Zero means 50000,
+	// Pulsar's maxUnackedMessagesPerConsumer; negative means no limit.
+	MaxUnackedPerConsumer int `yaml:"maxUnackedPerConsumer"`
+	// HandshakeTimeout bounds the wait for a new connection's CONNECT
+	// (before it, frames are limited to 64 KiB); zero means 10s.
+	HandshakeTimeout time.Duration `yaml:"handshakeTimeout"`
+	// MaxConnections bounds the connections served at once and
+	// MaxConnectionsPerIP those from one client address; a connection
+	// beyond either gets an ERROR (TooManyRequests, which clients retry)
+	// and is closed. Zero means no limit, as Pulsar's brokerMaxConnections
+	// and brokerMaxConnectionsPerIp.
+	MaxConnections      int `yaml:"maxConnections"`
+	MaxConnectionsPerIP int `yaml:"maxConnectionsPerIP"`
+	// MaxConcurrentLookups bounds the lookups and partitioned-metadata
+	// requests in progress in the broker; more get TooManyRequests. Zero
+	// means 50000 (Pulsar's maxConcurrentLookupRequest).
+	MaxConcurrentLookups int `yaml:"maxConcurrentLookups"`
+	// MaxPendingRequests bounds the requests one connection has in
+	// progress (producer and consumer creation, lookups, seeks...); more
+	// get TooManyRequests. Zero means 1000.
+	MaxPendingRequests int `yaml:"maxPendingRequests"`
+}
+
+// Defaults of Limits.
+const (
+	DefaultMaxAdminRequestBytes  = 1 << 20
+	MaxAdminRequestBytes         = 16 << 20
+	DefaultMaxUnackedPerConsumer = 50000
+)
+
+// Validate reports every problem with the limits at once.
+func (l Limits) Validate() error {
+	var errs []error
+	if l.MaxPartitionsPerTopic < 0 || l.MaxPartitionsPerTopic > math.MaxInt32 {
+		errs = append(errs, fmt.Errorf("broker.limits.maxPartitionsPerTopic: %d is not in [0, %d]", l.MaxPartitionsPerTopic, math.MaxInt32))
+	}
+	if l.MaxTopicsPerNamespace < 0 {
+		errs = append(errs, fmt.Errorf("broker.limits.maxTopicsPerNamespace: %d is negative", l.MaxTopicsPerNamespace))
+	}
+	if l.MaxBundlesPerNamespace < 0 || l.MaxBundlesPerNamespace > topic.MaxBundles {
+		errs = append(errs, fmt.Errorf("broker.limits.maxBundlesPerNamespace: %d is not in [0, %d]", l.MaxBundlesPerNamespace, topic.MaxBundles))
+	}
+	if l.MaxAdminRequestBytes < 0 || l.MaxAdminRequestBytes > MaxAdminRequestBytes {
+		errs = append(errs, fmt.Errorf("broker.limits.maxAdminRequestBytes: %d is not in [0, %d]", l.MaxAdminRequestBytes, MaxAdminRequestBytes))
+	}
+	if l.MaxDeliveryDelay < 0 {
+		errs = append(errs, fmt.Errorf("broker.limits.maxDeliveryDelay: %v is negative", l.MaxDeliveryDelay))
+	}
+	if l.HandshakeTimeout < 0 {
+		errs = append(errs, fmt.Errorf("broker.limits.handshakeTimeout: %v is negative", l.HandshakeTimeout))
+	}
+	for name, v := range map[string]int{"maxConnections": l.MaxConnections, "maxConnectionsPerIP": l.MaxConnectionsPerIP, "maxConcurrentLookups": l.MaxConcurrentLookups, "maxPendingRequests": l.MaxPendingRequests} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("broker.limits.%s: %d is negative", name, v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WithDefaults returns the limits with zero values replaced by their
+// defaults (MaxTopicsPerNamespace and MaxDeliveryDelay stay 0: no limit).
+func (l Limits) WithDefaults() Limits {
+	if l.MaxPartitionsPerTopic == 0 {
+		l.MaxPartitionsPerTopic = policy.DefaultMaxPartitions
+	}
+	if l.MaxBundlesPerNamespace == 0 {
+		l.MaxBundlesPerNamespace = policy.DefaultMaxBundles
+	}
+	if l.MaxAdminRequestBytes == 0 {
+		l.MaxAdminRequestBytes = DefaultMaxAdminRequestBytes
+	}
+	if l.MaxUnackedPerConsumer == 0 {
+		l.MaxUnackedPerConsumer = DefaultMaxUnackedPerConsumer
+	}
+	if l.HandshakeTimeout == 0 {
+		l.HandshakeTimeout = 10 * time.Second
+	}
+	if l.MaxConcurrentLookups == 0 {
+		l.MaxConcurrentLookups = 50000
+	}
+	if l.MaxPendingRequests == 0 {
+		l.MaxPendingRequests = 1000
+	}
+	return l
+}
+
+// ErrTooManyTopics: creating the topic would pass the namespace's topic
+// limit (Pulsar: 412 "Exceed maximum number of topics in namespace",
+// NotAllowedError on the binary protocol).
+var ErrTooManyTopics = wire.Sentinel(wire.ErrPreconditionFailed, "broker: too many topics in the namespace")
+
+// CheckTopicQuota reports, when Limits.MaxTopicsPerNamespace is set,
+// whether namespace ns may get adding more topics (a partitioned topic
+// counts its partitions). Concurrent creations may pass it together: the
+// limit can be overshot by the creations in flight, as in Pulsar.
+func (b *Broker) CheckTopicQuota(ctx context.Context, ns string, adding int) error {
+	max := b.cfg.Limits.MaxTopicsPerNamespace
+	if max <= 0 || adding <= 0 {
+		return nil
+	}
+	n, err := b.countTopics(ctx, ns)
+	if err != nil {
+		return err
+	}
+	if n+adding > max {
+		return fmt.Errorf("%w: namespace %s has %d topics (partitions counted), %d more would pass the limit of %d (broker.limits.maxTopicsPerNamespace)", ErrTooManyTopics, ns, n, adding, max)
+	}
+	return nil
+}
+
+// countTopics counts a namespace's stored topics: its non-partitioned
+// persistent topics and every partition of its partitioned topics (of
+// both domains, created yet or not).
+func (b *Broker) countTopics(ctx context.Context, ns string) (int, error) {
+	stored, err := b.PersistentTopics(ctx, ns)
+	if err != nil {
+		return 0, err
+	}
+	partitioned := map[topic.Name]bool{}
+	n := 0
+	if l, ok := b.deps.Namespaces.(PartitionedLister); ok {
+		pts, err := l.ListPartitioned(ctx, ns)
+		if err != nil {
+			return 0, err
+		}
+		for _, pt := range pts {
+			partitioned[pt.Name] = true
+			if pt.Err == nil {
+				n += pt.Partitions
+			}
+		}
+	}
+	for _, s := range stored {
+		name, err := topic.Parse(s)
+		if err != nil {
+			continue
+		}
+		if name.Partition() >= 0 && partitioned[name.Base()] {
+			continue // counted with its partitioned topic
+		}
+		n++
+	}
+	return n, nil
+}
+
+// ValidSubscriptionName is the one rule for subscription names, on the
+// binary protocol and in the admin API alike: what the managed ledger can
+// store as a cursor (1 to mledger.MaxNameLen bytes of UTF-8, no '/', no
+// spaces or control characters), for durable subscriptions and readers
+// alike. The error is of kind wire.ErrBadRequest (400; NotAllowedError on
+// the binary protocol), as for an empty or reserved name. Names starting
+// with ReservedPrefix are the broker's own and refused where clients
+// subscribe.
+func ValidSubscriptionName(sub string) error {
+	if sub == "" {
+		return fmt.Errorf("%w: empty subscription name", ErrInvalidArgument)
+	}
+	if err := mledger.ValidateCursorName(sub); err != nil {
+		return fmt.Errorf("%w: subscription name: %w", ErrInvalidArgument, err)
+	}
+	return nil
+}
+
+// checkSend checks the numbers of a SEND the broker acts on: sequence ids
+// must fit the int64 de-duplication compares them as (a larger one read
+// as negative would have the message dropped as a duplicate, silently),
+// and a deliver-at time may not be further ahead than
+// Limits.MaxDeliveryDelay.
+func (b *Broker) checkSend(seq, highest uint64, meta *pb.MessageMetadata) error {
+	if seq > math.MaxInt64 || highest > math.MaxInt64 {
+		return fmt.Errorf("%w: sequence id %d (highest %d) is more than %d", ErrInvalidArgument, seq, highest, int64(math.MaxInt64))
+	}
+	if max := b.cfg.Limits.MaxDeliveryDelay; max > 0 && meta != nil {
+		if at := meta.GetDeliverAtTime(); at > 0 {
+			now := b.deps.Now().UnixMilli()
+			if at > now && at-now > max.Milliseconds() {
+				return fmt.Errorf("%w: deliver-at time is %v ahead, more than the maximum delivery delay %v (broker.limits.maxDeliveryDelay)",
+					wire.ErrNotAllowed, time.Duration(min(at-now, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond, max)
+			}
+		}
+	}
+	return nil
+}
+
+// clientTime converts a client's publish time (Unix milliseconds, a
+// uint64 on the wire) to a time; beyond int64 is the end of time.
+func clientTime(ms uint64) time.Time {
+	return time.UnixMilli(int64(min(ms, math.MaxInt64)))
+}
+
+// rollback is now minus seconds seconds, for a reader's
+// start_message_rollback_duration_sec: a duration reaching before the
+// epoch (or beyond what a time.Duration holds) means from the start.
+func rollback(now time.Time, seconds uint64) time.Time {
+	if since := now.Unix(); since <= 0 || seconds >= uint64(since) {
+		return time.Unix(0, 0)
+	}
+	return now.Add(-time.Duration(seconds) * time.Second)
+}
+
+// canTakeLocked says whether consumer k can be sent an entry now: it has
+// permits and, on a Shared or Key_Shared subscription, holds fewer
+// unacknowledged entries than Limits.MaxUnackedPerConsumer (s.mu held).
+func (s *subscription) canTakeLocked(k *consumer) bool {
+	if k.permits <= 0 {
+		return false
+	}
+	if max := s.t.b.cfg.Limits.MaxUnackedPerConsumer; max > 0 && s.delayable() && len(k.pending) >= max {
+		return false
+	}
+	return true
+}
+
+// checkRangesLocked checks a Key_Shared sticky consumer's hash ranges
+// (client-sent numbers): each within [0, keyHashRange), start at most
+// end, none overlapping another of its own or of the subscription's
+// other consumers, as Pulsar's sticky selector requires. So at most
+// keyHashRange ranges ever take part in choosing a consumer.
+func (s *subscription) checkRangesLocked(k *consumer, st pb.CommandSubscribe_SubType) error {
+	if len(k.ranges) == 0 || st != pb.CommandSubscribe_Key_Shared {
+		return nil // only Key_Shared reads them
+	}
+	if len(k.ranges) > keyHashRange {
+		return fmt.Errorf("%w: %d hash ranges, more than the %d hashes", wire.ErrConsumerAssign, len(k.ranges), keyHashRange)
+	}
+	type span struct {
+		lo, hi int32
+		k      *consumer
+	}
+	all := make([]span, 0, len(k.ranges))
+	for _, r := range k.ranges {
+		if r[0] < 0 || r[1] >= keyHashRange || r[0] > r[1] {
+			return fmt.Errorf("%w: hash range [%d, %d] is not within [0, %d] with start <= end", wire.ErrConsumerAssign, r[0], r[1], keyHashRange-1)
+		}
+		all = append(all, span{r[0], r[1], k})
+	}
+	for _, o := range s.consumers {
+		for _, r := range o.ranges {
+			all = append(all, span{r[0], r[1], o})
+		}
+	}
+	slices.SortFunc(all, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+	reach := 0 // the span reaching furthest so far
+	for i := 1; i < len(all); i++ {
+		if all[i].lo <= all[reach].hi {
+			return fmt.Errorf("%w: hash range [%d, %d] overlaps [%d, %d]", wire.ErrConsumerAssign, all[i].lo, all[i].hi, all[reach].lo, all[reach].hi)
+		}
+		if all[i].hi > all[reach].hi {
+			reach = i
+		}
+	}
+	return nil
+}
