@@ -417,12 +417,7 @@ func (c *Broker) Abort() {
 	c.stopped = true
 	c.b.Abort()
 	c.http.Close()
-	c.store.Close()
-	// With the etcd client closed the registry cannot revoke its lease,
-	// which expires as a crashed broker's would.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	c.reg.Close(ctx)
-	cancel()
+	c.reg.Abort() // its lease is no longer kept alive: it expires, as a crashed broker's would
 	<-c.done
 	c.release(context.Background())
 }
