@@ -149,7 +149,7 @@ func readCookie(fsys vfs.FS, name string) (Cookie, error) {
 // writeCookie writes the cookie into dir atomically and durably: a
 // temporary file, fsync, rename, fsync of the directory.
 func writeCookie(fsys vfs.FS, dir string, c Cookie) error {
-	if err := mkdirAllDurable(fsys, dir); err != nil {
+	if err := vfs.MkdirAllDurable(fsys, dir); err != nil {
 		return fmt.Errorf("bookie: create %s: %w", dir, err)
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
@@ -178,38 +178,6 @@ func writeCookie(fsys vfs.FS, dir string, c Cookie) error {
 	}
 	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("bookie: write cookie: sync %s: %w", dir, err)
-	}
-	return nil
-}
-
-// mkdirAllDurable creates dir and makes every directory it had to create
-// durable by syncing its parent.
-func mkdirAllDurable(fsys vfs.FS, dir string) error {
-	dir = filepath.Clean(dir)
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		_, err := fsys.Stat(d)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		if err := fsys.SyncDir(filepath.Dir(missing[i])); err != nil {
-			return err
-		}
 	}
 	return nil
 }

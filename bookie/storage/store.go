@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -151,7 +150,7 @@ func Open(cfg Config) (*Store, error) {
 
 func (s *Store) open() error {
 	for _, dir := range []string{s.cfg.JournalDir, s.cfg.LedgerDir, s.indexDir} {
-		if err := mkdirAllDurable(s.fs, dir); err != nil {
+		if err := vfs.MkdirAllDurable(s.fs, dir); err != nil {
 			return fmt.Errorf("storage: create %s: %w", dir, err)
 		}
 	}
@@ -181,38 +180,6 @@ func (s *Store) open() error {
 	// next checkpoint can point at its start and let the replayed files go
 	// (even if nothing is ever added).
 	s.appliedPos = journalPos{s.jw.id, fileHeaderSize}
-	return nil
-}
-
-// mkdirAllDurable creates dir and makes every directory it had to create
-// durable by syncing its parent.
-func mkdirAllDurable(fsys vfs.FS, dir string) error {
-	dir = filepath.Clean(dir)
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		_, err := fsys.Stat(d)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		if err := fsys.SyncDir(filepath.Dir(missing[i])); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

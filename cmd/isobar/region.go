@@ -40,29 +40,11 @@ templates for the region's parts.`,
 			if err := validate(cfg.Validate(), region.ValidAddr("region.httpAddr", cfg.HTTPAddr)); err != nil {
 				return err
 			}
-			var c *region.Region
 			p := process{role: "region", name: cfg.Name, region: cfg.Name, httpAddr: cfg.HTTPAddr,
 				identity: []any{"dataDir", cfg.DataDir, "basePort", cfg.BasePort, "index", cfg.Index, "global", cfg.Global.Endpoints}}
-			var buildErr error
-			err := rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
-				c, buildErr = region.New(cfg, d)
-				if buildErr != nil {
-					return failed{buildErr}
-				}
-				return c
-			}, func() {
-				e := c.Endpoints()
+			return rc.runRegion(cmd, p, cfg, func(e region.Endpoints) {
 				logf(cmd, "region %s: service %s, web %s, metrics %s, nats %s, metadata %s, bookies %s", e.Name, e.ServiceURL, e.WebServiceURL, e.MetricsURL, e.NATSURL, e.MetadataURL, strings.Join(e.Bookies, " "))
-				path := filepath.Join(cfg.DataDir, "endpoints.json")
-				if err := writeJSON(path, devEndpoints{Regions: []region.Endpoints{e}}); err != nil {
-					logf(cmd, "could not write %s: %v", path, err)
-				}
-				logf(cmd, "ready. Ctrl-C to stop.")
 			})
-			if buildErr != nil {
-				return usageError{buildErr}
-			}
-			return err
 		},
 	}
 	rc.bind(cmd)
@@ -83,6 +65,33 @@ templates for the region's parts.`,
 	fl.StringVar(&r.NATSURL, "nats-url", "", "an external NATS server instead of the embedded one")
 	fl.StringVar(&r.HTTPAddr, "http-addr", "", "extra health and metrics listen address")
 	return cmd
+}
+
+// runRegion runs region cfg as process p; once it serves, show prints
+// its endpoints and they are written to <dataDir>/endpoints.json. A
+// configuration the region cannot be built from is a usage error.
+func (rc *roleCmd) runRegion(cmd *cobra.Command, p process, cfg region.Config, show func(region.Endpoints)) error {
+	var r *region.Region
+	var buildErr error
+	err := rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
+		r, buildErr = region.New(cfg, d)
+		if buildErr != nil {
+			return failed{buildErr}
+		}
+		return r
+	}, func() {
+		e := r.Endpoints()
+		show(e)
+		path := filepath.Join(cfg.DataDir, "endpoints.json")
+		if err := writeJSON(path, devEndpoints{Regions: []region.Endpoints{e}}); err != nil {
+			logf(cmd, "could not write %s: %v", path, err)
+		}
+		logf(cmd, "ready. Ctrl-C to stop.")
+	})
+	if buildErr != nil {
+		return usageError{buildErr}
+	}
+	return err
 }
 
 // failed is a component that cannot start.

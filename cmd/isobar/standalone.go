@@ -2,11 +2,9 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/region"
 )
 
@@ -53,30 +51,13 @@ subscription. Ctrl-C (SIGTERM) stops it gracefully, a second one at once.`,
 			if err := validate(cfg.Validate()); err != nil {
 				return err
 			}
-			var r *region.Region
-			var buildErr error
 			p := process{role: "standalone", name: "standalone", region: "standalone", identity: []any{"dataDir", dataDir}}
-			err := rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
-				r, buildErr = region.New(cfg, d)
-				if buildErr != nil {
-					return failed{buildErr}
-				}
-				return r
-			}, func() {
-				e := r.Endpoints()
+			return rc.runRegion(cmd, p, cfg, func(e region.Endpoints) {
 				for _, b := range e.Brokers {
 					logf(cmd, "broker: service %s, web %s", b.ServiceURL, b.WebServiceURL)
 				}
 				logf(cmd, "metadata %s, data %s", e.MetadataURL, dataDir)
-				if err := writeJSON(filepath.Join(dataDir, "endpoints.json"), devEndpoints{Regions: []region.Endpoints{e}}); err != nil {
-					logf(cmd, "could not write endpoints.json: %v", err)
-				}
-				logf(cmd, "ready. Ctrl-C to stop.")
 			})
-			if buildErr != nil {
-				return usageError{buildErr}
-			}
-			return err
 		},
 	}
 	rc.bind(cmd)
