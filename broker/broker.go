@@ -734,7 +734,7 @@ func (b *Broker) unloadTopic(ctx context.Context, t *Topic) error {
 		delete(b.topics, t.name.String())
 	}
 	b.mu.Unlock()
-	close(t.gone)
+	t.goneOnce.Do(func() { close(t.gone) })
 	return err
 }
 

@@ -687,10 +687,18 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 			c.b.recordIn(p.t, int64(nm), int64(len(f.Payload)), arrived, src)
 		}
 		if err != nil {
-			c.sendCmd(wire.NewSendErrorCommand(pid, seq, serverError(err)))
-			// The client resends its pending messages after reconnecting
-			// the producer; later sends of this producer must not land
-			// before them.
+			// The producer is closed (CLOSE_PRODUCER): the client
+			// reconnects it and resends its pending messages, this one
+			// first, so later sends of this producer never land before
+			// it. A retriable failure gets nothing else: a SEND_ERROR as
+			// well makes the Go client drop the whole connection while the
+			// CLOSE_PRODUCER reconnects the producer, and the two
+			// reconnections race (the second meets the first's producer:
+			// ProducerBusy, for good). A failure a resend cannot cure is
+			// answered with SEND_ERROR.
+			if err = serverError(err); !wire.ErrorFor(wire.CodeOf(err)).Retriable {
+				c.sendCmd(wire.NewSendErrorCommand(pid, seq, err))
+			}
 			c.closeProducer(p, true)
 			return
 		}

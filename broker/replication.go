@@ -263,6 +263,7 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 		if err == nil {
 			t.dedupStored(p)
 		}
+		t.addFailed(err)
 		done(p, true, err)
 	})
 }

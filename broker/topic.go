@@ -35,6 +35,11 @@ type Topic struct {
 	ml     *mledger.ManagedLedger
 	policy NamespacePolicy
 	gone   chan struct{} // closed once unloaded and forgotten
+	// goneOnce closes gone once (two unloads may race: a fenced topic's
+	// own and a bundle's); fenceUnload is set once a fenced add asked
+	// for the unload.
+	goneOnce    sync.Once
+	fenceUnload atomic.Bool
 
 	// mu guards the fields below.
 	mu        sync.Mutex
@@ -256,8 +261,26 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 			}
 			t.mu.Unlock()
 		}
+		t.addFailed(err)
 		done(pos, true, err)
 	})
+}
+
+// addFailed unloads the topic, in the background, when an add failed
+// because its managed ledger was fenced: another broker opened it (it took
+// the bundle over), so this one must stop serving it at once: its clients
+// reconnect and find the owner. Left loaded, every later add would fail
+// the same way, for good.
+func (t *Topic) addFailed(err error) {
+	if err == nil || !errors.Is(err, mledger.ErrFenced) || !t.fenceUnload.CompareAndSwap(false, true) {
+		return
+	}
+	t.b.log.Warn("topic fenced by another owner; unloading it", "topic", t.name.String(), "err", err)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		t.b.unloadTopic(ctx, t)
+	}()
 }
 
 // confirmDedup records a persisted sequence id and snapshots now and then.
