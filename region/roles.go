@@ -207,6 +207,9 @@ func (n *NATS) Name() string { return "nats " + n.cfg.Region }
 // Start implements lifecycle.Component.
 func (n *NATS) Start(ctx context.Context) error {
 	s, err := natsembed.Start(ctx, n.cfg, n.logger)
+	if errors.Is(err, natsembed.ErrListen) {
+		return fmt.Errorf("%w: %w", ErrListen, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -166,6 +166,9 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
+// ErrListen wraps a port Start cannot listen on (in use, not local).
+var ErrListen = errors.New("natsembed: cannot listen")
+
 // MaxPayload is the largest message the servers accept.
 const MaxPayload = 8 << 20
 
@@ -189,6 +192,17 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error
 	host := cfg.Host
 	if host == "" {
 		host = DefaultHost
+	}
+	// nats-server only logs a listener it cannot open; say so at once.
+	for field, port := range map[string]int{"port": cfg.Port, "gatewayPort": cfg.GatewayPort, "clusterPort": cfg.ClusterPort} {
+		if port <= 0 {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			return nil, fmt.Errorf("%w: nats.%s %d: %w", ErrListen, field, port, err)
+		}
+		ln.Close()
 	}
 	name := cfg.Name
 	if name == "" {

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -66,16 +67,43 @@ func Binary(t testing.TB) string {
 	return buildPath
 }
 
-// FreePort returns a loopback port nothing listens on now.
+// FreePort returns a loopback port nothing listens on now, below the
+// kernel's ephemeral range (so the outgoing connections of the processes
+// under test, whose source ports come from that range, cannot take it
+// before the process that is to listen on it starts) and never handed out
+// before in this test binary.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 1000 {
+		p := portLow + rand.IntN(portHigh-portLow)
+		if portsGiven[p] {
+			continue
+		}
+		ln, err := net.Listen("tcp", Addr(p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		portsGiven[p] = true
+		return p
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port")
+	return 0
 }
+
+// The ports FreePort hands out: [portLow, portHigh), under Linux's default
+// ephemeral range (32768-60999).
+const (
+	portLow  = 20000
+	portHigh = 32000
+)
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // Addr is 127.0.0.1:port.
 func Addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

@@ -3,8 +3,8 @@ package proctest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -76,8 +76,11 @@ func TestProcessRestartsOnItsData(t *testing.T) {
 // ports `isobar dev` and `isobar region` use) is free now.
 func freePlan(t *testing.T, regions int) int {
 	t.Helper()
-	for try := 0; try < 50; try++ {
-		base := 20000 + (os.Getpid()*7+try*211)%25000
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for try := 0; try < 200; try++ {
+		// The whole plan stays under the kernel's ephemeral range.
+		base := portLow + rand.IntN(portHigh-portLow-1530-100*regions)
 		ok := true
 		ports := []int{base + 10, base + 11}
 		for i := range regions {
@@ -85,6 +88,10 @@ func freePlan(t *testing.T, regions int) int {
 			ports = append(ports, b, b+20, b+21, b+30, b+31, b+40, b+41, b+42, base+1430+100*i)
 		}
 		for _, p := range ports {
+			if portsGiven[p] {
+				ok = false
+				break
+			}
 			ln, err := net.Listen("tcp", Addr(p))
 			if err != nil {
 				ok = false
@@ -93,6 +100,9 @@ func freePlan(t *testing.T, regions int) int {
 			ln.Close()
 		}
 		if ok {
+			for _, p := range ports {
+				portsGiven[p] = true
+			}
 			return base
 		}
 	}
