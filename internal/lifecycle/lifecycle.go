@@ -73,6 +73,7 @@ func (g *Group) Start(ctx context.Context) error {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StartFailureShutdown)
 			g.Shutdown(sctx)
 			cancel()
+			g.Abort() // whatever the deadline left running
 			return fmt.Errorf("%s: %w", p.Name(), err)
 		}
 		g.mu.Lock()
@@ -87,7 +88,8 @@ func (g *Group) Start(ctx context.Context) error {
 const StartFailureShutdown = 30 * time.Second
 
 // Shutdown shuts the started parts down in reverse order, each with what
-// is left of ctx, and returns every error.
+// is left of ctx, and returns every error. When ctx ends, the part whose
+// shutdown it cut short and those before it stay started, for Abort.
 func (g *Group) Shutdown(ctx context.Context) error {
 	var errs []error
 	for {
@@ -100,6 +102,9 @@ func (g *Group) Shutdown(ctx context.Context) error {
 		g.mu.Unlock()
 		if err := p.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
+			if ctx.Err() != nil {
+				return errors.Join(errs...)
+			}
 		}
 		g.mu.Lock()
 		if g.started > 0 && g.parts[g.started-1] == p {
