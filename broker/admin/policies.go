@@ -412,6 +412,28 @@ var namespacePolicies = []nsPolicy{
 		remove: func(_ *http.Request, p *policy.Policies) { p.AutoTopicCreation = nil },
 	},
 	{
+		// Isobar's replication mode and primary region: GET answers
+		// {"mode","primary","epoch"}; POST takes {"mode","primary"} or a
+		// bare region name (active-standby with that primary); DELETE
+		// makes the namespace active-active. See docs/failover.md.
+		path: "primary",
+		get:  func(p *policy.Policies) any { return policy.FailoverOf(p) },
+		set: func(_ *http.Request, body []byte, p *policy.Policies) error {
+			var v policy.Failover
+			var name string
+			if json.Unmarshal(body, &name) == nil {
+				v = policy.Failover{Mode: policy.ActiveStandby, Primary: name}
+			} else if err := decodeStrict(body, &v); err != nil {
+				return err
+			}
+			if v.Mode == "" {
+				v.Mode = policy.ActiveStandby
+			}
+			return policy.SetFailover(p, v.Mode, v.Primary)
+		},
+		remove: func(_ *http.Request, p *policy.Policies) { _ = policy.SetFailover(p, policy.ActiveActive, "") },
+	},
+	{
 		path: "replication",
 		get:  func(p *policy.Policies) any { return nonNil(p.ReplicationClusters) },
 		set: func(_ *http.Request, body []byte, p *policy.Policies) error {

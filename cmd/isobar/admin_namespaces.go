@@ -260,6 +260,7 @@ func (a *adminCmd) namespacesCmd() *cobra.Command {
 			return showList(cmd, asJSON, names)
 		}),
 	)
+	cmd.AddCommand(a.primaryVerbs(nsVerb, &asJSON)...)
 	return cmd
 }
 

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"net/http"
+
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/region"
 )
 
@@ -361,6 +364,44 @@ func TestAdminAgainstARegion(t *testing.T) {
 		}
 		a.ok("topics", "delete", tp, "--force")
 		a.fails(1, []string{"404"}, "topics", "stats", tp)
+	})
+
+	t.Run("primary", func(t *testing.T) {
+		a := adminRunner{t, url}
+		a.ok("namespaces", "create", "acme/prim")
+		var f policy.Failover
+		a.json(&f, "namespaces", "get-primary", "acme/prim")
+		if f != (policy.Failover{Mode: policy.ActiveActive}) {
+			t.Errorf("new namespace: %+v", f)
+		}
+		a.ok("namespaces", "set-primary", "acme/prim", cluster)
+		a.json(&f, "namespaces", "get-primary", "acme/prim")
+		if f != (policy.Failover{Mode: policy.ActiveStandby, Primary: cluster, Epoch: 1}) {
+			t.Errorf("after set-primary: %+v", f)
+		}
+		if out := a.ok("namespaces", "get-primary", "acme/prim"); !strings.Contains(out, "active-standby") || !strings.Contains(out, cluster) {
+			t.Errorf("get-primary: %q", out)
+		}
+		a.fails(1, []string{"412", `"other" is not one of the replication clusters`}, "namespaces", "set-primary", "acme/prim", "other")
+		a.fails(2, []string{"not both or neither"}, "namespaces", "set-primary", "acme/prim")
+		a.fails(2, []string{"not both or neither"}, "namespaces", "set-primary", "acme/prim", cluster, "--active-active")
+		a.ok("namespaces", "set-primary", "acme/prim", "--active-active")
+		f = policy.Failover{}
+		a.json(&f, "namespaces", "get-primary", "acme/prim")
+		if f != (policy.Failover{Mode: policy.ActiveActive, Epoch: 2}) {
+			t.Errorf("after --active-active: %+v", f)
+		}
+		// The REST shorthand: a bare region name.
+		resp, err := http.Post(url+"/admin/v2/namespaces/acme/prim/primary", "application/json", strings.NewReader(`"`+cluster+`"`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		a.json(&f, "namespaces", "get-primary", "acme/prim")
+		if resp.StatusCode != http.StatusNoContent || f != (policy.Failover{Mode: policy.ActiveStandby, Primary: cluster, Epoch: 3}) {
+			t.Errorf("POST a bare name: %d, then %+v", resp.StatusCode, f)
+		}
+		a.ok("namespaces", "delete", "acme/prim")
 	})
 
 	// Cleanup in dependency order, through the CLI.

@@ -138,6 +138,9 @@ type Policies struct {
 	DeduplicationEnabled *bool                   `json:"deduplicationEnabled"`
 	AutoTopicCreation    *AutoTopicCreation      `json:"autoTopicCreationOverride"`
 	Bundles              *BundlesData            `json:"bundles"`
+	// Failover is the replication mode and primary region (an Isobar
+	// extension; nil: active-active).
+	Failover *Failover `json:"failover,omitempty"`
 
 	// Extra holds the fields this type does not model, by JSON name.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -148,7 +151,7 @@ type policiesJSON Policies
 var knownPolicyFields = map[string]bool{
 	"replication_clusters": true, "retention_policies": true, "message_ttl_in_seconds": true,
 	"backlog_quota_map": true, "deduplicationEnabled": true, "autoTopicCreationOverride": true,
-	"bundles": true,
+	"bundles": true, "failover": true,
 }
 
 // isKnownPolicyField matches k against the modelled fields the way
@@ -276,6 +279,11 @@ func (p *Policies) validate(defaultBundles int) error {
 	if a := p.AutoTopicCreation; a != nil {
 		if err := a.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("autoTopicCreationOverride: %w", err))
+		}
+	}
+	if f := p.Failover; f != nil {
+		if err := f.validate(p.ReplicationClusters); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if p.Bundles == nil {

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
+	"github.com/spf13/cobra"
+
+	"github.com/isobar-mq/isobar/globalconfig/policy"
+)
+
+// restClient is a bare REST client on the admin URL, for Isobar's own
+// endpoints, which pulsaradmin does not know.
+func (a *adminCmd) restClient() (*rest.Client, error) {
+	if err := validateAdminURL(a.url); err != nil {
+		return nil, usageError{err}
+	}
+	return &rest.Client{ServiceURL: strings.TrimRight(a.url, "/"), HTTPClient: http.DefaultClient}, nil
+}
+
+// doREST is do for Isobar's own endpoints.
+func (a *adminCmd) doREST(cmd *cobra.Command, op string, f func(ctx context.Context, c *rest.Client) error) error {
+	c, err := a.restClient()
+	if err != nil {
+		return err
+	}
+	if err := f(cmd.Context(), c); err != nil {
+		return adminErr(op, err)
+	}
+	return nil
+}
+
+// primaryVerbs are the namespace verbs of failover (docs/failover.md).
+func (a *adminCmd) primaryVerbs(nsVerb func(*cobra.Command, func(*cobra.Command, string) error) *cobra.Command, asJSON *bool) []*cobra.Command {
+	path := func(ns string) string { return "/admin/v2/namespaces/" + ns + "/primary" }
+	var activeActive bool
+	set := verb("set-primary <tenant/namespace> [region]", "Make a namespace active-standby with this primary region, or active-active with --active-active", nil)
+	set.Args = func(_ *cobra.Command, args []string) error {
+		if len(args) < 1 || len(args) > 2 {
+			return usageError{fmt.Errorf("want <tenant/namespace> [region], got %d arguments", len(args))}
+		}
+		return nil
+	}
+	set.RunE = func(cmd *cobra.Command, args []string) error {
+		ns, err := parseNamespace(args[0])
+		if err != nil {
+			return err
+		}
+		var primary string
+		if len(args) == 2 {
+			primary = args[1]
+			if err := parseName("region", primary); err != nil {
+				return err
+			}
+		}
+		if activeActive == (primary != "") {
+			return usageError{fmt.Errorf("give a primary region or --active-active, not both or neither")}
+		}
+		if activeActive {
+			if err := a.doREST(cmd, "make "+ns+" active-active", func(ctx context.Context, c *rest.Client) error {
+				return c.DeleteWithContext(ctx, path(ns))
+			}); err != nil {
+				return err
+			}
+			done(cmd, "%s is active-active", ns)
+			return nil
+		}
+		if err := a.doREST(cmd, "set the primary of "+ns, func(ctx context.Context, c *rest.Client) error {
+			return c.PostWithContext(ctx, path(ns), policy.Failover{Mode: policy.ActiveStandby, Primary: primary})
+		}); err != nil {
+			return err
+		}
+		done(cmd, "%s is active-standby with primary %s", ns, primary)
+		return nil
+	}
+	set.Flags().BoolVar(&activeActive, "active-active", false, "make the namespace active-active (no primary)")
+	get := nsVerb(readVerb("get-primary <tenant/namespace>", "Show a namespace's replication mode, primary region and epoch", asJSON, nil), func(cmd *cobra.Command, ns string) error {
+		var f policy.Failover
+		if err := a.doREST(cmd, "get the primary of "+ns, func(ctx context.Context, c *rest.Client) error {
+			return c.GetWithContext(ctx, path(ns), &f)
+		}); err != nil {
+			return err
+		}
+		return show(cmd, *asJSON, f, func(w io.Writer) {
+			fmt.Fprintf(w, "mode\t%s\n", f.Mode)
+			if f.Primary != "" {
+				fmt.Fprintf(w, "primary\t%s\n", f.Primary)
+			}
+			fmt.Fprintf(w, "epoch\t%d\n", f.Epoch)
+		})
+	})
+	return []*cobra.Command{set, get}
+}
