@@ -35,6 +35,10 @@ type FederationConfig struct {
 	// Namespaces ("tenant/namespace") replicate across every region, as
 	// well as public/default.
 	Namespaces []string
+	// WAN, when set, runs every link between regions (NATS gateways) and
+	// from each region to the global store through an emulated WAN
+	// (Federation.WAN).
+	WAN *WANConfig
 }
 
 // Federation is a running federation.
@@ -45,7 +49,12 @@ type Federation struct {
 	gcfg    metastore.EmbedConfig
 	Regions []*Region
 	configs []Config // as started (ports and gateways filled in)
+	wan     *WAN
 }
+
+// WAN returns the emulated network between the regions (nil unless
+// FederationConfig.WAN was set).
+func (f *Federation) WAN() *WAN { return f.wan }
 
 // StartFederation starts the global store, then each region (each joins
 // the replicated namespaces), and returns once the NATS gateways form a
@@ -93,6 +102,7 @@ func (f *Federation) Abort() {
 	if f.global != nil {
 		f.global.Abort()
 	}
+	f.wan.close()
 }
 
 // Start implements lifecycle.Component; see StartFederation.
@@ -145,9 +155,19 @@ func (f *Federation) Start(ctx context.Context) (err error) {
 	// server lists every other's gateway and a restarted region rejoins
 	// the mesh by itself.
 	gateways := map[string]string{}
+	if cfg.WAN != nil {
+		f.wan = newWAN()
+	}
 	for i := range cfg.Regions {
 		rc := &cfg.Regions[i]
 		rc.Global.Endpoints = f.global.Endpoints()
+		if f.wan != nil {
+			addr, err := f.wan.add(cfg.Host, rc.clusterName(), GlobalStore, f.gcfg.ClientAddr, cfg.WAN.Latency)
+			if err != nil {
+				return fmt.Errorf("federation: %w", err)
+			}
+			rc.Global.Endpoints = []string{"http://" + addr}
+		}
 		rc.ReplicatedNamespaces = append(rc.ReplicatedNamespaces, namespaces...)
 		if rc.Host == "" {
 			rc.Host = cfg.Host
@@ -165,16 +185,25 @@ func (f *Federation) Start(ctx context.Context) (err error) {
 				return err
 			}
 		}
-		gateways[rc.clusterName()] = "nats://" + net.JoinHostPort(rc.Host, strconv.Itoa(rc.NATS.GatewayPort))
+		gateways[rc.clusterName()] = net.JoinHostPort(rc.Host, strconv.Itoa(rc.NATS.GatewayPort))
 	}
 	var servers []*natsembed.Server
 	for i, rc := range cfg.Regions {
 		if len(rc.NATS.Gateways) == 0 {
 			rc.NATS.Gateways = map[string]string{}
-			for name, url := range gateways {
-				if name != rc.clusterName() {
-					rc.NATS.Gateways[name] = url
+			for name, addr := range gateways {
+				if name == rc.clusterName() {
+					continue
 				}
+				if f.wan != nil {
+					if addr, err = f.wan.add(cfg.Host, rc.clusterName(), name, addr, cfg.WAN.Latency); err != nil {
+						return fmt.Errorf("federation: %w", err)
+					}
+				}
+				rc.NATS.Gateways[name] = "nats://" + addr
+			}
+			if f.wan != nil {
+				rc.NATS.GatewayAdvertise = unadvertised
 			}
 		}
 		r, err := Start(ctx, rc, deps)
@@ -276,6 +305,9 @@ func (f *Federation) Shutdown(ctx context.Context) error {
 	}
 	if f.global != nil {
 		f.global.Shutdown(ctx)
+	}
+	if err := f.wan.close(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -28,10 +28,13 @@ func startFederation(t *testing.T, n int, modify func(i int, c *region.Config)) 
 
 // startFederationWith is startFederation with the regions' shared
 // dependencies (the logger is filled in).
-func startFederationWith(t *testing.T, n int, modify func(i int, c *region.Config), deps region.Deps) *region.Federation {
+func startFederationWith(t *testing.T, n int, modify func(i int, c *region.Config), deps region.Deps, fedOpts ...func(*region.FederationConfig)) *region.Federation {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := region.FederationConfig{GlobalDir: dir + "/global", Namespaces: []string{"acme/geo"}}
+	for _, o := range fedOpts {
+		o(&cfg)
+	}
 	for i := range n {
 		c := region.Config{Name: fmt.Sprintf("r%d", i), DataDir: fmt.Sprintf("%s/r%d", dir, i), Bookies: 3, Brokers: 1}
 		c.Replicator.ScanInterval = 200 * time.Millisecond

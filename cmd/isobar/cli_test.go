@@ -34,8 +34,14 @@ func TestDevStartsWritesEndpointsAndStops(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
+		args := []string{"dev", "--data-dir", dir, "--regions", "alpha,beta", "--base-port", "23000", "--log-level", "error"}
+		if round == 1 { // the second time behind the emulated WAN
+			args = append(args, "--wan-latency", "40ms")
+		}
+		var out string
 		go func() {
-			_, err := run(ctx, "dev", "--data-dir", dir, "--regions", "alpha,beta", "--base-port", "23000", "--log-level", "error")
+			var err error
+			out, err = run(ctx, args...)
 			done <- err
 		}()
 		path := filepath.Join(dir, "endpoints.json")
@@ -75,6 +81,9 @@ func TestDevStartsWritesEndpointsAndStops(t *testing.T) {
 			}
 		case <-time.After(60 * time.Second):
 			t.Fatal("dev did not stop")
+		}
+		if want := "emulated WAN, 40ms one way: alpha->beta alpha->global beta->alpha beta->global"; (round == 1) != strings.Contains(out, want) {
+			t.Errorf("round %d: output does not say %q as it should:\n%s", round, want, out)
 		}
 		os.Remove(path)
 	}
@@ -134,6 +143,8 @@ func TestBadInputExitsWithUsageErrors(t *testing.T) {
 		{[]string{"dev", "--regions", "a,a"}, "given twice"},
 		{[]string{"dev", "--base-port", "80"}, "--base-port"},
 		{[]string{"dev", "--no-such-flag"}, "unknown flag"},
+		{[]string{"dev", "--wan-latency", "-40ms"}, "--wan-latency"},
+		{[]string{"dev", "--wan-latency", "1h"}, "--wan-latency"},
 		{[]string{"bookie"}, "metastore.endpoints"},
 		{[]string{"bookie", "--config", bad}, "journalDirr"},
 		{[]string{"bookie", "--config", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,6 +32,7 @@ func newDevCmd(g *globalFlags) *cobra.Command {
 		dataDir  string
 		basePort int
 		bookies  int
+		wanDelay time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -44,7 +46,11 @@ stops it cleanly.
 The regions share a global configuration store (an embedded etcd) and
 an embedded NATS super-cluster (one server per region, joined by gateways);
 replicator workers copy every topic of public/default and geo/replicated
-to every other region.`,
+to every other region.
+
+With --wan-latency, every link between regions (NATS gateways) and from
+each region to the global store runs through an emulated WAN (a userspace
+proxy in this process) with that one-way delay.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			names, err := parseRegions(regions)
@@ -62,6 +68,12 @@ to every other region.`,
 				BasePort:   basePort,
 				Namespaces: []string{devTenant + "/" + devNamespace},
 			}
+			if cmd.Flags().Changed("wan-latency") {
+				if wanDelay < 0 || wanDelay > 10*time.Second {
+					return usageError{fmt.Errorf("--wan-latency: %v is not within 0..10s", wanDelay)}
+				}
+				fc.WAN = &region.WANConfig{Latency: wanDelay}
+			}
 			for _, name := range names {
 				fc.Regions = append(fc.Regions, region.Config{Name: name, DataDir: filepath.Join(dataDir, name), Bookies: bookies})
 			}
@@ -78,6 +90,9 @@ to every other region.`,
 					eps.Regions = append(eps.Regions, r.Endpoints())
 				}
 				fmt.Fprintf(out, "global configuration store: %s\n", strings.Join(f.GlobalEndpoints(), " "))
+				if w := f.WAN(); w != nil {
+					fmt.Fprintf(out, "emulated WAN, %v one way: %s\n", wanDelay, strings.Join(w.Links(), " "))
+				}
 				for _, e := range eps.Regions {
 					fmt.Fprintf(out, "region %s: service %s, web %s, metrics %s, nats %s, metadata %s, bookies %s\n", e.Name, e.ServiceURL, e.WebServiceURL, e.MetricsURL, e.NATSURL, e.MetadataURL, strings.Join(e.Bookies, " "))
 				}
@@ -96,6 +111,7 @@ to every other region.`,
 	fl.StringVar(&dataDir, "data-dir", "isobar-dev-data", "directory for all data")
 	fl.IntVar(&basePort, "base-port", 6650, "first port; region i uses base-port+100*i and up")
 	fl.IntVar(&bookies, "bookies", 3, "bookies per region")
+	fl.DurationVar(&wanDelay, "wan-latency", 0, "run links between regions through an emulated WAN with this one-way delay (e.g. 40ms)")
 	return cmd
 }
 
