@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -29,9 +30,22 @@ type leaseCore struct {
 	cancel context.CancelFunc // stops the keep-alive
 	done   chan struct{}
 	once   sync.Once
+	// validUntil is when the lease can first have expired at the store,
+	// as an offset from monoBase: the send time of the last keep-alive
+	// the store answered, plus the TTL it granted.
+	validUntil atomic.Int64
 }
 
 func (c *leaseCore) close() { c.once.Do(func() { close(c.done) }) }
+
+// monoBase anchors lease validity times to the monotonic clock.
+var monoBase = time.Now()
+
+func (c *leaseCore) extend(sent time.Time, ttl time.Duration) {
+	c.validUntil.Store(int64(sent.Add(ttl).Sub(monoBase)))
+}
+
+func (c *leaseCore) valid() bool { return int64(time.Since(monoBase)) < c.validUntil.Load() }
 
 // Grant creates a lease with the given TTL and keeps it alive until Revoke,
 // Abandon, or until keep-alives fail for longer than the TTL.
@@ -40,23 +54,50 @@ func (s *Store) Grant(ctx context.Context, ttl time.Duration) (*Lease, error) {
 	if secs < 1 {
 		secs = 1
 	}
+	sent := time.Now()
 	resp, err := s.cli.Grant(ctx, secs)
 	if err != nil {
 		return nil, fmt.Errorf("metastore: grant lease: %w", err)
 	}
 	kctx, cancel := context.WithCancel(context.Background())
-	ch, err := s.cli.KeepAlive(kctx, resp.ID)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("metastore: keep lease alive: %w", err)
-	}
 	core := &leaseCore{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		for range ch {
-		}
-		core.close()
-	}()
+	core.extend(sent, time.Duration(resp.TTL)*time.Second)
+	go s.keepAlive(kctx, core, resp.ID, time.Duration(secs)*time.Second)
 	return &Lease{id: int64(resp.ID), meta: s, core: core}, nil
+}
+
+// keepAlive renews the lease every third of its TTL (sooner after a
+// failure), recording when each renewal was sent, until ctx ends, the
+// store says the lease is gone, or no renewal succeeded within the TTL.
+// It measures validity itself rather than using clientv3's KeepAlive,
+// which dates a renewal by when its answer arrived, later than the store
+// dated it.
+func (s *Store) keepAlive(ctx context.Context, core *leaseCore, id clientv3.LeaseID, ttl time.Duration) {
+	defer core.close()
+	wait := ttl / 3
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		sent := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, ttl/3)
+		resp, err := s.cli.KeepAliveOnce(rctx, id)
+		cancel()
+		switch {
+		case err == nil && resp.TTL > 0:
+			core.extend(sent, time.Duration(resp.TTL)*time.Second)
+			wait = ttl / 3
+		case err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound):
+			return // expired or revoked at the store
+		default:
+			wait = min(ttl/10, 500*time.Millisecond)
+		}
+		if !core.valid() {
+			return
+		}
+	}
 }
 
 // PutLeased writes key attached to lease id.
@@ -106,6 +147,13 @@ func (l *Lease) ID() int64 { return l.id }
 
 // Done is closed when the lease is lost, revoked or abandoned.
 func (l *Lease) Done() <-chan struct{} { return l.core.done }
+
+// Valid reports whether the lease cannot have expired at the store yet:
+// less than its TTL has passed since the store answered a keep-alive this
+// process sent (measured from the sending, on the monotonic clock). Unlike
+// Lost it turns false on time even while the store is unreachable, so a
+// holder can stop acting on the lease before anyone else can take over.
+func (l *Lease) Valid() bool { return !l.Lost() && l.core.valid() }
 
 // Lost reports whether Done is closed.
 func (l *Lease) Lost() bool {
