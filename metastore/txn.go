@@ -93,10 +93,16 @@ type Op struct {
 	Kind  OpKind
 	Key   string
 	Value []byte
+	Lease int64 // a put's lease (0: none)
 }
 
 // PutOp writes key.
 func PutOp(key string, value []byte) Op { return Op{Kind: OpPut, Key: key, Value: value} }
+
+// PutLeasedOp writes key attached to lease id.
+func PutLeasedOp(key string, value []byte, lease int64) Op {
+	return Op{Kind: OpPut, Key: key, Value: value, Lease: lease}
+}
 
 // DeleteOp deletes key (absent is not an error).
 func DeleteOp(key string) Op { return Op{Kind: OpDelete, Key: key} }
@@ -104,6 +110,9 @@ func DeleteOp(key string) Op { return Op{Kind: OpDelete, Key: key} }
 func (o Op) etcd() (clientv3.Op, error) {
 	switch o.Kind {
 	case OpPut:
+		if o.Lease != 0 {
+			return clientv3.OpPut(o.Key, string(o.Value), clientv3.WithLease(clientv3.LeaseID(o.Lease))), nil
+		}
 		return clientv3.OpPut(o.Key, string(o.Value)), nil
 	case OpDelete:
 		return clientv3.OpDelete(o.Key), nil
@@ -132,7 +141,7 @@ func (s *Store) Txn(ctx context.Context, conds []Cmp, ops []Op) (bool, int64, er
 	}
 	resp, err := s.cli.Txn(ctx).If(cmps...).Then(eops...).Commit()
 	if err != nil {
-		return false, 0, fmt.Errorf("metastore: transaction: %w", err)
+		return false, 0, fmt.Errorf("metastore: transaction: %w", leaseErr(err))
 	}
 	return resp.Succeeded, resp.Header.Revision, nil
 }

@@ -1,0 +1,465 @@
+// Package primary fences the primary region of active-standby namespaces
+// on one broker (docs/failover.md).
+//
+// A broker may accept publishes and acknowledgements for a topic of an
+// active-standby namespace only while its region is the namespace's
+// primary and the broker holds a fence key for it in the global store:
+// /isobar-global/fence/<tenant>/<ns>/<region>/<broker>, attached to the
+// broker's own lease. The key is created by one transaction that also
+// checks that the namespace's policy is still the one naming this region
+// primary and that no broker of another region holds a fence key for the
+// namespace. So:
+//
+//   - after a change of primary, no broker of the old primary creates a key
+//     again (its transaction pins the old policy revision);
+//   - the new primary's brokers wait until every key of the old one is
+//     gone: deleted at once by a reachable broker that saw the change, or
+//     expired with its lease when the broker died or was cut off;
+//   - a broker cut off from the global store stops accepting as soon as its
+//     lease may have expired at the store (metastore.Lease.Valid), which is
+//     never later than the store deletes its key.
+//
+// Two regions therefore never accept writes for one namespace at once.
+// Active-active namespaces need no fence: Check answers nil for them.
+package primary
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/metastore"
+)
+
+// ErrNotPrimary is why a region that is not a namespace's primary refuses
+// its publishes and acknowledgements (a *NotPrimaryError names the
+// primary).
+var ErrNotPrimary = errors.New("not the namespace's primary region")
+
+// ErrFenced is why a primary region's broker refuses them while it does
+// not hold the namespace's fence: while the old primary's fence has not
+// ended yet, or after the broker's own lease lapsed.
+var ErrFenced = errors.New("primary fence not held")
+
+// NotPrimaryError says which region is a namespace's primary.
+type NotPrimaryError struct {
+	Namespace string
+	Primary   string
+	Epoch     int64
+}
+
+func (e *NotPrimaryError) Error() string {
+	return fmt.Sprintf("namespace %s is active-standby and its primary region is %s (epoch %d)", e.Namespace, e.Primary, e.Epoch)
+}
+
+// Is makes a *NotPrimaryError match ErrNotPrimary.
+func (e *NotPrimaryError) Is(target error) bool { return target == ErrNotPrimary }
+
+// FencePrefix is the prefix of every fence key of namespace ns
+// ("tenant/ns").
+func FencePrefix(ns string) string { return policy.Root + "fence/" + ns + "/" }
+
+// FenceKey is the fence key of a broker of a region for namespace ns.
+func FenceKey(ns, region, broker string) string { return FencePrefix(ns) + region + "/" + broker }
+
+// Config configures the gates of one broker.
+type Config struct {
+	// Region is the broker's region (its cluster name). Required.
+	Region string
+	// Broker identifies the broker within its region. Required.
+	Broker string
+	// TTL is the broker's fence lease (0: 5s). A dead or cut-off
+	// primary's namespaces fail over no sooner than this.
+	TTL time.Duration
+}
+
+// Deps are the gates' live dependencies.
+type Deps struct {
+	// Global is the global configuration store. Required.
+	Global metastore.Meta
+	// OnDemoted runs (on its own goroutine) when the broker stops being
+	// allowed to write for a namespace it was allowed to write for: the
+	// place to close the namespace's producers and consumers so clients
+	// reconnect to the primary.
+	OnDemoted func(ns string)
+	// Logger receives fence changes; nil discards.
+	Logger *slog.Logger
+}
+
+// Gates tracks the namespaces a broker writes for.
+type Gates struct {
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	gates map[string]*gate
+	lease *metastore.Lease
+}
+
+// New starts the gates of a broker; Close stops them.
+func New(cfg Config, deps Deps) (*Gates, error) {
+	var errs []error
+	if cfg.Region == "" {
+		errs = append(errs, errors.New("primary: region required"))
+	}
+	if cfg.Broker == "" || strings.Contains(cfg.Broker, "/") {
+		errs = append(errs, fmt.Errorf("primary: broker id %q: required, without '/'", cfg.Broker))
+	}
+	if deps.Global == nil {
+		errs = append(errs, errors.New("primary: global store required"))
+	}
+	if cfg.TTL < 0 {
+		errs = append(errs, fmt.Errorf("primary: ttl %v is negative", cfg.TTL))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = 5 * time.Second
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Gates{cfg: cfg, deps: deps, log: deps.Logger, ctx: ctx, cancel: cancel, gates: map[string]*gate{}}, nil
+}
+
+// state is what a gate knows of its namespace.
+type state struct {
+	failover policy.Failover
+	lease    *metastore.Lease // held fence (active-standby primary only)
+	err      error            // why not writable (nil: writable)
+}
+
+type gate struct {
+	ns      string
+	st      atomic.Pointer[state]
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every state change
+}
+
+func (g *gate) set(st *state) {
+	g.st.Store(st)
+	g.mu.Lock()
+	close(g.changed)
+	g.changed = make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gate) wait() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.changed
+}
+
+func (st *state) check() error {
+	if st.err != nil {
+		return st.err
+	}
+	if st.lease != nil && !st.lease.Valid() {
+		return fmt.Errorf("%w: this broker's fence lease lapsed (the global store is unreachable)", ErrFenced)
+	}
+	return nil
+}
+
+// Check reports whether the broker may accept publishes and
+// acknowledgements for namespace ns now: nil, an error matching
+// ErrNotPrimary (naming the primary), or one matching ErrFenced. The
+// first call for a namespace starts tracking it and answers ErrFenced
+// until its policy is read. It does not block.
+func (gs *Gates) Check(ns string) error { return gs.get(ns).st.Load().check() }
+
+// Wait waits until Check would answer nil or ErrNotPrimary, or ctx ends
+// (then it returns Check's answer).
+func (gs *Gates) Wait(ctx context.Context, ns string) error {
+	g := gs.get(ns)
+	for {
+		ch := g.wait()
+		err := g.st.Load().check()
+		if err == nil || errors.Is(err, ErrNotPrimary) {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return err
+		case <-gs.ctx.Done():
+			return err
+		}
+	}
+}
+
+// Failover returns what the gate of ns last read of its policy (false
+// when it is not tracked yet).
+func (gs *Gates) Failover(ns string) (policy.Failover, bool) {
+	gs.mu.Lock()
+	g := gs.gates[ns]
+	gs.mu.Unlock()
+	if g == nil {
+		return policy.Failover{}, false
+	}
+	return g.st.Load().failover, true
+}
+
+func (gs *Gates) get(ns string) *gate {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	g := gs.gates[ns]
+	if g == nil {
+		g = &gate{ns: ns, changed: make(chan struct{})}
+		g.st.Store(&state{err: fmt.Errorf("%w: reading the replication mode of %s", ErrFenced, ns)})
+		gs.gates[ns] = g
+		if gs.ctx.Err() == nil {
+			gs.wg.Add(1)
+			go gs.track(g)
+		}
+	}
+	return g
+}
+
+// Close stops tracking and gives up every fence (deleting this broker's
+// keys so another region can take over at once).
+func (gs *Gates) Close(ctx context.Context) error {
+	gs.cancel()
+	gs.wg.Wait()
+	gs.mu.Lock()
+	l := gs.lease
+	gs.lease = nil
+	gs.mu.Unlock()
+	if l != nil {
+		return l.Revoke(ctx)
+	}
+	return nil
+}
+
+// Abort stops tracking as a crash would: the fences stay until the lease
+// expires.
+func (gs *Gates) Abort() {
+	gs.cancel()
+	gs.wg.Wait()
+	gs.mu.Lock()
+	if gs.lease != nil {
+		gs.lease.Abandon()
+		gs.lease = nil
+	}
+	gs.mu.Unlock()
+}
+
+// leaseFor returns the broker's live fence lease, granting a new one when
+// there is none or it was lost.
+func (gs *Gates) leaseFor(ctx context.Context) (*metastore.Lease, error) {
+	gs.mu.Lock()
+	l := gs.lease
+	gs.mu.Unlock()
+	if l != nil && l.Valid() {
+		return l, nil
+	}
+	nl, err := gs.deps.Global.Grant(ctx, gs.cfg.TTL)
+	if err != nil {
+		return nil, err
+	}
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if gs.lease != nil && gs.lease != l && gs.lease.Valid() {
+		nl.Abandon() // another namespace renewed it first
+		go gs.deps.Global.RevokeLease(context.Background(), nl.ID())
+		return gs.lease, nil
+	}
+	if gs.lease != nil {
+		gs.lease.Abandon()
+	}
+	gs.lease = nl
+	return nl, nil
+}
+
+// track follows one namespace's policy and holds or gives up its fence.
+func (gs *Gates) track(g *gate) {
+	defer gs.wg.Done()
+	key := nsKey(g.ns)
+	events := gs.deps.Global.Watch(gs.ctx, key, 0)
+	var held *metastore.Lease
+	backoff := 100 * time.Millisecond
+	retry := func() bool {
+		select {
+		case <-gs.ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+		return true
+	}
+	for gs.ctx.Err() == nil {
+		kv, err := gs.deps.Global.Get(gs.ctx, key)
+		if errors.Is(err, metastore.ErrNotFound) {
+			held = gs.release(g, held, &state{failover: policy.Failover{Mode: policy.ActiveActive}, err: fmt.Errorf("%w: namespace %s does not exist", ErrFenced, g.ns)})
+			if !gs.next(events, held) {
+				return
+			}
+			continue
+		}
+		if err != nil {
+			// Unreachable: what was held stays held while its lease is
+			// valid (check() turns false on time).
+			if !retry() {
+				return
+			}
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		var p policy.Policies
+		if err := json.Unmarshal(kv.Value, &p); err != nil {
+			held = gs.release(g, held, &state{err: fmt.Errorf("%w: namespace %s: unreadable policies: %v", ErrFenced, g.ns, err)})
+			if !gs.next(events, held) {
+				return
+			}
+			continue
+		}
+		f := policy.FailoverOf(&p)
+		switch {
+		case f.Mode != policy.ActiveStandby:
+			held = gs.release(g, held, &state{failover: f})
+		case f.Primary != gs.cfg.Region:
+			held = gs.release(g, held, &state{failover: f, err: &NotPrimaryError{Namespace: g.ns, Primary: f.Primary, Epoch: f.Epoch}})
+		default:
+			var reread bool
+			held, reread = gs.acquire(g, held, f, kv.Rev, p.ReplicationClusters, events)
+			if reread {
+				continue
+			}
+		}
+		if !gs.next(events, held) {
+			return
+		}
+	}
+}
+
+// next waits for a change of the policy or the loss of the held lease;
+// false when the gates stop.
+func (gs *Gates) next(events <-chan metastore.Event, held *metastore.Lease) bool {
+	var lost <-chan struct{}
+	if held != nil {
+		lost = held.Done()
+	}
+	select {
+	case <-gs.ctx.Done():
+		return false
+	case _, ok := <-events:
+		return ok
+	case <-lost:
+		return true
+	}
+}
+
+// release gives up the fence held (deleting the key when the store can
+// be reached) and publishes st, telling the broker when writes were
+// allowed before.
+func (gs *Gates) release(g *gate, held *metastore.Lease, st *state) *metastore.Lease {
+	was := g.st.Load().err == nil
+	if held != nil {
+		ctx, cancel := context.WithTimeout(gs.ctx, 2*time.Second)
+		if err := gs.deps.Global.Delete(ctx, FenceKey(g.ns, gs.cfg.Region, gs.cfg.Broker)); err != nil {
+			gs.log.Warn("fence not deleted; it ends with the lease", "namespace", g.ns, "err", err)
+		}
+		cancel()
+	}
+	g.set(st)
+	if was && st.err != nil {
+		gs.log.Info("no longer writing for namespace", "namespace", g.ns, "reason", st.err)
+		if gs.deps.OnDemoted != nil {
+			go gs.deps.OnDemoted(g.ns)
+		}
+	}
+	return nil
+}
+
+// acquire takes the fence of ns for this broker (policy revision rev says
+// this region is primary), waiting while another region holds one. It
+// returns early, without the fence and with reread set, when the policy
+// changes.
+func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev int64, clusters []string, events <-chan metastore.Event) (_ *metastore.Lease, reread bool) {
+	if held != nil && held.Valid() {
+		if cur := g.st.Load(); cur.failover == f && cur.lease == held {
+			return held, false // a change that left the failover as it was
+		}
+	}
+	if held != nil && !held.Valid() {
+		held = gs.release(g, held, &state{failover: f, err: fmt.Errorf("%w: this broker's fence lease lapsed", ErrFenced)})
+	}
+	waiting := false
+	for gs.ctx.Err() == nil {
+		l, err := gs.leaseFor(gs.ctx)
+		if err == nil {
+			conds := []metastore.Cmp{metastore.AtRev(nsKey(g.ns), rev)}
+			for _, c := range clusters {
+				if c != gs.cfg.Region {
+					conds = append(conds, metastore.NoneUnder(FencePrefix(g.ns)+c+"/"))
+				}
+			}
+			val, _ := json.Marshal(struct {
+				Epoch int64 `json:"epoch"`
+			}{f.Epoch})
+			var ok bool
+			ok, _, err = gs.deps.Global.Txn(gs.ctx, conds, []metastore.Op{metastore.PutLeasedOp(FenceKey(g.ns, gs.cfg.Region, gs.cfg.Broker), val, l.ID())})
+			if err == nil && ok {
+				g.set(&state{failover: f, lease: l})
+				gs.log.Info("writing for namespace as its primary", "namespace", g.ns, "epoch", f.Epoch)
+				return l, false
+			}
+			if err == nil {
+				// The policy changed, or another region still holds a
+				// fence: find out which.
+				kv, gerr := gs.deps.Global.Get(gs.ctx, nsKey(g.ns))
+				if gerr == nil && kv.Rev != rev {
+					return nil, true
+				}
+				if !waiting {
+					waiting = true
+					others := gs.holders(g.ns)
+					g.set(&state{failover: f, err: fmt.Errorf("%w: waiting for the fence of %s to end", ErrFenced, strings.Join(others, ", "))})
+					gs.log.Info("primary waits for the previous primary's fence to end", "namespace", g.ns, "epoch", f.Epoch, "holders", others)
+				}
+			}
+		}
+		select {
+		case <-gs.ctx.Done():
+			return nil, false
+		case _, ok := <-events:
+			return nil, ok // the policy changed: start over
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil, false
+}
+
+// holders lists the other regions' brokers holding a fence of ns.
+func (gs *Gates) holders(ns string) []string {
+	keys, err := gs.deps.Global.ListKeys(gs.ctx, FencePrefix(ns))
+	if err != nil {
+		return []string{"(unknown: " + err.Error() + ")"}
+	}
+	var out []string
+	for _, k := range keys {
+		rest := strings.TrimPrefix(k, FencePrefix(ns))
+		if !strings.HasPrefix(rest, gs.cfg.Region+"/") {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
+func nsKey(ns string) string {
+	t, n, _ := strings.Cut(ns, "/")
+	return policy.NamespaceKey(t, n)
+}

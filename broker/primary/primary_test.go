@@ -1,0 +1,254 @@
+package primary_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/isobar-mq/isobar/broker/primary"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/internal/testcluster"
+	"github.com/isobar-mq/isobar/internal/wanproxy"
+	"github.com/isobar-mq/isobar/metastore"
+)
+
+const ns = "acme/geo"
+
+// world is a global store with two regions, r0 and r1, and acme/geo
+// replicated to both.
+type world struct {
+	t   *testing.T
+	c   *testcluster.Cluster
+	pol *policy.Store
+}
+
+func newWorld(t *testing.T) *world {
+	c := testcluster.Start(t, testcluster.Options{})
+	pol, err := policy.New(policy.Config{Meta: c.Meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, r := range []string{"r0", "r1"} {
+		if err := pol.CreateCluster(ctx, r, policy.ClusterData{ServiceURL: "http://" + r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pol.CreateTenant(ctx, "acme", policy.TenantInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pol.CreateNamespace(ctx, ns, &policy.Policies{ReplicationClusters: []string{"r0", "r1"}}); err != nil {
+		t.Fatal(err)
+	}
+	return &world{t: t, c: c, pol: pol}
+}
+
+func (w *world) setPrimary(primary string) {
+	w.t.Helper()
+	mode := policy.ActiveStandby
+	if primary == "" {
+		mode = policy.ActiveActive
+	}
+	if _, err := w.pol.UpdateNamespace(context.Background(), ns, func(p *policy.Policies) error {
+		return policy.SetFailover(p, mode, primary)
+	}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// demotions records OnDemoted calls.
+type demotions struct {
+	mu  sync.Mutex
+	nss []string
+}
+
+func (d *demotions) add(ns string) {
+	d.mu.Lock()
+	d.nss = append(d.nss, ns)
+	d.mu.Unlock()
+}
+
+func (d *demotions) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.nss)
+}
+
+func (w *world) gates(region, broker string, meta metastore.Meta, d *demotions) *primary.Gates {
+	w.t.Helper()
+	deps := primary.Deps{Global: meta}
+	if d != nil {
+		deps.OnDemoted = d.add
+	}
+	g, err := primary.New(primary.Config{Region: region, Broker: broker, TTL: 2 * time.Second}, deps)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { g.Close(context.Background()) })
+	return g
+}
+
+func wait(t *testing.T, g *primary.Gates) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return g.Wait(ctx, ns)
+}
+
+func wantNotPrimary(t *testing.T, err error, primaryRegion string) {
+	t.Helper()
+	var np *primary.NotPrimaryError
+	if !errors.As(err, &np) || np.Primary != primaryRegion || !errors.Is(err, primary.ErrNotPrimary) {
+		t.Fatalf("got %v, want not primary (primary %s)", err, primaryRegion)
+	}
+}
+
+// Active-active writes everywhere; active-standby only at the primary,
+// where every broker of the region holds a fence; a planned change of
+// primary demotes the old primary's brokers at once (OnDemoted), deletes
+// their fences, and lets the new primary write.
+func TestPlannedFailover(t *testing.T) {
+	w := newWorld(t)
+	var d0 demotions
+	a0, b0 := w.gates("r0", "a", w.c.Connect(), &d0), w.gates("r0", "b", w.c.Connect(), &d0)
+	a1 := w.gates("r1", "a", w.c.Connect(), nil)
+	for _, g := range []*primary.Gates{a0, b0, a1} {
+		if err := wait(t, g); err != nil {
+			t.Fatalf("active-active: %v", err)
+		}
+	}
+	w.setPrimary("r0")
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return errors.Is(a1.Check(ns), primary.ErrNotPrimary) })
+	wantNotPrimary(t, a1.Check(ns), "r0")
+	for _, g := range []*primary.Gates{a0, b0} {
+		testcluster.WaitFor(t, 10*time.Second, func() bool {
+			f, _ := g.Failover(ns)
+			return f.Epoch == 1 && g.Check(ns) == nil
+		})
+	}
+	if f, ok := a0.Failover(ns); !ok || f != (policy.Failover{Mode: policy.ActiveStandby, Primary: "r0", Epoch: 1}) {
+		t.Fatalf("failover seen: %+v %v", f, ok)
+	}
+	keys, _ := w.c.Meta.ListKeys(context.Background(), primary.FencePrefix(ns))
+	if len(keys) != 2 {
+		t.Fatalf("fences %v, want r0's two brokers", keys)
+	}
+
+	w.setPrimary("r1")
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return a1.Check(ns) == nil })
+	wantNotPrimary(t, a0.Check(ns), "r1")
+	wantNotPrimary(t, b0.Check(ns), "r1")
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return d0.count() == 2 })
+	keys, _ = w.c.Meta.ListKeys(context.Background(), primary.FencePrefix(ns))
+	if len(keys) != 1 || !strings.HasSuffix(keys[0], "/r1/a") {
+		t.Fatalf("fences %v, want r1's only", keys)
+	}
+
+	w.setPrimary("")
+	for _, g := range []*primary.Gates{a0, b0, a1} {
+		testcluster.WaitFor(t, 10*time.Second, func() bool { return g.Check(ns) == nil })
+	}
+}
+
+// A primary that dies keeps its fence until its lease expires: the new
+// primary writes only after that.
+func TestNewPrimaryWaitsForADeadPrimarysLease(t *testing.T) {
+	w := newWorld(t)
+	w.setPrimary("r0")
+	g0, err := primary.New(primary.Config{Region: "r0", Broker: "a", TTL: 2 * time.Second}, primary.Deps{Global: w.c.Connect()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(t, g0); err != nil {
+		t.Fatal(err)
+	}
+	g1 := w.gates("r1", "a", w.c.Connect(), nil)
+	wantNotPrimary(t, wait(t, g1), "r0")
+	g0.Abort() // a crash: the fence stays until the lease expires
+	w.setPrimary("r1")
+	watch := w.c.Meta.Watch(context.Background(), primary.FenceKey(ns, "r0", "a"), 0)
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return errors.Is(g1.Check(ns), primary.ErrFenced) })
+	if err := g1.Check(ns); !strings.Contains(err.Error(), "r0/a") {
+		t.Fatalf("while r0's fence lasts: %v, want it to name r0/a", err)
+	}
+	testcluster.WaitFor(t, 30*time.Second, func() bool { return g1.Check(ns) == nil })
+	ev := <-watch
+	kv, err := w.c.Meta.Get(context.Background(), primary.FenceKey(ns, "r1", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ev.Deleted || ev.Rev >= kv.Rev {
+		t.Fatalf("r0's fence ended at revision %d (%+v), r1's began at %d: r1 must begin after", ev.Rev, ev, kv.Rev)
+	}
+}
+
+// Split brain: the primary is cut off from the global store (a black
+// hole) and another region is promoted. The old primary stops accepting
+// before the new one starts.
+func TestPartitionedPrimaryStopsBeforeTheNewOneStarts(t *testing.T) {
+	w := newWorld(t)
+	w.setPrimary("r0")
+	link, err := wanproxy.Listen("127.0.0.1:0", strings.TrimPrefix(w.c.Endpoints()[0], "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	cut, err := metastore.Connect(context.Background(), metastore.Config{Endpoints: []string{"http://" + link.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0, err := primary.New(primary.Config{Region: "r0", Broker: "a", TTL: 2 * time.Second}, primary.Deps{Global: cut})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		g0.Abort()
+		cut.Close()
+	}()
+	if err := wait(t, g0); err != nil {
+		t.Fatal(err)
+	}
+	g1 := w.gates("r1", "a", w.c.Connect(), nil)
+	wantNotPrimary(t, wait(t, g1), "r0")
+
+	link.Blackhole()
+	w.setPrimary("r1")
+	var stopped0, started1 time.Time
+	deadline := time.Now().Add(30 * time.Second)
+	for (stopped0.IsZero() || started1.IsZero()) && time.Now().Before(deadline) {
+		now := time.Now()
+		if stopped0.IsZero() && g0.Check(ns) != nil {
+			stopped0 = now
+		}
+		if started1.IsZero() && g1.Check(ns) == nil {
+			started1 = now
+			if stopped0.IsZero() {
+				t.Fatal("split brain: r1 accepts while cut-off r0 still does")
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if stopped0.IsZero() || started1.IsZero() {
+		t.Fatalf("r0 stopped at %v, r1 started at %v", stopped0, started1)
+	}
+	if err := g0.Check(ns); !errors.Is(err, primary.ErrFenced) {
+		t.Fatalf("cut-off r0: %v, want fenced", err)
+	}
+	t.Logf("r0 stopped %v before r1 started", started1.Sub(stopped0).Round(time.Millisecond))
+
+	// After the heal r0 learns it is no longer primary.
+	link.Up()
+	testcluster.WaitFor(t, 30*time.Second, func() bool { return errors.Is(g0.Check(ns), primary.ErrNotPrimary) })
+}
+
+func TestConfigRefused(t *testing.T) {
+	_, err := primary.New(primary.Config{Broker: "a/b", TTL: -1}, primary.Deps{})
+	for _, want := range []string{"region required", `broker id "a/b"`, "global store required", "ttl"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("New: %v, want it to say %q", err, want)
+		}
+	}
+}
