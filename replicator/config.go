@@ -29,9 +29,10 @@ type Config struct {
 	ServiceURL string `yaml:"serviceUrl"`
 
 	// FrameEntries, FrameBytes and FrameDelay bound a frame: at most
-	// FrameEntries entries (0: 1000) and FrameBytes raw bytes (0: 4 MiB),
-	// sent once either is reached or FrameDelay (0: 5ms) after its first
-	// entry.
+	// FrameEntries entries (0: 1000) and FrameBytes raw bytes (0: 4 MiB).
+	// A frame takes the entries that have arrived and waits FrameDelay
+	// after its first one for more (0: no wait; one frame is in flight per
+	// stream, so entries gather while the previous frame travels).
 	FrameEntries int           `yaml:"frameEntries"`
 	FrameBytes   int           `yaml:"frameBytes"`
 	FrameDelay   time.Duration `yaml:"frameDelay"`
@@ -147,7 +148,6 @@ func (c Config) withDefaults() Config {
 	def(&c.ReceiverQueue, 10000)
 	def(&c.SinkConcurrency, 16)
 	def(&c.MaxFrameBytes, 8<<20)
-	defD(&c.FrameDelay, 5*time.Millisecond)
 	defD(&c.RequestTimeout, 15*time.Second)
 	defD(&c.ScanInterval, time.Second)
 	defD(&c.LeaseTTL, 5*time.Second)

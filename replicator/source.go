@@ -157,8 +157,8 @@ type prepared struct {
 // compressed frames to ready until ctx ends or a receive fails.
 func (s *stream) gather(ctx context.Context, co *pulsarconn.Consumer, ready chan<- prepared) error {
 	for {
-		// Wait for the first entry without a deadline, then gather more
-		// for at most FrameDelay.
+		// Wait for the first entry without a deadline, then take what has
+		// arrived, waiting at most FrameDelay (0: not at all) for more.
 		e, err := co.Receive(ctx)
 		if err != nil {
 			return fmt.Errorf("receive: %w", err)

@@ -152,13 +152,20 @@ func (w *Worker) workerKey(id string) string {
 	return metastore.RegionPrefix(w.cfg.Region) + "replicators/" + id
 }
 
-// assignLoop re-evaluates, every ScanInterval, which streams exist and
-// which of them this worker runs. (The registration registers again by
-// itself when its lease is lost.)
+// assignLoop re-evaluates which streams exist and which of them this
+// worker runs: at once when a topic appears or goes, or a worker joins or
+// leaves (watches on the region's topics and workers), and every
+// ScanInterval for what no watch shows (policy changes). A new topic's
+// stream thus starts within milliseconds rather than a scan later. (The
+// registration registers again by itself when its lease is lost.)
 func (w *Worker) assignLoop() {
 	defer w.wg.Done()
 	t := time.NewTicker(w.cfg.ScanInterval)
 	defer t.Stop()
+	kick := make(chan struct{}, 1)
+	w.wg.Add(2)
+	go w.watchKeys(metastore.RegionPrefix(w.cfg.Region)+"topics/", kick)
+	go w.watchKeys(metastore.RegionPrefix(w.cfg.Region)+"replicators/", kick)
 	for {
 		if err := w.assign(w.ctx); err != nil && w.ctx.Err() == nil {
 			w.log.Warn("replication assignment", "err", err)
@@ -172,6 +179,38 @@ func (w *Worker) assignLoop() {
 			w.mu.Unlock()
 			return
 		case <-t.C:
+		case <-kick:
+		}
+	}
+}
+
+// watchKeys kicks the assignment when a key under prefix appears or goes
+// (not when one changes: a topic's metadata is rewritten on every cursor
+// save).
+func (w *Worker) watchKeys(prefix string, kick chan<- struct{}) {
+	defer w.wg.Done()
+	known := map[string]bool{}
+	if keys, err := w.deps.Meta.ListKeys(w.ctx, prefix); err == nil {
+		for _, k := range keys {
+			known[k] = true
+		}
+	}
+	for ev := range w.deps.Meta.Watch(w.ctx, prefix, 0) {
+		switch {
+		case ev.Reset:
+		case ev.Deleted:
+			if !known[ev.Key] {
+				continue
+			}
+			delete(known, ev.Key)
+		case known[ev.Key]:
+			continue
+		default:
+			known[ev.Key] = true
+		}
+		select {
+		case kick <- struct{}{}:
+		default:
 		}
 	}
 }
