@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -104,6 +105,19 @@ type Embedded struct {
 // serves (for a member of a cluster: until a quorum has formed).
 // Restarting on the same Dir keeps all data. logger may be nil.
 func StartEmbedded(ctx context.Context, c EmbedConfig, logger *slog.Logger) (*Embedded, error) {
+	// A port picked for us (none given, or port 0) can be taken by
+	// another process between the pick and etcd's bind: pick again.
+	auto := func(a string) bool { return a == "" || strings.HasSuffix(a, ":0") }
+	for attempt := 1; ; attempt++ {
+		e, err := startEmbedded(ctx, c, logger)
+		if err == nil || attempt == 5 || !(auto(c.ClientAddr) || auto(c.PeerAddr)) ||
+			!(errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")) {
+			return e, err
+		}
+	}
+}
+
+func startEmbedded(ctx context.Context, c EmbedConfig, logger *slog.Logger) (*Embedded, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("metastore: embedded etcd: %w", err)
 	}
