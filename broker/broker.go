@@ -26,6 +26,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
@@ -91,6 +92,13 @@ type NamespacePolicy struct {
 	// ReplicationClusters are the clusters the namespace's topics live
 	// in; the broker keeps a replication cursor for each one but its own.
 	ReplicationClusters []string
+	// Failover is the replication mode and primary region
+	// (docs/failover.md).
+	Failover policy.Failover
+	// PrimaryServiceURL is the primary region's broker service URL, set
+	// when the namespace is active-standby and this region is not its
+	// primary: lookups are redirected there.
+	PrimaryServiceURL string
 }
 
 // BacklogPolicy is what a broker does about a backlog over its quota.
@@ -118,6 +126,16 @@ type Namespaces interface {
 	Partitions(ctx context.Context, name topic.Name) (n int, ok bool, err error)
 	// CreatePartitioned records a partitioned topic.
 	CreatePartitioned(ctx context.Context, name topic.Name, n int) error
+}
+
+// Primary says whether this broker may write for a namespace now
+// (*primary.Gates).
+type Primary interface {
+	// Check answers at once: nil when it may.
+	Check(ns string) error
+	// Wait waits until it may, or it is definitely not the primary, or
+	// ctx ends.
+	Wait(ctx context.Context, ns string) error
 }
 
 // Config configures a broker. It holds settings only (live dependencies
@@ -168,6 +186,10 @@ type Deps struct {
 	// Namespaces answers namespace policy questions; nil allows every
 	// namespace with auto-creation of non-partitioned topics.
 	Namespaces Namespaces
+	// Primary fences active-standby namespaces (package broker/primary):
+	// publishes and acknowledgements are accepted only while it allows
+	// them. Nil allows every namespace (no global store).
+	Primary Primary
 	// OnDrained runs during Shutdown once every topic is unloaded and
 	// before connections close: the place to give up bundle ownership so
 	// that clients reconnect elsewhere.

@@ -478,8 +478,20 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 	}
 	ctx, cancel := c.opCtx()
 	defer cancel()
-	if _, err := c.b.deps.Namespaces.Policy(ctx, name.NamespaceName()); err != nil {
+	pol, err := c.b.deps.Namespaces.Policy(ctx, name.NamespaceName())
+	if err != nil {
 		fail(err)
+		return
+	}
+	if url, ok := c.b.redirectToPrimary(pol, c.clientVersion); ok {
+		if url == "" {
+			fail(fmt.Errorf("%w: namespace %s is active-standby and its primary region %s has no broker service URL", wire.ErrServiceNotReady, name.NamespaceName(), pol.Failover.Primary))
+			return
+		}
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
+			RequestId: &id, Response: pb.CommandLookupTopicResponse_Redirect.Enum(), BrokerServiceUrl: strp(url),
+			Authoritative: boolp(false), ProxyThroughServiceUrl: boolp(false),
+		}})
 		return
 	}
 	r, err := c.b.deps.Placement.Lookup(ctx, name, cmd.GetAuthoritative())
@@ -536,6 +548,9 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 			return
 		}
 		p.replFrom = src
+	} else if err := c.b.waitPrimary(ctx, name); err != nil {
+		c.sendError(reqID, err)
+		return
 	}
 	c.mu.Lock()
 	if _, dup := c.producers[pid]; dup {
@@ -665,6 +680,14 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 		c.sendCmd(wire.NewSendErrorCommand(pid, seq, rerr))
 		return
 	}
+	if !replicated {
+		if err := c.b.checkPrimary(p.t.name); err != nil {
+			// As for a retriable store failure: the client reconnects the
+			// producer (to the primary, through a new lookup) and resends.
+			c.closeProducer(p, true)
+			return
+		}
+	}
 	p.msgIn.Add(int64(nm))
 	p.bytesIn.Add(int64(len(f.Payload)))
 	partition := int32(p.t.name.Partition())
@@ -676,7 +699,7 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 	}
 	if replicated {
 		publish = func(done func(mledger.Position, bool, error)) {
-			p.t.publishReplicated(c.ctx, src, srcPos, nm, f.Entry, done)
+			p.t.publishReplicated(c.ctx, src, srcPos, originSeq{f.Metadata.GetProducerName(), int64(max(f.Metadata.GetSequenceId(), f.Metadata.GetHighestSequenceId()))}, nm, f.Entry, done)
 		}
 	}
 	arrived := c.b.deps.Now()
@@ -733,6 +756,12 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 	if err != nil {
 		c.sendError(reqID, err)
 		return
+	}
+	if !strings.HasPrefix(cmd.GetSubscription(), replication.Prefix) {
+		if err := c.b.waitPrimary(ctx, name); err != nil {
+			c.sendError(reqID, err)
+			return
+		}
 	}
 	k := &consumer{
 		c: c, id: cid, name: cmd.GetConsumerName(), priority: cmd.GetPriorityLevel(),
@@ -893,6 +922,16 @@ func (c *conn) handleAck(cmd *pb.CommandAck) {
 	if k == nil {
 		respond(fmt.Errorf("%w: no consumer %d on this connection", wire.ErrConsumerNotFound, cmd.GetConsumerId()))
 		return
+	}
+	if !strings.HasPrefix(k.sub.name, replication.Prefix) {
+		if err := c.b.checkPrimary(k.sub.t.name); err != nil {
+			// Not stored here: the consumer reconnects to the primary,
+			// which redelivers what this ack meant.
+			respond(err)
+			c.closeConsumer(k, true)
+			k.sub.removeConsumer(k)
+			return
+		}
 	}
 	var ps []mledger.Position
 	for _, id := range cmd.GetMessageId() {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/wire"
 )
 
@@ -66,6 +67,10 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.policy.Retention, t.policy.MessageTTL = pol.Retention, pol.MessageTTL
 	t.policy.BacklogLimit, t.policy.BacklogPolicy = pol.BacklogLimit, pol.BacklogPolicy
 	t.policy.ReplicationClusters = pol.ReplicationClusters
+	t.policy.Failover = pol.Failover
+	if pol.Failover.Mode == policy.ActiveStandby {
+		t.dedupOn = true
+	}
 	t.mu.Unlock()
 	if t.ml != nil {
 		t.ml.SetRetention(pol.Retention)

@@ -43,6 +43,12 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 		}
 	}
 	out.ReplicationClusters = pol.ReplicationClusters
+	out.Failover = policy.FailoverOf(pol)
+	if f := out.Failover; f.Mode == policy.ActiveStandby && f.Primary != p.Store.LocalCluster() {
+		if cd, err := p.Store.Cluster(ctx, f.Primary); err == nil {
+			out.PrimaryServiceURL = cd.BrokerServiceURL
+		}
+	}
 	out.Deduplication = pol.DeduplicationEnabled != nil && *pol.DeduplicationEnabled
 	// The store refuses values these conversions cannot represent, on
 	// write and on read; they still fail rather than wrap.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -212,7 +213,7 @@ func (t *Topic) checkReplSubscribe(ctx context.Context, name string, st pb.Comma
 // publishReplicated appends an entry that a replicator producer brought
 // from cluster src, unless an entry at or after its source position is
 // already stored from src. done is as for publish.
-func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.Position, numMsgs int, entry []byte, done func(mledger.Position, bool, error)) {
+func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.Position, origin originSeq, numMsgs int, entry []byte, done func(mledger.Position, bool, error)) {
 	if err := t.ensureDedupState(ctx); err != nil {
 		done(mledger.Position{}, false, err)
 		return
@@ -261,11 +262,49 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 		}
 		t.mu.Unlock()
 		if err == nil {
+			t.learnOrigin(origin)
 			t.dedupStored(p)
 		}
 		t.addFailed(err)
 		done(p, true, err)
 	})
+}
+
+// originSeq is the producer name and (highest) sequence id a replicated
+// entry had in its source region.
+type originSeq struct {
+	producer string
+	seq      int64
+}
+
+// crossRegionDedup says whether producers' sequence ids carry across
+// regions: in an active-standby namespace a producer that fails over to
+// the new primary resends what it had pending with the same name and
+// sequence ids, so the new primary drops what it already has from the
+// old one by replication.
+func (t *Topic) crossRegionDedup() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.policy.Failover.Mode == policy.ActiveStandby
+}
+
+// learnOrigin records a replicated entry's producer sequence id for
+// de-duplication, in active-standby namespaces.
+func (t *Topic) learnOrigin(o originSeq) {
+	if o.producer == "" || !t.crossRegionDedup() {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dedupPushed == nil {
+		return
+	}
+	if o.seq > t.dedupPushed[o.producer] {
+		t.dedupPushed[o.producer] = o.seq
+	}
+	if o.seq > t.dedupConfirmed[o.producer] {
+		t.dedupConfirmed[o.producer] = o.seq
+	}
 }
 
 // ensureDedupState loads the de-duplication state (producer sequence ids
@@ -300,6 +339,7 @@ func (t *Topic) ensureDedupState(ctx context.Context) error {
 	}
 	md := c.MarkDelete()
 	from := mledger.Position{Ledger: md.Ledger, Entry: md.Entry + 1}
+	crossRegion := t.crossRegionDedup()
 	for {
 		es, next, err := t.ml.Read(ctx, from, 256)
 		if err != nil {
@@ -314,7 +354,9 @@ func (t *Topic) ensureDedupState(ctx context.Context) error {
 				if old, seen := hwm[src]; !seen || pos.Compare(old) > 0 {
 					hwm[src] = pos
 				}
-				continue
+				if !crossRegion {
+					continue
+				}
 			}
 			seq := int64(max(meta.GetSequenceId(), meta.GetHighestSequenceId()))
 			if seq > seqs[meta.GetProducerName()] {

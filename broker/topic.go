@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -95,7 +96,9 @@ func (t *Topic) isClosed() bool {
 // replication cursors.
 func (t *Topic) load(ctx context.Context) error {
 	t.ml.SetRetention(t.policy.Retention)
-	t.dedupOn = t.policy.Deduplication
+	// Active-standby namespaces always de-duplicate: producers resend
+	// across a failover (docs/failover.md).
+	t.dedupOn = t.policy.Deduplication || t.policy.Failover.Mode == policy.ActiveStandby
 	if t.dedupOn || len(t.remotes()) > 0 {
 		if err := t.ensureDedupState(ctx); err != nil {
 			return err

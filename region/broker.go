@@ -17,6 +17,7 @@ import (
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/ownership"
+	"github.com/isobar-mq/isobar/broker/primary"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/metastore"
@@ -80,6 +81,7 @@ type Broker struct {
 	ledgers  *ledger.Client
 	pol      *policies
 	reg      *ownership.Registry
+	gates    *primary.Gates
 	b        *broker.Broker
 	http     *http.Server
 	done     chan struct{} // the Pulsar listener's Serve returned
@@ -214,12 +216,25 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	}
 	placement.Registry = c.reg
 	reg := c.reg
+	var globalMeta metastore.Meta = c.store // no global store: the region keeps its configuration
+	if c.pol.global != nil {
+		globalMeta = c.pol.global
+	}
+	c.gates, err = primary.New(primary.Config{Region: cluster, Broker: c.name, TTL: c.cfg.LeaseTTL}, primary.Deps{
+		Global: globalMeta,
+		Logger: c.logger,
+		Demote: func(ctx context.Context, ns, to string) { b.Demote(ctx, ns, to) },
+	})
+	if err != nil {
+		return err
+	}
 	autoCreate := policy.AutoTopicCreation{AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned}
 	b, err = broker.New(bc, broker.Deps{
 		Meta:           c.store,
 		Ledgers:        c.ledgers,
 		Placement:      placement,
 		Namespaces:     broker.PolicyNamespaces{Store: pol, Default: autoCreate},
+		Primary:        c.gates,
 		Logger:         c.logger,
 		MeterProvider:  tel.MeterProvider(),
 		TracerProvider: tel.TracerProvider(),
@@ -396,6 +411,9 @@ func (c *Broker) Shutdown(ctx context.Context) error {
 	if err := c.b.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.gates.Close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("primary fences: %w", err))
+	}
 	if err := c.reg.Close(ctx); err != nil && !errors.Is(err, ownership.ErrClosed) {
 		errs = append(errs, fmt.Errorf("ownership: %w", err))
 	}
@@ -418,6 +436,7 @@ func (c *Broker) Abort() {
 	c.b.Abort()
 	c.http.Close()
 	c.reg.Abort() // its lease is no longer kept alive: it expires, as a crashed broker's would
+	c.gates.Abort()
 	<-c.done
 	c.release(context.Background())
 }
@@ -427,6 +446,9 @@ func (c *Broker) Abort() {
 func (c *Broker) release(context.Context) {
 	if c.b == nil {
 		// Start failed before the broker served: close what opened.
+		if c.gates != nil {
+			c.gates.Abort()
+		}
 		if c.reg != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			c.reg.Close(ctx)

@@ -21,6 +21,12 @@ const ReservedPrefix = "isobar."
 // producers.
 const Prefix = ReservedPrefix + "repl."
 
+// ClientVersion is the client_version a replicator worker's connections
+// send in CONNECT. Brokers answer their lookups in their own region even
+// for an active-standby namespace whose primary is elsewhere (the
+// replicator writes the standby copies).
+const ClientVersion = "isobar-replicator"
+
 // SourcePositionProperty is the message property holding a replicated
 // entry's position in its source region, "<ledger>:<entry>" (Pulsar's
 // replicator uses the same name and format).

@@ -78,17 +78,23 @@ type Config struct {
 	// TTL is the broker's fence lease (0: 5s). A dead or cut-off
 	// primary's namespaces fail over no sooner than this.
 	TTL time.Duration
+	// DrainTimeout bounds a planned demotion's wait for replication to
+	// the new primary (0: 30s).
+	DrainTimeout time.Duration
 }
 
 // Deps are the gates' live dependencies.
 type Deps struct {
 	// Global is the global configuration store. Required.
 	Global metastore.Meta
-	// OnDemoted runs (on its own goroutine) when the broker stops being
-	// allowed to write for a namespace it was allowed to write for: the
-	// place to close the namespace's producers and consumers so clients
-	// reconnect to the primary.
-	OnDemoted func(ns string)
+	// Demote runs when the broker stops being allowed to write for a
+	// namespace it wrote for (writes are refused already): it sends the
+	// namespace's clients away (they reconnect to the primary) and, when
+	// to names the new primary (a planned change, the store reachable),
+	// returns once this broker's topics of the namespace have replicated
+	// everything to it, so the new primary starts with the old one's
+	// whole log. The fence ends when it returns, or after DrainTimeout.
+	Demote func(ctx context.Context, ns, to string)
 	// Logger receives fence changes; nil discards.
 	Logger *slog.Logger
 }
@@ -123,11 +129,17 @@ func New(cfg Config, deps Deps) (*Gates, error) {
 	if cfg.TTL < 0 {
 		errs = append(errs, fmt.Errorf("primary: ttl %v is negative", cfg.TTL))
 	}
+	if cfg.DrainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("primary: drain timeout %v is negative", cfg.DrainTimeout))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = 5 * time.Second
+	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = 30 * time.Second
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
@@ -362,24 +374,36 @@ func (gs *Gates) next(events <-chan metastore.Event, held *metastore.Lease) bool
 	}
 }
 
-// release gives up the fence held (deleting the key when the store can
-// be reached) and publishes st, telling the broker when writes were
-// allowed before.
+// release publishes st (refusing writes from now on when it does), lets
+// the broker demote the namespace when writes were allowed before, and
+// gives up the fence held (deleting the key when the store can be
+// reached; otherwise it ends with the lease).
 func (gs *Gates) release(g *gate, held *metastore.Lease, st *state) *metastore.Lease {
 	was := g.st.Load().err == nil
+	g.set(st)
+	if was && st.err != nil {
+		gs.log.Info("no longer writing for namespace", "namespace", g.ns, "reason", st.err)
+		if gs.deps.Demote != nil {
+			var to string
+			var np *NotPrimaryError
+			if errors.As(st.err, &np) && held != nil {
+				to = np.Primary
+			}
+			ctx, cancel := context.WithTimeout(gs.ctx, gs.cfg.DrainTimeout)
+			start := time.Now()
+			gs.deps.Demote(ctx, g.ns, to)
+			if to != "" {
+				gs.log.Info("demoted namespace drained to the new primary", "namespace", g.ns, "primary", to, "took", time.Since(start), "timedOut", ctx.Err() != nil)
+			}
+			cancel()
+		}
+	}
 	if held != nil {
 		ctx, cancel := context.WithTimeout(gs.ctx, 2*time.Second)
 		if err := gs.deps.Global.Delete(ctx, FenceKey(g.ns, gs.cfg.Region, gs.cfg.Broker)); err != nil {
 			gs.log.Warn("fence not deleted; it ends with the lease", "namespace", g.ns, "err", err)
 		}
 		cancel()
-	}
-	g.set(st)
-	if was && st.err != nil {
-		gs.log.Info("no longer writing for namespace", "namespace", g.ns, "reason", st.err)
-		if gs.deps.OnDemoted != nil {
-			go gs.deps.OnDemoted(g.ns)
-		}
 	}
 	return nil
 }

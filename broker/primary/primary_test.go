@@ -65,7 +65,7 @@ type demotions struct {
 	nss []string
 }
 
-func (d *demotions) add(ns string) {
+func (d *demotions) add(_ context.Context, ns, _ string) {
 	d.mu.Lock()
 	d.nss = append(d.nss, ns)
 	d.mu.Unlock()
@@ -81,7 +81,7 @@ func (w *world) gates(region, broker string, meta metastore.Meta, d *demotions) 
 	w.t.Helper()
 	deps := primary.Deps{Global: meta}
 	if d != nil {
-		deps.OnDemoted = d.add
+		deps.Demote = d.add
 	}
 	g, err := primary.New(primary.Config{Region: region, Broker: broker, TTL: 2 * time.Second}, deps)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
@@ -28,7 +29,7 @@ const (
 	// keepAliveInterval is how often a connection pings the broker; one
 	// silent for three intervals is closed.
 	keepAliveInterval = 30 * time.Second
-	clientVersion     = "isobar-replicator"
+	clientVersion     = replication.ClientVersion
 	protocolVersion   = 21
 )
 
