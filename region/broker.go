@@ -217,11 +217,13 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	placement.Registry = c.reg
 	reg := c.reg
 	var globalMeta metastore.Meta = c.store // no global store: the region keeps its configuration
+	var cached func(string) ([]byte, int64, bool)
 	if c.pol.global != nil {
-		globalMeta = c.pol.global
+		globalMeta, cached = c.pol.global, c.pol.cache.Get
 	}
 	c.gates, err = primary.New(primary.Config{Region: cluster, Broker: c.name, TTL: c.cfg.LeaseTTL}, primary.Deps{
 		Global: globalMeta,
+		Cached: cached,
 		Logger: c.logger,
 		Demote: func(ctx context.Context, ns, to string) { b.Demote(ctx, ns, to) },
 	})

@@ -3,6 +3,7 @@ package region_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +36,24 @@ func setPrimary(t *testing.T, r *region.Region, ns, primary string) {
 	}
 }
 
+// appClients counts the application's producers and consumers (of
+// subscription "app") on a topic in region r.
+func appClients(ctx context.Context, r *region.Region, topicName string) (producers, consumers int) {
+	st, err := faultTopicStats(ctx, r, topicName, nil)
+	if err != nil {
+		return 0, 0
+	}
+	for _, pp := range st.Publishers {
+		if !strings.HasPrefix(pp.ProducerName, "isobar.") {
+			producers++
+		}
+	}
+	if s, ok := st.Subscriptions["app"]; ok {
+		consumers = len(s.Consumers)
+	}
+	return producers, consumers
+}
+
 // TestActiveStandbyPlannedFailover: an unmodified client on a multi-host
 // URL lands in the primary region whichever host it asks; when the
 // primary moves, the old primary sends its producers and consumers away
@@ -63,21 +82,7 @@ func TestActiveStandbyPlannedFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cons.Close()
-	where := func(r *region.Region) (producers, consumers int) {
-		st, err := faultTopicStats(ctx, r, topicName, nil)
-		if err != nil {
-			return 0, 0
-		}
-		for _, pp := range st.Publishers {
-			if !strings.HasPrefix(pp.ProducerName, "isobar.") {
-				producers++
-			}
-		}
-		if s, ok := st.Subscriptions["app"]; ok {
-			consumers = len(s.Consumers)
-		}
-		return producers, consumers
-	}
+	where := func(r *region.Region) (int, int) { return appClients(ctx, r, topicName) }
 	if pr, co := where(r0); pr != 1 || co != 1 {
 		t.Fatalf("r0 (primary) has %d producers and %d consumers of the application, want 1 and 1", pr, co)
 	}
@@ -167,4 +172,205 @@ func TestActiveStandbyPlannedFailover(t *testing.T) {
 	check := pulsarClient(t, r1.Endpoints().ServiceURL)
 	got := consumeAll(t, check, topicName, 700, time.Minute)
 	faultCheck(t, "r1's copy", got, 700, "app")
+}
+
+// sender publishes payloads "app:<i>" from one producer at a steady pace
+// and records, for each message, when it was acknowledged.
+type sender struct {
+	p      pulsar.Producer
+	mu     sync.Mutex
+	acked  map[int]time.Time
+	failed []error
+	wg     sync.WaitGroup
+}
+
+func (s *sender) run(ctx context.Context, from int, every time.Duration, stop <-chan struct{}) int {
+	i := from
+	for {
+		select {
+		case <-stop:
+			return i
+		case <-ctx.Done():
+			return i
+		case <-time.After(every):
+		}
+		n := i
+		s.wg.Add(1)
+		s.p.SendAsync(ctx, &pulsar.ProducerMessage{Payload: []byte(fmt.Sprintf("app:%d", n))}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+			defer s.wg.Done()
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if err != nil {
+				s.failed = append(s.failed, err)
+				return
+			}
+			s.acked[n] = time.Now()
+		})
+		i++
+	}
+}
+
+// longestGap is the longest time between consecutive acknowledgements
+// and the acknowledgement that ended it: with one primary at a time, the
+// old primary acknowledged everything before it, the new one everything
+// from it on.
+func (s *sender) longestGap() (gap time.Duration, end time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ts []time.Time
+	for _, t := range s.acked {
+		ts = append(ts, t)
+	}
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	for i := 1; i < len(ts); i++ {
+		if d := ts[i].Sub(ts[i-1]); d > gap {
+			gap, end = d, ts[i]
+		}
+	}
+	return gap, end
+}
+
+// TestActiveStandbyUnplannedFailover loses the primary region under a
+// steady stream of sends from a multi-host client, behind a WAN of 40 ms
+// one way, and promotes the standby by hand:
+//
+//   - kill: the primary's processes stop at once;
+//   - partition: the primary is cut off from the other region and the
+//     global store but keeps its clients (split brain): it stops accepting
+//     once its fences lapse, before the standby may start.
+//
+// Sends keep succeeding after the promotion (the longest gap between
+// acknowledgements is the publish RTO), no send fails for good, and the new
+// primary's copy holds every message acknowledged after the cut and every
+// message acknowledged before it that had been replicated; what had not
+// is the RPO, reported. After the old primary comes back (restart or
+// heal), its unreplicated tail reaches the new primary late, not lost.
+func TestActiveStandbyUnplannedFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("federation failover test: skipped with -short")
+	}
+	for _, fault := range []string{"kill", "partition"} {
+		t.Run(fault, func(t *testing.T) {
+			f := startFederationWith(t, 2, nil, region.Deps{}, func(c *region.FederationConfig) {
+				c.WAN = &region.WANConfig{Latency: 40 * time.Millisecond}
+			})
+			r0, r1 := f.Regions[0], f.Regions[1]
+			setPrimary(t, r0, "acme/geo", "r0")
+			c := pulsarClient(t, multiHostURL(f))
+			topicName := "persistent://acme/geo/unplanned-" + fault
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topicName, Name: "app", BatchingMaxPublishDelay: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			s := &sender{p: p, acked: map[int]time.Time{}}
+			stop := make(chan struct{})
+			last := make(chan int, 1)
+			go func() { last <- s.run(ctx, 0, 5*time.Millisecond, stop) }()
+			// Steady state: r1 has the stream.
+			faultWaitFor(t, 60*time.Second, "r1 to receive the first messages", func() bool {
+				return faultEntriesTo(r0, topicName, "r1") > 20
+			})
+			time.Sleep(time.Second)
+
+			cut := time.Now()
+			switch fault {
+			case "kill":
+				r0.Abort()
+			case "partition":
+				if err := f.WAN().Partition("r0"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			setPrimary(t, r1, "acme/geo", "r1")
+			promoted := time.Now()
+			// Sends succeed again.
+			s.mu.Lock()
+			before := len(s.acked)
+			s.mu.Unlock()
+			faultWaitFor(t, 60*time.Second, "the producer to move to r1", func() bool {
+				pr, _ := appClients(ctx, r1, topicName)
+				return pr == 1
+			})
+			time.Sleep(2 * time.Second)
+			close(stop)
+			n := <-last
+			s.wg.Wait()
+			rto, switched := s.longestGap()
+			t.Logf("%s: %d sent, %d acknowledged before the cut; publish RTO (longest gap between acknowledgements) %v; promotion %v after the cut", fault, n, before, rto.Round(time.Millisecond), promoted.Sub(cut).Round(time.Millisecond))
+			if len(s.failed) > 0 {
+				t.Errorf("%d sends failed for good, first: %v", len(s.failed), s.failed[0])
+			}
+
+			// What the new primary has now.
+			check := pulsarClient(t, r1.Endpoints().ServiceURL)
+			cons, err := check.Subscribe(pulsar.ConsumerOptions{Topic: topicName, SubscriptionName: "check", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cons.Close()
+			have := map[int]int{}
+			read := func(want func() bool, within time.Duration) {
+				rctx, rcancel := context.WithTimeout(ctx, within)
+				defer rcancel()
+				for !want() {
+					m, err := cons.Receive(rctx)
+					if err != nil {
+						return
+					}
+					var i int
+					fmt.Sscanf(string(m.Payload()), "app:%d", &i)
+					have[i]++
+					cons.Ack(m)
+				}
+			}
+			s.mu.Lock()
+			acked := make(map[int]time.Time, len(s.acked))
+			for k, v := range s.acked {
+				acked[k] = v
+			}
+			s.mu.Unlock()
+			missing := func() (pre, post []int) {
+				for i, at := range acked {
+					if have[i] == 0 {
+						if at.Before(switched) {
+							pre = append(pre, i)
+						} else {
+							post = append(post, i)
+						}
+					}
+				}
+				return pre, post
+			}
+			read(func() bool { _, post := missing(); return len(post) == 0 }, 30*time.Second)
+			pre, post := missing()
+			if len(post) > 0 {
+				t.Fatalf("%d messages acknowledged by the new primary are not in its copy: %v", len(post), post[:min(10, len(post))])
+			}
+			t.Logf("%s: RPO: %d messages the old primary acknowledged (%v after the cut at the latest) were not in r1 when it took over", fault, len(pre), switched.Sub(cut).Round(time.Millisecond)-rto.Round(time.Millisecond))
+
+			// The old primary comes back: its tail arrives late.
+			switch fault {
+			case "kill":
+				if err := f.StartRegion(ctx, 0); err != nil {
+					t.Fatal(err)
+				}
+			case "partition":
+				if err := f.WAN().Heal("r0"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			read(func() bool { pre, _ := missing(); return len(pre) == 0 }, 90*time.Second)
+			if pre, _ := missing(); len(pre) > 0 {
+				t.Fatalf("lost: %d acknowledged messages never reached the new primary: %v", len(pre), pre[:min(10, len(pre))])
+			}
+			dups := 0
+			for _, k := range have {
+				dups += k - 1
+			}
+			t.Logf("%s: after the old primary came back every acknowledged message is in r1; %d stored twice", fault, dups)
+		})
+	}
 }

@@ -95,6 +95,11 @@ type Deps struct {
 	// everything to it, so the new primary starts with the old one's
 	// whole log. The fence ends when it returns, or after DrainTimeout.
 	Demote func(ctx context.Context, ns, to string)
+	// Cached, when set, reads a key from a local copy of the global store
+	// (globalconfig.Cache.Get): a namespace's policy is read from it when
+	// the store cannot be reached, so active-active namespaces keep
+	// taking writes through an outage of the global store.
+	Cached func(key string) (value []byte, rev int64, ok bool)
 	// Logger receives fence changes; nil discards.
 	Logger *slog.Logger
 }
@@ -153,6 +158,7 @@ type state struct {
 	failover policy.Failover
 	lease    *metastore.Lease // held fence (active-standby primary only)
 	err      error            // why not writable (nil: writable)
+	pending  bool             // err may clear soon (reading the policy, waiting for another region's fence)
 }
 
 type gate struct {
@@ -193,14 +199,18 @@ func (st *state) check() error {
 // until its policy is read. It does not block.
 func (gs *Gates) Check(ns string) error { return gs.get(ns).st.Load().check() }
 
-// Wait waits until Check would answer nil or ErrNotPrimary, or ctx ends
-// (then it returns Check's answer).
+// Wait waits while the broker may soon be allowed to write (the policy is
+// being read, or another region's fence is about to end): it returns
+// Check's answer once that is settled or ctx ends. A broker cut off from
+// the global store is answered at once (ErrFenced): its clients are better
+// off trying another region.
 func (gs *Gates) Wait(ctx context.Context, ns string) error {
 	g := gs.get(ns)
 	for {
 		ch := g.wait()
-		err := g.st.Load().check()
-		if err == nil || errors.Is(err, ErrNotPrimary) {
+		st := g.st.Load()
+		err := st.check()
+		if err == nil || errors.Is(err, ErrNotPrimary) || !st.pending {
 			return err
 		}
 		select {
@@ -231,7 +241,7 @@ func (gs *Gates) get(ns string) *gate {
 	g := gs.gates[ns]
 	if g == nil {
 		g = &gate{ns: ns, changed: make(chan struct{})}
-		g.st.Store(&state{err: fmt.Errorf("%w: reading the replication mode of %s", ErrFenced, ns)})
+		g.st.Store(&state{err: fmt.Errorf("%w: reading the replication mode of %s", ErrFenced, ns), pending: true})
 		gs.gates[ns] = g
 		if gs.ctx.Err() == nil {
 			gs.wg.Add(1)
@@ -278,7 +288,9 @@ func (gs *Gates) leaseFor(ctx context.Context) (*metastore.Lease, error) {
 	if l != nil && l.Valid() {
 		return l, nil
 	}
-	nl, err := gs.deps.Global.Grant(ctx, gs.cfg.TTL)
+	gctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	nl, err := gs.deps.Global.Grant(gctx, gs.cfg.TTL)
+	cancel()
 	if err != nil {
 		return nil, err
 	}
@@ -297,80 +309,111 @@ func (gs *Gates) leaseFor(ctx context.Context) (*metastore.Lease, error) {
 }
 
 // track follows one namespace's policy and holds or gives up its fence.
+// The policy is read first from the local copy (Deps.Cached) when there is
+// one, then taken from the watch's events; the store is read directly
+// when there is no copy and whenever taking the fence found the policy
+// changed.
 func (gs *Gates) track(g *gate) {
 	defer gs.wg.Done()
 	key := nsKey(g.ns)
-	events := gs.deps.Global.Watch(gs.ctx, key, 0)
 	var held *metastore.Lease
 	backoff := 100 * time.Millisecond
-	retry := func() bool {
-		select {
-		case <-gs.ctx.Done():
-			return false
-		case <-time.After(backoff):
+	var kv *metastore.KV // the policy to act on (nil: read it; Value nil: absent)
+	var from int64       // watch changes after this revision (0: from now, then read)
+	if gs.deps.Cached != nil {
+		if v, rev, ok := gs.deps.Cached(key); ok {
+			kv, from = &metastore.KV{Key: key, Value: v, Rev: rev}, rev
 		}
-		backoff = min(2*backoff, 2*time.Second)
-		return true
 	}
+	// Nothing after the version acted on is missed: the watch starts
+	// there (a compacted start sends Reset, and the store is read).
+	events := gs.deps.Global.Watch(gs.ctx, key, from)
 	for gs.ctx.Err() == nil {
-		kv, err := gs.deps.Global.Get(gs.ctx, key)
-		if errors.Is(err, metastore.ErrNotFound) {
-			held = gs.release(g, held, &state{failover: policy.Failover{Mode: policy.ActiveActive}, err: fmt.Errorf("%w: namespace %s does not exist", ErrFenced, g.ns)})
-			if !gs.next(events, held) {
-				return
-			}
-			continue
-		}
-		if err != nil {
-			// Unreachable: what was held stays held while its lease is
-			// valid (check() turns false on time).
-			if !retry() {
-				return
-			}
-			continue
-		}
-		backoff = 100 * time.Millisecond
-		var p policy.Policies
-		if err := json.Unmarshal(kv.Value, &p); err != nil {
-			held = gs.release(g, held, &state{err: fmt.Errorf("%w: namespace %s: unreadable policies: %v", ErrFenced, g.ns, err)})
-			if !gs.next(events, held) {
-				return
-			}
-			continue
-		}
-		f := policy.FailoverOf(&p)
-		switch {
-		case f.Mode != policy.ActiveStandby:
-			held = gs.release(g, held, &state{failover: f})
-		case f.Primary != gs.cfg.Region:
-			held = gs.release(g, held, &state{failover: f, err: &NotPrimaryError{Namespace: g.ns, Primary: f.Primary, Epoch: f.Epoch}})
-		default:
-			var reread bool
-			held, reread = gs.acquire(g, held, f, kv.Rev, p.ReplicationClusters, events)
-			if reread {
+		if kv == nil {
+			gctx, cancel := context.WithTimeout(gs.ctx, storeTimeout)
+			got, err := gs.deps.Global.Get(gctx, key)
+			cancel()
+			switch {
+			case errors.Is(err, metastore.ErrNotFound):
+				kv = &metastore.KV{Key: key}
+			case err == nil:
+				kv = &got
+			default:
+				if gs.deps.Cached != nil {
+					if v, rev, ok := gs.deps.Cached(key); ok {
+						kv = &metastore.KV{Key: key, Value: v, Rev: rev}
+						break
+					}
+				}
+				// Unreachable: what was held stays held while its lease
+				// is valid (check() turns false on time).
+				if st := g.st.Load(); st.pending {
+					g.set(&state{failover: st.failover, err: fmt.Errorf("%w: the global store cannot be reached: %v", ErrFenced, err)})
+				}
+				select {
+				case <-gs.ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, 2*time.Second)
 				continue
 			}
 		}
-		if !gs.next(events, held) {
+		backoff = 100 * time.Millisecond
+		cur := *kv
+		var p policy.Policies
+		switch {
+		case cur.Value == nil:
+			held = gs.release(g, held, &state{failover: policy.Failover{Mode: policy.ActiveActive}, err: fmt.Errorf("%w: namespace %s does not exist", ErrFenced, g.ns)})
+		case json.Unmarshal(cur.Value, &p) != nil:
+			held = gs.release(g, held, &state{err: fmt.Errorf("%w: namespace %s: unreadable policies", ErrFenced, g.ns)})
+		default:
+			f := policy.FailoverOf(&p)
+			switch {
+			case f.Mode != policy.ActiveStandby:
+				held = gs.release(g, held, &state{failover: f})
+			case f.Primary != gs.cfg.Region:
+				held = gs.release(g, held, &state{failover: f, err: &NotPrimaryError{Namespace: g.ns, Primary: f.Primary, Epoch: f.Epoch}})
+			default:
+				var reread bool
+				held, reread = gs.acquire(g, held, f, cur.Rev, p.ReplicationClusters, events)
+				if reread {
+					kv = nil
+					continue
+				}
+			}
+		}
+		var ok bool
+		if kv, ok = gs.next(events, held, kv); !ok {
 			return
 		}
 	}
 }
 
-// next waits for a change of the policy or the loss of the held lease;
-// false when the gates stop.
-func (gs *Gates) next(events <-chan metastore.Event, held *metastore.Lease) bool {
+// next waits for a change of the policy (returning the changed value) or
+// the loss of the held lease (returning kv as it was); false when the
+// gates stop.
+func (gs *Gates) next(events <-chan metastore.Event, held *metastore.Lease, kv *metastore.KV) (*metastore.KV, bool) {
 	var lost <-chan struct{}
 	if held != nil {
 		lost = held.Done()
 	}
 	select {
 	case <-gs.ctx.Done():
-		return false
-	case _, ok := <-events:
-		return ok
+		return nil, false
+	case ev, ok := <-events:
+		if !ok {
+			return nil, false
+		}
+		if ev.Reset {
+			return nil, true // read it again
+		}
+		if ev.Deleted {
+			return &metastore.KV{Key: ev.Key, Rev: ev.Rev}, true
+		}
+		return &metastore.KV{Key: ev.Key, Value: ev.Value, Rev: ev.Rev}, true
 	case <-lost:
-		return true
+		return kv, true
 	}
 }
 
@@ -421,9 +464,13 @@ func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev 
 	if held != nil && !held.Valid() {
 		held = gs.release(g, held, &state{failover: f, err: fmt.Errorf("%w: this broker's fence lease lapsed", ErrFenced)})
 	}
-	waiting := false
+	waiting, unreachable := false, false
 	for gs.ctx.Err() == nil {
 		l, err := gs.leaseFor(gs.ctx)
+		if err != nil && !unreachable {
+			unreachable, waiting = true, false
+			g.set(&state{failover: f, err: fmt.Errorf("%w: the global store cannot be reached to take the fence: %v", ErrFenced, err)})
+		}
 		if err == nil {
 			conds := []metastore.Cmp{metastore.AtRev(nsKey(g.ns), rev)}
 			for _, c := range clusters {
@@ -435,7 +482,13 @@ func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev 
 				Epoch int64 `json:"epoch"`
 			}{f.Epoch})
 			var ok bool
-			ok, _, err = gs.deps.Global.Txn(gs.ctx, conds, []metastore.Op{metastore.PutLeasedOp(FenceKey(g.ns, gs.cfg.Region, gs.cfg.Broker), val, l.ID())})
+			tctx, cancel := context.WithTimeout(gs.ctx, storeTimeout)
+			ok, _, err = gs.deps.Global.Txn(tctx, conds, []metastore.Op{metastore.PutLeasedOp(FenceKey(g.ns, gs.cfg.Region, gs.cfg.Broker), val, l.ID())})
+			cancel()
+			if err != nil && !unreachable {
+				unreachable, waiting = true, false
+				g.set(&state{failover: f, err: fmt.Errorf("%w: the global store cannot be reached to take the fence: %v", ErrFenced, err)})
+			}
 			if err == nil && ok {
 				g.set(&state{failover: f, lease: l})
 				gs.log.Info("writing for namespace as its primary", "namespace", g.ns, "epoch", f.Epoch)
@@ -444,14 +497,17 @@ func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev 
 			if err == nil {
 				// The policy changed, or another region still holds a
 				// fence: find out which.
-				kv, gerr := gs.deps.Global.Get(gs.ctx, nsKey(g.ns))
+				unreachable = false
+				gctx, cancel := context.WithTimeout(gs.ctx, storeTimeout)
+				kv, gerr := gs.deps.Global.Get(gctx, nsKey(g.ns))
+				cancel()
 				if gerr == nil && kv.Rev != rev {
 					return nil, true
 				}
 				if !waiting {
 					waiting = true
 					others := gs.holders(g.ns)
-					g.set(&state{failover: f, err: fmt.Errorf("%w: waiting for the fence of %s to end", ErrFenced, strings.Join(others, ", "))})
+					g.set(&state{failover: f, err: fmt.Errorf("%w: waiting for the fence of %s to end", ErrFenced, strings.Join(others, ", ")), pending: true})
 					gs.log.Info("primary waits for the previous primary's fence to end", "namespace", g.ns, "epoch", f.Epoch, "holders", others)
 				}
 			}
@@ -469,7 +525,9 @@ func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev 
 
 // holders lists the other regions' brokers holding a fence of ns.
 func (gs *Gates) holders(ns string) []string {
-	keys, err := gs.deps.Global.ListKeys(gs.ctx, FencePrefix(ns))
+	ctx, cancel := context.WithTimeout(gs.ctx, storeTimeout)
+	defer cancel()
+	keys, err := gs.deps.Global.ListKeys(ctx, FencePrefix(ns))
 	if err != nil {
 		return []string{"(unknown: " + err.Error() + ")"}
 	}
@@ -482,6 +540,9 @@ func (gs *Gates) holders(ns string) []string {
 	}
 	return out
 }
+
+// storeTimeout bounds one request to the global store.
+const storeTimeout = 2 * time.Second
 
 func nsKey(ns string) string {
 	t, n, _ := strings.Cut(ns, "/")
