@@ -13,6 +13,7 @@ import (
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
@@ -526,6 +527,18 @@ func (a adminTopics) Entry(ctx context.Context, name topic.Name, ledgerID, entry
 }
 
 func (a adminTopics) Lookup(ctx context.Context, name topic.Name) (admin.LookupData, error) {
+	if a.b.deps.Namespaces != nil {
+		pol, err := a.b.deps.Namespaces.Policy(ctx, name.NamespaceName())
+		if err != nil {
+			return admin.LookupData{}, err
+		}
+		if _, ok := a.b.redirectToPrimary(pol, ""); ok {
+			if pol.PrimaryWebServiceURL == "" {
+				return admin.LookupData{}, fmt.Errorf("%w: namespace %s is active-standby and its primary region %s has no web service URL", wire.ErrServiceNotReady, name.NamespaceName(), pol.Failover.Primary)
+			}
+			return admin.LookupData{}, &admin.NotOwnerError{URL: strings.TrimRight(pol.PrimaryWebServiceURL, "/")}
+		}
+	}
 	r, err := a.b.deps.Placement.Lookup(ctx, name, false)
 	if err != nil {
 		return admin.LookupData{}, err

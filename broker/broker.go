@@ -99,6 +99,9 @@ type NamespacePolicy struct {
 	// when the namespace is active-standby and this region is not its
 	// primary: lookups are redirected there.
 	PrimaryServiceURL string
+	// PrimaryWebServiceURL is the primary region's admin and lookup HTTP
+	// URL, under the same condition: HTTP lookups are redirected there.
+	PrimaryWebServiceURL string
 }
 
 // BacklogPolicy is what a broker does about a backlog over its quota.
@@ -136,6 +139,9 @@ type Primary interface {
 	// Wait waits until it may, or it is definitely not the primary, or
 	// ctx ends.
 	Wait(ctx context.Context, ns string) error
+	// Failover is the namespace's replication mode as last seen (false
+	// when the namespace is not tracked yet).
+	Failover(ns string) (policy.Failover, bool)
 }
 
 // Config configures a broker. It holds settings only (live dependencies

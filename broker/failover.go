@@ -4,14 +4,19 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // Active-standby namespaces (docs/failover.md): lookups from clients go to
@@ -111,3 +116,67 @@ func (b *Broker) Demote(ctx context.Context, ns, to string) {
 		}
 	}
 }
+
+// LateProperty marks a message of an active-standby namespace that
+// reached this region from a former primary after this region took over
+// as primary: the old primary acknowledged it but had not replicated it
+// when it failed. Its value is the epoch of the failover it arrived after.
+// It is stored (late, never dropped) and counted (isobar.replication.late).
+const LateProperty = "__ISOBAR_LATE_EPOCH"
+
+// markLate returns entry, replicated from src, marked late when this
+// broker writes for its namespace as the primary of an epoch in which src
+// is not the primary.
+func (t *Topic) markLate(src string, entry []byte, numMsgs int) []byte {
+	f := t.failover()
+	if f.Mode != policy.ActiveStandby || src == f.Primary || f.Primary != t.b.cfg.Cluster || t.b.checkPrimary(t.name) != nil {
+		return entry
+	}
+	meta, payload, err := wire.DecodeEntry(entry)
+	if err != nil {
+		return entry
+	}
+	k, v := LateProperty, strconv.FormatInt(f.Epoch, 10)
+	meta.Properties = append(meta.Properties, &pb.KeyValue{Key: &k, Value: &v})
+	// Clients read a batched message's properties from its own metadata
+	// in the batch: mark each (an uncompressed batch; a compressed one
+	// keeps the mark on the entry only, as the broker has no codecs).
+	if meta.NumMessagesInBatch != nil && meta.GetCompression() == pb.CompressionType_NONE {
+		if msgs, err := wire.DecodeBatch(payload, int(meta.GetNumMessagesInBatch())); err == nil {
+			var nb []byte
+			for _, m := range msgs {
+				m.Metadata.Properties = append(m.Metadata.Properties, &pb.KeyValue{Key: &k, Value: &v})
+				if nb, err = wire.AppendBatchMessage(nb, m.Metadata, m.Payload); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				payload = nb
+				if meta.UncompressedSize != nil {
+					meta.UncompressedSize = proto32(uint32(len(nb)))
+				}
+			}
+		}
+	}
+	marked, err := wire.AppendEntry(nil, meta, payload)
+	if err != nil {
+		return entry
+	}
+	t.b.metrics.replLate.Add(context.Background(), int64(numMsgs), metric.WithAttributes(attribute.String("isobar.cluster", t.b.cfg.Cluster), attribute.String("isobar.source", src)))
+	return marked
+}
+
+// failover is the topic's namespace's replication mode: as the fences
+// last saw it, else as the policy said when the topic loaded.
+func (t *Topic) failover() policy.Failover {
+	if t.b.deps.Primary != nil {
+		if f, ok := t.b.deps.Primary.Failover(t.name.NamespaceName()); ok {
+			return f
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.policy.Failover
+}
+
+func proto32(v uint32) *uint32 { return &v }

@@ -33,6 +33,7 @@ const (
 	MetricReplIn        = "isobar.replication.incoming.count"
 	MetricReplStalled   = "isobar.replication.stalled"
 	MetricReplConnected = "isobar.replication.connected"
+	MetricReplLate      = "isobar.replication.late"
 )
 
 // metrics are the broker's instruments. With per-topic labels off (the
@@ -46,6 +47,7 @@ type metrics struct {
 	bytesOut metric.Int64Counter
 	publish  metric.Float64Histogram
 	replIn   metric.Int64Counter
+	replLate metric.Int64Counter
 	reg      metric.Registration
 }
 
@@ -71,6 +73,8 @@ func (b *Broker) initMetrics() error {
 		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5))
 	must(e)
 	mt.replIn, e = m.Int64Counter(MetricReplIn, metric.WithUnit("{message}"), metric.WithDescription("Messages stored from another region's replicator, by source region."))
+	must(e)
+	mt.replLate, e = m.Int64Counter(MetricReplLate, metric.WithUnit("{message}"), metric.WithDescription("Messages of an active-standby namespace that arrived from a former primary after this region took over (its unreplicated tail after a failover), by source region; stored, marked with the property "+LateProperty+"."))
 	must(e)
 	backlog, e := m.Int64ObservableGauge(MetricBacklog, metric.WithUnit("{entry}"), metric.WithDescription("Entries not yet acknowledged, per subscription (per namespace without per-topic labels)."))
 	must(e)

@@ -46,7 +46,7 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	out.Failover = policy.FailoverOf(pol)
 	if f := out.Failover; f.Mode == policy.ActiveStandby && f.Primary != p.Store.LocalCluster() {
 		if cd, err := p.Store.Cluster(ctx, f.Primary); err == nil {
-			out.PrimaryServiceURL = cd.BrokerServiceURL
+			out.PrimaryServiceURL, out.PrimaryWebServiceURL = cd.BrokerServiceURL, cd.ServiceURL
 		}
 	}
 	out.Deduplication = pol.DeduplicationEnabled != nil && *pol.DeduplicationEnabled

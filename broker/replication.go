@@ -247,6 +247,7 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 	st.inflight++
 	chain := st.chain
 	t.mu.Unlock()
+	entry = t.markLate(src, entry, numMsgs)
 	t.msgIn.Add(int64(numMsgs))
 	t.bytesIn.Add(int64(len(entry)))
 	t.ml.AddEntryChainedAsync(ctx, chain, entry, func(p mledger.Position, err error) {
@@ -283,9 +284,7 @@ type originSeq struct {
 // sequence ids, so the new primary drops what it already has from the
 // old one by replication.
 func (t *Topic) crossRegionDedup() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.policy.Failover.Mode == policy.ActiveStandby
+	return t.failover().Mode == policy.ActiveStandby
 }
 
 // learnOrigin records a replicated entry's producer sequence id for

@@ -235,8 +235,9 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 		return
 	}
 	top := int64(max(seq, highest))
+	standby := t.crossRegionDedup()
 	t.mu.Lock()
-	dedup := t.dedupOn && t.dedupPushed != nil && dedupable
+	dedup := (t.dedupOn || standby) && t.dedupPushed != nil && dedupable
 	t.mu.Unlock()
 	if dedup {
 		t.mu.Lock()

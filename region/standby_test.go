@@ -2,7 +2,9 @@ package region_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/region"
 )
@@ -88,6 +91,19 @@ func TestActiveStandbyPlannedFailover(t *testing.T) {
 	}
 	if pr, co := where(r1); pr != 0 || co != 0 {
 		t.Fatalf("r1 (standby) has %d producers and %d consumers of the application, want none", pr, co)
+	}
+	// The HTTP lookup too: the standby redirects it to the primary.
+	resp, err := http.Get(r1.Endpoints().WebServiceURL + "/lookup/v2/topic/persistent/acme/geo/standby")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ld struct {
+		BrokerURL string `json:"brokerUrl"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&ld)
+	resp.Body.Close()
+	if err != nil || ld.BrokerURL != r0.Endpoints().ServiceURL {
+		t.Fatalf("HTTP lookup at the standby: %v %+v, want the primary's broker %s", err, ld, r0.Endpoints().ServiceURL)
 	}
 
 	var (
@@ -312,6 +328,7 @@ func TestActiveStandbyUnplannedFailover(t *testing.T) {
 			}
 			defer cons.Close()
 			have := map[int]int{}
+			late := map[int]bool{}
 			read := func(want func() bool, within time.Duration) {
 				rctx, rcancel := context.WithTimeout(ctx, within)
 				defer rcancel()
@@ -323,6 +340,9 @@ func TestActiveStandbyUnplannedFailover(t *testing.T) {
 					var i int
 					fmt.Sscanf(string(m.Payload()), "app:%d", &i)
 					have[i]++
+					if _, ok := m.Properties()[broker.LateProperty]; ok {
+						late[i] = true
+					}
 					cons.Ack(m)
 				}
 			}
@@ -362,10 +382,26 @@ func TestActiveStandbyUnplannedFailover(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			tail := map[int]bool{}
+			for _, i := range pre {
+				tail[i] = true
+			}
 			read(func() bool { pre, _ := missing(); return len(pre) == 0 }, 90*time.Second)
 			if pre, _ := missing(); len(pre) > 0 {
 				t.Fatalf("lost: %d acknowledged messages never reached the new primary: %v", len(pre), pre[:min(10, len(pre))])
 			}
+			// The tail came late, and says so.
+			for i := range tail {
+				if !late[i] {
+					t.Errorf("message %d of the old primary's tail arrived without %s", i, broker.LateProperty)
+				}
+			}
+			for i := range late {
+				if !tail[i] {
+					t.Errorf("message %d is marked late but was in the new primary when it took over", i)
+				}
+			}
+			t.Logf("%s: %d messages of the old primary's tail arrived late, each marked %s", fault, len(tail), broker.LateProperty)
 			dups := 0
 			for _, k := range have {
 				dups += k - 1

@@ -232,7 +232,8 @@ func (gs *Gates) Failover(ns string) (policy.Failover, bool) {
 	if g == nil {
 		return policy.Failover{}, false
 	}
-	return g.st.Load().failover, true
+	f := g.st.Load().failover
+	return f, f.Mode != ""
 }
 
 func (gs *Gates) get(ns string) *gate {
