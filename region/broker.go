@@ -224,8 +224,19 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	c.gates, err = primary.New(primary.Config{Region: cluster, Broker: c.name, TTL: c.cfg.LeaseTTL}, primary.Deps{
 		Global: globalMeta,
 		Cached: cached,
-		Logger: c.logger,
-		Demote: func(ctx context.Context, ns, to string) { b.Demote(ctx, ns, to) },
+		AutoNamespaces: func() []primary.AutoNamespace {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			nss, _ := pol.AutoFailoverNamespaces(ctx)
+			out := make([]primary.AutoNamespace, 0, len(nss))
+			for _, n := range nss {
+				out = append(out, primary.AutoNamespace{Name: n.Namespace, Failover: n.Failover, Clusters: n.Clusters})
+			}
+			return out
+		},
+		Promote: func(ctx context.Context, ns, from string) error { return pol.Promote(ctx, ns, from, cluster) },
+		Logger:  c.logger,
+		Demote:  func(ctx context.Context, ns, to string) { b.Demote(ctx, ns, to) },
 	})
 	if err != nil {
 		return err

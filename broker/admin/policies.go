@@ -413,23 +413,34 @@ var namespacePolicies = []nsPolicy{
 	},
 	{
 		// Isobar's replication mode and primary region: GET answers
-		// {"mode","primary","epoch"}; POST takes {"mode","primary"} or a
-		// bare region name (active-standby with that primary); DELETE
-		// makes the namespace active-active. See docs/failover.md.
+		// {"mode","primary","epoch","autoFailoverAfterSeconds"}; POST
+		// takes {"mode","primary","autoFailoverAfterSeconds"} or a bare
+		// region name (active-standby with that primary); DELETE makes
+		// the namespace active-active. See docs/failover.md.
 		path: "primary",
 		get:  func(p *policy.Policies) any { return policy.FailoverOf(p) },
 		set: func(_ *http.Request, body []byte, p *policy.Policies) error {
-			var v policy.Failover
+			var v struct {
+				Mode    string `json:"mode"`
+				Primary string `json:"primary"`
+				Auto    *int   `json:"autoFailoverAfterSeconds"`
+			}
 			var name string
 			if json.Unmarshal(body, &name) == nil {
-				v = policy.Failover{Mode: policy.ActiveStandby, Primary: name}
+				v.Mode, v.Primary = policy.ActiveStandby, name
 			} else if err := decodeStrict(body, &v); err != nil {
 				return err
 			}
 			if v.Mode == "" {
 				v.Mode = policy.ActiveStandby
 			}
-			return policy.SetFailover(p, v.Mode, v.Primary)
+			if err := policy.SetFailover(p, v.Mode, v.Primary); err != nil {
+				return err
+			}
+			if v.Auto != nil {
+				return policy.SetAutoFailover(p, *v.Auto)
+			}
+			return nil
 		},
 		remove: func(_ *http.Request, p *policy.Policies) { _ = policy.SetFailover(p, policy.ActiveActive, "") },
 	},

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,11 @@ func (e *NotPrimaryError) Error() string {
 
 // Is makes a *NotPrimaryError match ErrNotPrimary.
 func (e *NotPrimaryError) Is(target error) bool { return target == ErrNotPrimary }
+
+// PresencePrefix is the prefix of the presence keys of a region's
+// brokers: each broker keeps one under its fence lease, so a region with
+// none has been gone (dead or cut off) for at least the lease TTL.
+func PresencePrefix(region string) string { return policy.Root + "presence/" + region + "/" }
 
 // FencePrefix is the prefix of every fence key of namespace ns
 // ("tenant/ns").
@@ -100,8 +106,22 @@ type Deps struct {
 	// the store cannot be reached, so active-active namespaces keep
 	// taking writes through an outage of the global store.
 	Cached func(key string) (value []byte, rev int64, ok bool)
+	// AutoNamespaces lists the namespaces that fail over by themselves
+	// (policy.Failover.AutoAfterSeconds > 0), usually from the region's
+	// cached copy of the store; nil: no automatic failover from here.
+	AutoNamespaces func() []AutoNamespace
+	// Promote makes this region the primary of ns, only if from still
+	// is (a compare-and-swap on the policy; the epoch grows).
+	Promote func(ctx context.Context, ns, from string) error
 	// Logger receives fence changes; nil discards.
 	Logger *slog.Logger
+}
+
+// AutoNamespace is a namespace with automatic failover.
+type AutoNamespace struct {
+	Name     string
+	Failover policy.Failover
+	Clusters []string
 }
 
 // Gates tracks the namespaces a broker writes for.
@@ -150,7 +170,104 @@ func New(cfg Config, deps Deps) (*Gates, error) {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Gates{cfg: cfg, deps: deps, log: deps.Logger, ctx: ctx, cancel: cancel, gates: map[string]*gate{}}, nil
+	gs := &Gates{cfg: cfg, deps: deps, log: deps.Logger, ctx: ctx, cancel: cancel, gates: map[string]*gate{}}
+	gs.wg.Add(1)
+	go gs.keepPresent()
+	return gs, nil
+}
+
+// keepPresent holds the broker's lease, and with it its presence key,
+// from the start (not only once it writes for a namespace), and runs the
+// automatic failover checks.
+func (gs *Gates) keepPresent() {
+	defer gs.wg.Done()
+	gone := map[string]time.Time{} // namespace -> when its primary was first seen gone
+	for {
+		if _, err := gs.leaseFor(gs.ctx); err != nil && gs.ctx.Err() == nil {
+			gs.log.Debug("presence in the global store not registered", "err", err)
+		}
+		gs.autoFailover(gone)
+		select {
+		case <-gs.ctx.Done():
+			return
+		case <-time.After(min(gs.cfg.TTL/3, time.Second)):
+		}
+	}
+}
+
+// autoFailover promotes this region for each namespace with automatic
+// failover whose primary region has had no broker present for its delay,
+// when this region is the first present one of the namespace's clusters
+// (in their listed order). Only a region that reaches the global store can
+// see that and promote itself; the promotion is a compare-and-swap, so at
+// most one region wins an epoch.
+func (gs *Gates) autoFailover(gone map[string]time.Time) {
+	if gs.deps.AutoNamespaces == nil || gs.deps.Promote == nil {
+		return
+	}
+	present := map[string]bool{}
+	presentIn := func(region string) (bool, error) {
+		if p, ok := present[region]; ok {
+			return p, nil
+		}
+		ctx, cancel := context.WithTimeout(gs.ctx, storeTimeout)
+		defer cancel()
+		keys, err := gs.deps.Global.ListKeys(ctx, PresencePrefix(region))
+		if err != nil {
+			return false, err
+		}
+		present[region] = len(keys) > 0
+		return len(keys) > 0, nil
+	}
+	seen := map[string]bool{}
+	for _, ns := range gs.deps.AutoNamespaces() {
+		f := ns.Failover
+		if f.Mode != policy.ActiveStandby || f.AutoAfterSeconds <= 0 || f.Primary == gs.cfg.Region || !slices.Contains(ns.Clusters, gs.cfg.Region) {
+			continue
+		}
+		seen[ns.Name] = true
+		up, err := presentIn(f.Primary)
+		if err != nil || up {
+			delete(gone, ns.Name) // cut off ourselves, or the primary is there
+			continue
+		}
+		since, ok := gone[ns.Name]
+		if !ok {
+			gone[ns.Name] = time.Now()
+			gs.log.Warn("primary region of namespace is gone", "namespace", ns.Name, "primary", f.Primary, "failoverAfter", time.Duration(f.AutoAfterSeconds)*time.Second)
+			continue
+		}
+		if time.Since(since) < time.Duration(f.AutoAfterSeconds)*time.Second {
+			continue
+		}
+		var candidate string
+		for _, c := range ns.Clusters {
+			if c == f.Primary {
+				continue
+			}
+			if ok, err := presentIn(c); err == nil && ok {
+				candidate = c
+				break
+			}
+		}
+		if candidate != gs.cfg.Region {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(gs.ctx, storeTimeout)
+		err = gs.deps.Promote(ctx, ns.Name, f.Primary)
+		cancel()
+		if err != nil {
+			gs.log.Warn("automatic failover failed", "namespace", ns.Name, "from", f.Primary, "err", err)
+			continue
+		}
+		gs.log.Warn("automatic failover: this region is now the primary", "namespace", ns.Name, "from", f.Primary, "goneFor", time.Since(since).Round(time.Millisecond))
+		delete(gone, ns.Name)
+	}
+	for ns := range gone {
+		if !seen[ns] {
+			delete(gone, ns)
+		}
+	}
 }
 
 // state is what a gate knows of its namespace.
@@ -304,6 +421,14 @@ func (gs *Gates) leaseFor(ctx context.Context) (*metastore.Lease, error) {
 	}
 	if gs.lease != nil {
 		gs.lease.Abandon()
+	}
+	pctx, pcancel := context.WithTimeout(ctx, storeTimeout)
+	_, err = nl.Put(pctx, PresencePrefix(gs.cfg.Region)+gs.cfg.Broker, []byte(`{}`))
+	pcancel()
+	if err != nil {
+		nl.Abandon()
+		go gs.deps.Global.RevokeLease(context.Background(), nl.ID())
+		return nil, fmt.Errorf("presence: %w", err)
 	}
 	gs.lease = nl
 	return nl, nil

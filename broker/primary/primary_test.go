@@ -252,3 +252,63 @@ func TestConfigRefused(t *testing.T) {
 		}
 	}
 }
+
+// Automatic failover: with the primary region's brokers gone from the
+// global store (a crash: their leases expire) for the namespace's delay,
+// the first present region of its clusters promotes itself, once; while
+// the primary is present nothing happens.
+func TestAutomaticFailover(t *testing.T) {
+	w := newWorld(t)
+	w.setPrimary("r0")
+	if _, err := w.pol.UpdateNamespace(context.Background(), ns, func(p *policy.Policies) error {
+		return policy.SetAutoFailover(p, 2)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	auto := func(pol *policy.Store) func() []primary.AutoNamespace {
+		return func() []primary.AutoNamespace {
+			nss, _ := pol.AutoFailoverNamespaces(context.Background())
+			var out []primary.AutoNamespace
+			for _, n := range nss {
+				out = append(out, primary.AutoNamespace{Name: n.Namespace, Failover: n.Failover, Clusters: n.Clusters})
+			}
+			return out
+		}
+	}
+	var promotions sync.Map
+	start := func(region string) *primary.Gates {
+		g, err := primary.New(primary.Config{Region: region, Broker: "a", TTL: 2 * time.Second}, primary.Deps{
+			Global:         w.c.Connect(),
+			AutoNamespaces: auto(w.pol),
+			Promote: func(ctx context.Context, ns, from string) error {
+				promotions.Store(region, true)
+				return w.pol.Promote(ctx, ns, from, region)
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g0, g1 := start("r0"), start("r1")
+	defer g1.Close(context.Background())
+	if err := wait(t, g0); err != nil {
+		t.Fatal(err)
+	}
+	// Present: twice the delay passes with no promotion.
+	time.Sleep(5 * time.Second)
+	if _, ok := promotions.Load("r1"); ok {
+		t.Fatal("r1 promoted itself while r0 was present")
+	}
+	crash := time.Now()
+	g0.Abort()
+	testcluster.WaitFor(t, 30*time.Second, func() bool { return g1.Check(ns) == nil })
+	p, err := w.pol.Namespace(context.Background(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := policy.FailoverOf(p); f.Primary != "r1" || f.Epoch != 2 || f.AutoAfterSeconds != 2 {
+		t.Fatalf("after the automatic failover: %+v", f)
+	}
+	t.Logf("r1 writes %v after r0 crashed (lease TTL 2s, delay 2s)", time.Since(crash).Round(time.Millisecond))
+}

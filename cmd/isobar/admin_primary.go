@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"github.com/spf13/cobra"
@@ -38,6 +39,7 @@ func (a *adminCmd) doREST(cmd *cobra.Command, op string, f func(ctx context.Cont
 func (a *adminCmd) primaryVerbs(nsVerb func(*cobra.Command, func(*cobra.Command, string) error) *cobra.Command, asJSON *bool) []*cobra.Command {
 	path := func(ns string) string { return "/admin/v2/namespaces/" + ns + "/primary" }
 	var activeActive bool
+	var autoAfter time.Duration
 	set := verb("set-primary <tenant/namespace> [region]", "Make a namespace active-standby with this primary region, or active-active with --active-active", nil)
 	set.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) < 1 || len(args) > 2 {
@@ -69,8 +71,15 @@ func (a *adminCmd) primaryVerbs(nsVerb func(*cobra.Command, func(*cobra.Command,
 			done(cmd, "%s is active-active", ns)
 			return nil
 		}
+		body := map[string]any{"mode": policy.ActiveStandby, "primary": primary}
+		if cmd.Flags().Changed("auto-failover-after") {
+			if autoAfter < 0 || autoAfter > policy.MaxAutoFailoverSeconds*time.Second || autoAfter%time.Second != 0 {
+				return usageError{fmt.Errorf("--auto-failover-after: %v is not a whole number of seconds within 0..%ds", autoAfter, policy.MaxAutoFailoverSeconds)}
+			}
+			body["autoFailoverAfterSeconds"] = int(autoAfter / time.Second)
+		}
 		if err := a.doREST(cmd, "set the primary of "+ns, func(ctx context.Context, c *rest.Client) error {
-			return c.PostWithContext(ctx, path(ns), policy.Failover{Mode: policy.ActiveStandby, Primary: primary})
+			return c.PostWithContext(ctx, path(ns), body)
 		}); err != nil {
 			return err
 		}
@@ -78,6 +87,7 @@ func (a *adminCmd) primaryVerbs(nsVerb func(*cobra.Command, func(*cobra.Command,
 		return nil
 	}
 	set.Flags().BoolVar(&activeActive, "active-active", false, "make the namespace active-active (no primary)")
+	set.Flags().DurationVar(&autoAfter, "auto-failover-after", 0, "let another region promote itself once the primary has been gone this long (e.g. 30s; 0: manual failover only)")
 	get := nsVerb(readVerb("get-primary <tenant/namespace>", "Show a namespace's replication mode, primary region and epoch", asJSON, nil), func(cmd *cobra.Command, ns string) error {
 		var f policy.Failover
 		if err := a.doREST(cmd, "get the primary of "+ns, func(ctx context.Context, c *rest.Client) error {
@@ -91,6 +101,9 @@ func (a *adminCmd) primaryVerbs(nsVerb func(*cobra.Command, func(*cobra.Command,
 				fmt.Fprintf(w, "primary\t%s\n", f.Primary)
 			}
 			fmt.Fprintf(w, "epoch\t%d\n", f.Epoch)
+			if f.AutoAfterSeconds > 0 {
+				fmt.Fprintf(w, "auto failover after\t%ds\n", f.AutoAfterSeconds)
+			}
 		})
 	})
 	return []*cobra.Command{set, get}

@@ -382,6 +382,14 @@ func TestAdminAgainstARegion(t *testing.T) {
 		if out := a.ok("namespaces", "get-primary", "acme/prim"); !strings.Contains(out, "active-standby") || !strings.Contains(out, cluster) {
 			t.Errorf("get-primary: %q", out)
 		}
+		a.ok("namespaces", "set-primary", "acme/prim", cluster, "--auto-failover-after", "30s")
+		a.json(&f, "namespaces", "get-primary", "acme/prim")
+		if f != (policy.Failover{Mode: policy.ActiveStandby, Primary: cluster, Epoch: 1, AutoAfterSeconds: 30}) {
+			t.Errorf("after --auto-failover-after: %+v", f)
+		}
+		a.fails(2, []string{"--auto-failover-after"}, "namespaces", "set-primary", "acme/prim", cluster, "--auto-failover-after", "2h")
+		a.ok("namespaces", "set-primary", "acme/prim", cluster, "--auto-failover-after", "0s")
+		f = policy.Failover{}
 		a.fails(1, []string{"412", `"other" is not one of the replication clusters`}, "namespaces", "set-primary", "acme/prim", "other")
 		a.fails(2, []string{"not both or neither"}, "namespaces", "set-primary", "acme/prim")
 		a.fails(2, []string{"not both or neither"}, "namespaces", "set-primary", "acme/prim", cluster, "--active-active")

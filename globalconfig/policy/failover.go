@@ -1,9 +1,12 @@
 package policy
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Replication modes of a namespace.
@@ -24,7 +27,14 @@ type Failover struct {
 	Mode    string `json:"mode"`
 	Primary string `json:"primary,omitempty"`
 	Epoch   int64  `json:"epoch"`
+	// AutoAfterSeconds, when positive, lets another region promote itself
+	// once no broker of the primary region has been alive in the global
+	// store for that long (active-standby only; 0: manual failover only).
+	AutoAfterSeconds int `json:"autoFailoverAfterSeconds,omitempty"`
 }
+
+// MaxAutoFailoverSeconds bounds Failover.AutoAfterSeconds (an hour).
+const MaxAutoFailoverSeconds = 3600
 
 // FailoverOf returns p's failover policy; a namespace that never set one
 // is active-active at epoch 0.
@@ -45,7 +55,23 @@ func SetFailover(p *Policies, mode, primary string) error {
 	if cur.Mode == mode && cur.Primary == primary {
 		return nil
 	}
-	p.Failover = &Failover{Mode: mode, Primary: primary, Epoch: cur.Epoch + 1}
+	auto := cur.AutoAfterSeconds
+	if mode == ActiveActive {
+		auto = 0
+	}
+	p.Failover = &Failover{Mode: mode, Primary: primary, Epoch: cur.Epoch + 1, AutoAfterSeconds: auto}
+	return nil
+}
+
+// SetAutoFailover sets how long the primary must be gone before another
+// region promotes itself (0: never); the epoch does not change.
+func SetAutoFailover(p *Policies, seconds int) error {
+	cur := FailoverOf(p)
+	if seconds != 0 && cur.Mode != ActiveStandby {
+		return fmt.Errorf("%w: failover.autoFailoverAfterSeconds: only an active-standby namespace fails over", ErrInvalid)
+	}
+	cur.AutoAfterSeconds = seconds
+	p.Failover = &cur
 	return nil
 }
 
@@ -66,8 +92,55 @@ func (f *Failover) validate(clusters []string) error {
 	default:
 		errs = append(errs, fmt.Errorf("failover.mode: %q: want %q or %q", f.Mode, ActiveActive, ActiveStandby))
 	}
+	if f.AutoAfterSeconds < 0 || f.AutoAfterSeconds > MaxAutoFailoverSeconds {
+		errs = append(errs, fmt.Errorf("failover.autoFailoverAfterSeconds: %d is not within 0..%d", f.AutoAfterSeconds, MaxAutoFailoverSeconds))
+	} else if f.AutoAfterSeconds > 0 && f.Mode != ActiveStandby {
+		errs = append(errs, errors.New("failover.autoFailoverAfterSeconds: only an active-standby namespace fails over"))
+	}
 	if f.Epoch < 0 {
 		errs = append(errs, fmt.Errorf("failover.epoch: %d is negative", f.Epoch))
 	}
 	return errors.Join(errs...)
+}
+
+// NamespaceFailover is a namespace's failover policy and clusters.
+type NamespaceFailover struct {
+	Namespace string // "tenant/ns"
+	Failover  Failover
+	Clusters  []string
+}
+
+// AutoFailoverNamespaces lists the namespaces whose failover is automatic
+// (from the cache when the store has one); records that do not decode are
+// skipped.
+func (s *Store) AutoFailoverNamespaces(ctx context.Context) ([]NamespaceFailover, error) {
+	kvs, err := s.readList(ctx, namespacesPrefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []NamespaceFailover
+	for _, kv := range kvs {
+		var p Policies
+		if json.Unmarshal(kv.Value, &p) != nil || p.Failover == nil || p.Failover.AutoAfterSeconds <= 0 {
+			continue
+		}
+		out = append(out, NamespaceFailover{Namespace: strings.TrimPrefix(kv.Key, namespacesPrefix), Failover: *p.Failover, Clusters: p.ReplicationClusters})
+	}
+	return out, nil
+}
+
+// ErrPrimaryChanged is why Promote did nothing: the namespace's primary
+// is no longer the one the caller saw gone.
+var ErrPrimaryChanged = errors.New("policy: the primary changed meanwhile")
+
+// Promote makes to the primary of an active-standby namespace, only if
+// from still is (the epoch grows by one).
+func (s *Store) Promote(ctx context.Context, namespace, from, to string) error {
+	_, err := s.UpdateNamespace(ctx, namespace, func(p *Policies) error {
+		if cur := FailoverOf(p); cur.Mode != ActiveStandby || cur.Primary != from {
+			return fmt.Errorf("%w: %s is %s with primary %q, not %q", ErrPrimaryChanged, namespace, cur.Mode, cur.Primary, from)
+		}
+		return SetFailover(p, ActiveStandby, to)
+	})
+	return err
 }
