@@ -410,3 +410,71 @@ func TestActiveStandbyUnplannedFailover(t *testing.T) {
 		})
 	}
 }
+
+// TestActiveStandbyThreeRegionsAndFailback moves the primary of a
+// namespace replicated to three regions from r0 to r2 and back to r0
+// (planned each time) under a steady stream of sends from a client that
+// lists all three regions: no send fails, and every region's copy ends up
+// with every message exactly once, in order.
+func TestActiveStandbyThreeRegionsAndFailback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("federation failover test: skipped with -short")
+	}
+	f := startFederation(t, 3, nil)
+	r0, r2 := f.Regions[0], f.Regions[2]
+	setPrimary(t, r0, "acme/geo", "r0")
+	c := pulsarClient(t, multiHostURL(f))
+	const topicName = "persistent://acme/geo/failback"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topicName, Name: "app", BatchingMaxPublishDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	s := &sender{p: p, acked: map[int]time.Time{}}
+	stop := make(chan struct{})
+	last := make(chan int, 1)
+	go func() { last <- s.run(ctx, 0, 3*time.Millisecond, stop) }()
+	for _, to := range []struct {
+		region *region.Region
+		name   string
+	}{{r2, "r2"}, {r0, "r0"}} {
+		time.Sleep(time.Second)
+		setPrimary(t, to.region, "acme/geo", to.name)
+		faultWaitFor(t, 60*time.Second, "the producer to move to "+to.name, func() bool {
+			pr, _ := appClients(ctx, to.region, topicName)
+			return pr == 1
+		})
+	}
+	time.Sleep(time.Second)
+	close(stop)
+	n := <-last
+	s.wg.Wait()
+	gap, _ := s.longestGap()
+	t.Logf("%d sent across r0 -> r2 -> r0; longest gap between acknowledgements %v", n, gap.Round(time.Millisecond))
+	if len(s.failed) > 0 {
+		t.Fatalf("%d sends failed, first: %v", len(s.failed), s.failed[0])
+	}
+	if len(s.acked) != n {
+		t.Fatalf("%d of %d sends acknowledged", len(s.acked), n)
+	}
+	// Each region's own copy: active-active again, so that a client of a
+	// region reads that region (an active-standby lookup goes to the
+	// primary).
+	if _, err := r0.Policies().UpdateNamespace(ctx, "acme/geo", func(p *policy.Policies) error {
+		return policy.SetFailover(p, policy.ActiveActive, "")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Regions {
+		faultWaitFor(t, 30*time.Second, r.Name()+" to see the namespace active-active", func() bool {
+			p, err := r.Policies().Namespace(ctx, "acme/geo")
+			return err == nil && policy.FailoverOf(p).Mode == policy.ActiveActive
+		})
+	}
+	for _, r := range f.Regions {
+		got := consumeAll(t, pulsarClient(t, r.Endpoints().ServiceURL), topicName, n, time.Minute)
+		faultCheck(t, r.Name()+"'s copy", got, n, "app")
+	}
+}
