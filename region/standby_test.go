@@ -248,9 +248,10 @@ func (s *sender) longestGap() (gap time.Duration, end time.Time) {
 
 // TestActiveStandbyUnplannedFailover loses the primary region under a
 // steady stream of sends from a multi-host client, behind a WAN of 40 ms
-// one way, and promotes the standby by hand:
+// one way, and promotes the standby by hand (or lets it promote itself):
 //
 //   - kill: the primary's processes stop at once;
+//   - kill-auto: the same, with automatic failover after 2 s;
 //   - partition: the primary is cut off from the other region and the
 //     global store but keeps its clients (split brain): it stops accepting
 //     once its fences lapse, before the standby may start.
@@ -265,13 +266,20 @@ func TestActiveStandbyUnplannedFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation failover test: skipped with -short")
 	}
-	for _, fault := range []string{"kill", "partition"} {
+	for _, fault := range []string{"kill", "kill-auto", "partition"} {
 		t.Run(fault, func(t *testing.T) {
 			f := startFederationWith(t, 2, nil, region.Deps{}, func(c *region.FederationConfig) {
 				c.WAN = &region.WANConfig{Latency: 40 * time.Millisecond}
 			})
 			r0, r1 := f.Regions[0], f.Regions[1]
 			setPrimary(t, r0, "acme/geo", "r0")
+			if fault == "kill-auto" {
+				if _, err := r0.Policies().UpdateNamespace(context.Background(), "acme/geo", func(p *policy.Policies) error {
+					return policy.SetAutoFailover(p, 2)
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			c := pulsarClient(t, multiHostURL(f))
 			topicName := "persistent://acme/geo/unplanned-" + fault
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -293,14 +301,16 @@ func TestActiveStandbyUnplannedFailover(t *testing.T) {
 
 			cut := time.Now()
 			switch fault {
-			case "kill":
+			case "kill", "kill-auto":
 				r0.Abort()
 			case "partition":
 				if err := f.WAN().Partition("r0"); err != nil {
 					t.Fatal(err)
 				}
 			}
-			setPrimary(t, r1, "acme/geo", "r1")
+			if fault != "kill-auto" { // automatic: r1 promotes itself 2 s after r0's presence expired
+				setPrimary(t, r1, "acme/geo", "r1")
+			}
 			promoted := time.Now()
 			// Sends succeed again.
 			s.mu.Lock()
@@ -315,7 +325,11 @@ func TestActiveStandbyUnplannedFailover(t *testing.T) {
 			n := <-last
 			s.wg.Wait()
 			rto, switched := s.longestGap()
-			t.Logf("%s: %d sent, %d acknowledged before the cut; publish RTO (longest gap between acknowledgements) %v; promotion %v after the cut", fault, n, before, rto.Round(time.Millisecond), promoted.Sub(cut).Round(time.Millisecond))
+			how := fmt.Sprintf("promoted by hand %v after the cut", promoted.Sub(cut).Round(time.Millisecond))
+			if fault == "kill-auto" {
+				how = "promoted automatically"
+			}
+			t.Logf("%s: %d sent, %d acknowledged before the cut; publish RTO (longest gap between acknowledgements) %v; %s", fault, n, before, rto.Round(time.Millisecond), how)
 			if len(s.failed) > 0 {
 				t.Errorf("%d sends failed for good, first: %v", len(s.failed), s.failed[0])
 			}
@@ -373,7 +387,7 @@ func TestActiveStandbyUnplannedFailover(t *testing.T) {
 
 			// The old primary comes back: its tail arrives late.
 			switch fault {
-			case "kill":
+			case "kill", "kill-auto":
 				if err := f.StartRegion(ctx, 0); err != nil {
 					t.Fatal(err)
 				}
