@@ -323,12 +323,23 @@ func benchStreamStats(r *region.Region, topics []string, remote string) replicat
 // startBenchFederation starts regions r0 and r1 (3 bookies, 1 broker
 // each) with acme/geo replicated across both; Shutdown runs in cleanup.
 func startBenchFederation(b *testing.B) *region.Federation {
+	return startBenchFederationWith(b, func(c *region.Config) {
+		c.Brokers = 1
+		c.Replicator.ScanInterval = 200 * time.Millisecond
+	})
+}
+
+// startBenchFederationWith starts two regions (r0, r1; 3 bookies each,
+// the rest as modify leaves it) with acme/geo replicated to both.
+func startBenchFederationWith(b *testing.B, modify func(*region.Config)) *region.Federation {
 	b.Helper()
 	dir := b.TempDir()
 	cfg := region.FederationConfig{GlobalDir: dir + "/global", Namespaces: []string{"acme/geo"}}
 	for i := range 2 {
-		c := region.Config{Name: fmt.Sprintf("r%d", i), DataDir: fmt.Sprintf("%s/r%d", dir, i), Bookies: 3, Brokers: 1}
-		c.Replicator.ScanInterval = 200 * time.Millisecond
+		c := region.Config{Name: fmt.Sprintf("r%d", i), DataDir: fmt.Sprintf("%s/r%d", dir, i), Bookies: 3}
+		if modify != nil {
+			modify(&c)
+		}
 		cfg.Regions = append(cfg.Regions, c)
 	}
 	logger := slog.New(slog.DiscardHandler)

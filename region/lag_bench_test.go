@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -13,8 +12,6 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-
-	"github.com/isobar-mq/isobar/region"
 )
 
 // BenchmarkReplicationLag measures what replication adds to end-to-end
@@ -42,7 +39,7 @@ func BenchmarkReplicationLag(b *testing.B) {
 		}
 		secs = n
 	}
-	f := startLagFederation(b)
+	f := startBenchFederationWith(b, nil) // as `isobar dev` starts regions
 	c0 := benchClient(b, f.Regions[0].Endpoints().ServiceURL)
 	c1 := benchClient(b, f.Regions[1].Endpoints().ServiceURL)
 	pool := benchPayloads(benchPoolSize, benchPayloadSize, 2)
@@ -52,33 +49,6 @@ func BenchmarkReplicationLag(b *testing.B) {
 			lagRun(b, c0, c1, topicName, pool, rate, time.Duration(secs*b.N)*time.Second)
 		})
 	}
-}
-
-func startLagFederation(b *testing.B) *region.Federation {
-	b.Helper()
-	dir := b.TempDir()
-	cfg := region.FederationConfig{GlobalDir: dir + "/global", Namespaces: []string{"acme/geo"}}
-	for i := range 2 {
-		cfg.Regions = append(cfg.Regions, region.Config{Name: fmt.Sprintf("r%d", i), DataDir: fmt.Sprintf("%s/r%d", dir, i), Bookies: 3})
-	}
-	logger := slog.New(slog.DiscardHandler)
-	if os.Getenv("ISOBAR_TEST_LOG") != "" {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	f, err := region.StartFederation(ctx, cfg, region.Deps{Logger: logger})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := f.Shutdown(ctx); err != nil {
-			b.Errorf("federation shutdown: %v", err)
-		}
-	})
-	return f
 }
 
 // lagPayload is pool's payload i with its first 16 bytes replaced by the
