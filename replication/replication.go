@@ -59,7 +59,8 @@ func ProducerSource(name string) (source string, ok bool) {
 
 // Position is an entry's position in its source region's managed ledger.
 type Position struct {
-	Ledger, Entry int64
+	Ledger int64 `json:"l"`
+	Entry  int64 `json:"e"`
 }
 
 // String formats p as a SourcePositionProperty value.
