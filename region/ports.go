@@ -2,7 +2,10 @@ package region
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"strconv"
+	"sync"
 )
 
 // The port plan of `isobar dev` and `isobar region`: region i of a
@@ -73,12 +76,39 @@ func CheckPlan(base, regions int) error {
 	return nil
 }
 
-// freePort returns a port nothing listens on now.
+// freePort returns a port nothing listens on now, for a region started
+// without a port plan (tests). It is taken below the kernel's ephemeral
+// range (Linux: 32768-60999), whose ports any process's outgoing
+// connection may take as its source port between this check and the
+// component's bind, and is never handed out twice by this process.
 func freePort(host string) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, err
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 1000 {
+		p := freePortLow + rand.IntN(freePortHigh-freePortLow)
+		if portsGiven[p] {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		portsGiven[p] = true
+		return p, nil
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port on %s in %d..%d", host, freePortLow, freePortHigh-1)
 }
+
+// The ports freePort hands out, under the ephemeral range and apart from
+// the multi-process tests' (internal/proctest: 20000-31999) and the
+// default port plan's (6650 and up).
+const (
+	freePortLow  = 10000
+	freePortHigh = 20000
+)
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
