@@ -56,16 +56,6 @@ func (f *Federation) StopRegion(ctx context.Context, i int) error {
 	return f.Regions[i].Shutdown(ctx)
 }
 
-// StartRegion starts region i again on its data and config.
-func (f *Federation) StartRegion(ctx context.Context, i int) error {
-	r, err := Start(ctx, f.configs[i], f.deps)
-	if err != nil {
-		return err
-	}
-	f.Regions[i] = r
-	return nil
-}
-
 // StopGlobal stops the global store; the regions keep serving from their
 // caches.
 func (f *Federation) StopGlobal() { f.global.Shutdown(context.Background()) }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/isobar-mq/isobar/globalconfig/policy"
@@ -50,6 +51,9 @@ type Federation struct {
 	Regions []*Region
 	configs []Config // as started (ports and gateways filled in)
 	wan     *WAN
+
+	mu   sync.Mutex      // serializes KillRegion and StartRegion
+	down map[string]bool // regions killed and not started again
 }
 
 // WAN returns the emulated network between the regions (nil unless
@@ -285,6 +289,61 @@ func containsAll(have, want []string) bool {
 		}
 	}
 	return true
+}
+
+// region returns the index of the region named name.
+func (f *Federation) region(name string) (int, error) {
+	for i, r := range f.Regions {
+		if r.Name() == name {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("federation: no region %q", name)
+}
+
+// KillRegion stops region name as a crash of all its processes would
+// (nothing drains; its data stays on disk): for failover drills.
+func (f *Federation) KillRegion(name string) error {
+	i, err := f.region(name)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down[name] {
+		return fmt.Errorf("federation: region %s is down already", name)
+	}
+	f.Regions[i].Abort()
+	if f.down == nil {
+		f.down = map[string]bool{}
+	}
+	f.down[name] = true
+	return nil
+}
+
+// StartRegion starts region name again on its data and configuration
+// after KillRegion (or a Shutdown of that region).
+func (f *Federation) StartRegion(ctx context.Context, name string) error {
+	i, err := f.region(name)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, err := Start(ctx, f.configs[i], f.deps)
+	if err != nil {
+		return fmt.Errorf("federation: restart region %s: %w", name, err)
+	}
+	f.Regions[i] = r
+	delete(f.down, name)
+	return nil
+}
+
+// Down reports whether region name was killed and not started again.
+func (f *Federation) Down(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down[name]
 }
 
 // GlobalEndpoints are the global store's client URLs.

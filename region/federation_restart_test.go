@@ -69,7 +69,7 @@ func TestRegionRestartsWhileGlobalStoreDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := f.StartRegion(ctx, 1); err != nil {
+	if err := f.StartRegion(ctx, "r1"); err != nil {
 		t.Fatalf("region r1 restart with the global store down: %v", err)
 	}
 	t.Logf("r1 restarted in %v with the global store down", time.Since(start).Round(time.Millisecond))

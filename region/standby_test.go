@@ -302,7 +302,9 @@ func TestActiveStandbyUnplannedFailover(t *testing.T) {
 			cut := time.Now()
 			switch fault {
 			case "kill", "kill-auto":
-				r0.Abort()
+				if err := f.KillRegion("r0"); err != nil {
+					t.Fatal(err)
+				}
 			case "partition":
 				if err := f.WAN().Partition("r0"); err != nil {
 					t.Fatal(err)
@@ -388,7 +390,7 @@ func TestActiveStandbyUnplannedFailover(t *testing.T) {
 			// The old primary comes back: its tail arrives late.
 			switch fault {
 			case "kill", "kill-auto":
-				if err := f.StartRegion(ctx, 0); err != nil {
+				if err := f.StartRegion(ctx, "r0"); err != nil {
 					t.Fatal(err)
 				}
 			case "partition":

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,6 +74,7 @@ func TestDevStartsWritesEndpointsAndStops(t *testing.T) {
 		if err != nil || len(kvs) != 3 {
 			t.Fatalf("beta bookies registered: %d, %v", len(kvs), err)
 		}
+		devControlChecks(t, eps.ControlURL, round == 1)
 		cancel()
 		select {
 		case err := <-done:
@@ -180,3 +182,71 @@ func TestPerfDiskAndVersion(t *testing.T) {
 		t.Fatalf("version: %q %v", out, err)
 	}
 }
+
+// devControlChecks drives dev's fault-control API: regions listed, WAN
+// faults (only with the emulated WAN), a kill and a start, bad requests.
+func devControlChecks(t *testing.T, base string, withWAN bool) {
+	t.Helper()
+	if base != "http://127.0.0.1:23012" {
+		t.Fatalf("control URL %q, want base port + 12", base)
+	}
+	post := func(path string, want int) {
+		t.Helper()
+		resp, err := http.Post(base+path, "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("POST %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	state := func() map[string]regionState {
+		t.Helper()
+		resp, err := http.Get(base + "/regions")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var rs []regionState
+		if err := json.NewDecoder(resp.Body).Decode(&rs); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]regionState{}
+		for _, r := range rs {
+			out[r.Name] = r
+		}
+		return out
+	}
+	if st := state(); !st["alpha"].Up || !st["beta"].Up {
+		t.Fatalf("regions %+v", st)
+	}
+	post("/regions/nosuch/kill", http.StatusNotFound)
+	post("/regions/beta/explode", http.StatusNotFound)
+	if withWAN {
+		post("/regions/beta/partition", http.StatusNoContent)
+		if st := state(); st["beta"].WAN != "cut" || st["alpha"].WAN != "up" {
+			t.Fatalf("after partition: %+v", st)
+		}
+		post("/regions/beta/blackhole", http.StatusNoContent)
+		if st := state(); st["beta"].WAN != "blackhole" {
+			t.Fatalf("after blackhole: %+v", st)
+		}
+		post("/regions/beta/heal", http.StatusNoContent)
+		if st := state(); st["beta"].WAN != "up" {
+			t.Fatalf("after heal: %+v", st)
+		}
+	} else {
+		post("/regions/beta/partition", http.StatusConflict)
+	}
+	post("/regions/beta/kill", http.StatusNoContent)
+	post("/regions/beta/kill", http.StatusConflict)
+	if st := state(); st["beta"].Up {
+		t.Fatalf("after kill: %+v", st)
+	}
+	post("/regions/beta/start", http.StatusNoContent)
+	if st := state(); !st["beta"].Up {
+		t.Fatalf("after start: %+v", st)
+	}
+}
+

@@ -15,6 +15,10 @@ import (
 	"github.com/isobar-mq/isobar/region"
 )
 
+// devControlShift places the dev fault-control API in region 0's port
+// block, where the plan leaves +12..+19 free.
+const devControlShift = 12
+
 // The namespace `dev` creates replicated across every region.
 const (
 	devTenant    = "geo"
@@ -23,6 +27,9 @@ const (
 
 type devEndpoints struct {
 	Regions []region.Endpoints `json:"regions"`
+	// ControlURL is the fault-control API (kill, start, partition,
+	// blackhole, heal a region) for failover drills.
+	ControlURL string `json:"controlUrl,omitempty"`
 }
 
 func newDevCmd(g *globalFlags) *cobra.Command {
@@ -33,6 +40,7 @@ func newDevCmd(g *globalFlags) *cobra.Command {
 		basePort int
 		bookies  int
 		wanDelay time.Duration
+		control  string
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -77,15 +85,29 @@ proxy in this process) with that one-way delay.`,
 			for _, name := range names {
 				fc.Regions = append(fc.Regions, region.Config{Name: name, DataDir: filepath.Join(dataDir, name), Bookies: bookies})
 			}
+			if !cmd.Flags().Changed("control-addr") {
+				control = fmt.Sprintf("127.0.0.1:%d", basePort+devControlShift)
+			}
 			var f *region.Federation
+			var ctl *devControl
 			p := process{role: "dev", name: "dev", identity: []any{"regions", names, "dataDir", dataDir, "basePort", basePort}}
 			return rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
 				d.Health = nil // each region's brokers serve their own region's health
 				f = region.NewFederation(fc, d)
-				return f
+				g := lifecycle.NewGroup("dev")
+				g.Add(f)
+				if control != "" {
+					ctl = &devControl{addr: control, f: f}
+					g.Add(ctl)
+				}
+				return g
 			}, func() {
 				out := cmd.OutOrStdout()
 				var eps devEndpoints
+				if ctl != nil {
+					eps.ControlURL = ctl.URL()
+					fmt.Fprintf(out, "fault control (kill, start, partition, blackhole, heal a region): %s/regions\n", eps.ControlURL)
+				}
 				for _, r := range f.Regions {
 					eps.Regions = append(eps.Regions, r.Endpoints())
 				}
@@ -112,6 +134,7 @@ proxy in this process) with that one-way delay.`,
 	fl.IntVar(&basePort, "base-port", 6650, "first port; region i uses base-port+100*i and up")
 	fl.IntVar(&bookies, "bookies", 3, "bookies per region")
 	fl.DurationVar(&wanDelay, "wan-latency", 0, "run links between regions through an emulated WAN with this one-way delay (e.g. 40ms)")
+	fl.StringVar(&control, "control-addr", "", "address of the fault-control API for failover drills (default 127.0.0.1:<base-port+12>; empty: none)")
 	return cmd
 }
 
