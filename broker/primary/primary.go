@@ -370,7 +370,9 @@ func (gs *Gates) get(ns string) *gate {
 }
 
 // Close stops tracking and gives up every fence (deleting this broker's
-// keys so another region can take over at once).
+// keys so another region can take over at once). When the global store
+// cannot be reached the keys end with the lease's TTL instead, as a
+// crashed broker's would; that is not an error.
 func (gs *Gates) Close(ctx context.Context) error {
 	gs.cancel()
 	gs.wg.Wait()
@@ -379,7 +381,11 @@ func (gs *Gates) Close(ctx context.Context) error {
 	gs.lease = nil
 	gs.mu.Unlock()
 	if l != nil {
-		return l.Revoke(ctx)
+		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		defer cancel()
+		if err := l.Revoke(ctx); err != nil {
+			gs.log.Warn("fences and presence not released; they end with the lease", "ttl", gs.cfg.TTL, "err", err)
+		}
 	}
 	return nil
 }
