@@ -197,8 +197,13 @@ func TestWatchResumesAcrossRestart(t *testing.T) {
 	if _, err := s.Put(ctx, "/w/a", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
-	if ev := <-ch; ev.Key != "/w/a" || ev.Reset {
-		t.Fatalf("first event %+v", ev)
+	select {
+	case ev := <-ch:
+		if ev.Key != "/w/a" || ev.Reset {
+			t.Fatalf("first event %+v", ev)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no event for a put made after Watch returned")
 	}
 	e.Close()
 	e = startEtcd(t, dir, addr)

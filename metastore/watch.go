@@ -19,8 +19,9 @@ type Event struct {
 	Reset   bool
 }
 
-// Watch streams changes under prefix after revision rev (0: from now) until
-// ctx ends; the channel is then closed. A watch that breaks (leader lost,
+// Watch streams changes under prefix after revision rev (0: from now: every
+// change made after Watch returns) until ctx ends; the channel is then
+// closed. A watch that breaks (leader lost,
 // connection gone) resumes after the last event it delivered, with a
 // backoff, and loses nothing. Only when the revisions it needs were
 // compacted does it send a Reset event and restart from the current
@@ -28,6 +29,16 @@ type Event struct {
 // restart may be delivered again, never lost).
 func (s *Store) Watch(ctx context.Context, prefix string, rev int64) <-chan Event {
 	out := make(chan Event, 64)
+	if rev == 0 {
+		// "Now" is the store's revision when Watch is called, so a change
+		// made after it returns is never missed (when the store cannot be
+		// reached now, the goroutine pins it once it can).
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if r, err := s.cli.Get(pctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err == nil {
+			rev = r.Header.Revision + 1
+		}
+		cancel()
+	}
 	go func() {
 		defer close(out)
 		next := rev

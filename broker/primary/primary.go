@@ -451,10 +451,10 @@ func (gs *Gates) track(g *gate) {
 	var held *metastore.Lease
 	backoff := 100 * time.Millisecond
 	var kv *metastore.KV // the policy to act on (nil: read it; Value nil: absent)
-	var from int64       // watch changes after this revision (0: from now, then read)
+	var from int64       // watch changes from this revision on (0: from now, then read)
 	if gs.deps.Cached != nil {
 		if v, rev, ok := gs.deps.Cached(key); ok {
-			kv, from = &metastore.KV{Key: key, Value: v, Rev: rev}, rev
+			kv, from = &metastore.KV{Key: key, Value: v, Rev: rev}, rev+1
 		}
 	}
 	// Nothing after the version acted on is missed: the watch starts
