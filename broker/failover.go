@@ -153,7 +153,7 @@ func (t *Topic) markLate(src string, entry []byte, numMsgs int) []byte {
 			if err == nil {
 				payload = nb
 				if meta.UncompressedSize != nil {
-					meta.UncompressedSize = proto32(uint32(len(nb)))
+					meta.UncompressedSize = u32p(uint32(len(nb)))
 				}
 			}
 		}
@@ -179,4 +179,4 @@ func (t *Topic) failover() policy.Failover {
 	return t.policy.Failover
 }
 
-func proto32(v uint32) *uint32 { return &v }
+func u32p(v uint32) *uint32 { return &v }

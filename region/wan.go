@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"sort"
 	"time"
 
@@ -122,18 +121,6 @@ func (w *WAN) Heal(region string) error {
 		l.Up()
 	}
 	return err
-}
-
-// Regions lists the regions the WAN connects (the global store left out).
-func (w *WAN) Regions() []string {
-	var out []string
-	for k := range w.links {
-		if k[0] != GlobalStore && !slices.Contains(out, k[0]) {
-			out = append(out, k[0])
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func (w *WAN) close() error {
