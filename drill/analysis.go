@@ -1,0 +1,346 @@
+package drill
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Analyze turns what a drill recorded into its report, judged against
+// lim. It reads no clock and does no I/O; the definitions are those of
+// docs/drills.md:
+//
+//   - fenced: the last acknowledgement before the longest gap, in all
+//     producers' acknowledgements together, that ends after the fault.
+//     With one primary at a time, everything acknowledged up to it was
+//     acknowledged by the old primary and everything after by the new
+//     one. first_publish_ok is the acknowledgement that ends that gap.
+//   - first_delivery_ok: the first delivery after the fault of a message
+//     the new primary acknowledged (at or after first_publish_ok), which
+//     only the new primary can have delivered.
+//   - rto: per client, the longest time without a success (an
+//     acknowledgement for a producer, a delivery for a consumer) from the
+//     end of the warm-up to the fail-back (or the stop), a client that
+//     stopped succeeding counting until then; max and p99 over clients.
+//   - rpo: messages acknowledged up to fenced that were not in the new
+//     primary's copy just before the heal; rpo_ms is the time from the
+//     oldest of them to the fault (0 when all were acknowledged after
+//     it).
+//   - lost: acknowledged, never delivered.
+//   - duplicated_copy: extra copies in the new primary's topic;
+//     duplicated_redelivery: deliveries of a message beyond its number of
+//     copies (at least one).
+//   - order_violations: per producer, first deliveries (not late) whose
+//     sequence is below one delivered before.
+func Analyze(l *Log, lim Limits) Report {
+	r := Report{Limits: lim, Failures: []string{}, Producers: l.Producers, Consumers: l.Consumers}
+	origin := l.Fault
+	if origin.IsZero() {
+		origin = l.Start
+	}
+	point := func(t time.Time, how string) *Point {
+		if t.IsZero() {
+			return nil
+		}
+		return &Point{At: t, OffsetMS: ms(t.Sub(origin)), How: how}
+	}
+
+	// Sends and acknowledgements.
+	acked := make(map[Key]time.Time, len(l.Sends))
+	perProducer := make([][]time.Time, l.Producers)
+	var allAcks []time.Time
+	last := l.Stop
+	for _, s := range l.Sends {
+		r.Sent++
+		if s.Err != "" {
+			r.ClientErrors.Send++
+		}
+		if s.Acked.IsZero() {
+			continue
+		}
+		acked[s.Key] = s.Acked
+		allAcks = append(allAcks, s.Acked)
+		if s.Producer >= 0 && s.Producer < len(perProducer) {
+			perProducer[s.Producer] = append(perProducer[s.Producer], s.Acked)
+		}
+		if s.Acked.After(last) {
+			last = s.Acked
+		}
+	}
+	r.Acknowledged = len(acked)
+	sortTimes(allAcks)
+	for _, ts := range perProducer {
+		sortTimes(ts)
+	}
+	perConsumer := make([][]time.Time, l.Consumers)
+	for _, d := range l.Deliveries {
+		if d.Consumer >= 0 && d.Consumer < len(perConsumer) {
+			perConsumer[d.Consumer] = append(perConsumer[d.Consumer], d.At)
+		}
+		if l.Stop.IsZero() && d.At.After(last) {
+			last = d.At
+		}
+	}
+	for _, ts := range perConsumer {
+		sortTimes(ts)
+	}
+
+	// The windows: the failover's from the end of the warm-up to the
+	// fail-back or the stop; the fail-back's from its request to the stop.
+	winStart := l.Steady
+	if winStart.IsZero() {
+		winStart = l.Start
+	}
+	winEnd := l.Stop
+	if winEnd.IsZero() {
+		winEnd = last
+	}
+	mainEnd := winEnd
+	if !l.FailbackStart.IsZero() {
+		mainEnd = l.FailbackStart
+	}
+
+	fenced, firstOK := switchGap(allAcks, origin, mainEnd)
+	r.Timeline = Timeline{
+		Fault:          point(l.Fault, ""),
+		Detected:       point(l.Detected, l.DetectedBy),
+		Fenced:         point(fenced, ""),
+		Promoted:       point(l.Promoted, l.PromotedBy),
+		FirstPublishOK: point(firstOK, ""),
+		Healed:         point(l.Healed, ""),
+	}
+	if !firstOK.IsZero() {
+		for _, d := range l.Deliveries {
+			if at, ok := acked[d.Key]; ok && !d.At.Before(origin) && !at.Before(firstOK) {
+				r.Timeline.FirstDeliveryOK = point(d.At, "")
+				break
+			}
+		}
+	}
+	r.RTOPublishMS = spread(perProducer, winStart, mainEnd)
+	r.RTOConsumeMS = spread(perConsumer, winStart, mainEnd)
+
+	// RPO: acknowledged by the old primary, not in the new one at the cut.
+	if l.AtCut != nil && !l.AtCut.Done.IsZero() && !fenced.IsZero() {
+		inCut := make(map[Key]bool, len(l.AtCut.Copies))
+		for _, c := range l.AtCut.Copies {
+			inCut[c.Key] = true
+		}
+		n, oldest := 0, time.Time{}
+		for k, at := range acked {
+			if !at.After(fenced) && !inCut[k] {
+				n++
+				if oldest.IsZero() || at.Before(oldest) {
+					oldest = at
+				}
+			}
+		}
+		var rpo int64
+		if n > 0 && oldest.Before(l.Fault) {
+			rpo = ms(l.Fault.Sub(oldest))
+		}
+		r.RPOMessages, r.RPOMS = &n, &rpo
+	}
+
+	// Deliveries: lost, late, duplicates, order.
+	delivered := make(map[Key]int, len(acked))
+	late := map[Key]bool{}
+	maxSeq := map[int]int64{}
+	var lost, dupCopy, outOfOrder []Key
+	for _, d := range l.Deliveries {
+		first := delivered[d.Key] == 0
+		delivered[d.Key]++
+		if d.Late {
+			late[d.Key] = true
+		}
+		if !first || d.Late {
+			continue
+		}
+		if m, ok := maxSeq[d.Producer]; ok && d.Seq < m {
+			r.OrderViolations++
+			outOfOrder = append(outOfOrder, d.Key)
+			continue
+		}
+		maxSeq[d.Producer] = d.Seq
+	}
+	r.Delivered = len(delivered)
+	r.Late = len(late)
+	r.Foreign = l.Foreign
+	for k := range acked {
+		if delivered[k] == 0 {
+			r.Lost++
+			lost = append(lost, k)
+		}
+	}
+	copies := map[Key]int{}
+	for _, sc := range []*Scan{l.Survivor, l.FailbackCopy} {
+		if sc == nil {
+			continue
+		}
+		n := map[Key]int{}
+		for _, c := range sc.Copies {
+			n[c.Key]++
+		}
+		for k, c := range n {
+			copies[k] = max(copies[k], c)
+		}
+	}
+	for k, n := range delivered {
+		r.DuplicatedRedelivery += max(0, n-max(1, copies[k]))
+	}
+	r.Survivor = copyReport(l.Survivor, acked)
+	if r.Survivor != nil {
+		r.DuplicatedCopy = r.Survivor.DuplicatedCopy
+		seen := map[Key]bool{}
+		for _, c := range l.Survivor.Copies {
+			if seen[c.Key] {
+				dupCopy = append(dupCopy, c.Key)
+			}
+			seen[c.Key] = true
+		}
+	}
+	r.Examples = Examples{Lost: examples(lost), DuplicatedCopy: examples(dupCopy), OrderViolations: examples(outOfOrder)}
+	r.ClientErrors.Receive = l.ReceiveErrors
+	r.ClientErrors.Ack = l.AckErrors
+	r.ClientErrors.ProducersClosed = l.ProducersClosed
+	r.ClientErrors.ConsumersClosed = l.ConsumersClosed
+
+	if !l.FailbackStart.IsZero() {
+		fb := &Failback{Requested: point(l.FailbackStart, "")}
+		if _, ok := switchGap(allAcks, l.FailbackStart, winEnd); !ok.IsZero() {
+			fb.FirstPublishOK = point(ok, "")
+		}
+		fb.RTOPublishMS = spread(perProducer, l.FailbackStart, winEnd)
+		fb.RTOConsumeMS = spread(perConsumer, l.FailbackStart, winEnd)
+		for _, s := range l.Sends {
+			if s.Err != "" && !s.Sent.Before(l.FailbackStart) {
+				fb.SendErrors++
+			}
+		}
+		fb.Copy = copyReport(l.FailbackCopy, acked)
+		r.Failback = fb
+	}
+
+	// The verdict.
+	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
+	r.Failures = append(r.Failures, l.Errors...)
+	if !l.Fault.IsZero() && firstOK.IsZero() {
+		fail("no publish was acknowledged after the fault")
+	}
+	if r.RTOPublishMS.Max > lim.MaxRTOMS {
+		fail("rto_publish_ms %d is over the limit of %d", r.RTOPublishMS.Max, lim.MaxRTOMS)
+	}
+	if r.Lost > lim.MaxLost {
+		fail("%d acknowledged messages lost, over the limit of %d", r.Lost, lim.MaxLost)
+	}
+	if fb := r.Failback; fb != nil && fb.RTOPublishMS.Max > lim.MaxRTOMS {
+		fail("fail-back rto_publish_ms %d is over the limit of %d", fb.RTOPublishMS.Max, lim.MaxRTOMS)
+	}
+	r.Passed = len(r.Failures) == 0
+	return r
+}
+
+// switchGap finds the longest gap between consecutive times (sorted)
+// that ends after from and no later than to, and returns the times
+// before and after it. With no time after from, before is the last time
+// up to to and after is zero.
+func switchGap(ts []time.Time, from, to time.Time) (before, after time.Time) {
+	best := time.Duration(-1)
+	for i := 1; i < len(ts); i++ {
+		if !ts[i].After(from) || ts[i].After(to) {
+			continue
+		}
+		if g := ts[i].Sub(ts[i-1]); g > best {
+			best, before, after = g, ts[i-1], ts[i]
+		}
+	}
+	if best >= 0 {
+		return before, after
+	}
+	for _, t := range ts {
+		if !t.After(to) {
+			before = t
+		}
+	}
+	return before, time.Time{}
+}
+
+// longestGap is the longest time without a success (ts sorted) within
+// [from, to]: from the last success before from (or from itself) to the
+// next, and so on, up to to.
+func longestGap(ts []time.Time, from, to time.Time) time.Duration {
+	if !to.After(from) {
+		return 0
+	}
+	prev := from
+	i, _ := slices.BinarySearchFunc(ts, from, func(a, b time.Time) int { return a.Compare(b) })
+	if i > 0 {
+		prev = ts[i-1]
+	}
+	var longest time.Duration
+	for ; i < len(ts) && !ts[i].After(to); i++ {
+		longest = max(longest, ts[i].Sub(prev))
+		prev = ts[i]
+	}
+	return max(longest, to.Sub(prev))
+}
+
+// spread is the worst and the p99 (nearest rank) of each client's
+// longest gap within [from, to].
+func spread(clients [][]time.Time, from, to time.Time) Spread {
+	if len(clients) == 0 {
+		return Spread{}
+	}
+	gaps := make([]int64, len(clients))
+	for i, ts := range clients {
+		gaps[i] = ms(longestGap(ts, from, to))
+	}
+	slices.Sort(gaps)
+	rank := int(math.Ceil(0.99*float64(len(gaps)))) - 1
+	return Spread{Max: gaps[len(gaps)-1], P99: gaps[max(rank, 0)], Clients: len(gaps)}
+}
+
+func copyReport(sc *Scan, acked map[Key]time.Time) *CopyReport {
+	if sc == nil {
+		return nil
+	}
+	c := &CopyReport{Region: sc.Region, Complete: !sc.Done.IsZero(), Messages: len(sc.Copies)}
+	seen := make(map[Key]bool, len(sc.Copies))
+	for _, cp := range sc.Copies {
+		if cp.Late {
+			c.Late++
+		}
+		if seen[cp.Key] {
+			c.DuplicatedCopy++
+			continue
+		}
+		seen[cp.Key] = true
+	}
+	c.Distinct = len(seen)
+	for k, at := range acked {
+		if at.Before(sc.Started) && !seen[k] {
+			c.Missing++
+		}
+	}
+	return c
+}
+
+// examples names the lowest maxExamples distinct keys of ks.
+func examples(ks []Key) []string {
+	slices.SortFunc(ks, func(a, b Key) int {
+		return cmp.Or(cmp.Compare(a.Producer, b.Producer), cmp.Compare(a.Seq, b.Seq))
+	})
+	ks = slices.Compact(ks)
+	out := []string{}
+	for _, k := range ks[:min(len(ks), maxExamples)] {
+		out = append(out, k.String())
+	}
+	return out
+}
+
+func sortTimes(ts []time.Time) { slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) }) }
+
+// ms rounds d to whole milliseconds.
+func ms(d time.Duration) int64 { return d.Round(time.Millisecond).Milliseconds() }
