@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/drill"
+	"github.com/isobar-mq/isobar/internal/testcluster"
+)
+
+// drillBasePort is TestDrillFailover's port plan: 24600-24742 and
+// 26030-26131, apart from TestDev's (23000-23142, 24430-24531).
+const drillBasePort = "24600"
+
+func TestDrillLatePropertyIsTheBrokers(t *testing.T) {
+	if drill.LateProperty != broker.LateProperty {
+		t.Fatalf("drill.LateProperty %q, broker.LateProperty %q", drill.LateProperty, broker.LateProperty)
+	}
+}
+
+func TestDrillUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	eps := filepath.Join(dir, "endpoints.json")
+	os.WriteFile(eps, []byte(`{"controlUrl":"http://127.0.0.1:1","regions":[{"name":"r0","serviceUrl":"pulsar://127.0.0.1:2","webServiceUrl":"http://127.0.0.1:3"},{"name":"r1","serviceUrl":"pulsar://127.0.0.1:4","webServiceUrl":"http://127.0.0.1:5"}]}`), 0o600)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"drill", "failover", "--endpoints", filepath.Join(dir, "missing.json")}, "isobar dev"},
+		{[]string{"drill", "failover", "--endpoints", eps, "--fault", "flood"}, "--fault"},
+		{[]string{"drill", "failover", "--endpoints", eps, "--to", "r9", "--rate", "0"}, `no region "r9"`},
+		{[]string{"drill", "failover", "--endpoints", eps, "--from", "r1", "--to", "r1"}, "--to"},
+		{[]string{"drill", "failover", "--endpoints", eps, "--auto-failover-after", "2500ms"}, "--auto-failover-after"},
+		{[]string{"drill", "failover", "extra"}, "no arguments"},
+		{[]string{"drill"}, "missing command"},
+	} {
+		_, err := run(context.Background(), c.args...)
+		if err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v (exit %d), want a usage error mentioning %q", c.args, err, exitCode(err), c.want)
+		}
+	}
+}
+
+// TestDrillFailover starts `isobar dev` behind a 40 ms WAN and runs two
+// failover drills against it, each on a topic of its own: the primary
+// killed, then partitioned, and the standby promoted by the drill each
+// time. Both must pass (nothing lost, publish RTO within 10 s), with a
+// sensible timeline, the partitioned primary's tail counted late, and no
+// client closed for good.
+func TestDrillFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("federation drill: skipped with -short")
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := run(ctx, "dev", "--data-dir", dir, "--regions", "r0,r1", "--base-port", drillBasePort, "--wan-latency", "40ms", "--log-level", "error")
+		done <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("dev stopped with %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Error("dev did not stop")
+		}
+	})
+	eps := filepath.Join(dir, "endpoints.json")
+	testcluster.WaitFor(t, 90*time.Second, func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("dev exited early: %v", err)
+		default:
+		}
+		_, err := os.Stat(eps)
+		return err == nil
+	})
+
+	for _, fault := range []string{"kill", "partition"} {
+		start := time.Now()
+		jsonPath := filepath.Join(dir, fault+".json")
+		out, err := run(context.Background(), "drill", "failover", "--endpoints", eps, "--namespace", "geo/drill",
+			"--from", "r0", "--to", "r1", "--fault", fault, "--promote", "--duration", "8s", "--rate", "200",
+			"--json", jsonPath, "--log-level", "warn")
+		if err != nil {
+			t.Fatalf("%s drill: %v\n%s", fault, err, out)
+		}
+		if !strings.Contains(out, "r0 -> r1, promoted by the drill: PASSED") {
+			t.Errorf("%s drill: table:\n%s", fault, out)
+		}
+		raw, err := os.ReadFile(jsonPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r drill.Report
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatalf("%s: %v", jsonPath, err)
+		}
+		t.Logf("%s drill in %v: detected %+dms, fenced %+dms, promoted %+dms, first publish %+dms, first delivery %+dms, healed %+dms; rto publish %d ms, consume %d ms; rpo %v messages (%v ms); late %d; redelivered %d; stored twice %d; order violations %d",
+			fault, time.Since(start).Round(time.Second), off(r.Timeline.Detected), off(r.Timeline.Fenced), off(r.Timeline.Promoted),
+			off(r.Timeline.FirstPublishOK), off(r.Timeline.FirstDeliveryOK), off(r.Timeline.Healed),
+			r.RTOPublishMS.Max, r.RTOConsumeMS.Max, deref(r.RPOMessages), deref(r.RPOMS), r.Late, r.DuplicatedRedelivery, r.DuplicatedCopy, r.OrderViolations)
+		checkDrillReport(t, fault, &r)
+	}
+}
+
+func checkDrillReport(t *testing.T, fault string, r *drill.Report) {
+	t.Helper()
+	tl := r.Timeline
+	for name, p := range map[string]*drill.Point{"fault": tl.Fault, "detected": tl.Detected, "fenced": tl.Fenced, "promoted": tl.Promoted,
+		"first_publish_ok": tl.FirstPublishOK, "first_delivery_ok": tl.FirstDeliveryOK, "healed": tl.Healed} {
+		if p == nil {
+			t.Fatalf("%s: timeline point %s missing: %+v", fault, name, tl)
+		}
+	}
+	order := []struct {
+		name        string
+		early, late *drill.Point
+		slack       time.Duration
+	}{
+		{"fault <= detected", tl.Fault, tl.Detected, 0},
+		{"detected <= promoted", tl.Detected, tl.Promoted, 0},
+		// A kill stops the old primary at the fault: its last
+		// acknowledgement may come just before.
+		{"fault <= fenced", tl.Fault, tl.Fenced, time.Second},
+		{"fenced < first_publish_ok", tl.Fenced, tl.FirstPublishOK, 0},
+		{"detected <= first_publish_ok", tl.Detected, tl.FirstPublishOK, 0},
+		{"first_publish_ok <= first_delivery_ok", tl.FirstPublishOK, tl.FirstDeliveryOK, time.Second},
+		{"first_delivery_ok <= healed", tl.FirstDeliveryOK, tl.Healed, 0},
+	}
+	for _, o := range order {
+		if o.late.At.Before(o.early.At.Add(-o.slack)) {
+			t.Errorf("%s: not %s: %v then %v", fault, o.name, o.early.At, o.late.At)
+		}
+	}
+	if tl.Fault.OffsetMS != 0 || tl.Healed.At.Sub(tl.Fault.At) < 8*time.Second {
+		t.Errorf("%s: fault at %+d ms, healed %v after it (--duration 8s)", fault, tl.Fault.OffsetMS, tl.Healed.At.Sub(tl.Fault.At))
+	}
+	if !r.Passed || r.Lost != 0 || r.RTOPublishMS.Max > 10000 || r.RTOPublishMS.Clients != 2 {
+		t.Errorf("%s: passed %v, lost %d %v, rto_publish_ms %+v; failures %q", fault, r.Passed, r.Lost, r.Examples.Lost, r.RTOPublishMS, r.Failures)
+	}
+	if ce := r.ClientErrors; ce.ProducersClosed != 0 || ce.ConsumersClosed != 0 {
+		t.Errorf("%s: clients closed for good: %+v", fault, ce)
+	}
+	if r.RPOMessages == nil || r.RPOMS == nil {
+		t.Errorf("%s: rpo not measured", fault)
+	}
+	if s := r.Survivor; s == nil || !s.Complete || s.Region != "r1" || s.Missing != 0 {
+		t.Errorf("%s: survivor copy %+v", fault, s)
+	}
+	if r.Acknowledged == 0 || r.Delivered < r.Acknowledged || r.Foreign != 0 {
+		t.Errorf("%s: acknowledged %d, delivered %d, foreign %d", fault, r.Acknowledged, r.Delivered, r.Foreign)
+	}
+	// A partitioned primary keeps acknowledging until its fences lapse;
+	// that tail reaches the new primary after the heal, marked late.
+	if fault == "partition" && (r.Late == 0 || r.RPOMessages == nil || *r.RPOMessages == 0) {
+		t.Errorf("%s: late %d, rpo %v: the old primary's tail should be counted", fault, r.Late, deref(r.RPOMessages))
+	}
+}
+
+func off(p *drill.Point) int64 {
+	if p == nil {
+		return -1
+	}
+	return p.OffsetMS
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
