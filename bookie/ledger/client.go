@@ -266,9 +266,13 @@ func (c *Client) Create(ctx context.Context, o CreateOptions) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: create: %w", err)
 	}
-	id, err := metastore.NextID(mctx, c.cfg.Meta, LedgerIDKey(c.cfg.Region))
+	n, err := metastore.NextID(mctx, c.cfg.Meta, LedgerIDKey(c.cfg.Region))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: create: allocate id: %w", err)
+	}
+	id, err := LedgerID(c.cfg.Region, n)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: create: %w", err)
 	}
 	md := Metadata{
 		Version:      MetadataVersion,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"time"
@@ -61,6 +62,34 @@ func LedgerKey(region string, id uint64) string {
 
 // LedgerIDKey is the counter ledger ids are drawn from.
 func LedgerIDKey(region string) string { return metastore.RegionPrefix(region) + "ledger-id" }
+
+// A ledger id is a region's tag above its counter: the low
+// ledgerCounterBits bits count the region's ledgers, the bits above them
+// say which region made it. Ids therefore grow in each region (counters
+// from before tags existed are smaller than every tagged one) and never
+// collide between regions, so a message id (ledger, entry) that a client
+// got in one region is never mistaken for another region's entry: a
+// broker recognises it and translates it (docs/failover.md).
+const ledgerCounterBits = 40
+
+// RegionTag is a region's tag in the ledger ids it makes: 1 to 2^22.
+func RegionTag(region string) uint64 {
+	h := fnv.New32a()
+	h.Write([]byte(region))
+	return 1 + uint64(h.Sum32())%(1<<22)
+}
+
+// LedgerID is region's n-th ledger id.
+func LedgerID(region string, n uint64) (uint64, error) {
+	if n >= 1<<ledgerCounterBits {
+		return 0, fmt.Errorf("ledger: region %s has made %d ledgers, at most %d", region, n, uint64(1)<<ledgerCounterBits-1)
+	}
+	return RegionTag(region)<<ledgerCounterBits | n, nil
+}
+
+// TagOf returns the region tag of a ledger id (0 for an id made before
+// tags existed).
+func TagOf(id int64) uint64 { return uint64(id) >> ledgerCounterBits }
 
 // BookiesPrefix is where bookies register.
 func BookiesPrefix(region string) string { return proto.BookiesPrefix(metastore.RegionPrefix(region)) }
