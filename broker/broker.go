@@ -343,8 +343,14 @@ type Broker struct {
 	hb       *mledger.ManagedLedger
 	hbCursor *mledger.Cursor
 
+	// syncDue are topics whose subscription states are shipped or
+	// applied in the next round (substate.go).
+	syncMu  sync.Mutex
+	syncDue map[*Topic]struct{}
+	origins sync.Map // region names, interned
+
 	wg    sync.WaitGroup // accept loops and connections
-	maint sync.WaitGroup // the maintenance loop
+	maint sync.WaitGroup // the maintenance and subscription-state loops
 }
 
 // topicSlot is a loaded topic or one being loaded (ready closed when done).
@@ -371,14 +377,17 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		conns:  map[*conn]struct{}{},
 		perIP:  map[string]int{},
 		topics: map[string]*topicSlot{},
+
+		syncDue: map[*Topic]struct{}{},
 	}
 	b.tracing = replication.TracingEnabled(deps.TracerProvider)
 	if err := b.initMetrics(); err != nil {
 		cancel()
 		return nil, fmt.Errorf("broker: metrics: %w", err)
 	}
-	b.maint.Add(1)
+	b.maint.Add(2)
 	go func() { defer b.maint.Done(); b.maintain() }()
+	go func() { defer b.maint.Done(); b.subSyncLoop() }()
 	return b, nil
 }
 

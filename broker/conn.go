@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -662,6 +663,21 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 	highest := cmd.GetHighestSequenceId()
 	if err := c.b.checkSend(seq, highest, f.Metadata); err != nil {
 		c.sendCmd(wire.NewSendErrorCommand(pid, seq, err))
+		return
+	}
+	if p.replFrom != "" && isSubState(f.Metadata) {
+		// Another region's subscription state: applied, not stored.
+		ctx, cancel := c.opCtx()
+		err := p.t.receiveSubState(ctx, p.replFrom, f.Metadata, f.Payload)
+		cancel()
+		if err != nil {
+			c.sendCmd(wire.NewSendErrorCommand(pid, seq, serverError(err)))
+			return
+		}
+		ctl := uint64(math.MaxUint64)
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_SEND_RECEIPT.Enum(), SendReceipt: &pb.CommandSendReceipt{
+			ProducerId: &pid, SequenceId: &seq, MessageId: &pb.MessageIdData{LedgerId: &ctl, EntryId: &ctl}, HighestSequenceId: &highest,
+		}})
 		return
 	}
 	src, srcPos, replicated, rerr := sourcePosition(f.Metadata)

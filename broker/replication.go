@@ -265,6 +265,7 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 		if err == nil {
 			t.learnOrigin(origin)
 			t.dedupStored(p)
+			t.noteReplicated()
 		}
 		t.addFailed(err)
 		done(p, true, err)
@@ -325,6 +326,7 @@ func (t *Topic) ensureDedupState(ctx context.Context) error {
 	}
 	seqs := map[string]int64{}
 	hwm := map[string]mledger.Position{}
+	lastOwn := noPosition
 	for k, v := range c.Properties() {
 		if src, ok := strings.CutPrefix(k, replication.Prefix); ok {
 			if p, err := ParseSourcePosition(v); err == nil {
@@ -356,6 +358,8 @@ func (t *Topic) ensureDedupState(ctx context.Context) error {
 				if !crossRegion {
 					continue
 				}
+			} else {
+				lastOwn = e.Position
 			}
 			seq := int64(max(meta.GetSequenceId(), meta.GetHighestSequenceId()))
 			if seq > seqs[meta.GetProducerName()] {
@@ -373,6 +377,9 @@ func (t *Topic) ensureDedupState(ctx context.Context) error {
 	t.dedupConfirmed = maps.Clone(seqs)
 	for src, p := range hwm {
 		t.replIn[src] = newReplIn(p)
+	}
+	if lastOwn.Compare(t.lastOwn) > 0 {
+		t.lastOwn = lastOwn
 	}
 	t.mu.Unlock()
 	return nil

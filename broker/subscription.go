@@ -113,6 +113,7 @@ func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *cons
 			s.cursor = cur
 			md := cur.MarkDelete()
 			s.readPos = Position{Ledger: md.Ledger, Entry: md.Entry + 1}
+			t.subChanged(name) // it exists in every region of the namespace
 			return s, nil
 		}
 		s.readPos = t.startPosition(cmd.GetStartMessageId(), cmd.GetInitialPosition())
@@ -292,6 +293,9 @@ func (s *subscription) notifyActive() {
 			ConsumerId: &id, IsActive: boolp(n.active),
 		}})
 	}
+	if len(notes) > 0 && strings.HasPrefix(s.name, replication.Prefix) {
+		s.t.subChangedAll() // a replicator took over the stream
+	}
 	s.kick()
 }
 
@@ -421,6 +425,15 @@ func (s *subscription) flow(k *consumer, n int64) {
 // ack acknowledges ps for k (individually, or cumulatively up to ps[0])
 // and persists the cursor.
 func (s *subscription) ack(k *consumer, ps []Position, cumulative bool) error {
+	if s.cursor != nil {
+		// Ids a client got in another region before a failover moved it
+		// here are translated, never applied to this region's entries.
+		var foreign []Position
+		if ps, foreign = s.t.splitForeign(ps); len(foreign) > 0 {
+			s.t.translateAcks(k.c.ctx, s.name, foreign, cumulative)
+			s.t.subChanged(s.name)
+		}
+	}
 	if len(ps) == 0 {
 		return nil
 	}
@@ -468,10 +481,14 @@ func (s *subscription) ack(k *consumer, ps []Position, cumulative bool) error {
 	}
 	ctx, cancel := context.WithTimeout(k.c.ctx, 30*time.Second)
 	defer cancel()
+	var err error
 	if cumulative {
-		return s.cursor.AckCumulative(ctx, ps[0])
+		err = s.cursor.AckCumulative(ctx, ps[0])
+	} else {
+		err = s.cursor.AckMany(ctx, ps)
 	}
-	return s.cursor.AckMany(ctx, ps)
+	s.t.subChanged(s.name)
+	return err
 }
 
 // redeliver sends k's unacknowledged entries ps (all of them when ps is

@@ -57,12 +57,14 @@ type Topic struct {
 	dedupOn        bool                // producers are de-duplicated (policy at load)
 	replIn         map[string]*replIn  // by source cluster
 	replOut        map[string]*replOut // by remote cluster
+	lastOwn        Position            // this region's last own entry (noPosition: not known)
 	// dedupLoad serializes loading the de-duplication state.
 	dedupLoad     sync.Mutex
 	nonPersistent atomic.Int64 // message ids of a non-persistent topic
 
 	msgIn, bytesIn atomic.Int64
 	quotaExceeded  atomic.Bool              // a backlog is over its quota (producer policies)
+	sync           subSync                  // subscription state across regions (substate.go)
 	attrs          metric.MeasurementOption // of its metrics
 	created        time.Time
 }
@@ -75,6 +77,7 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 		subs:      map[string]*subscription{},
 		replIn:    map[string]*replIn{},
 		replOut:   map[string]*replOut{},
+		lastOwn:   noPosition,
 		created:   b.deps.Now(),
 	}
 	t.attrs = b.topicAttrs(t)
@@ -251,6 +254,9 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 		t.mu.Unlock()
 	}
 	t.ml.AddEntryAsync(ctx, entry, func(pos mledger.Position, err error) {
+		if err == nil {
+			t.noteOwn(pos)
+		}
 		if err == nil && dedup {
 			t.confirmDedup(p.name, top, pos)
 		} else if err == nil && t.dedupLoaded() {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/region"
+	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/replicator"
 	"github.com/isobar-mq/isobar/replicator/frame"
 	"github.com/isobar-mq/isobar/topic"
@@ -145,12 +146,15 @@ func TestReplicationBadInput(t *testing.T) {
 		oversize, _, _ := enc.Encode(nil, big)
 		corrupt := bytes.Clone(good)
 		corrupt[len(corrupt)-3] ^= 0xff
-		send := func(subject, src, topicName string, data []byte) string {
+		send := func(subject, src, topicName string, data []byte, kind ...string) string {
 			t.Helper()
 			m := nats.NewMsg(subject)
 			m.Data = data
 			m.Header.Set(replicator.HeaderSource, src)
 			m.Header.Set(replicator.HeaderTopic, topicName)
+			if len(kind) > 0 {
+				m.Header.Set(replicator.HeaderKind, kind[0])
+			}
 			reply, err := nc.RequestMsg(m, 20*time.Second)
 			if err != nil {
 				t.Fatalf("request: %v", err)
@@ -176,12 +180,60 @@ func TestReplicationBadInput(t *testing.T) {
 				t.Errorf("%s: reply error %q, want it to contain %q", tc.name, got, tc.want)
 			}
 		}
+		// Subscription-state records (docs/failover.md): each is checked
+		// by the sink and again by the broker; none is stored.
+		state := func(sub string, payload []byte, mark bool) []byte {
+			meta := &pb.MessageMetadata{ProducerName: strp("isobar.substate"), SequenceId: u64p(0), PublishTime: u64p(uint64(time.Now().UnixMilli()))}
+			if mark {
+				meta.Properties = []*pb.KeyValue{{Key: strp(replication.SubStateProperty), Value: strp(sub)}}
+			}
+			b, err := wire.AppendEntry(nil, meta, payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, _, err := enc.Encode(nil, []frame.Entry{{Pos: frame.Pos{Entry: 0}, Data: b}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+		okState := func(sub string) []byte {
+			b, err := replication.EncodeSubState(replication.SubState{Subscription: sub, MarkDelete: map[string]replication.Position{"r0": {Ledger: 7, Entry: 0}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		for _, tc := range []struct {
+			name, kind string
+			data       []byte
+			want       string
+		}{
+			{"unknown kind", "acks", state("s", okState("s"), true), "unknown kind"},
+			{"state not marked", replicator.KindSubState, state("s", okState("s"), false), `marked ""`},
+			{"state marked for another subscription", replicator.KindSubState, state("t", okState("s"), true), `marked "t"`},
+			{"state that does not decode", replicator.KindSubState, state("s", []byte("{"), true), "bad subscription state"},
+			{"state of a reserved subscription", replicator.KindSubState, state("isobar.dedup", okState("isobar.dedup"), true), "reserved"},
+		} {
+			if got := send(sub, "r0", topicName, tc.data, tc.kind); !strings.Contains(got, tc.want) {
+				t.Errorf("%s: reply error %q, want it to contain %q", tc.name, got, tc.want)
+			}
+		}
 		// Nothing of the refused frames was stored: the only entries the
 		// topic gets are the good frame's, once, even when sent twice.
 		for range 2 {
 			if got := send(sub, "r0", topicName, good); got != "" {
 				t.Fatalf("good frame refused: %s", got)
 			}
+		}
+		// A good state is applied, not stored: the subscription exists in
+		// r1 with r0's first message (7:0) acknowledged.
+		if got := send(sub, "r0", topicName, state("from-r0", okState("from-r0"), true), replicator.KindSubState); got != "" {
+			t.Fatalf("good state refused: %s", got)
+		}
+		st, err := faultTopicStats(ctx, r1, topicName, nil)
+		if s, ok := st.Subscriptions["from-r0"]; err != nil || !ok || s.MsgBacklog != 1 {
+			t.Errorf("r1's from-r0 after r0's state: %+v (%v), want a backlog of 1", st.Subscriptions, err)
 		}
 		c := pulsarClient(t, r1.Endpoints().ServiceURL)
 		cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topicName, SubscriptionName: "check", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})

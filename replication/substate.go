@@ -70,6 +70,9 @@ func compareIdentity(a, b Identity) int {
 	return a.Pos.compare(b.Pos)
 }
 
+// Compare orders positions: -1, 0 or 1 as p is before, at or after q.
+func (p Position) Compare(q Position) int { return p.compare(q) }
+
 func (p Position) compare(q Position) int {
 	switch {
 	case p.Ledger != q.Ledger:
@@ -181,4 +184,150 @@ func (s *SubState) check() error {
 		return fmt.Errorf("%w: %w", ErrBadSubState, err)
 	}
 	return nil
+}
+
+// SubStateProperty marks a subscription-state record in the replication
+// stream (its value is the subscription's name; the payload is
+// EncodeSubState's). The source broker sends such records to the active
+// consumer of a replication cursor as MESSAGE commands with ControlID as
+// their message id, outside flow control and never stored; the replicator
+// worker carries them to the remote region and writes them through its
+// replicator producer, whose broker applies them instead of storing them.
+const SubStateProperty = "__ISOBAR_SUBSTATE"
+
+// ControlID is the message id (ledger and entry both all ones on the
+// wire, -1 as int64) of a record that is not an entry of the topic; it
+// is never acknowledged.
+const ControlID = -1
+
+// StateBuilder computes a subscription's state in the region that takes
+// its acknowledgements: from its mark-delete position and the messages
+// after it, seen in log order. The mark-delete position stands for every
+// message of this region's origin up to it and, for each other origin,
+// every message of that origin before the first one after it; an origin
+// none of whose messages follows it has everything stored from it before
+// it. The messages acknowledged after it are listed.
+type StateBuilder struct {
+	st     SubState
+	local  string
+	stored map[string]Position
+	first  map[string]Position
+	prev   map[string]Position
+}
+
+// NewStateBuilder starts the state of subscription sub of region local
+// at mark-delete position md. stored is, for each other origin, the
+// highest position stored from it, and for local the position of its last
+// own message when known (so the frontier names no message that does not
+// exist), read before the walk; prev is the
+// mark-delete frontier last computed (nil: none), a bound that holds
+// while the mark-delete position only moves forward.
+func NewStateBuilder(sub, local string, md Position, stored, prev map[string]Position) *StateBuilder {
+	if own, ok := stored[local]; ok && own.compare(md) < 0 {
+		md = own
+	}
+	return &StateBuilder{
+		st:     SubState{Subscription: sub, MarkDelete: map[string]Position{local: md}},
+		local:  local,
+		stored: stored,
+		first:  map[string]Position{},
+		prev:   prev,
+	}
+}
+
+// See takes the next message after the mark-delete position and whether
+// it is acknowledged.
+func (b *StateBuilder) See(id Identity, acked bool) {
+	if id.Origin != b.local {
+		if _, ok := b.first[id.Origin]; !ok {
+			b.first[id.Origin] = id.Pos
+		}
+	}
+	if acked && len(b.st.Acked) < MaxSubStateAcked {
+		b.st.Acked = append(b.st.Acked, id)
+	}
+}
+
+// NeedsMore reports whether an origin stored here has no message seen yet
+// (walking on finds the first one, or the end of the log).
+func (b *StateBuilder) NeedsMore() bool {
+	for o := range b.stored {
+		if _, ok := b.first[o]; !ok && o != b.local {
+			return true
+		}
+	}
+	return false
+}
+
+// State returns the state; atEnd says the walk saw every message after
+// the mark-delete position. Without it, an origin with no message seen
+// keeps its previous frontier, or none.
+func (b *StateBuilder) State(atEnd bool) SubState {
+	st := b.st
+	for o, f := range b.first {
+		st.MarkDelete[o] = Position{Ledger: f.Ledger, Entry: f.Entry - 1}
+	}
+	for o, s := range b.stored {
+		if _, ok := b.first[o]; ok || o == b.local {
+			continue
+		}
+		if atEnd {
+			st.MarkDelete[o] = s
+		} else if p, ok := b.prev[o]; ok {
+			st.MarkDelete[o] = p
+		}
+	}
+	return st
+}
+
+// Applier says which of a region's messages after its own mark-delete
+// position, seen in log order, a state from another region acknowledges.
+type Applier struct {
+	st     *SubState
+	maxCov map[string]Position // the last message covered, per origin
+	passed map[string]bool     // a message after it was seen
+}
+
+// NewApplier starts applying st.
+func NewApplier(st *SubState) *Applier {
+	a := &Applier{st: st, maxCov: map[string]Position{}, passed: map[string]bool{}}
+	for o, p := range st.MarkDelete {
+		a.maxCov[o] = p
+	}
+	for _, id := range st.Acked {
+		if p, ok := a.maxCov[id.Origin]; !ok || id.Pos.compare(p) > 0 {
+			a.maxCov[id.Origin] = id.Pos
+		}
+	}
+	return a
+}
+
+// See takes the next message and reports whether the state acknowledges it.
+func (a *Applier) See(id Identity) bool {
+	if a.st.Covers(id) {
+		return true
+	}
+	if mc, ok := a.maxCov[id.Origin]; ok && id.Pos.compare(mc) > 0 {
+		a.passed[id.Origin] = true
+	}
+	return false
+}
+
+// Done reports whether no later message can be acknowledged: one after
+// the last covered message of every origin was seen.
+func (a *Applier) Done() bool { return len(a.passed) == len(a.maxCov) }
+
+// Waiting reports whether the state covers messages of another origin than
+// local beyond what is stored from it (stored: the highest position stored
+// per origin), so it must be applied again as they arrive.
+func (a *Applier) Waiting(local string, stored map[string]Position) bool {
+	for o, p := range a.maxCov {
+		if o == local {
+			continue // every message of this region's origin is here
+		}
+		if s, ok := stored[o]; !ok || p.compare(s) > 0 {
+			return true
+		}
+	}
+	return false
 }

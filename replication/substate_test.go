@@ -127,3 +127,180 @@ func FuzzDecodeSubState(f *testing.F) {
 		}
 	})
 }
+
+// regionLogs builds the logs of regions A and B as a region stores them:
+// each entry's own position is its place in its region's log, a
+// message's identity is its origin and its position there, and each
+// region holds the other's messages in the other's order, interleaved at
+// random with its own. A has received the first recvB of B's nB
+// messages; B's log is returned whole (every message of A received) and
+// as the prefix it had when it had received only recvA of them.
+func regionLogs(rng *rand.Rand, nA, nB, recvA, recvB int) (logA, fullB, partB []Identity) {
+	pos := func(i int) Position { return Position{Ledger: 1 + int64(i/50), Entry: int64(i % 50)} }
+	// Where each region's own messages sit: decided first, as their
+	// identities are their positions.
+	pattern := func(own, in int) []bool {
+		var out []bool
+		for own > 0 || in > 0 {
+			mine := in == 0 || own > 0 && rng.Intn(2) == 0
+			out = append(out, mine)
+			if mine {
+				own--
+			} else {
+				in--
+			}
+		}
+		return out
+	}
+	pa, pb := pattern(nA, recvB), pattern(nB, nA)
+	var ownA, ownB []Identity
+	for i, mine := range pa {
+		if mine {
+			ownA = append(ownA, Identity{"A", pos(i)})
+		}
+	}
+	for i, mine := range pb {
+		if mine {
+			ownB = append(ownB, Identity{"B", pos(i)})
+		}
+	}
+	fill := func(p []bool, own, in []Identity) []Identity {
+		out := make([]Identity, len(p))
+		i, j := 0, 0
+		for k, mine := range p {
+			if mine {
+				out[k], i = own[i], i+1
+			} else {
+				out[k], j = in[j], j+1
+			}
+		}
+		return out
+	}
+	logA, fullB = fill(pa, ownA, ownB), fill(pb, ownB, ownA)
+	// B's prefix holding recvA of A's messages.
+	n, k := 0, 0
+	for k < len(fullB) && (fullB[k].Origin == "B" || n < recvA) {
+		if fullB[k].Origin == "A" {
+			n++
+		}
+		k++
+	}
+	return logA, fullB, fullB[:k]
+}
+
+// TestStateBuilderAndApplierModel checks the code brokers run (docs/failover.md):
+// region A computes a subscription's state with a StateBuilder from its
+// mark-delete position and a walk of its log, possibly cut short, and
+// region B applies it with an Applier, walking its own log from its own
+// mark-delete position, first with only part of A's messages, then with
+// all. B acknowledges exactly what A acknowledged when A's walk reached
+// the end (or every origin and acknowledgement it needed), and never a
+// message A did not acknowledge when it was cut short.
+func TestStateBuilderAndApplierModel(t *testing.T) {
+	for seed := int64(1); seed <= 500; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		nA, nB := 1+rng.Intn(150), rng.Intn(150)
+		recvB := rng.Intn(nB + 1)
+		logA, fullB, partB := regionLogs(rng, nA, nB, nA, recvB)
+		posA := func(i int) Position { return Position{Ledger: 1 + int64(i/50), Entry: int64(i % 50)} }
+		// A's acknowledgements: a mark-delete index k, some beyond it.
+		k := rng.Intn(len(logA)+1) - 1
+		acked := map[Identity]bool{}
+		ackedAt := map[int]bool{}
+		for i := 0; i <= k; i++ {
+			acked[logA[i]] = true
+		}
+		lastAcked := k
+		for i := k + 1; i < len(logA); i++ {
+			if rng.Intn(3) == 0 {
+				acked[logA[i]], ackedAt[i] = true, true
+				lastAcked = i
+			}
+		}
+		// What A stores from B: the last of B's messages in A's log; and
+		// A's own last message.
+		stored := map[string]Position{}
+		for _, id := range logA {
+			stored[id.Origin] = id.Pos
+		}
+		md := Position{Ledger: 1, Entry: -1}
+		if k >= 0 {
+			md = posA(k)
+		}
+		// A first state at an earlier mark-delete, walked to the end,
+		// gives the frontier a cut-short walk falls back on.
+		var prev map[string]Position
+		if k >= 0 {
+			k0 := rng.Intn(k + 1)
+			b0 := NewStateBuilder("sub", "A", posA(k0), stored, nil)
+			for i := k0 + 1; i < len(logA); i++ {
+				b0.See(logA[i], false)
+			}
+			prev = b0.State(true).MarkDelete
+		}
+		limit := len(logA)
+		if rng.Intn(3) == 0 {
+			limit = rng.Intn(len(logA) + 1)
+		}
+		b := NewStateBuilder("sub", "A", md, stored, prev)
+		i, walked := k+1, 0
+		for ; i < len(logA) && walked < limit; i++ {
+			b.See(logA[i], ackedAt[i])
+			walked++
+			if i >= lastAcked && !b.NeedsMore() {
+				i++
+				break
+			}
+		}
+		complete := i > lastAcked
+		st := b.State(i >= len(logA))
+		enc, err := EncodeSubState(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeSubState(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// B applies it from its mark-delete (nothing acknowledged), on
+		// part of its log and then on all of it, keeping what it acked.
+		ackedB := map[int]bool{}
+		apply := func(log []Identity) bool {
+			a := NewApplier(&got)
+			for j, id := range log {
+				if a.See(id) {
+					ackedB[j] = true
+				}
+				if a.Done() {
+					break
+				}
+			}
+			storedB := map[string]Position{}
+			for _, id := range log {
+				if id.Origin == "A" {
+					storedB["A"] = id.Pos
+				}
+			}
+			return a.Waiting("B", storedB)
+		}
+		if waiting := apply(partB); !waiting && len(partB) < len(fullB) {
+			// Not waiting: nothing acknowledged in A is missing from partB.
+			for _, id := range fullB[len(partB):] {
+				if acked[id] {
+					t.Fatalf("seed %d: not waiting, but %v (acknowledged in A) has not arrived", seed, id)
+				}
+			}
+		}
+		if apply(fullB) {
+			t.Fatalf("seed %d: still waiting with every message of A stored", seed)
+		}
+		for j, id := range fullB {
+			switch {
+			case ackedB[j] && !acked[id]:
+				t.Fatalf("seed %d: %v acknowledged in B, not in A", seed, id)
+			case !ackedB[j] && acked[id] && complete && limit == len(logA):
+				t.Fatalf("seed %d: %v acknowledged in A, not in B (mark-delete %d of %d)", seed, id, k, len(logA))
+			}
+		}
+	}
+}

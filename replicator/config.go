@@ -158,6 +158,10 @@ func (c Config) withDefaults() Config {
 // Subject is the NATS subject of frames from source to dest.
 func Subject(dest, source string) string { return "isobar.repl." + dest + "." + source }
 
+// KindSubState is the HeaderKind of a frame of subscription-state records
+// (replication.SubStateProperty) rather than entries.
+const KindSubState = "substate"
+
 // SinkQueue is the NATS queue group of a region's sink workers.
 const SinkQueue = "isobar-sink"
 
@@ -170,4 +174,5 @@ const (
 	HeaderCount  = "Isobar-Count"     // entries in the frame
 	HeaderRaw    = "Isobar-Raw-Bytes" // uncompressed body size
 	HeaderError  = "Isobar-Error"     // set on a reply that refuses the frame
+	HeaderKind   = "Isobar-Kind"      // KindSubState, or absent for entries
 )

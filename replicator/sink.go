@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/isobar-mq/isobar/replication"
+	"github.com/isobar-mq/isobar/replicator/frame"
 	"github.com/isobar-mq/isobar/replicator/pulsarconn"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -70,33 +71,57 @@ var ErrBadFrame = errors.New("replicator: bad frame")
 // (topic, source) replicator producer. Nothing is stored unless every
 // entry decodes; entries the broker already has are dropped by it.
 func (w *Worker) apply(msg *nats.Msg) error {
+	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.RequestTimeout)
+	defer cancel()
+	src, name, entries, err := w.checkFrame(ctx, msg)
+	if err != nil {
+		return err
+	}
+	if msg.Header.Get(HeaderKind) == KindSubState {
+		return w.applyStates(ctx, src, name, entries)
+	}
+	return w.applyEntries(ctx, src, name, entries)
+}
+
+// checkFrame checks a frame's source, subject and topic, decodes its
+// entries and checks that the topic replicates between its source and
+// this region.
+func (w *Worker) checkFrame(ctx context.Context, msg *nats.Msg) (string, topic.Name, []frame.Entry, error) {
 	src := msg.Header.Get(HeaderSource)
+	bad := func(err error) (string, topic.Name, []frame.Entry, error) { return "", topic.Name{}, nil, err }
 	if src == "" || src == w.cfg.Region {
-		return fmt.Errorf("%w: source region %q", ErrBadFrame, src)
+		return bad(fmt.Errorf("%w: source region %q", ErrBadFrame, src))
 	}
 	if want := Subject(w.cfg.Region, src); msg.Subject != want {
-		return fmt.Errorf("%w: subject %s does not match source %s", ErrBadFrame, msg.Subject, src)
+		return bad(fmt.Errorf("%w: subject %s does not match source %s", ErrBadFrame, msg.Subject, src))
 	}
 	name, err := topic.Parse(msg.Header.Get(HeaderTopic))
 	if err != nil || name.Domain != topic.Persistent {
-		return fmt.Errorf("%w: topic %q: not a persistent topic name", ErrBadFrame, msg.Header.Get(HeaderTopic))
+		return bad(fmt.Errorf("%w: topic %q: not a persistent topic name", ErrBadFrame, msg.Header.Get(HeaderTopic)))
+	}
+	if k := msg.Header.Get(HeaderKind); k != "" && k != KindSubState {
+		return bad(fmt.Errorf("%w: unknown kind %q", ErrBadFrame, k))
 	}
 	entries, err := w.dec.Decode(msg.Data)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrBadFrame, err)
+		return bad(fmt.Errorf("%w: %w", ErrBadFrame, err))
 	}
 	if len(entries) == 0 {
-		return fmt.Errorf("%w: no entries", ErrBadFrame)
+		return bad(fmt.Errorf("%w: no entries", ErrBadFrame))
 	}
-	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.RequestTimeout)
-	defer cancel()
 	clusters, err := w.deps.Policies.ReplicationClusters(ctx, name)
 	if err != nil {
-		return fmt.Errorf("namespace %s: %w", name.NamespaceName(), err)
+		return bad(fmt.Errorf("namespace %s: %w", name.NamespaceName(), err))
 	}
 	if !slices.Contains(clusters, w.cfg.Region) || !slices.Contains(clusters, src) {
-		return fmt.Errorf("%w: %s does not replicate between %s and %s (replication clusters %v)", ErrBadFrame, name, src, w.cfg.Region, clusters)
+		return bad(fmt.Errorf("%w: %s does not replicate between %s and %s (replication clusters %v)", ErrBadFrame, name, src, w.cfg.Region, clusters))
 	}
+	return src, name, entries, nil
+}
+
+// applyEntries stores a frame's entries in order through the (topic,
+// source) replicator producer.
+func (w *Worker) applyEntries(ctx context.Context, src string, name topic.Name, entries []frame.Entry) error {
 	// Mark each entry replicated from src at its source position; a frame
 	// with an entry that does not decode is refused whole.
 	type out struct {
@@ -133,15 +158,8 @@ func (w *Worker) apply(msg *nats.Msg) error {
 	sp := w.sinkProducer(sinkKey{Topic: name.String(), Source: src})
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if sp.p == nil {
-		p, err := w.client.CreateProducer(ctx, pulsarconn.ProducerOptions{
-			Topic: name.String(),
-			Name:  replication.ProducerName(src, w.cfg.ID),
-		})
-		if err != nil {
-			return fmt.Errorf("producer for %s: %w", name, err)
-		}
-		sp.p = p
+	if err := sp.open(ctx, w, name, src); err != nil {
+		return err
 	}
 	var (
 		wg    sync.WaitGroup
@@ -165,11 +183,7 @@ func (w *Worker) apply(msg *nats.Msg) error {
 	}
 	wg.Wait()
 	if first != nil {
-		// A fresh producer next time: the broker may have closed this one.
-		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = sp.p.Close(cctx)
-		cancel()
-		sp.p = nil
+		sp.discardLocked()
 		applyErr = fmt.Errorf("store on %s: %w", name, first)
 		return applyErr
 	}
@@ -180,6 +194,84 @@ func (w *Worker) apply(msg *nats.Msg) error {
 		if o.publish > 0 {
 			w.metrics.lag.Record(context.Background(), max(0, now.Sub(time.UnixMilli(int64(o.publish))).Seconds()), pair)
 		}
+	}
+	return nil
+}
+
+// open creates the producer unless it is open. sp.mu held.
+func (sp *sinkProducer) open(ctx context.Context, w *Worker, name topic.Name, src string) error {
+	if sp.p != nil {
+		return nil
+	}
+	p, err := w.client.CreateProducer(ctx, pulsarconn.ProducerOptions{
+		Topic: name.String(),
+		Name:  replication.ProducerName(src, w.cfg.ID),
+	})
+	if err != nil {
+		return fmt.Errorf("producer for %s: %w", name, err)
+	}
+	sp.p = p
+	return nil
+}
+
+// discardLocked closes the producer after a failed send: a fresh one next
+// time, since the broker may have closed this one. sp.mu held.
+func (sp *sinkProducer) discardLocked() {
+	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_ = sp.p.Close(cctx)
+	cancel()
+	sp.p = nil
+}
+
+// applyStates hands subscription-state records to the topic's broker
+// through the (topic, source) replicator producer, which answers them
+// without storing them (docs/failover.md). Each is checked first; the
+// frame is refused whole if one is malformed.
+func (w *Worker) applyStates(ctx context.Context, src string, name topic.Name, entries []frame.Entry) error {
+	outs := make([][]byte, len(entries))
+	for i, e := range entries {
+		meta, payload, err := wire.DecodeEntry(e.Data)
+		if err != nil {
+			return fmt.Errorf("%w: subscription state %d: %w", ErrBadFrame, i, err)
+		}
+		var sub string
+		for _, kv := range meta.GetProperties() {
+			if kv.GetKey() == replication.SubStateProperty {
+				sub = kv.GetValue()
+			}
+		}
+		st, err := replication.DecodeSubState(payload)
+		if err != nil {
+			return fmt.Errorf("%w: subscription state %d: %w", ErrBadFrame, i, err)
+		}
+		if sub == "" || st.Subscription != sub {
+			return fmt.Errorf("%w: subscription state %d: marked %q, for subscription %q", ErrBadFrame, i, sub, st.Subscription)
+		}
+		meta.ReplicatedFrom = &src
+		if outs[i], err = wire.AppendEntry(nil, meta, payload); err != nil {
+			return fmt.Errorf("%w: subscription state %d: %w", ErrBadFrame, i, err)
+		}
+	}
+	sp := w.sinkProducer(sinkKey{Topic: name.String(), Source: src})
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if err := sp.open(ctx, w, name, src); err != nil {
+		return err
+	}
+	errs := make(chan error, len(outs))
+	for _, o := range outs {
+		sp.seq++
+		sp.p.SendAsync(o, sp.seq, 1, nil, func(_ pulsarconn.MessageID, err error) { errs <- err })
+	}
+	var first error
+	for range outs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		sp.discardLocked()
+		return fmt.Errorf("subscription states on %s: %w", name, first)
 	}
 	return nil
 }

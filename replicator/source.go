@@ -133,11 +133,20 @@ func (s *stream) session() (progressed bool, err error) {
 				return progressed, err
 			}
 		}
-		select {
-		case <-acks: // replaced by the newer position
-		default:
+		if len(p.states) > 0 {
+			// After the frame: a state that acknowledges these entries
+			// reaches the remote once it has them.
+			if err := s.requestStates(p.states, p.stateBody); err != nil {
+				return progressed, err
+			}
 		}
-		acks <- p.ack
+		if p.hasAck {
+			select {
+			case <-acks: // replaced by the newer position
+			default:
+			}
+			acks <- p.ack
+		}
 		progressed = true
 	}
 	<-gatherDone
@@ -145,12 +154,19 @@ func (s *stream) session() (progressed bool, err error) {
 }
 
 // prepared is a frame ready to send (body nil when every entry was
-// skipped) and the position to acknowledge once it is stored.
+// skipped), the position to acknowledge once it is stored (hasAck false
+// when only subscription states arrived) and the subscription-state
+// records that came with the entries, sent after them.
 type prepared struct {
 	entries []frame.Entry
 	raw     int
 	body    []byte
 	ack     pulsarconn.MessageID
+	hasAck  bool
+	states  [][]byte
+	// stateBody is the states' frame (encoded here, by the one goroutine
+	// that uses the stream's encoder).
+	stateBody []byte
 }
 
 // gather receives entries, skips those not for the remote, and hands
@@ -167,14 +183,19 @@ func (s *stream) gather(ctx context.Context, co *pulsarconn.Consumer, ready chan
 		var p prepared
 		deadline := time.Now().Add(s.w.cfg.FrameDelay)
 		for {
-			if s.keep(e.Data) {
+			switch {
+			case e.Control:
+				p.states = append(p.states, e.Data)
+			case s.keep(e.Data):
 				p.entries = append(p.entries, frame.Entry{Pos: frame.Pos{Ledger: e.ID.Ledger, Entry: e.ID.Entry}, Data: e.Data})
 				p.raw += len(e.Data)
-			} else {
+			default:
 				s.st.update(func(st *StreamStats) { st.Skipped++ })
 			}
-			p.ack = e.ID
-			if len(p.entries) >= s.w.cfg.FrameEntries || p.raw >= s.w.cfg.FrameBytes {
+			if !e.Control {
+				p.ack, p.hasAck = e.ID, true
+			}
+			if len(p.entries)+len(p.states) >= s.w.cfg.FrameEntries || p.raw >= s.w.cfg.FrameBytes {
 				break
 			}
 			dctx, cancel := context.WithDeadline(ctx, deadline)
@@ -190,6 +211,16 @@ func (s *stream) gather(ctx context.Context, co *pulsarconn.Consumer, ready chan
 		if len(p.entries) > 0 {
 			if p.body, _, err = s.enc.Encode(nil, p.entries); err != nil {
 				return fmt.Errorf("encode frame: %w", err)
+			}
+		}
+		if len(p.states) > 0 {
+			// Their frame positions only number them.
+			entries := make([]frame.Entry, len(p.states))
+			for i, d := range p.states {
+				entries[i] = frame.Entry{Pos: frame.Pos{Entry: int64(i)}, Data: d}
+			}
+			if p.stateBody, _, err = s.enc.Encode(nil, entries); err != nil {
+				return fmt.Errorf("encode subscription states: %w", err)
 			}
 		}
 		select {
@@ -259,5 +290,29 @@ func (s *stream) request(p prepared) error {
 		st.Frames++
 		st.LastProgress = time.Now()
 	})
+	return nil
+}
+
+// requestStates sends subscription-state records (each a message whose
+// payload is a replication.SubState, marked with
+// replication.SubStateProperty), encoded as one frame (body), to the
+// remote and waits for its reply.
+func (s *stream) requestStates(states [][]byte, body []byte) error {
+	msg := nats.NewMsg(Subject(s.key.Remote, s.w.cfg.Region))
+	msg.Data = body
+	msg.Header.Set(HeaderSource, s.w.cfg.Region)
+	msg.Header.Set(HeaderTopic, s.key.Topic)
+	msg.Header.Set(HeaderKind, KindSubState)
+	msg.Header.Set(HeaderCount, strconv.Itoa(len(states)))
+	ctx, cancel := context.WithTimeout(s.ctx, s.w.cfg.RequestTimeout)
+	defer cancel()
+	reply, err := s.w.deps.NATS.RequestMsgWithContext(ctx, msg)
+	if err == nil && reply.Header.Get(HeaderError) != "" {
+		err = &replyError{msg: reply.Header.Get(HeaderError)}
+	}
+	if err != nil {
+		return fmt.Errorf("%d subscription states to %s: %w", len(states), s.key.Remote, err)
+	}
+	s.st.update(func(st *StreamStats) { st.SubStates += int64(len(states)) })
 	return nil
 }

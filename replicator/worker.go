@@ -358,6 +358,8 @@ type StreamStats struct {
 	// Skipped counts entries not sent: replicated from elsewhere or
 	// excluded by replicate_to.
 	Skipped int64
+	// SubStates counts subscription-state records the remote confirmed.
+	SubStates int64
 	// Errors counts failed frames; LastError is the latest.
 	Errors    int64
 	LastError string

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
@@ -378,10 +379,12 @@ func (cn *conn) handle(f wire.Frame) error {
 		if f.Entry == nil {
 			return fmt.Errorf("%w: MESSAGE without a payload", wire.ErrMalformed)
 		}
+		id := msgID(m.GetMessageId())
 		return co.deliver(Entry{
-			ID:              msgID(m.GetMessageId()),
+			ID:              id,
 			Data:            bytes.Clone(f.Entry),
 			RedeliveryCount: m.GetRedeliveryCount(),
+			Control:         id.Ledger == replication.ControlID && id.Entry == replication.ControlID,
 		}, int(f.Metadata.GetNumMessagesInBatch()))
 	case pb.BaseCommand_ACTIVE_CONSUMER_CHANGE:
 		if co := cn.consumer(cmd.ActiveConsumerChange.GetConsumerId()); co != nil {

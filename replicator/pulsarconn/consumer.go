@@ -31,6 +31,11 @@ type Entry struct {
 	// the caller.
 	Data            []byte
 	RedeliveryCount uint32
+	// Control is set on a record that is not an entry of the topic (its
+	// message id is replication.ControlID): a subscription's state sent
+	// by the broker beside the entries. It took no permit and is never
+	// acknowledged.
+	Control bool
 }
 
 // SubscribeOptions says what to consume.
@@ -158,7 +163,12 @@ func (co *Consumer) deliver(e Entry, msgs int) error {
 	if len(co.entries) >= 2*co.queue {
 		return fmt.Errorf("%w: consumer %d: broker sent more than %d entries unasked", wire.ErrMalformed, co.id, 2*co.queue)
 	}
-	co.entries = append(co.entries, queued{e, max(1, msgs)})
+	if e.Control {
+		msgs = 0 // outside flow control
+	} else {
+		msgs = max(1, msgs)
+	}
+	co.entries = append(co.entries, queued{e, msgs})
 	co.wakeLocked()
 	return nil
 }
