@@ -29,6 +29,10 @@ import (
 //     oldest of them to the fault (0 when all were acknowledged after
 //     it).
 //   - lost: acknowledged, never delivered.
+//   - late: messages marked late in the new primary's copy (delivered
+//     marked late, when it could not be read): a consumer whose
+//     acknowledgements reached the new primary does not receive again
+//     the part of the tail it had received from the old one.
 //   - duplicated_copy: extra copies in the new primary's topic;
 //     duplicated_redelivery: deliveries of a message beyond its number of
 //     copies (at least one).
@@ -192,6 +196,7 @@ func Analyze(l *Log, lim Limits) Report {
 	}
 	r.Survivor = copyReport(l.Survivor, acked)
 	if r.Survivor != nil {
+		r.Late = r.Survivor.Late
 		r.DuplicatedCopy = r.Survivor.DuplicatedCopy
 		seen := map[Key]bool{}
 		for _, c := range l.Survivor.Copies {
@@ -308,8 +313,10 @@ func copyReport(sc *Scan, acked map[Key]time.Time) *CopyReport {
 	}
 	c := &CopyReport{Region: sc.Region, Complete: !sc.Done.IsZero(), Messages: len(sc.Copies)}
 	seen := make(map[Key]bool, len(sc.Copies))
+	late := map[Key]bool{}
 	for _, cp := range sc.Copies {
-		if cp.Late {
+		if cp.Late && !late[cp.Key] {
+			late[cp.Key] = true
 			c.Late++
 		}
 		if seen[cp.Key] {

@@ -238,6 +238,13 @@ func TestAnalyzeUnplannedFailover(t *testing.T) {
 	if r.Passed || !slices.Equal(r.Failures, []string{"1 acknowledged messages lost, over the limit of 0"}) {
 		t.Errorf("passed %v, failures %q", r.Passed, r.Failures)
 	}
+	// The consumer's acknowledgements reached the new primary: it does
+	// not receive producer 0's tail again. The copy still counts it late.
+	l := killLog()
+	l.Deliveries = slices.DeleteFunc(l.Deliveries, func(d Delivery) bool { return d.Late && d.Producer == 0 })
+	if r := Analyze(l, Limits{MaxRTOMS: 10000}); r.Late != 15 || r.DuplicatedRedelivery != 100 || r.Lost != 1 {
+		t.Errorf("tail not delivered again: late %d, redelivered %d, lost %d; want 15, 100, 1", r.Late, r.DuplicatedRedelivery, r.Lost)
+	}
 	if r := Analyze(killLog(), Limits{MaxRTOMS: 10000, MaxLost: 1}); !r.Passed {
 		t.Errorf("with --max-lost 1: failures %q", r.Failures)
 	}

@@ -74,8 +74,11 @@ type namespacePolicies struct {
 }
 
 // ensureNamespace makes ns ready for the drill (Config.Namespace) through
-// the admin API at c and returns what it did, for the log.
-func ensureNamespace(ctx context.Context, c *rest.Client, ns, from, to string, autoAfter time.Duration) ([]string, error) {
+// the admin API at c and returns what it did, for the log. It reads the
+// namespace's primary from every region in views (c's among them) and
+// believes the highest epoch: a region that was cut off serves its old
+// view for a while after the heal.
+func ensureNamespace(ctx context.Context, c *rest.Client, views []*rest.Client, ns, from, to string, autoAfter time.Duration) ([]string, error) {
 	var did []string
 	tenant, _, _ := strings.Cut(ns, "/")
 	var ti tenantInfo
@@ -133,7 +136,7 @@ func ensureNamespace(ctx context.Context, c *rest.Client, ns, from, to string, a
 		return did, fmt.Errorf("drill: namespace %s replicates to %s, not to both %s and %s: use another namespace or add them (isobar admin namespaces set-clusters)",
 			ns, strings.Join(pol.ReplicationClusters, ", "), from, to)
 	}
-	f, err := getPrimary(ctx, c, ns)
+	f, err := latestPrimary(ctx, views, ns)
 	if err != nil {
 		return did, err
 	}
@@ -164,6 +167,22 @@ func getPrimary(ctx context.Context, c *rest.Client, ns string) (policy.Failover
 		return f, fmt.Errorf("drill: primary of %s: %w", ns, err)
 	}
 	return f, nil
+}
+
+// latestPrimary is the failover policy of ns with the highest epoch
+// among the regions' views.
+func latestPrimary(ctx context.Context, views []*rest.Client, ns string) (policy.Failover, error) {
+	var best policy.Failover
+	for i, c := range views {
+		f, err := getPrimary(ctx, c, ns)
+		if err != nil {
+			return f, err
+		}
+		if i == 0 || f.Epoch > best.Epoch {
+			best = f
+		}
+	}
+	return best, nil
 }
 
 func setPrimary(ctx context.Context, c *rest.Client, ns, primary string) error {

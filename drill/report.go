@@ -113,7 +113,8 @@ type CopyReport struct {
 	// Missing counts messages acknowledged before the scan started that
 	// are not in the copy.
 	Missing int `json:"missing"`
-	// Late counts messages in the copy carrying LateProperty.
+	// Late counts the distinct messages in the copy carrying
+	// LateProperty.
 	Late int `json:"late"`
 }
 

@@ -56,10 +56,37 @@ func labels(r *Report) attribute.Set {
 // record sets the result gauges from r and annotates span with the
 // timeline.
 func (t *telemetry) record(ctx context.Context, span trace.Span, r *Report) {
+	recordGauges(ctx, t.meter, r)
+	span.SetAttributes(
+		attribute.Bool("isobar.drill.passed", r.Passed),
+		attribute.Int64("isobar.drill.rto_publish_ms", r.RTOPublishMS.Max),
+		attribute.Int("isobar.drill.lost", r.Lost),
+	)
+	for _, pt := range []namedPoint{
+		{"fault", r.Timeline.Fault}, {"detected", r.Timeline.Detected}, {"fenced", r.Timeline.Fenced},
+		{"promoted", r.Timeline.Promoted}, {"first_publish_ok", r.Timeline.FirstPublishOK},
+		{"first_delivery_ok", r.Timeline.FirstDeliveryOK}, {"healed", r.Timeline.Healed},
+	} {
+		if pt.p != nil {
+			span.AddEvent(pt.name, trace.WithTimestamp(pt.p.At), trace.WithAttributes(attribute.Int64("offset_ms", pt.p.OffsetMS)))
+		}
+	}
+	if !r.Passed {
+		span.SetStatus(codes.Error, "drill failed")
+	}
+}
+
+// RecordResult sets the drill's result gauges on mp from r, as Run does
+// at the end of a drill (docs/drills.md, "Telemetry").
+func RecordResult(ctx context.Context, mp metric.MeterProvider, r *Report) {
+	recordGauges(ctx, mp.Meter(scope), r)
+}
+
+func recordGauges(ctx context.Context, meter metric.Meter, r *Report) {
 	ls := labels(r)
 	set := metric.WithAttributeSet(ls)
 	gauge := func(name, unit, desc string, v int64) {
-		g, err := t.meter.Int64Gauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		g, err := meter.Int64Gauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		if err == nil {
 			g.Record(ctx, v, set)
 		}
@@ -77,31 +104,13 @@ func (t *telemetry) record(ctx context.Context, span trace.Span, r *Report) {
 		gauge("isobar.drill.rpo", "ms", "From the oldest message of the RPO to the fault", *r.RPOMS)
 	}
 	gauge("isobar.drill.lost", "{message}", "Acknowledged messages never delivered in the last drill", int64(r.Lost))
-	gauge("isobar.drill.late", "{message}", "Messages delivered marked late (the old primary's tail) in the last drill", int64(r.Late))
+	gauge("isobar.drill.late", "{message}", "Messages of the old primary's tail stored late in the new primary in the last drill", int64(r.Late))
 	gauge("isobar.drill.order_violations", "{message}", "First deliveries out of their producer's order in the last drill", int64(r.OrderViolations))
-	dup, err := t.meter.Int64Gauge("isobar.drill.duplicated", metric.WithUnit("{message}"), metric.WithDescription("Duplicates in the last drill, by kind: redelivery or copy"))
+	dup, err := meter.Int64Gauge("isobar.drill.duplicated", metric.WithUnit("{message}"), metric.WithDescription("Duplicates in the last drill, by kind: redelivery or copy"))
 	if err == nil {
 		for kind, v := range map[string]int{"redelivery": r.DuplicatedRedelivery, "copy": r.DuplicatedCopy} {
 			attrs := append(ls.ToSlice(), attribute.String("isobar.kind", kind))
 			dup.Record(ctx, int64(v), metric.WithAttributes(attrs...))
 		}
-	}
-
-	span.SetAttributes(
-		attribute.Bool("isobar.drill.passed", r.Passed),
-		attribute.Int64("isobar.drill.rto_publish_ms", r.RTOPublishMS.Max),
-		attribute.Int("isobar.drill.lost", r.Lost),
-	)
-	for _, pt := range []namedPoint{
-		{"fault", r.Timeline.Fault}, {"detected", r.Timeline.Detected}, {"fenced", r.Timeline.Fenced},
-		{"promoted", r.Timeline.Promoted}, {"first_publish_ok", r.Timeline.FirstPublishOK},
-		{"first_delivery_ok", r.Timeline.FirstDeliveryOK}, {"healed", r.Timeline.Healed},
-	} {
-		if pt.p != nil {
-			span.AddEvent(pt.name, trace.WithTimestamp(pt.p.At), trace.WithAttributes(attribute.Int64("offset_ms", pt.p.OffsetMS)))
-		}
-	}
-	if !r.Passed {
-		span.SetStatus(codes.Error, "drill failed")
 	}
 }

@@ -38,8 +38,8 @@ type recorder struct {
 	closed     []bool
 	lastAck    []time.Time
 	deliveries []Delivery
-	// latest is when each message was last delivered.
-	latest                           map[Key]time.Time
+	// received holds every message delivered at least once.
+	received                         map[Key]bool
 	foreign                          int
 	receiveErrors, ackErrors         int
 	producersClosed, consumersClosed int
@@ -49,12 +49,12 @@ type recorder struct {
 
 func newRecorder(run string, producers int) *recorder {
 	return &recorder{
-		run:     run,
-		sends:   make([][]Send, producers),
-		pending: make([]int64, producers),
-		closed:  make([]bool, producers),
-		lastAck: make([]time.Time, producers),
-		latest:  map[Key]time.Time{},
+		run:      run,
+		sends:    make([][]Send, producers),
+		pending:  make([]int64, producers),
+		closed:   make([]bool, producers),
+		lastAck:  make([]time.Time, producers),
+		received: map[Key]bool{},
 	}
 }
 
@@ -135,6 +135,19 @@ func (r *recorder) ackedSince(t time.Time) bool {
 	return true
 }
 
+// anyAckedSince reports whether some producer has had an
+// acknowledgement after t.
+func (r *recorder) anyAckedSince(t time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, a := range r.lastAck {
+		if a.After(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // deliveredSince reports whether the consumer has received a message
 // after t that was acknowledged after t.
 func (r *recorder) deliveredSince(t time.Time) bool {
@@ -155,21 +168,15 @@ func (r *recorder) deliveredSince(t time.Time) bool {
 }
 
 // undelivered counts the messages acknowledged before t that the
-// consumer has not received, plus those of tail it has not received at
-// or after since.
-func (r *recorder) undelivered(t time.Time, tail map[Key]bool, since time.Time) int {
+// consumer has not received.
+func (r *recorder) undelivered(t time.Time) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	for key := range tail {
-		if r.latest[key].Before(since) {
-			n++
-		}
-	}
 	for _, ss := range r.sends {
 		for _, s := range ss {
 			if !s.Acked.IsZero() && s.Acked.Before(t) {
-				if _, ok := r.latest[s.Key]; !ok {
+				if !r.received[s.Key] {
 					n++
 				}
 			}
@@ -197,7 +204,7 @@ func (r *recorder) delivered(d Delivery) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.deliveries = append(r.deliveries, d)
-	r.latest[d.Key] = d.At
+	r.received[d.Key] = true
 }
 
 func (r *recorder) count(f func(r *recorder)) {
