@@ -515,3 +515,66 @@ func TestCumulativeAckAndRedeliverAll(t *testing.T) {
 		t.Fatalf("after cumulative ack of 5: %v", got)
 	}
 }
+
+// TestBatchIndexAck: a consumer with batch-index acknowledgement on
+// acknowledges some messages of batches; the broker keeps which, and a new
+// consumer of the subscription gets each partly acknowledged batch again
+// with its ack set, so only the messages not acknowledged reach the
+// application.
+func TestBatchIndexAck(t *testing.T) {
+	e := startEnv(t, nil)
+	c := e.client()
+	const topicName = "batch-index"
+	subscribe := func() pulsar.Consumer {
+		cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topicName, SubscriptionName: "s", Type: pulsar.Shared,
+			EnableBatchIndexAcknowledgment: true, AckGroupingOptions: &pulsar.AckGroupingOptions{MaxSize: 1000, MaxTime: 10 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cons
+	}
+	cons := subscribe()
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topicName, BatchingMaxMessages: 10, BatchingMaxPublishDelay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Add(1)
+		p.SendAsync(ctxT(t), &pulsar.ProducerMessage{Payload: []byte(fmt.Sprintf("b-%02d", i))}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+			defer wg.Done()
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	p.Flush()
+	wg.Wait()
+	// Acknowledge every third message: each batch of 10 is left partly
+	// acknowledged.
+	var want []string
+	for _, m := range receiveN(t, cons, 30, false) {
+		if m.ID().BatchSize() != 10 {
+			t.Fatalf("message %s in a batch of %d, want 10", m.Payload(), m.ID().BatchSize())
+		}
+		var i int
+		fmt.Sscanf(string(m.Payload()), "b-%d", &i)
+		if i%3 == 0 {
+			if err := cons.Ack(m); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			want = append(want, string(m.Payload()))
+		}
+	}
+	cons.Close()
+	cons = subscribe()
+	defer cons.Close()
+	got := payloads(receiveN(t, cons, len(want), true))
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("after acknowledging every third message, got again %v, want %v", got, want)
+	}
+	noMore(t, cons, 300*time.Millisecond)
+}

@@ -950,13 +950,18 @@ func (c *conn) handleAck(cmd *pb.CommandAck) {
 		}
 	}
 	var ps []mledger.Position
+	var errs []error
 	for _, id := range cmd.GetMessageId() {
 		if partialAck(id) {
+			// Some messages of a batch (a cumulative one counts for its
+			// own entry only: the entries before it stay as they are).
+			errs = append(errs, k.sub.ackBatch(k, msgIDToPosition(id), id.GetAckSet()))
 			continue
 		}
 		ps = append(ps, msgIDToPosition(id))
 	}
-	respond(k.sub.ack(k, ps, cmd.GetAckType() == pb.CommandAck_Cumulative))
+	errs = append(errs, k.sub.ack(k, ps, cmd.GetAckType() == pb.CommandAck_Cumulative))
+	respond(errors.Join(errs...))
 }
 
 // partialAck reports an acknowledgement of some messages of a batch (bits

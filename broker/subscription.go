@@ -491,6 +491,29 @@ func (s *subscription) ack(k *consumer, ps []Position, cumulative bool) error {
 	return err
 }
 
+// ackBatch acknowledges some messages of the batch entry at p: remaining
+// is the client's ack set (bit i set: message i not acknowledged yet).
+// The entry stays with its consumer until no message of it is left; when
+// it is delivered again, its ack set goes with it so the client skips
+// what was acknowledged. Ids from another region are not translated
+// partially: the batch comes again whole.
+func (s *subscription) ackBatch(k *consumer, p Position, remaining []int64) error {
+	if s.cursor == nil {
+		return nil
+	}
+	if _, foreign := s.t.splitForeign([]Position{p}); len(foreign) > 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(k.c.ctx, 30*time.Second)
+	defer cancel()
+	err := s.cursor.AckBatch(ctx, p, remaining)
+	if s.cursor.IsAcked(p) {
+		s.forget([]Position{p})
+	}
+	s.t.subChanged(s.name)
+	return err
+}
+
 // redeliver sends k's unacknowledged entries ps (all of them when ps is
 // empty) again, each with its redelivery count raised by one.
 func (s *subscription) redeliver(k *consumer, ps []Position) {
@@ -846,6 +869,10 @@ func (s *subscription) messageFrame(k *consumer, p Position, data []byte) ([]byt
 	}}
 	if rc := s.redeliveries[p]; rc > 0 {
 		cmd.Message.RedeliveryCount = &rc
+	}
+	if s.cursor != nil {
+		// A partly acknowledged batch: the client skips what was.
+		cmd.Message.AckSet = s.cursor.BatchRemaining(p)
 	}
 	return wire.AppendEntryCommand(nil, cmd, nil, data)
 }

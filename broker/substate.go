@@ -268,12 +268,21 @@ func (t *Topic) subState(ctx context.Context, name string) (replication.SubState
 		r := rs[len(rs)-1]
 		lastAcked = Position{Ledger: r.Ledger, Entry: r.Last}
 	}
+	partial := cur.PartialBatches()
+	for p := range partial {
+		if p.Compare(lastAcked) > 0 {
+			lastAcked = p
+		}
+	}
 	t.sync.mu.Lock()
 	prev := t.sync.shipped[name]
 	t.sync.mu.Unlock()
 	sb := replication.NewStateBuilder(name, t.b.cfg.Cluster, rpos(md), stored, prev)
 	atEnd, err := t.walkIdentities(ctx, Position{Ledger: md.Ledger, Entry: md.Entry + 1}, maxSubStateScan, func(p Position, id replication.Identity) bool {
 		sb.See(id, p.Compare(lastAcked) <= 0 && cur.IsAcked(p))
+		if r, ok := partial[p]; ok {
+			sb.SeePartial(id, r)
+		}
 		return p.Compare(lastAcked) < 0 || sb.NeedsMore()
 	})
 	if err != nil {
@@ -451,14 +460,24 @@ func (t *Topic) applySubState(ctx context.Context, st replication.SubState) (wai
 	waiting = a.Waiting(t.b.cfg.Cluster, t.storedFrom())
 	md := cur.MarkDelete()
 	var acks []Position
+	partial := map[Position][]int64{}
 	_, err = t.walkIdentities(ctx, Position{Ledger: md.Ledger, Entry: md.Entry + 1}, maxSubStateScan, func(p Position, id replication.Identity) bool {
-		if a.See(id) && !cur.IsAcked(p) {
-			acks = append(acks, p)
+		if a.See(id) {
+			if !cur.IsAcked(p) {
+				acks = append(acks, p)
+			}
+		} else if r := a.Partial(id); r != nil {
+			partial[p] = r
 		}
 		return !a.Done()
 	})
 	if err != nil {
 		return true, err
+	}
+	for p, r := range partial {
+		if err := cur.AckBatch(ctx, p, r); err != nil {
+			return true, err
+		}
 	}
 	if len(acks) == 0 {
 		return waiting, nil

@@ -35,6 +35,30 @@ type SubState struct {
 	MarkDelete map[string]Position `json:"markDelete"`
 	// Acked are messages acknowledged beyond MarkDelete.
 	Acked []Identity `json:"acked,omitempty"`
+	// Partial are batch messages acknowledged in part (batch-index
+	// acknowledgements), not covered by the above.
+	Partial []PartialAck `json:"partial,omitempty"`
+}
+
+// PartialAck is a batch message some of whose messages are acknowledged:
+// Remaining is Pulsar's ack set (64-bit words; bit i set: message i of
+// the batch not acknowledged yet).
+type PartialAck struct {
+	ID        Identity `json:"id"`
+	Remaining []int64  `json:"r"`
+}
+
+// MaxAckSetWords bounds an ack set: batches of up to 4096 messages.
+const MaxAckSetWords = 64
+
+// PartialOf returns the ack set of a partly acknowledged message, nil
+// when s does not list it.
+func (s *SubState) PartialOf(id Identity) []int64 {
+	i, found := slices.BinarySearchFunc(s.Partial, id, func(p PartialAck, id Identity) int { return compareIdentity(p.ID, id) })
+	if !found {
+		return nil
+	}
+	return s.Partial[i].Remaining
 }
 
 // Limits of a SubState from another region.
@@ -61,6 +85,9 @@ func (s *SubState) Normalize() {
 		md, ok := s.MarkDelete[id.Origin]
 		return ok && id.Pos.compare(md) <= 0
 	})
+	slices.SortStableFunc(s.Partial, func(a, b PartialAck) int { return compareIdentity(a.ID, b.ID) })
+	s.Partial = slices.CompactFunc(s.Partial, func(a, b PartialAck) bool { return compareIdentity(a.ID, b.ID) == 0 })
+	s.Partial = slices.DeleteFunc(s.Partial, func(p PartialAck) bool { return s.Covers(p.ID) })
 }
 
 func compareIdentity(a, b Identity) int {
@@ -134,6 +161,7 @@ var ErrBadSubState = errors.New("replication: bad subscription state")
 // EncodeSubState encodes s (normalized) for the replication stream.
 func EncodeSubState(s SubState) ([]byte, error) {
 	s.Acked = slices.Clone(s.Acked)
+	s.Partial = slices.Clone(s.Partial)
 	s.Normalize()
 	if err := s.check(); err != nil {
 		return nil, err
@@ -177,6 +205,16 @@ func (s *SubState) check() error {
 	for _, id := range s.Acked {
 		if id.Origin == "" || len(id.Origin) > 256 || id.Pos.Ledger < 0 || id.Pos.Entry < 0 {
 			errs = append(errs, fmt.Errorf("acknowledged message %q at %v", id.Origin, id.Pos))
+			break
+		}
+	}
+	if len(s.Partial) > MaxSubStateAcked {
+		errs = append(errs, fmt.Errorf("%d partly acknowledged messages, at most %d", len(s.Partial), MaxSubStateAcked))
+	}
+	for _, p := range s.Partial {
+		id := p.ID
+		if id.Origin == "" || len(id.Origin) > 256 || id.Pos.Ledger < 0 || id.Pos.Entry < 0 || len(p.Remaining) == 0 || len(p.Remaining) > MaxAckSetWords {
+			errs = append(errs, fmt.Errorf("partly acknowledged message %q at %v with an ack set of %d words", id.Origin, id.Pos, len(p.Remaining)))
 			break
 		}
 	}
@@ -248,6 +286,14 @@ func (b *StateBuilder) See(id Identity, acked bool) {
 	}
 }
 
+// SeePartial takes a message after the mark-delete position that is
+// acknowledged in part: remaining is its ack set.
+func (b *StateBuilder) SeePartial(id Identity, remaining []int64) {
+	if len(b.st.Partial) < MaxSubStateAcked && len(remaining) <= MaxAckSetWords {
+		b.st.Partial = append(b.st.Partial, PartialAck{ID: id, Remaining: slices.Clone(remaining)})
+	}
+}
+
 // NeedsMore reports whether an origin stored here has no message seen yet
 // (walking on finds the first one, or the end of the log).
 func (b *StateBuilder) NeedsMore() bool {
@@ -299,8 +345,17 @@ func NewApplier(st *SubState) *Applier {
 			a.maxCov[id.Origin] = id.Pos
 		}
 	}
+	for _, pa := range st.Partial {
+		if p, ok := a.maxCov[pa.ID.Origin]; !ok || pa.ID.Pos.compare(p) > 0 {
+			a.maxCov[pa.ID.Origin] = pa.ID.Pos
+		}
+	}
 	return a
 }
+
+// Partial returns the ack set of a message the state acknowledges in
+// part (nil when it does not).
+func (a *Applier) Partial(id Identity) []int64 { return a.st.PartialOf(id) }
 
 // See takes the next message and reports whether the state acknowledges it.
 func (a *Applier) See(id Identity) bool {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -211,9 +212,14 @@ func TestStateBuilderAndApplierModel(t *testing.T) {
 			acked[logA[i]] = true
 		}
 		lastAcked := k
+		partial := map[Identity][]int64{} // batch messages acknowledged in part
 		for i := k + 1; i < len(logA); i++ {
-			if rng.Intn(3) == 0 {
+			switch rng.Intn(4) {
+			case 0:
 				acked[logA[i]], ackedAt[i] = true, true
+				lastAcked = i
+			case 1:
+				partial[logA[i]] = []int64{1 + rng.Int63n(1<<20)}
 				lastAcked = i
 			}
 		}
@@ -246,6 +252,9 @@ func TestStateBuilderAndApplierModel(t *testing.T) {
 		i, walked := k+1, 0
 		for ; i < len(logA) && walked < limit; i++ {
 			b.See(logA[i], ackedAt[i])
+			if r, ok := partial[logA[i]]; ok {
+				b.SeePartial(logA[i], r)
+			}
 			walked++
 			if i >= lastAcked && !b.NeedsMore() {
 				i++
@@ -265,11 +274,14 @@ func TestStateBuilderAndApplierModel(t *testing.T) {
 		// B applies it from its mark-delete (nothing acknowledged), on
 		// part of its log and then on all of it, keeping what it acked.
 		ackedB := map[int]bool{}
+		partialB := map[int][]int64{}
 		apply := func(log []Identity) bool {
 			a := NewApplier(&got)
 			for j, id := range log {
 				if a.See(id) {
 					ackedB[j] = true
+				} else if r := a.Partial(id); r != nil {
+					partialB[j] = r
 				}
 				if a.Done() {
 					break
@@ -300,6 +312,10 @@ func TestStateBuilderAndApplierModel(t *testing.T) {
 				t.Fatalf("seed %d: %v acknowledged in B, not in A", seed, id)
 			case !ackedB[j] && acked[id] && complete && limit == len(logA):
 				t.Fatalf("seed %d: %v acknowledged in A, not in B (mark-delete %d of %d)", seed, id, k, len(logA))
+			case partialB[j] != nil && !slices.Equal(partialB[j], partial[id]):
+				t.Fatalf("seed %d: %v acknowledged in part in B as %b, in A as %b", seed, id, partialB[j], partial[id])
+			case partialB[j] == nil && partial[id] != nil && complete && limit == len(logA):
+				t.Fatalf("seed %d: %v acknowledged in part in A, not in B", seed, id)
 			}
 		}
 	}

@@ -32,6 +32,7 @@ type Cursor struct {
 	// mu guards set and deleted, and orders persists.
 	mu      sync.Mutex
 	set     *ackset.Set
+	batch   map[Position][]int64 // partly acknowledged batch entries (batchack.go)
 	props   map[string]string
 	deleted bool
 }
@@ -66,7 +67,11 @@ func (m *ManagedLedger) OpenCursor(ctx context.Context, name string, initial Ini
 		if err != nil {
 			return nil, fmt.Errorf("mledger %s: cursor %s: %w", m.name, name, err)
 		}
-		c.set, c.props = set, maps.Clone(stored.Properties)
+		batch, err := decodeBatches(stored.Batches)
+		if err != nil {
+			return nil, fmt.Errorf("mledger %s: cursor %s: %w", m.name, name, err)
+		}
+		c.set, c.props, c.batch = set, maps.Clone(stored.Properties), batch
 		c.set.MaxRanges = max(0, m.cfg.MaxAckedRanges)
 		m.cursors[name] = c
 		return c, nil
@@ -246,7 +251,7 @@ func (c *Cursor) persistLocked(ctx context.Context) error {
 		return err
 	}
 	md := c.set.MarkDelete()
-	cm := cursorMeta{Name: c.name, MarkDelete: posJSON{md.Ledger, md.Entry}, AckSet: enc, Properties: maps.Clone(c.props)}
+	cm := cursorMeta{Name: c.name, MarkDelete: posJSON{md.Ledger, md.Entry}, AckSet: enc, Batches: c.batchesForPersist(), Properties: maps.Clone(c.props)}
 	err = c.m.update(ctx, func(t *topicMeta) error {
 		if i, ok := t.cursor(c.name); ok {
 			t.Cursors[i] = cm

@@ -44,10 +44,13 @@ type posJSON struct {
 
 // cursorMeta is a cursor as persisted.
 type cursorMeta struct {
-	Name       string            `json:"name"`
-	MarkDelete posJSON           `json:"markDelete"`
-	AckSet     string            `json:"ackset"` // base64 of ackset.Set.MarshalBinary
-	Properties map[string]string `json:"properties,omitempty"`
+	Name       string  `json:"name"`
+	MarkDelete posJSON `json:"markDelete"`
+	AckSet     string  `json:"ackset"` // base64 of ackset.Set.MarshalBinary
+	// Batches are the partly acknowledged batch entries, "<ledger>:<entry>"
+	// to the ack set still to acknowledge (batchack.go).
+	Batches    map[string][]int64 `json:"batches,omitempty"`
+	Properties map[string]string  `json:"properties,omitempty"`
 }
 
 // topicMeta is the value under TopicKey (docs/mledger.md).
@@ -108,6 +111,9 @@ func decodeMeta(b []byte) (topicMeta, error) {
 	}
 	for _, c := range m.Cursors {
 		if _, err := decodeAckSet(c.AckSet); err != nil {
+			return topicMeta{}, fmt.Errorf("cursor %q: %w", c.Name, err)
+		}
+		if _, err := decodeBatches(c.Batches); err != nil {
 			return topicMeta{}, fmt.Errorf("cursor %q: %w", c.Name, err)
 		}
 	}

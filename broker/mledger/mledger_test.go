@@ -947,3 +947,68 @@ func TestMaxAckedRanges(t *testing.T) {
 		t.Fatalf("fourth range after reopening: %v", err)
 	}
 }
+
+// TestCursorBatchAcks: a batch entry acknowledged in parts keeps the
+// messages still to acknowledge (the intersection of the ack sets), across
+// a reopen of the managed ledger, and is acknowledged whole once none is
+// left; a reset forgets partial batches.
+func TestCursorBatchAcks(t *testing.T) {
+	cl := startCluster(t)
+	lc := newLedgerClient(t, cl)
+	const name = "t/ns/persistent/batch"
+	ctx := context.Background()
+	m := open(t, testConfig(cl, lc, 100), name)
+	ps := appendN(t, m, 0, 3)
+	c, err := m.OpenCursor(ctx, "sub", Earliest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A batch of 5: messages 0 and 2 acknowledged, then 1 and 4.
+	if err := c.AckBatch(ctx, ps[0], []int64{0b11010}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AckBatch(ctx, ps[0], []int64{0b01101}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.BatchRemaining(ps[0]); len(got) != 1 || got[0] != 0b01000 {
+		t.Fatalf("remaining %b, want 1000 (message 3)", got)
+	}
+	if c.IsAcked(ps[0]) || c.Backlog() != 3 {
+		t.Fatalf("partly acknowledged entry counts as acknowledged: acked %v backlog %d", c.IsAcked(ps[0]), c.Backlog())
+	}
+	if err := c.AckBatch(ctx, ps[1], make([]int64, MaxBatchWords+1)); err == nil {
+		t.Error("an ack set of 65 words was taken")
+	}
+	if err := c.AckBatch(ctx, Position{Ledger: ps[0].Ledger + 100, Entry: 0}, []int64{1}); !errors.Is(err, ErrInvalidPosition) {
+		t.Errorf("ack set for no entry: %v", err)
+	}
+	// Stored: a reopened managed ledger has it.
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m = open(t, testConfig(cl, lc, 100), name)
+	defer m.Close(ctx)
+	c, err = m.OpenCursor(ctx, "sub", Earliest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.BatchRemaining(ps[0]); len(got) != 1 || got[0] != 0b01000 {
+		t.Fatalf("after reopen remaining %b, want 1000", got)
+	}
+	// The last message: the entry is acknowledged, the mark-delete moves.
+	if err := c.AckBatch(ctx, ps[0], []int64{0b10111}); err != nil {
+		t.Fatal(err)
+	}
+	if !c.IsAcked(ps[0]) || c.MarkDelete() != ps[0] || c.BatchRemaining(ps[0]) != nil {
+		t.Fatalf("fully acknowledged batch: acked %v, mark-delete %v, remaining %v", c.IsAcked(ps[0]), c.MarkDelete(), c.BatchRemaining(ps[0]))
+	}
+	if err := c.AckBatch(ctx, ps[1], []int64{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ResetTo(ctx, ps[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.PartialBatches(); len(got) != 0 {
+		t.Fatalf("partial batches after a reset: %v", got)
+	}
+}

@@ -102,10 +102,10 @@ func (c *Cursor) ResetTo(ctx context.Context, p Position) error {
 	}
 	next := ackset.New(md)
 	next.MaxRanges = c.set.MaxRanges
-	old := c.set
-	c.set = next
+	old, oldBatch := c.set, c.batch
+	c.set, c.batch = next, nil // a reset forgets partial batches too
 	if err := c.persistLocked(ctx); err != nil {
-		c.set = old
+		c.set, c.batch = old, oldBatch
 		return err
 	}
 	return nil
