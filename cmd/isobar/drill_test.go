@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,8 @@ import (
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/drill"
 	"github.com/isobar-mq/isobar/internal/testcluster"
+	"github.com/isobar-mq/isobar/observability"
+	"github.com/isobar-mq/isobar/observability/dashboards"
 )
 
 // drillBasePort is TestDrillFailover's port plan: 24600-24742 and
@@ -21,6 +25,65 @@ const drillBasePort = "24600"
 func TestDrillLatePropertyIsTheBrokers(t *testing.T) {
 	if drill.LateProperty != broker.LateProperty {
 		t.Fatalf("drill.LateProperty %q, broker.LateProperty %q", drill.LateProperty, broker.LateProperty)
+	}
+}
+
+// TestDrillMetricsAreTheDashboards: every drill metric the dashboards
+// read is what a drill's result becomes in Prometheus (through the
+// observability package's exporter, whose names an OTLP receiver such as
+// Prometheus's gives the same way).
+func TestDrillMetricsAreTheDashboards(t *testing.T) {
+	qs, err := dashboards.Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := map[string]bool{}
+	for _, q := range qs {
+		for _, n := range dashboards.MetricNames(q.Expr) {
+			if strings.HasPrefix(n, "isobar_drill_") {
+				read[n] = true
+			}
+		}
+	}
+	if len(read) == 0 {
+		t.Fatal("no dashboard reads a drill metric")
+	}
+	tel, err := observability.New(context.Background(), observability.Config{Component: "drill", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	rpo, rpoMS := 3, int64(40)
+	drill.RecordResult(context.Background(), tel.MeterProvider(), &drill.Report{
+		Namespace: "geo/drill", Fault: drill.Kill, From: "r0", To: "r1", Promotion: "drill",
+		Started: time.Now(), Passed: true, RPOMessages: &rpo, RPOMS: &rpoMS,
+	})
+	rec := httptest.NewRecorder()
+	tel.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	exported := map[string]bool{}
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if name, _, ok := strings.Cut(line, "{"); ok && !strings.HasPrefix(line, "#") {
+			exported[name] = true
+		}
+	}
+	for n := range read {
+		if !exported[n] {
+			t.Errorf("a dashboard reads %s, which a drill does not export", n)
+		}
+	}
+	passed := false
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(line, "isobar_drill_passed{") && strings.HasSuffix(line, "} 1") {
+			for _, l := range []string{`isobar_fault="kill"`, `isobar_source="r0"`, `isobar_dest="r1"`, `pulsar_namespace="geo/drill"`} {
+				if !strings.Contains(line, l) {
+					t.Errorf("%s: no %s", line, l)
+				}
+			}
+			passed = true
+		}
+	}
+	if !passed {
+		t.Errorf("no isobar_drill_passed 1 in:\n%s", rec.Body.String())
 	}
 }
 
@@ -136,7 +199,7 @@ func checkDrillReport(t *testing.T, fault string, r *drill.Report) {
 		{"fenced < first_publish_ok", tl.Fenced, tl.FirstPublishOK, 0},
 		{"detected <= first_publish_ok", tl.Detected, tl.FirstPublishOK, 0},
 		{"first_publish_ok <= first_delivery_ok", tl.FirstPublishOK, tl.FirstDeliveryOK, time.Second},
-		{"first_delivery_ok <= healed", tl.FirstDeliveryOK, tl.Healed, 0},
+		{"first_publish_ok <= healed", tl.FirstPublishOK, tl.Healed, 0},
 	}
 	for _, o := range order {
 		if o.late.At.Before(o.early.At.Add(-o.slack)) {
