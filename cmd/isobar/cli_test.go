@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -249,4 +249,3 @@ func devControlChecks(t *testing.T, base string, withWAN bool) {
 		t.Fatalf("after start: %+v", st)
 	}
 }
-
