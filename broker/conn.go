@@ -495,6 +495,10 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 		}})
 		return
 	}
+	if err := c.b.lapsedPrimary(pol, name, c.clientVersion); err != nil {
+		fail(err)
+		return
+	}
 	r, err := c.b.deps.Placement.Lookup(ctx, name, cmd.GetAuthoritative())
 	if err != nil {
 		fail(err)
@@ -715,7 +719,7 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 	}
 	if replicated {
 		publish = func(done func(mledger.Position, bool, error)) {
-			p.t.publishReplicated(c.ctx, src, srcPos, originSeq{f.Metadata.GetProducerName(), int64(max(f.Metadata.GetSequenceId(), f.Metadata.GetHighestSequenceId()))}, nm, f.Entry, done)
+			p.t.publishReplicated(c.ctx, src, srcPos, originSeq{f.Metadata.GetProducerName(), int64(max(f.Metadata.GetSequenceId(), f.Metadata.GetHighestSequenceId())), int64(f.Metadata.GetSequenceId())}, nm, f.Entry, done)
 		}
 	}
 	arrived := c.b.deps.Now()

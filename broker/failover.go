@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/primary"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
@@ -36,6 +38,21 @@ func (b *Broker) redirectToPrimary(pol NamespacePolicy, clientVersion string) (s
 		return "", false
 	}
 	return pol.PrimaryServiceURL, true
+}
+
+// lapsedPrimary is the error a lookup gets from a broker of the primary
+// region whose fence lease lapsed: it is cut off from the global store
+// and another region may have been promoted, so it does not name itself.
+// The client retries the lookup, on the next host of a multi-host service
+// URL, instead of connecting here again and again to be refused.
+func (b *Broker) lapsedPrimary(pol NamespacePolicy, name topic.Name, clientVersion string) error {
+	if pol.Failover.Mode != policy.ActiveStandby || strings.HasPrefix(clientVersion, replication.ClientVersion) {
+		return nil
+	}
+	if err := b.checkPrimary(name); errors.Is(err, primary.ErrLapsed) {
+		return err
+	}
+	return nil
 }
 
 // waitPrimary waits (within ctx) until this broker may write for name's
@@ -124,14 +141,63 @@ func (b *Broker) Demote(ctx context.Context, ns, to string) {
 // It is stored (late, never dropped) and counted (isobar.replication.late).
 const LateProperty = "__ISOBAR_LATE_EPOCH"
 
+// epochSeq is a producer's first sequence id stored in the primary of an
+// epoch.
+type epochSeq struct {
+	epoch int64
+	seq   int64
+}
+
+// noteOwnSeq records, for an active-standby namespace's primary, the first
+// sequence id a producer stored here in the current epoch: after an
+// unplanned failover the producer resent from there what it had pending,
+// so the old primary's late copies of those messages are duplicates.
+func (t *Topic) noteOwnSeq(producer string, seq int64) {
+	f := t.failover()
+	if f.Primary != t.b.cfg.Cluster {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ownSeqs == nil {
+		t.ownSeqs = map[string]epochSeq{}
+	}
+	if cur, ok := t.ownSeqs[producer]; !ok || cur.epoch != f.Epoch || seq < cur.seq {
+		t.ownSeqs[producer] = epochSeq{epoch: f.Epoch, seq: seq}
+	}
+}
+
+// resentHere reports whether a late entry of the old primary (first
+// sequence id seq of producer) is one the producer also resent here after
+// the failover: at or after the first sequence id it stored here in this
+// epoch. Such an entry is dropped, not stored twice.
+func (t *Topic) resentHere(o originSeq, first int64) bool {
+	if o.producer == "" {
+		return false
+	}
+	f := t.failover()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur, ok := t.ownSeqs[o.producer]
+	return ok && cur.epoch == f.Epoch && first >= cur.seq
+}
+
+// late says whether an entry replicated from src arrives late: this broker
+// writes for its namespace as the primary of an epoch in which src is not
+// the primary.
+func (t *Topic) late(src string) bool {
+	f := t.failover()
+	return f.Mode == policy.ActiveStandby && src != f.Primary && f.Primary == t.b.cfg.Cluster && t.b.checkPrimary(t.name) == nil
+}
+
 // markLate returns entry, replicated from src, marked late when this
 // broker writes for its namespace as the primary of an epoch in which src
 // is not the primary.
 func (t *Topic) markLate(src string, entry []byte, numMsgs int) []byte {
-	f := t.failover()
-	if f.Mode != policy.ActiveStandby || src == f.Primary || f.Primary != t.b.cfg.Cluster || t.b.checkPrimary(t.name) != nil {
+	if !t.late(src) {
 		return entry
 	}
+	f := t.failover()
 	meta, payload, err := wire.DecodeEntry(entry)
 	if err != nil {
 		return entry

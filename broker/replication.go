@@ -243,6 +243,19 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 		done(mledger.Position{}, false, nil) // stored already
 		return
 	}
+	t.mu.Unlock()
+	if t.late(src) && t.resentHere(origin, origin.first) {
+		// The old primary stored it, the producer did not hear so and
+		// resent it here after the failover: here already.
+		done(mledger.Position{}, false, nil)
+		return
+	}
+	t.mu.Lock()
+	if pos.Compare(st.pushed) <= 0 || st.chain.Broken() {
+		t.mu.Unlock()
+		done(mledger.Position{}, false, fmt.Errorf("%w: replicated entries from %s changed meanwhile; retry", wire.ErrServiceNotReady, src))
+		return
+	}
 	st.pushed = pos
 	st.inflight++
 	chain := st.chain
@@ -276,7 +289,8 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 // entry had in its source region.
 type originSeq struct {
 	producer string
-	seq      int64
+	seq      int64 // the entry's highest sequence id
+	first    int64 // its first (a batch's own sequence id)
 }
 
 // crossRegionDedup says whether producers' sequence ids carry across

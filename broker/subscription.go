@@ -417,6 +417,12 @@ func (s *subscription) flow(k *consumer, n int64) {
 	failover := s.subType == pb.CommandSubscribe_Failover
 	s.mu.Unlock()
 	if first && failover {
+		if strings.HasPrefix(s.name, replication.Prefix) {
+			// A replicator: the subscriptions' states go to it before any
+			// entry can (it is not active yet), so the other region has
+			// the acknowledgements of entries it is about to receive.
+			s.t.shipAllTo(k)
+		}
 		s.notifyActive()
 	}
 	s.kick()
@@ -706,7 +712,10 @@ func (s *subscription) run(stop, done chan struct{}) {
 			case <-timer.C:
 			}
 		}
-		frames := s.assign(pl, entries, next, err == nil)
+		frames, covered := s.assign(pl, entries, next, err == nil)
+		if len(covered) > 0 {
+			s.ackCovered(covered)
+		}
 		s.sendMu.Lock()
 		for _, f := range frames {
 			if !f.k.detached {
@@ -779,11 +788,13 @@ func (s *subscription) read(pl plan) ([]mledger.Entry, Position, error) {
 }
 
 // assign hands the entries read to consumers and builds their frames.
-func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, advance bool) []outFrame {
+// covered are entries another region's state acknowledges (still waiting
+// to be applied here): not sent, acknowledged by the caller.
+func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, advance bool) (out []outFrame, covered []Position) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if pl.epoch != s.epoch || s.closed {
-		return nil
+		return nil, nil
 	}
 	isReplay := len(pl.replay) > 0
 	if isReplay {
@@ -798,7 +809,6 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, a
 	} else if advance {
 		s.readPos = next
 	}
-	var out []outFrame
 	blocked := map[*consumer]bool{}
 	sentReplay := false
 	now := s.t.b.deps.Now()
@@ -815,6 +825,11 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, a
 		meta, _, err := wire.DecodeEntry(e.Data)
 		if err != nil {
 			s.t.b.log.Error("undecodable entry skipped", "topic", s.t.name.String(), "position", p.String(), "err", err)
+			continue
+		}
+		if s.cursor != nil && s.t.waitingCovers(s.name, p, meta) {
+			delete(s.redeliveries, p)
+			covered = append(covered, p)
 			continue
 		}
 		if at := meta.GetDeliverAtTime(); at > 0 && s.delayable() && !isReplay {
@@ -852,7 +867,7 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, a
 	if isReplay && !sentReplay {
 		s.replayBlocked = true
 	}
-	return out
+	return out, covered
 }
 
 // delayable says whether deliver-at times are honoured: on Shared and

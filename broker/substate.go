@@ -20,8 +20,9 @@ import (
 )
 
 // Subscription state across regions (docs/failover.md, "Subscriptions
-// follow the primary"). In an active-standby namespace the primary's
-// brokers ship the acknowledgement state of every durable subscription,
+// follow the primary"). In an active-standby namespace brokers ship the
+// acknowledgement state of every durable subscription their consumers
+// acknowledge on (the primary's; an old primary's when it comes back),
 // in message identities (origin region and position there; see
 // replication.SubState), to the other regions of the namespace, at most
 // every subSyncInterval per changed subscription. A state travels in the
@@ -135,7 +136,8 @@ func (t *Topic) subChangedAll() {
 
 // syncSubscriptions applies again the received states that wait for
 // entries and, in the primary region of an active-standby namespace,
-// ships the changed subscriptions' states.
+// ships the changed subscriptions' states (in an active-standby
+// namespace).
 func (t *Topic) syncSubscriptions(ctx context.Context) {
 	if t.sync.hasWaiting.Load() {
 		t.applyWaiting(ctx)
@@ -147,7 +149,12 @@ func (t *Topic) syncSubscriptions(ctx context.Context) {
 	if len(names) == 0 && !all {
 		return
 	}
-	if f := t.failover(); f.Mode != policy.ActiveStandby || f.Primary != t.b.cfg.Cluster {
+	// Every region of an active-standby namespace ships what its own
+	// consumers acknowledged: the primary continuously, an old primary
+	// that comes back what its consumers acknowledged before it went
+	// (its late tail's acknowledgements). A state applied from elsewhere
+	// never marks a subscription changed, so nothing echoes back.
+	if t.failover().Mode != policy.ActiveStandby {
 		return
 	}
 	targets := t.replConsumers()
@@ -663,5 +670,63 @@ func (t *Topic) translateAcks(ctx context.Context, sub string, foreign []Positio
 	st.Normalize()
 	if _, err := t.applySubState(ctx, st); err != nil {
 		t.b.log.Debug("acknowledgements from another region not applied", "topic", t.name.String(), "subscription", sub, "err", err)
+	}
+}
+
+// waitingCovers reports whether a state from another region that waits
+// for entries acknowledges the entry at p of subscription sub: the
+// dispatcher does not send it (its acknowledgement, made in the other
+// region, arrived before it; the old primary's late tail after a
+// partition is the common case).
+func (t *Topic) waitingCovers(sub string, p Position, meta *pb.MessageMetadata) bool {
+	if !t.sync.hasWaiting.Load() {
+		return false
+	}
+	id := replication.Identity{Origin: t.b.cfg.Cluster, Pos: rpos(p)}
+	if src, pos, ok, _ := sourcePosition(meta); ok {
+		id = replication.Identity{Origin: src, Pos: rpos(pos)}
+	}
+	t.sync.mu.Lock()
+	defer t.sync.mu.Unlock()
+	for _, st := range t.sync.waiting[sub] {
+		if st.Covers(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// ackCovered acknowledges entries the dispatcher held back as covered by
+// another region's state.
+func (s *subscription) ackCovered(ps []Position) {
+	ctx, cancel := context.WithTimeout(s.t.b.ctx, 30*time.Second)
+	defer cancel()
+	if err := s.cursor.AckMany(ctx, ps); err != nil {
+		s.t.b.log.Debug("acknowledgements from another region not stored", "topic", s.t.name.String(), "subscription", s.name, "err", err)
+	}
+}
+
+// shipAllTo sends every subscription's state to k, a replicator's
+// consumer of a replication cursor that is about to become active.
+func (t *Topic) shipAllTo(k *consumer) {
+	if t.ml == nil || t.failover().Mode != policy.ActiveStandby {
+		return
+	}
+	ctx, cancel := context.WithTimeout(t.b.ctx, 10*time.Second)
+	defer cancel()
+	for _, name := range t.ml.Cursors() {
+		if strings.HasPrefix(name, ReservedPrefix) {
+			continue
+		}
+		m, err := t.subStateMessage(ctx, name)
+		if err != nil {
+			t.b.log.Debug("subscription state not shipped", "topic", t.name.String(), "subscription", name, "err", err)
+			continue
+		}
+		k.sub.sendMu.Lock()
+		if !k.detached {
+			k.c.send(withConsumerID(m, k.id))
+		}
+		k.sub.sendMu.Unlock()
 	}
 }

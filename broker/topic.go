@@ -58,6 +58,7 @@ type Topic struct {
 	replIn         map[string]*replIn  // by source cluster
 	replOut        map[string]*replOut // by remote cluster
 	lastOwn        Position            // this region's last own entry (noPosition: not known)
+	ownSeqs        map[string]epochSeq // per producer, its first sequence id stored here as the primary of an epoch
 	// dedupLoad serializes loading the de-duplication state.
 	dedupLoad     sync.Mutex
 	nonPersistent atomic.Int64 // message ids of a non-persistent topic
@@ -256,6 +257,9 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 	t.ml.AddEntryAsync(ctx, entry, func(pos mledger.Position, err error) {
 		if err == nil {
 			t.noteOwn(pos)
+			if standby {
+				t.noteOwnSeq(p.name, int64(seq))
+			}
 		}
 		if err == nil && dedup {
 			t.confirmDedup(p.name, top, pos)

@@ -128,15 +128,17 @@ func (s *stream) session() (progressed bool, err error) {
 		<-gatherDone
 	}()
 	for p := range ready {
-		if p.body != nil {
-			if err := s.request(p); err != nil {
+		if len(p.states) > 0 {
+			// Before the frame: the remote holds a state that acknowledges
+			// entries it does not have yet until they come, and then does
+			// not deliver them (an old primary's late tail, whose
+			// acknowledgements its broker sends first).
+			if err := s.requestStates(p.states, p.stateBody); err != nil {
 				return progressed, err
 			}
 		}
-		if len(p.states) > 0 {
-			// After the frame: a state that acknowledges these entries
-			// reaches the remote once it has them.
-			if err := s.requestStates(p.states, p.stateBody); err != nil {
+		if p.body != nil {
+			if err := s.request(p); err != nil {
 				return progressed, err
 			}
 		}

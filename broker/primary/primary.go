@@ -49,6 +49,11 @@ var ErrNotPrimary = errors.New("not the namespace's primary region")
 // ended yet, or after the broker's own lease lapsed.
 var ErrFenced = errors.New("primary fence not held")
 
+// ErrLapsed is why a primary's broker refuses them after its own lease
+// lapsed (cut off from the global store: another region may be promoted
+// by now). It comes with ErrFenced.
+var ErrLapsed = errors.New("this broker's fence lease lapsed")
+
 // NotPrimaryError says which region is a namespace's primary.
 type NotPrimaryError struct {
 	Namespace string
@@ -304,7 +309,7 @@ func (st *state) check() error {
 		return st.err
 	}
 	if st.lease != nil && !st.lease.Valid() {
-		return fmt.Errorf("%w: this broker's fence lease lapsed (the global store is unreachable)", ErrFenced)
+		return fmt.Errorf("%w: %w (the global store is unreachable)", ErrFenced, ErrLapsed)
 	}
 	return nil
 }
@@ -594,7 +599,7 @@ func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev 
 		}
 	}
 	if held != nil && !held.Valid() {
-		held = gs.release(g, held, &state{failover: f, err: fmt.Errorf("%w: this broker's fence lease lapsed", ErrFenced)})
+		held = gs.release(g, held, &state{failover: f, err: fmt.Errorf("%w: %w", ErrFenced, ErrLapsed)})
 	}
 	waiting, unreachable := false, false
 	for gs.ctx.Err() == nil {
