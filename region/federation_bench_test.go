@@ -331,10 +331,13 @@ func startBenchFederation(b *testing.B) *region.Federation {
 
 // startBenchFederationWith starts two regions (r0, r1; 3 bookies each,
 // the rest as modify leaves it) with acme/geo replicated to both.
-func startBenchFederationWith(b *testing.B, modify func(*region.Config)) *region.Federation {
+func startBenchFederationWith(b *testing.B, modify func(*region.Config), fedOpts ...func(*region.FederationConfig)) *region.Federation {
 	b.Helper()
 	dir := b.TempDir()
 	cfg := region.FederationConfig{GlobalDir: dir + "/global", Namespaces: []string{"acme/geo"}}
+	for _, o := range fedOpts {
+		o(&cfg)
+	}
 	for i := range 2 {
 		c := region.Config{Name: fmt.Sprintf("r%d", i), DataDir: fmt.Sprintf("%s/r%d", dir, i), Bookies: 3}
 		if modify != nil {

@@ -8,10 +8,13 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/isobar-mq/isobar/region"
 )
 
 // BenchmarkReplicationLag measures what replication adds to end-to-end
@@ -24,7 +27,9 @@ import (
 // this process. Reported per rate: p50, p99, p99.9 and max in each region,
 // and added-p99-ms = r1's p99 − r0's p99 (the target is at most 20 ms).
 //
-// Each rate runs ISOBAR_LAG_SECONDS seconds (default 20) times b.N. Run:
+// Each rate runs ISOBAR_LAG_SECONDS seconds (default 20) times b.N;
+// ISOBAR_LAG_RATES (e.g. "1000 10000") picks the rates and ISOBAR_LAG_WAN
+// (e.g. 40ms) puts the regions behind the emulated WAN. Run:
 //
 //	go test -run '^$' -bench BenchmarkReplicationLag -benchtime 1x -timeout 20m ./region/
 func BenchmarkReplicationLag(b *testing.B) {
@@ -39,11 +44,30 @@ func BenchmarkReplicationLag(b *testing.B) {
 		}
 		secs = n
 	}
-	f := startBenchFederationWith(b, nil) // as `isobar dev` starts regions
+	rates := []int{1000, 2000, 10_000}
+	if s := os.Getenv("ISOBAR_LAG_RATES"); s != "" {
+		rates = nil
+		for _, f := range strings.Fields(s) {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				b.Fatalf("ISOBAR_LAG_RATES=%q: want positive numbers of messages per second", s)
+			}
+			rates = append(rates, n)
+		}
+	}
+	var wan []func(*region.FederationConfig)
+	if s := os.Getenv("ISOBAR_LAG_WAN"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			b.Fatalf("ISOBAR_LAG_WAN=%q: want a one-way delay such as 40ms", s)
+		}
+		wan = append(wan, func(c *region.FederationConfig) { c.WAN = &region.WANConfig{Latency: d} })
+	}
+	f := startBenchFederationWith(b, nil, wan...) // as `isobar dev` starts regions
 	c0 := benchClient(b, f.Regions[0].Endpoints().ServiceURL)
 	c1 := benchClient(b, f.Regions[1].Endpoints().ServiceURL)
 	pool := benchPayloads(benchPoolSize, benchPayloadSize, 2)
-	for i, rate := range []int{1000, 2000, 10_000} {
+	for i, rate := range rates {
 		b.Run(fmt.Sprintf("rate-%d", rate), func(b *testing.B) {
 			topicName := fmt.Sprintf("persistent://acme/geo/lag-%d-%d", rate, i)
 			lagRun(b, c0, c1, topicName, pool, rate, time.Duration(secs*b.N)*time.Second)

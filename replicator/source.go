@@ -2,7 +2,6 @@ package replicator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -111,11 +110,11 @@ func (s *stream) session() (progressed bool, err error) {
 		_ = co.Close(ctx)
 		cancel()
 	}()
-	// The next frame is gathered and compressed while the current one is
-	// in flight (at most one ready and one in flight); sending stays one
-	// frame at a time, in order.
+	// The next frame is gathered while the current one is in flight and
+	// taken the moment it is answered; sending stays one frame at a
+	// time, in order.
 	gctx, stopGather := context.WithCancel(s.ctx)
-	ready := make(chan prepared, 1)
+	ready := make(chan prepared)
 	var gatherErr error
 	gatherDone := make(chan struct{})
 	go func() {
@@ -128,6 +127,9 @@ func (s *stream) session() (progressed bool, err error) {
 		<-gatherDone
 	}()
 	for p := range ready {
+		if err := s.encode(&p); err != nil {
+			return progressed, err
+		}
 		if len(p.states) > 0 {
 			// Before the frame: the remote holds a state that acknowledges
 			// entries it does not have yet until they come, and then does
@@ -166,25 +168,82 @@ type prepared struct {
 	ack     pulsarconn.MessageID
 	hasAck  bool
 	states  [][]byte
-	// stateBody is the states' frame (encoded here, by the one goroutine
-	// that uses the stream's encoder).
+	// stateBody is the states' frame.
 	stateBody []byte
 }
 
-// gather receives entries, skips those not for the remote, and hands
-// compressed frames to ready until ctx ends or a receive fails.
+// gather receives entries, skips those not for the remote, and offers
+// what it has gathered to ready until ctx ends or a receive fails. It
+// keeps adding what arrives while the current frame is in flight, so the
+// next frame, handed over the moment the session can send it, holds
+// everything that arrived meanwhile (up to the frame limits): an entry
+// waits at most for the frame in flight, not for frames formed earlier.
+// The session encodes what it takes.
 func (s *stream) gather(ctx context.Context, co *pulsarconn.Consumer, ready chan<- prepared) error {
-	for {
-		// Wait for the first entry without a deadline, then take what has
-		// arrived, waiting at most FrameDelay (0: not at all) for more.
-		e, err := co.Receive(ctx)
-		if err != nil {
-			return fmt.Errorf("receive: %w", err)
-		}
-		s.st.update(func(st *StreamStats) { st.Active = true })
-		var p prepared
-		deadline := time.Now().Add(s.w.cfg.FrameDelay)
+	in := make(chan pulsarconn.Entry)
+	errc := make(chan error, 1)
+	recvDone := make(chan struct{})
+	rctx, stop := context.WithCancel(ctx)
+	defer func() {
+		stop()
+		<-recvDone
+	}()
+	go func() {
+		defer close(recvDone)
 		for {
+			e, err := co.Receive(rctx)
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case in <- e:
+			case <-rctx.Done():
+				errc <- rctx.Err()
+				return
+			}
+		}
+	}()
+	var (
+		p     prepared
+		first time.Time // when p's first entry arrived
+		delay *time.Timer
+	)
+	defer func() {
+		if delay != nil {
+			delay.Stop()
+		}
+	}()
+	for {
+		size := len(p.entries) + len(p.states)
+		full := size >= s.w.cfg.FrameEntries || p.raw >= s.w.cfg.FrameBytes
+		var (
+			take   <-chan pulsarconn.Entry = in
+			offer  chan<- prepared
+			waited <-chan time.Time
+		)
+		if full {
+			take = nil
+		}
+		if size > 0 || p.hasAck {
+			// FrameDelay (0: none) lets a frame wait for company.
+			if wait := s.w.cfg.FrameDelay - time.Since(first); wait > 0 && !full {
+				if delay == nil {
+					delay = time.NewTimer(wait)
+				} else {
+					delay.Reset(wait)
+				}
+				waited = delay.C
+			} else {
+				offer = ready
+			}
+		}
+		select {
+		case e := <-take:
+			if size == 0 && !p.hasAck {
+				first = time.Now()
+				s.st.update(func(st *StreamStats) { st.Active = true })
+			}
 			switch {
 			case e.Control:
 				p.states = append(p.states, e.Data)
@@ -197,40 +256,38 @@ func (s *stream) gather(ctx context.Context, co *pulsarconn.Consumer, ready chan
 			if !e.Control {
 				p.ack, p.hasAck = e.ID, true
 			}
-			if len(p.entries)+len(p.states) >= s.w.cfg.FrameEntries || p.raw >= s.w.cfg.FrameBytes {
-				break
+		case offer <- p:
+			p = prepared{}
+		case <-waited:
+		case err := <-errc:
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			dctx, cancel := context.WithDeadline(ctx, deadline)
-			e, err = co.Receive(dctx)
-			cancel()
-			if err != nil {
-				if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-					break
-				}
-				return fmt.Errorf("receive: %w", err)
-			}
-		}
-		if len(p.entries) > 0 {
-			if p.body, _, err = s.enc.Encode(nil, p.entries); err != nil {
-				return fmt.Errorf("encode frame: %w", err)
-			}
-		}
-		if len(p.states) > 0 {
-			// Their frame positions only number them.
-			entries := make([]frame.Entry, len(p.states))
-			for i, d := range p.states {
-				entries[i] = frame.Entry{Pos: frame.Pos{Entry: int64(i)}, Data: d}
-			}
-			if p.stateBody, _, err = s.enc.Encode(nil, entries); err != nil {
-				return fmt.Errorf("encode subscription states: %w", err)
-			}
-		}
-		select {
-		case ready <- p:
-		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("receive: %w", err)
 		}
 	}
+}
+
+// encode compresses p's entries and states (by the session, the one
+// goroutine that uses the stream's encoder).
+func (s *stream) encode(p *prepared) error {
+	var err error
+	if len(p.entries) > 0 {
+		if p.body, _, err = s.enc.Encode(nil, p.entries); err != nil {
+			return fmt.Errorf("encode frame: %w", err)
+		}
+	}
+	if len(p.states) > 0 {
+		// Their frame positions only number them.
+		entries := make([]frame.Entry, len(p.states))
+		for i, d := range p.states {
+			entries[i] = frame.Entry{Pos: frame.Pos{Entry: int64(i)}, Data: d}
+		}
+		if p.stateBody, _, err = s.enc.Encode(nil, entries); err != nil {
+			return fmt.Errorf("encode subscription states: %w", err)
+		}
+	}
+	return nil
 }
 
 // keep says whether an entry goes to the remote: not when it was itself
