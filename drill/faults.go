@@ -74,26 +74,29 @@ type namespacePolicies struct {
 }
 
 // ensureNamespace makes ns ready for the drill (Config.Namespace) through
-// the admin API at c and returns what it did, for the log. It reads the
+// the admin API at c and returns what it did, for the log; clusters are
+// the regions a new namespace replicates to, --from and --to first. It
+// reads the
 // namespace's primary from every region in views (c's among them) and
 // believes the highest epoch: a region that was cut off serves its old
 // view for a while after the heal.
-func ensureNamespace(ctx context.Context, c *rest.Client, views []*rest.Client, ns, from, to string, autoAfter time.Duration) ([]string, error) {
+func ensureNamespace(ctx context.Context, c *rest.Client, views []*rest.Client, ns string, clusters []string, autoAfter time.Duration) ([]string, error) {
+	from, to := clusters[0], clusters[1]
 	var did []string
 	tenant, _, _ := strings.Cut(ns, "/")
 	var ti tenantInfo
 	err := c.GetWithContext(ctx, "/admin/v2/tenants/"+tenant, &ti)
 	switch {
 	case isStatus(err, http.StatusNotFound):
-		ti = tenantInfo{AdminRoles: []string{}, AllowedClusters: []string{from, to}}
+		ti = tenantInfo{AdminRoles: []string{}, AllowedClusters: clusters}
 		if err := c.PutWithContext(ctx, "/admin/v2/tenants/"+tenant, ti); err != nil && !isStatus(err, http.StatusConflict) {
 			return did, fmt.Errorf("drill: create tenant %s: %w", tenant, err)
 		}
-		did = append(did, fmt.Sprintf("created tenant %s (allowed clusters %s, %s)", tenant, from, to))
+		did = append(did, fmt.Sprintf("created tenant %s (allowed clusters %s)", tenant, strings.Join(clusters, ", ")))
 	case err != nil:
 		return did, fmt.Errorf("drill: tenant %s: %w", tenant, err)
-	case !slices.Contains(ti.AllowedClusters, from) || !slices.Contains(ti.AllowedClusters, to):
-		for _, r := range []string{from, to} {
+	case slices.ContainsFunc(clusters, func(r string) bool { return !slices.Contains(ti.AllowedClusters, r) }):
+		for _, r := range clusters {
 			if !slices.Contains(ti.AllowedClusters, r) {
 				ti.AllowedClusters = append(ti.AllowedClusters, r)
 			}
@@ -102,24 +105,24 @@ func ensureNamespace(ctx context.Context, c *rest.Client, views []*rest.Client, 
 			ti.AdminRoles = []string{}
 		}
 		if err := c.PostWithContext(ctx, "/admin/v2/tenants/"+tenant, ti); err != nil {
-			return did, fmt.Errorf("drill: allow %s and %s in tenant %s: %w", from, to, tenant, err)
+			return did, fmt.Errorf("drill: allow %s in tenant %s: %w", strings.Join(clusters, ", "), tenant, err)
 		}
-		did = append(did, fmt.Sprintf("allowed %s and %s in tenant %s", from, to, tenant))
+		did = append(did, fmt.Sprintf("allowed %s in tenant %s", strings.Join(clusters, ", "), tenant))
 	}
 
 	var pol namespacePolicies
 	err = c.GetWithContext(ctx, "/admin/v2/namespaces/"+ns, &pol)
 	switch {
 	case isStatus(err, http.StatusNotFound):
-		if err := c.PutWithContext(ctx, "/admin/v2/namespaces/"+ns, namespacePolicies{ReplicationClusters: []string{from, to}}); err != nil {
+		if err := c.PutWithContext(ctx, "/admin/v2/namespaces/"+ns, namespacePolicies{ReplicationClusters: clusters}); err != nil {
 			return did, fmt.Errorf("drill: create namespace %s: %w", ns, err)
 		}
 		// A create body's clusters are set again explicitly: the list
 		// decides the order automatic failover tries regions in.
-		if err := c.PostWithContext(ctx, "/admin/v2/namespaces/"+ns+"/replication", []string{from, to}); err != nil {
+		if err := c.PostWithContext(ctx, "/admin/v2/namespaces/"+ns+"/replication", clusters); err != nil {
 			return did, fmt.Errorf("drill: replication clusters of %s: %w", ns, err)
 		}
-		did = append(did, fmt.Sprintf("created namespace %s replicated to %s, %s", ns, from, to))
+		did = append(did, fmt.Sprintf("created namespace %s replicated to %s", ns, strings.Join(clusters, ", ")))
 		body := map[string]any{"mode": policy.ActiveStandby, "primary": from}
 		if autoAfter > 0 {
 			body["autoFailoverAfterSeconds"] = int(autoAfter / time.Second)

@@ -274,8 +274,16 @@ func (d *driver) setup(ctx context.Context) error {
 			}
 		}
 	}
+	// A new namespace replicates to every region that is up, --from and
+	// --to first (the order automatic failover tries them in).
+	clusters := []string{c.From, c.To}
+	for _, r := range regions {
+		if r.Up && r.Name != c.From && r.Name != c.To {
+			clusters = append(clusters, r.Name)
+		}
+	}
 	views := []*rest.Client{d.fromA, d.toA}
-	did, err := ensureNamespace(ctx, d.fromA, views, c.Namespace, c.From, c.To, c.AutoFailoverAfter)
+	did, err := ensureNamespace(ctx, d.fromA, views, c.Namespace, clusters, c.AutoFailoverAfter)
 	for _, s := range did {
 		d.log.Info("drill: " + s)
 	}

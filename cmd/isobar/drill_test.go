@@ -18,8 +18,9 @@ import (
 	"github.com/isobar-mq/isobar/observability/dashboards"
 )
 
-// drillBasePort is TestDrillFailover's port plan: 24600-24742 and
-// 26030-26131, apart from TestDev's (23000-23142, 24430-24531).
+// drillBasePort is TestDrillFailover's port plan (three regions):
+// 24600-24842 and 26030-26231, apart from TestDev's (23000-23142,
+// 24430-24531).
 const drillBasePort = "24600"
 
 func TestDrillLatePropertyIsTheBrokers(t *testing.T) {
@@ -110,12 +111,14 @@ func TestDrillUsageErrors(t *testing.T) {
 	}
 }
 
-// TestDrillFailover starts `isobar dev` behind a 40 ms WAN and runs two
-// failover drills against it, each on a topic of its own: the primary
-// killed, then partitioned, and the standby promoted by the drill each
-// time. Both must pass (nothing lost, publish RTO within 10 s), with a
-// sensible timeline, the partitioned primary's tail counted late, and no
-// client closed for good.
+// TestDrillFailover starts `isobar dev` with three regions behind a 40 ms
+// WAN and runs two failover drills against it (the namespace replicated
+// to all three), each on a topic of its own: the primary killed, then
+// partitioned and, after the heal, failed back to it; the standby is
+// promoted by the drill each time. Both must pass (nothing lost, publish
+// RTO within 10 s), with a sensible timeline, the partitioned primary's
+// tail counted late, nothing stored twice, few messages delivered again,
+// no client closed for good, and the failed-back primary's copy complete.
 func TestDrillFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation drill: skipped with -short")
@@ -124,7 +127,7 @@ func TestDrillFailover(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := run(ctx, "dev", "--data-dir", dir, "--regions", "r0,r1", "--base-port", drillBasePort, "--wan-latency", "40ms", "--log-level", "error")
+		_, err := run(ctx, "dev", "--data-dir", dir, "--regions", "r0,r1,r2", "--base-port", drillBasePort, "--wan-latency", "40ms", "--log-level", "error")
 		done <- err
 	}()
 	t.Cleanup(func() {
@@ -152,9 +155,13 @@ func TestDrillFailover(t *testing.T) {
 	for _, fault := range []string{"kill", "partition"} {
 		start := time.Now()
 		jsonPath := filepath.Join(dir, fault+".json")
-		out, err := run(context.Background(), "drill", "failover", "--endpoints", eps, "--namespace", "geo/drill",
+		args := []string{"drill", "failover", "--endpoints", eps, "--namespace", "geo/drill",
 			"--from", "r0", "--to", "r1", "--fault", fault, "--promote", "--duration", "8s", "--rate", "200",
-			"--json", jsonPath, "--log-level", "warn")
+			"--json", jsonPath, "--log-level", "warn"}
+		if fault == "partition" {
+			args = append(args, "--fail-back") // and back to r0, planned
+		}
+		out, err := run(context.Background(), args...)
 		if err != nil {
 			t.Fatalf("%s drill: %v\n%s", fault, err, out)
 		}
@@ -174,6 +181,14 @@ func TestDrillFailover(t *testing.T) {
 			off(r.Timeline.FirstPublishOK), off(r.Timeline.FirstDeliveryOK), off(r.Timeline.Healed),
 			r.RTOPublishMS.Max, r.RTOConsumeMS.Max, deref(r.RPOMessages), deref(r.RPOMS), r.Late, r.DuplicatedRedelivery, r.DuplicatedCopy, r.OrderViolations)
 		checkDrillReport(t, fault, &r)
+		if fault == "partition" {
+			fb := r.Failback
+			if fb == nil || fb.FirstPublishOK == nil || fb.SendErrors != 0 || fb.Copy == nil || !fb.Copy.Complete || fb.Copy.Region != "r0" || fb.Copy.Missing != 0 || fb.Copy.DuplicatedCopy != 0 {
+				t.Errorf("fail-back to r0: %+v (copy %+v)", fb, fb.Copy)
+			} else {
+				t.Logf("fail-back to r0: rto publish %d ms; r0's copy complete, %d messages, none twice", fb.RTOPublishMS.Max, fb.Copy.Messages)
+			}
+		}
 	}
 }
 
