@@ -465,19 +465,7 @@ func (s *subscription) ack(k *consumer, ps []Position, cumulative bool) error {
 			return false
 		})
 	} else {
-		for _, p := range ps {
-			if o := s.pending[p]; o != nil {
-				delete(s.pending, p)
-				delete(o.pending, p)
-			}
-			delete(s.redeliveries, p)
-			if _, ok := s.replaySet[p]; ok {
-				delete(s.replaySet, p)
-				if i, found := slices.BinarySearchFunc(s.replay, p, Position.Compare); found {
-					s.replay = slices.Delete(s.replay, i, i+1)
-				}
-			}
-		}
+		s.forgetLocked(ps)
 	}
 	s.replayBlocked = false
 	s.mu.Unlock()

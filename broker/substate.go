@@ -597,6 +597,15 @@ func (b *Broker) internOrigin(s string) string {
 // an acknowledgement from a consumer does.
 func (s *subscription) forget(ps []Position) {
 	s.mu.Lock()
+	s.forgetLocked(ps)
+	s.replayBlocked = false
+	s.mu.Unlock()
+	s.kick()
+}
+
+// forgetLocked drops individually acknowledged entries from the pending,
+// redelivery and replay sets. s.mu held.
+func (s *subscription) forgetLocked(ps []Position) {
 	for _, p := range ps {
 		if o := s.pending[p]; o != nil {
 			delete(s.pending, p)
@@ -610,9 +619,6 @@ func (s *subscription) forget(ps []Position) {
 			}
 		}
 	}
-	s.replayBlocked = false
-	s.mu.Unlock()
-	s.kick()
 }
 
 // splitForeign separates acknowledged positions in this region's log from
