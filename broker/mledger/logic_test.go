@@ -206,7 +206,7 @@ func TestValidateName(t *testing.T) {
 }
 
 func TestMetaRoundTrip(t *testing.T) {
-	m := topicMeta{Ledgers: slices.Clone(testList), Cursors: []cursorMeta{{Name: "c", MarkDelete: posJSON{3, 0}, AckSet: "AQYAAA=="}}}
+	m := topicMeta{Ledgers: slices.Clone(testList), Cursors: []cursorMeta{{Name: "c", MarkDelete: posJSON{3, 0}, AckSet: "AQYAAA==", Batches: map[string][]int64{"7:2": {0b1010}}}}}
 	b, err := encodeMeta(&m)
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func TestMetaRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got.Ledgers, m.Ledgers) || got.Cursors[0].Name != "c" {
+	if !slices.Equal(got.Ledgers, m.Ledgers) || got.Cursors[0].Name != "c" || !slices.Equal(got.Cursors[0].Batches["7:2"], []int64{0b1010}) {
 		t.Fatalf("round trip: %+v", got)
 	}
 	for _, bad := range []string{
@@ -224,6 +224,12 @@ func TestMetaRoundTrip(t *testing.T) {
 		`{"version":1,"ledgers":[{"id":3,"state":"open"},{"id":5,"state":"closed"}]}`,
 		`{"version":1,"ledgers":[{"id":3,"state":"weird"}]}`,
 		`{"version":1,"ledgers":[],"cursors":[{"name":"c","ackset":"!!"}]}`,
+		// Partly acknowledged batches: a bad position, no bit left, too
+		// many words.
+		`{"version":1,"ledgers":[],"cursors":[{"name":"c","ackset":"AQYAAA==","batches":{"7-2":[1]}}]}`,
+		`{"version":1,"ledgers":[],"cursors":[{"name":"c","ackset":"AQYAAA==","batches":{"7:-2":[1]}}]}`,
+		`{"version":1,"ledgers":[],"cursors":[{"name":"c","ackset":"AQYAAA==","batches":{"7:2":[0,0]}}]}`,
+		`{"version":1,"ledgers":[],"cursors":[{"name":"c","ackset":"AQYAAA==","batches":{"7:2":[` + strings.Repeat("1,", MaxBatchWords) + `1]}}]}`,
 	} {
 		if _, err := decodeMeta([]byte(bad)); !errors.Is(err, ErrCorruptMeta) {
 			t.Errorf("decode %s: %v", bad, err)
@@ -262,7 +268,7 @@ func TestTailCache(t *testing.T) {
 // FuzzDecodeMeta: the metadata decoder never panics, and what it accepts
 // encodes back to something it decodes to the same value.
 func FuzzDecodeMeta(f *testing.F) {
-	good, _ := encodeMeta(&topicMeta{Ledgers: slices.Clone(testList), Cursors: []cursorMeta{{Name: "c", MarkDelete: posJSON{3, 0}, AckSet: "AQYAAA=="}}})
+	good, _ := encodeMeta(&topicMeta{Ledgers: slices.Clone(testList), Cursors: []cursorMeta{{Name: "c", MarkDelete: posJSON{3, 0}, AckSet: "AQYAAA==", Batches: map[string][]int64{"7:2": {5}}}}})
 	f.Add(good)
 	f.Add([]byte(`{"version":1,"ledgers":[{"id":3,"state":"open"}]}`))
 	f.Add([]byte(`{"version":1,"ledgers":[{"id":5,"state":"closed"},{"id":3,"state":"closed"}]}`))
