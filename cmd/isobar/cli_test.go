@@ -28,6 +28,14 @@ func run(ctx context.Context, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// devTestBasePort is TestDevStartsWritesEndpointsAndStops's port plan
+// (3000-3142 and 4430-4531). The fixed plans of this package's tests sit
+// below every range tests pick ports from at random (region's
+// 10000-19999, internal/proctest's 20000-31999, the kernel's ephemeral
+// range from 32768), so another package's test running at the same time
+// never takes one of them.
+const devTestBasePort = "3000"
+
 // TestDevStartsWritesEndpointsAndStops runs `isobar dev` twice on one data
 // directory (the second run restarts on the data) and checks endpoints.json.
 func TestDevStartsWritesEndpointsAndStops(t *testing.T) {
@@ -35,7 +43,7 @@ func TestDevStartsWritesEndpointsAndStops(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		args := []string{"dev", "--data-dir", dir, "--regions", "alpha,beta", "--base-port", "23000", "--log-level", "error"}
+		args := []string{"dev", "--data-dir", dir, "--regions", "alpha,beta", "--base-port", devTestBasePort, "--log-level", "error"}
 		if round == 1 { // the second time behind the emulated WAN
 			args = append(args, "--wan-latency", "40ms")
 		}
@@ -60,8 +68,8 @@ func TestDevStartsWritesEndpointsAndStops(t *testing.T) {
 		if err != nil || json.Unmarshal(raw, &eps) != nil {
 			t.Fatalf("endpoints.json: %s %v", raw, err)
 		}
-		if len(eps.Regions) != 2 || eps.Regions[0].Name != "alpha" || eps.Regions[1].MetadataURL != "http://127.0.0.1:23130" ||
-			len(eps.Regions[0].Bookies) != 3 || eps.Regions[0].Bookies[0] != "127.0.0.1:23040" {
+		if len(eps.Regions) != 2 || eps.Regions[0].Name != "alpha" || eps.Regions[1].MetadataURL != "http://127.0.0.1:3130" ||
+			len(eps.Regions[0].Bookies) != 3 || eps.Regions[0].Bookies[0] != "127.0.0.1:3040" {
 			t.Fatalf("endpoints %+v", eps)
 		}
 		// The metadata store answers and lists the region's bookies.
@@ -187,7 +195,7 @@ func TestPerfDiskAndVersion(t *testing.T) {
 // faults (only with the emulated WAN), a kill and a start, bad requests.
 func devControlChecks(t *testing.T, base string, withWAN bool) {
 	t.Helper()
-	if base != "http://127.0.0.1:23012" {
+	if base != "http://127.0.0.1:3012" {
 		t.Fatalf("control URL %q, want base port + 12", base)
 	}
 	post := func(path string, want int) {

@@ -19,9 +19,9 @@ import (
 )
 
 // drillBasePort is TestDrillFailover's port plan (three regions):
-// 24600-24842 and 26030-26231, apart from TestDev's (23000-23142,
-// 24430-24531).
-const drillBasePort = "24600"
+// 3300-3542 and 4730-4931, apart from TestDev's (devTestBasePort) and
+// below every range ports are picked from at random.
+const drillBasePort = "3300"
 
 func TestDrillLatePropertyIsTheBrokers(t *testing.T) {
 	if drill.LateProperty != broker.LateProperty {
