@@ -277,6 +277,26 @@ func TestReadsTxnAndRevoke(t *testing.T) {
 	if _, _, err := s.Txn(ctx, []Cmp{{Kind: CmpAtRev, Key: "/p/", Prefix: true}}, nil); err == nil {
 		t.Fatal("a revision condition over a prefix was accepted")
 	}
+	// AllChangedAfter: every key under the prefix changed after the
+	// revision, and there is one.
+	kvs, err := s.List(ctx, "/p/")
+	if err != nil || len(kvs) != 2 {
+		t.Fatalf("List: %v, %v", kvs, err)
+	}
+	older := min(kvs[0].Rev, kvs[1].Rev)
+	for _, c := range []struct {
+		cmp  Cmp
+		want bool
+	}{
+		{AllChangedAfter("/p/", older-1), true},
+		{AllChangedAfter("/p/", older), false}, // one key changed at it
+		{AllChangedAfter("/q/", 0), false},     // no key
+	} {
+		ok, _, err := s.Txn(ctx, []Cmp{c.cmp}, nil)
+		if err != nil || ok != c.want {
+			t.Fatalf("%s: %v, %v; want %v", c.cmp, ok, err, c.want)
+		}
+	}
 
 	if existed, _, err := s.DeleteExisting(ctx, "/p/c"); err != nil || !existed {
 		t.Fatalf("DeleteExisting: %v, %v", existed, err)

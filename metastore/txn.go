@@ -18,14 +18,17 @@ const (
 	CmpPresent
 	// CmpAtRev: the key's last change is at revision Rev (0: it is absent).
 	CmpAtRev
+	// CmpChangedAfter (with Prefix): there is a key under Key, and every
+	// key under it last changed after revision Rev.
+	CmpChangedAfter
 )
 
 // Cmp is one condition of a transaction (Meta.Txn). Build it with Absent,
-// Present, AtRev or NoneUnder.
+// Present, AtRev, NoneUnder or AllChangedAfter.
 type Cmp struct {
 	Kind   CmpKind
 	Key    string
-	Prefix bool // CmpAbsent only: the condition is on every key under Key
+	Prefix bool // CmpAbsent and CmpChangedAfter: the condition is on every key under Key
 	Rev    int64
 }
 
@@ -42,6 +45,12 @@ func AtRev(key string, rev int64) Cmp { return Cmp{Kind: CmpAtRev, Key: key, Rev
 // NoneUnder holds when no key starts with prefix.
 func NoneUnder(prefix string) Cmp { return Cmp{Kind: CmpAbsent, Key: prefix, Prefix: true} }
 
+// AllChangedAfter holds when at least one key starts with prefix and
+// every such key's last change is after revision rev.
+func AllChangedAfter(prefix string, rev int64) Cmp {
+	return Cmp{Kind: CmpChangedAfter, Key: prefix, Prefix: true, Rev: rev}
+}
+
 func (c Cmp) String() string {
 	switch c.Kind {
 	case CmpAbsent:
@@ -53,6 +62,8 @@ func (c Cmp) String() string {
 		return c.Key + " present"
 	case CmpAtRev:
 		return fmt.Sprintf("%s at revision %d", c.Key, c.Rev)
+	case CmpChangedAfter:
+		return fmt.Sprintf("every key under %s changed after revision %d", c.Key, c.Rev)
 	}
 	return "cmp?"
 }
@@ -66,12 +77,19 @@ func (c Cmp) etcd() (clientv3.Cmp, error) {
 		cmp = clientv3.Compare(clientv3.CreateRevision(c.Key), ">", 0)
 	case CmpAtRev:
 		cmp = clientv3.Compare(clientv3.ModRevision(c.Key), "=", c.Rev)
+	case CmpChangedAfter:
+		// etcd compares an empty range as one key of zero revisions, so
+		// "none under the prefix" fails this, as documented.
+		if !c.Prefix {
+			return cmp, fmt.Errorf("metastore: transaction condition %s: a change after a revision is checked on a prefix", c)
+		}
+		cmp = clientv3.Compare(clientv3.ModRevision(c.Key), ">", c.Rev)
 	default:
 		return cmp, fmt.Errorf("metastore: transaction condition of unknown kind %d on %s", c.Kind, c.Key)
 	}
 	if c.Prefix {
-		if c.Kind != CmpAbsent {
-			return cmp, fmt.Errorf("metastore: transaction condition %s: only an absence may cover a prefix", c)
+		if c.Kind != CmpAbsent && c.Kind != CmpChangedAfter {
+			return cmp, fmt.Errorf("metastore: transaction condition %s: only an absence or a change after a revision may cover a prefix", c)
 		}
 		cmp = cmp.WithPrefix()
 	}
