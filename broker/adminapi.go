@@ -532,9 +532,10 @@ func (a adminTopics) Lookup(ctx context.Context, name topic.Name) (admin.LookupD
 		if err != nil {
 			return admin.LookupData{}, err
 		}
+		pol = pol.ForTopic(name)
 		if _, ok := a.b.redirectToPrimary(pol, ""); ok {
 			if pol.PrimaryWebServiceURL == "" {
-				return admin.LookupData{}, fmt.Errorf("%w: namespace %s is active-standby and its primary region %s has no web service URL", wire.ErrServiceNotReady, name.NamespaceName(), pol.Failover.Primary)
+				return admin.LookupData{}, fmt.Errorf("%w: topic %s is active-standby and its primary region %s has no web service URL", wire.ErrServiceNotReady, name, pol.Failover.Primary)
 			}
 			return admin.LookupData{}, &admin.NotOwnerError{URL: strings.TrimRight(pol.PrimaryWebServiceURL, "/")}
 		}

@@ -102,6 +102,28 @@ type NamespacePolicy struct {
 	// PrimaryWebServiceURL is the primary region's admin and lookup HTTP
 	// URL, under the same condition: HTTP lookups are redirected there.
 	PrimaryWebServiceURL string
+	// TopicFailover are the failover policies of the namespace's topics
+	// that have their own, by base local name, and TopicPrimaryURLs the
+	// broker service and web service URLs of their primaries other than
+	// this region; ForTopic applies them.
+	TopicFailover    map[string]policy.Failover
+	TopicPrimaryURLs map[string][2]string
+}
+
+// ForTopic is the policy of the topic name: the namespace's, with the
+// topic's own failover policy (and its primary's URLs) when it has one.
+func (p NamespacePolicy) ForTopic(name topic.Name) NamespacePolicy {
+	if name.Domain != topic.Persistent {
+		return p
+	}
+	f, ok := p.TopicFailover[name.Base().Local]
+	if !ok {
+		return p
+	}
+	p.Failover = f
+	urls := p.TopicPrimaryURLs[f.Primary]
+	p.PrimaryServiceURL, p.PrimaryWebServiceURL = urls[0], urls[1]
+	return p
 }
 
 // BacklogPolicy is what a broker does about a backlog over its quota.
@@ -131,17 +153,19 @@ type Namespaces interface {
 	CreatePartitioned(ctx context.Context, name topic.Name, n int) error
 }
 
-// Primary says whether this broker may write for a namespace now
-// (*primary.Gates).
+// Primary says whether this broker may write for a topic of a namespace
+// now (*primary.Gates). local is the topic's base local name (a
+// partitioned topic's for its partitions): a topic may have its own
+// failover policy.
 type Primary interface {
 	// Check answers at once: nil when it may.
-	Check(ns string) error
+	Check(ns, local string) error
 	// Wait waits until it may, or it is definitely not the primary, or
 	// ctx ends.
-	Wait(ctx context.Context, ns string) error
-	// Failover is the namespace's replication mode as last seen (false
-	// when the namespace is not tracked yet).
-	Failover(ns string) (policy.Failover, bool)
+	Wait(ctx context.Context, ns, local string) error
+	// Failover is the topic's replication mode as last seen (false when
+	// the namespace is not tracked yet).
+	Failover(ns, local string) (policy.Failover, bool)
 }
 
 // Config configures a broker. It holds settings only (live dependencies

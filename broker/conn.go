@@ -484,9 +484,10 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 		fail(err)
 		return
 	}
+	pol = pol.ForTopic(name)
 	if url, ok := c.b.redirectToPrimary(pol, c.clientVersion); ok {
 		if url == "" {
-			fail(fmt.Errorf("%w: namespace %s is active-standby and its primary region %s has no broker service URL", wire.ErrServiceNotReady, name.NamespaceName(), pol.Failover.Primary))
+			fail(fmt.Errorf("%w: topic %s is active-standby and its primary region %s has no broker service URL", wire.ErrServiceNotReady, name, pol.Failover.Primary))
 			return
 		}
 		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{

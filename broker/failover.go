@@ -61,7 +61,7 @@ func (b *Broker) waitPrimary(ctx context.Context, name topic.Name) error {
 	if b.deps.Primary == nil || name.Domain != topic.Persistent {
 		return nil
 	}
-	if err := b.deps.Primary.Wait(ctx, name.NamespaceName()); err != nil {
+	if err := b.deps.Primary.Wait(ctx, name.NamespaceName(), name.Base().Local); err != nil {
 		return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
 	}
 	return nil
@@ -72,7 +72,7 @@ func (b *Broker) checkPrimary(name topic.Name) error {
 	if b.deps.Primary == nil || name.Domain != topic.Persistent {
 		return nil
 	}
-	if err := b.deps.Primary.Check(name.NamespaceName()); err != nil {
+	if err := b.deps.Primary.Check(name.NamespaceName(), name.Base().Local); err != nil {
 		return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
 	}
 	return nil
@@ -82,12 +82,15 @@ func (b *Broker) checkPrimary(name topic.Name) error {
 // producers and consumers are closed and reconnect through a new lookup,
 // which leads to the primary) and, when to names the new primary, waits
 // until every loaded topic of ns has replicated everything to it (within
-// ctx). Replicator producers and replication cursors stay. Brokers call it
-// through package primary when they stop writing for ns.
-func (b *Broker) Demote(ctx context.Context, ns, to string) {
+// ctx). local, when not empty, limits it to the topic of ns with that base
+// local name (all partitions of a partitioned topic). Replicator producers
+// and replication cursors stay. Brokers call it through package primary
+// when they stop writing for ns, or for one of its topics with its own
+// failover policy.
+func (b *Broker) Demote(ctx context.Context, ns, local, to string) {
 	var topics []*Topic
 	for _, t := range b.loadedTopics() {
-		if t.name.NamespaceName() != ns {
+		if t.name.NamespaceName() != ns || local != "" && (t.name.Domain != topic.Persistent || t.name.Base().Local != local) {
 			continue
 		}
 		topics = append(topics, t)
@@ -232,11 +235,12 @@ func (t *Topic) markLate(src string, entry []byte, numMsgs int) []byte {
 	return marked
 }
 
-// failover is the topic's namespace's replication mode: as the fences
-// last saw it, else as the policy said when the topic loaded.
+// failover is the topic's replication mode (its own, else its
+// namespace's): as the fences last saw it, else as the policy said when
+// the topic loaded.
 func (t *Topic) failover() policy.Failover {
 	if t.b.deps.Primary != nil {
-		if f, ok := t.b.deps.Primary.Failover(t.name.NamespaceName()); ok {
+		if f, ok := t.b.deps.Primary.Failover(t.name.NamespaceName(), t.name.Base().Local); ok {
 			return f
 		}
 	}

@@ -49,6 +49,18 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 			out.PrimaryServiceURL, out.PrimaryWebServiceURL = cd.BrokerServiceURL, cd.ServiceURL
 		}
 	}
+	out.TopicFailover = pol.TopicFailover
+	for _, f := range pol.TopicFailover {
+		if _, ok := out.TopicPrimaryURLs[f.Primary]; ok || f.Mode != policy.ActiveStandby || f.Primary == p.Store.LocalCluster() {
+			continue
+		}
+		if cd, err := p.Store.Cluster(ctx, f.Primary); err == nil {
+			if out.TopicPrimaryURLs == nil {
+				out.TopicPrimaryURLs = map[string][2]string{}
+			}
+			out.TopicPrimaryURLs[f.Primary] = [2]string{cd.BrokerServiceURL, cd.ServiceURL}
+		}
+	}
 	out.Deduplication = pol.DeduplicationEnabled != nil && *pol.DeduplicationEnabled
 	// The store refuses values these conversions cannot represent, on
 	// write and on read; they still fail rather than wrap.

@@ -115,9 +115,11 @@ type TopicReplication interface {
 	TopicReplication(ctx context.Context, name topic.Name) (clusters []string, ok bool, err error)
 }
 
-// withTopicPolicy applies the topic's own replication clusters, if it has
-// any, to its namespace's policy. On error the namespace's stay.
+// withTopicPolicy applies the topic's own failover policy and
+// replication clusters, if it has any, to its namespace's policy. On
+// error the namespace's clusters stay.
 func (b *Broker) withTopicPolicy(ctx context.Context, name topic.Name, pol NamespacePolicy) NamespacePolicy {
+	pol = pol.ForTopic(name)
 	tr, ok := b.deps.Namespaces.(TopicReplication)
 	if !ok {
 		return pol

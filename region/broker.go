@@ -236,7 +236,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		},
 		Promote: func(ctx context.Context, ns, from string) error { return pol.Promote(ctx, ns, from, cluster) },
 		Logger:  c.logger,
-		Demote:  func(ctx context.Context, ns, to string) { b.Demote(ctx, ns, to) },
+		Demote:  func(ctx context.Context, ns, topic, to string) { b.Demote(ctx, ns, topic, to) },
 	})
 	if err != nil {
 		return err

@@ -315,6 +315,11 @@ func (s *Server) routes() {
 		s.handle("POST "+t+"/replication", s.topicHandler(d, s.setTopicReplication))
 		s.handle("DELETE "+t+"/replication", s.topicHandler(d, s.removeTopicReplication))
 		s.handle("GET "+t+"/ledger/{ledger}/entry/{entry}", s.topicHandler(d, s.entry))
+		if d == topic.Persistent {
+			s.handle("GET "+t+"/primary", s.topicHandler(d, s.getTopicPrimary))
+			s.handle("POST "+t+"/primary", s.topicHandler(d, s.setTopicPrimary))
+			s.handle("DELETE "+t+"/primary", s.topicHandler(d, s.removeTopicPrimary))
+		}
 		s.handle("GET /lookup/v2/topic/"+string(d)+"/{tenant}/{namespace}/{topic}", s.topicHandler(d, s.lookup))
 	}
 	// Brokers.

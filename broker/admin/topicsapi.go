@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -760,6 +761,93 @@ func (s *Server) setTopicReplication(w http.ResponseWriter, r *http.Request, nam
 // removeTopicReplication makes the topic follow its namespace again.
 func (s *Server) removeTopicReplication(w http.ResponseWriter, r *http.Request, name topic.Name) error {
 	if err := s.cfg.Policies.RemoveTopicReplication(r.Context(), name); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+// primaryTopic is the topic whose failover policy a .../primary request
+// names: a base topic, not a partition (a partitioned topic's policy is
+// all its partitions').
+func primaryTopic(name topic.Name) error {
+	if name.Partition() >= 0 {
+		return fmt.Errorf("%w: %s is a partition: set the primary of its partitioned topic %s", policy.ErrInvalid, name, name.Base())
+	}
+	return nil
+}
+
+// getTopicPrimary answers a topic's own failover policy
+// ({"mode","primary","epoch"}; 204 when it follows its namespace's), or
+// with ?applied=true the one in force (its own, else its namespace's).
+func (s *Server) getTopicPrimary(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	if err := primaryTopic(name); err != nil {
+		return err
+	}
+	p, err := s.cfg.Policies.Namespace(r.Context(), name.NamespaceName())
+	if err != nil {
+		return err
+	}
+	if r.URL.Query().Get("applied") == "true" {
+		return ok(w, policy.TopicFailoverOf(p, name.Local))
+	}
+	f, own := p.TopicFailover[name.Local]
+	if !own {
+		return noContent(w)
+	}
+	return ok(w, f)
+}
+
+// setTopicPrimary gives a topic its own failover policy: a body
+// {"mode","primary"} or a bare region name (active-standby with that
+// primary). The primary must be one of the namespace's replication
+// clusters, and of the topic's own when it has some. The topic need not
+// exist yet.
+func (s *Server) setTopicPrimary(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	if err := primaryTopic(name); err != nil {
+		return err
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var v struct {
+		Mode    string `json:"mode"`
+		Primary string `json:"primary"`
+	}
+	var region string
+	if json.Unmarshal(body, &region) == nil {
+		v.Mode, v.Primary = policy.ActiveStandby, region
+	} else if err := decodeStrict(body, &v); err != nil {
+		return badRequest(err)
+	}
+	if v.Mode == "" {
+		v.Mode = policy.ActiveStandby
+	}
+	tp, found, err := s.cfg.Policies.TopicPolicies(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	if found && len(tp.ReplicationClusters) > 0 && v.Primary != "" && !slices.Contains(tp.ReplicationClusters, v.Primary) {
+		return fmt.Errorf("%w: topic %s: primary %q is not one of its replication clusters %v", policy.ErrInvalid, name, v.Primary, tp.ReplicationClusters)
+	}
+	if _, err := s.cfg.Policies.UpdateNamespace(r.Context(), name.NamespaceName(), func(p *policy.Policies) error {
+		return policy.SetTopicFailover(p, name.Local, v.Mode, v.Primary)
+	}); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+// removeTopicPrimary makes the topic follow its namespace's failover
+// policy again (a topic without its own is not an error).
+func (s *Server) removeTopicPrimary(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	if err := primaryTopic(name); err != nil {
+		return err
+	}
+	if _, err := s.cfg.Policies.UpdateNamespace(r.Context(), name.NamespaceName(), func(p *policy.Policies) error {
+		policy.RemoveTopicFailover(p, name.Local)
+		return nil
+	}); err != nil {
 		return err
 	}
 	return noContent(w)

@@ -8,7 +8,10 @@
 // broker's own lease. The key is created by one transaction that also
 // checks that the namespace's policy is still the one naming this region
 // primary and that no broker of another region holds a fence key for the
-// namespace. So:
+// namespace that was put before that policy: every holder confirms its key
+// (puts it again) once it has acted on each new revision of the policy. A
+// topic with its own failover policy (policy.Policies.TopicFailover) has a
+// gate and fence keys of its own, ordered against the same revisions. So:
 //
 //   - after a change of primary, no broker of the old primary creates a key
 //     again (its transaction pins the old policy revision);
@@ -19,8 +22,9 @@
 //     lease may have expired at the store (metastore.Lease.Valid), which is
 //     never later than the store deletes its key.
 //
-// Two regions therefore never accept writes for one namespace at once.
-// Active-active namespaces need no fence: Check answers nil for them.
+// Two regions therefore never accept writes for one namespace, or topic,
+// at once. Active-active namespaces need no fence: Check answers nil for
+// them.
 package primary
 
 import (
@@ -29,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -54,14 +59,21 @@ var ErrFenced = errors.New("primary fence not held")
 // by now). It comes with ErrFenced.
 var ErrLapsed = errors.New("this broker's fence lease lapsed")
 
-// NotPrimaryError says which region is a namespace's primary.
+// NotPrimaryError says which region is a namespace's, or a topic's,
+// primary.
 type NotPrimaryError struct {
 	Namespace string
-	Primary   string
-	Epoch     int64
+	// Topic is the local name of a topic with its own failover policy
+	// ("" for the namespace's).
+	Topic   string
+	Primary string
+	Epoch   int64
 }
 
 func (e *NotPrimaryError) Error() string {
+	if e.Topic != "" {
+		return fmt.Sprintf("topic %s of namespace %s is active-standby and its primary region is %s (epoch %d)", e.Topic, e.Namespace, e.Primary, e.Epoch)
+	}
 	return fmt.Sprintf("namespace %s is active-standby and its primary region is %s (epoch %d)", e.Namespace, e.Primary, e.Epoch)
 }
 
@@ -79,6 +91,13 @@ func FencePrefix(ns string) string { return policy.Root + "fence/" + ns + "/" }
 
 // FenceKey is the fence key of a broker of a region for namespace ns.
 func FenceKey(ns, region, broker string) string { return FencePrefix(ns) + region + "/" + broker }
+
+// TopicFenceKey is the fence key of a broker of a region for the topic
+// of namespace ns named local, when the topic has its own failover
+// policy: under the region's prefix, as the namespace's fences are.
+func TopicFenceKey(ns, local, region, broker string) string {
+	return FenceKey(ns, region, broker) + "/topic/" + local
+}
 
 // Config configures the gates of one broker.
 type Config struct {
@@ -105,7 +124,9 @@ type Deps struct {
 	// returns once this broker's topics of the namespace have replicated
 	// everything to it, so the new primary starts with the old one's
 	// whole log. The fence ends when it returns, or after DrainTimeout.
-	Demote func(ctx context.Context, ns, to string)
+	// topic, when not empty, limits it to the topic of ns with that local
+	// name (a partitioned topic's: all its partitions).
+	Demote func(ctx context.Context, ns, topic, to string)
 	// Cached, when set, reads a key from a local copy of the global store
 	// (globalconfig.Cache.Get): a namespace's policy is read from it when
 	// the store cannot be reached, so active-active namespaces keep
@@ -129,7 +150,8 @@ type AutoNamespace struct {
 	Clusters []string
 }
 
-// Gates tracks the namespaces a broker writes for.
+// Gates tracks the namespaces, and the topics with their own failover
+// policy, a broker writes for.
 type Gates struct {
 	cfg  Config
 	deps Deps
@@ -140,8 +162,22 @@ type Gates struct {
 	wg     sync.WaitGroup
 
 	mu    sync.Mutex
-	gates map[string]*gate
+	gates map[scope]*gate
 	lease *metastore.Lease
+}
+
+// scope is what a gate fences: a namespace ("tenant/ns"), or one of its
+// topics (the local name of a topic, or a partitioned topic's base name).
+type scope struct {
+	ns    string
+	topic string // "": the namespace
+}
+
+func (s scope) String() string {
+	if s.topic == "" {
+		return s.ns
+	}
+	return s.ns + " topic " + s.topic
 }
 
 // New starts the gates of a broker; Close stops them.
@@ -175,7 +211,7 @@ func New(cfg Config, deps Deps) (*Gates, error) {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	gs := &Gates{cfg: cfg, deps: deps, log: deps.Logger, ctx: ctx, cancel: cancel, gates: map[string]*gate{}}
+	gs := &Gates{cfg: cfg, deps: deps, log: deps.Logger, ctx: ctx, cancel: cancel, gates: map[scope]*gate{}}
 	gs.wg.Add(1)
 	go gs.keepPresent()
 	return gs, nil
@@ -275,7 +311,7 @@ func (gs *Gates) autoFailover(gone map[string]time.Time) {
 	}
 }
 
-// state is what a gate knows of its namespace.
+// state is what a gate knows of its scope.
 type state struct {
 	failover policy.Failover
 	lease    *metastore.Lease // held fence (active-standby primary only)
@@ -284,7 +320,7 @@ type state struct {
 }
 
 type gate struct {
-	ns      string
+	scope
 	st      atomic.Pointer[state]
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every state change
@@ -315,23 +351,40 @@ func (st *state) check() error {
 }
 
 // Check reports whether the broker may accept publishes and
-// acknowledgements for namespace ns now: nil, an error matching
-// ErrNotPrimary (naming the primary), or one matching ErrFenced. The
-// first call for a namespace starts tracking it and answers ErrFenced
-// until its policy is read. It does not block.
-func (gs *Gates) Check(ns string) error { return gs.get(ns).st.Load().check() }
+// acknowledgements for the topic of namespace ns named local (a
+// partitioned topic's base name; "" asks for the namespace) now: nil, an
+// error matching ErrNotPrimary (naming the primary), or one matching
+// ErrFenced. The first call for a namespace starts tracking it and
+// answers ErrFenced until its policy is read. It does not block.
+//
+// A topic with its own failover policy has its own gate; the namespace's
+// gate creates it before it publishes a state that knows of the policy,
+// so a check that read that state finds the topic's gate on its second
+// look.
+func (gs *Gates) Check(ns, local string) error {
+	for {
+		g := gs.route(ns, local)
+		err := g.st.Load().check()
+		if gs.route(ns, local) == g {
+			return err
+		}
+	}
+}
 
 // Wait waits while the broker may soon be allowed to write (the policy is
 // being read, or another region's fence is about to end): it returns
 // Check's answer once that is settled or ctx ends. A broker cut off from
 // the global store is answered at once (ErrFenced): its clients are better
 // off trying another region.
-func (gs *Gates) Wait(ctx context.Context, ns string) error {
-	g := gs.get(ns)
+func (gs *Gates) Wait(ctx context.Context, ns, local string) error {
 	for {
+		g := gs.route(ns, local)
 		ch := g.wait()
 		st := g.st.Load()
 		err := st.check()
+		if gs.route(ns, local) != g {
+			continue
+		}
 		if err == nil || errors.Is(err, ErrNotPrimary) || !st.pending {
 			return err
 		}
@@ -345,11 +398,15 @@ func (gs *Gates) Wait(ctx context.Context, ns string) error {
 	}
 }
 
-// Failover returns what the gate of ns last read of its policy (false
-// when it is not tracked yet).
-func (gs *Gates) Failover(ns string) (policy.Failover, bool) {
+// Failover returns what the gate of the topic of ns named local (or of
+// ns, when it has none of its own) last read of its policy (false when it
+// is not tracked yet).
+func (gs *Gates) Failover(ns, local string) (policy.Failover, bool) {
 	gs.mu.Lock()
-	g := gs.gates[ns]
+	g := gs.gates[scope{ns, local}]
+	if g == nil {
+		g = gs.gates[scope{ns: ns}]
+	}
 	gs.mu.Unlock()
 	if g == nil {
 		return policy.Failover{}, false
@@ -358,14 +415,28 @@ func (gs *Gates) Failover(ns string) (policy.Failover, bool) {
 	return f, f.Mode != ""
 }
 
-func (gs *Gates) get(ns string) *gate {
+// route is the gate that decides for the topic of ns named local: its
+// own, when it has one, else the namespace's (tracked from now on).
+func (gs *Gates) route(ns, local string) *gate {
+	if local != "" {
+		gs.mu.Lock()
+		g := gs.gates[scope{ns, local}]
+		gs.mu.Unlock()
+		if g != nil {
+			return g
+		}
+	}
+	return gs.get(scope{ns: ns})
+}
+
+func (gs *Gates) get(sc scope) *gate {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	g := gs.gates[ns]
+	g := gs.gates[sc]
 	if g == nil {
-		g = &gate{ns: ns, changed: make(chan struct{})}
-		g.st.Store(&state{err: fmt.Errorf("%w: reading the replication mode of %s", ErrFenced, ns), pending: true})
-		gs.gates[ns] = g
+		g = &gate{scope: sc, changed: make(chan struct{})}
+		g.st.Store(&state{err: fmt.Errorf("%w: reading the replication mode of %s", ErrFenced, sc), pending: true})
+		gs.gates[sc] = g
 		if gs.ctx.Err() == nil {
 			gs.wg.Add(1)
 			go gs.track(g)
@@ -445,8 +516,11 @@ func (gs *Gates) leaseFor(ctx context.Context) (*metastore.Lease, error) {
 	return nl, nil
 }
 
-// track follows one namespace's policy and holds or gives up its fence.
-// The policy is read first from the local copy (Deps.Cached) when there is
+// track follows one scope's policy and holds or gives up its fence. The
+// namespace's policy record holds its topics' own failover policies too,
+// so a namespace's gate and its topics' gates follow the same key and
+// every fence is taken and confirmed against one revision of it. The
+// policy is read first from the local copy (Deps.Cached) when there is
 // one, then taken from the watch's events; the store is read directly
 // when there is no copy and whenever taking the fence found the policy
 // changed.
@@ -455,8 +529,9 @@ func (gs *Gates) track(g *gate) {
 	key := nsKey(g.ns)
 	var held *metastore.Lease
 	backoff := 100 * time.Millisecond
-	var kv *metastore.KV // the policy to act on (nil: read it; Value nil: absent)
-	var from int64       // watch changes from this revision on (0: from now, then read)
+	var kv *metastore.KV                 // the policy to act on (nil: read it; Value nil: absent)
+	var from int64                       // watch changes from this revision on (0: from now, then read)
+	var acted map[string]policy.Failover // a namespace's gate: the topics' own policies it acted on
 	if gs.deps.Cached != nil {
 		if v, rev, ok := gs.deps.Cached(key); ok {
 			kv, from = &metastore.KV{Key: key, Value: v, Rev: rev}, rev+1
@@ -505,12 +580,15 @@ func (gs *Gates) track(g *gate) {
 		case json.Unmarshal(cur.Value, &p) != nil:
 			held = gs.release(g, held, &state{err: fmt.Errorf("%w: namespace %s: unreadable policies", ErrFenced, g.ns)})
 		default:
-			f := policy.FailoverOf(&p)
+			if g.topic == "" {
+				acted = gs.topicsChanged(g, held, acted, p.TopicFailover)
+			}
+			f := policy.TopicFailoverOf(&p, g.topic)
 			switch {
 			case f.Mode != policy.ActiveStandby:
 				held = gs.release(g, held, &state{failover: f})
 			case f.Primary != gs.cfg.Region:
-				held = gs.release(g, held, &state{failover: f, err: &NotPrimaryError{Namespace: g.ns, Primary: f.Primary, Epoch: f.Epoch}})
+				held = gs.release(g, held, &state{failover: f, err: &NotPrimaryError{Namespace: g.ns, Topic: g.topic, Primary: f.Primary, Epoch: f.Epoch}})
 			default:
 				var reread bool
 				held, reread = gs.acquire(g, held, f, cur.Rev, p.ReplicationClusters, events)
@@ -525,6 +603,37 @@ func (gs *Gates) track(g *gate) {
 			return
 		}
 	}
+}
+
+// topicsChanged readies a namespace's gate g for a policy whose topics'
+// own failover policies are now. It creates the gate of every topic that
+// has one, or had one when g last acted (from then on that gate decides
+// for the topic: Check and Wait look for it after reading g's state), and,
+// while g lets this broker write, demotes each topic whose new policy
+// names another primary, draining it there, before g confirms its fence
+// for the new policy. It returns what g acted on.
+func (gs *Gates) topicsChanged(g *gate, held *metastore.Lease, acted, now map[string]policy.Failover) map[string]policy.Failover {
+	for local := range now {
+		gs.get(scope{g.ns, local})
+	}
+	for local := range acted {
+		gs.get(scope{g.ns, local})
+	}
+	if held == nil || g.st.Load().err != nil || gs.deps.Demote == nil {
+		return maps.Clone(now)
+	}
+	for _, local := range slices.Sorted(maps.Keys(now)) {
+		f := now[local]
+		if prev, ok := acted[local]; ok && prev == f || f.Mode != policy.ActiveStandby || f.Primary == gs.cfg.Region {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(gs.ctx, gs.cfg.DrainTimeout)
+		start := time.Now()
+		gs.deps.Demote(ctx, g.ns, local, f.Primary)
+		gs.log.Info("topic with its own primary drained to it", "namespace", g.ns, "topic", local, "primary", f.Primary, "took", time.Since(start), "timedOut", ctx.Err() != nil)
+		cancel()
+	}
+	return maps.Clone(now)
 }
 
 // next waits for a change of the policy (returning the changed value) or
@@ -554,15 +663,23 @@ func (gs *Gates) next(events <-chan metastore.Event, held *metastore.Lease, kv *
 	}
 }
 
+// fenceKey is this broker's fence key for g's scope.
+func (gs *Gates) fenceKey(g *gate) string {
+	if g.topic != "" {
+		return TopicFenceKey(g.ns, g.topic, gs.cfg.Region, gs.cfg.Broker)
+	}
+	return FenceKey(g.ns, gs.cfg.Region, gs.cfg.Broker)
+}
+
 // release publishes st (refusing writes from now on when it does), lets
-// the broker demote the namespace when writes were allowed before, and
-// gives up the fence held (deleting the key when the store can be
-// reached; otherwise it ends with the lease).
+// the broker demote the scope when writes were allowed before, and gives
+// up the fence held (deleting the key when the store can be reached;
+// otherwise it ends with the lease).
 func (gs *Gates) release(g *gate, held *metastore.Lease, st *state) *metastore.Lease {
 	was := g.st.Load().err == nil
 	g.set(st)
 	if was && st.err != nil {
-		gs.log.Info("no longer writing for namespace", "namespace", g.ns, "reason", st.err)
+		gs.log.Info("no longer writing", "scope", g.scope.String(), "reason", st.err)
 		if gs.deps.Demote != nil {
 			var to string
 			var np *NotPrimaryError
@@ -571,35 +688,58 @@ func (gs *Gates) release(g *gate, held *metastore.Lease, st *state) *metastore.L
 			}
 			ctx, cancel := context.WithTimeout(gs.ctx, gs.cfg.DrainTimeout)
 			start := time.Now()
-			gs.deps.Demote(ctx, g.ns, to)
+			gs.deps.Demote(ctx, g.ns, g.topic, to)
 			if to != "" {
-				gs.log.Info("demoted namespace drained to the new primary", "namespace", g.ns, "primary", to, "took", time.Since(start), "timedOut", ctx.Err() != nil)
+				gs.log.Info("demoted scope drained to the new primary", "scope", g.scope.String(), "primary", to, "took", time.Since(start), "timedOut", ctx.Err() != nil)
 			}
 			cancel()
 		}
 	}
 	if held != nil {
 		ctx, cancel := context.WithTimeout(gs.ctx, 2*time.Second)
-		if err := gs.deps.Global.Delete(ctx, FenceKey(g.ns, gs.cfg.Region, gs.cfg.Broker)); err != nil {
-			gs.log.Warn("fence not deleted; it ends with the lease", "namespace", g.ns, "err", err)
+		if err := gs.deps.Global.Delete(ctx, gs.fenceKey(g)); err != nil {
+			gs.log.Warn("fence not deleted; it ends with the lease", "scope", g.scope.String(), "err", err)
 		}
 		cancel()
 	}
 	return nil
 }
 
-// acquire takes the fence of ns for this broker (policy revision rev says
-// this region is primary), waiting while another region holds one. It
-// returns early, without the fence and with reread set, when the policy
-// changes.
+// acquire takes g's fence for this broker (policy revision rev says this
+// region is primary), waiting while a fence of another region may still
+// cover the scope, or confirms the fence held for rev. It returns early,
+// without the fence and with reread set, when the policy changes.
+//
+// Every holder confirms its fence (puts it again, on the condition that
+// the policy is still at the revision it acted on) after acting on each
+// new revision, demoting first what the revision took from it. A fence
+// taken or confirmed while the policy is at rev was put by a broker that
+// acts on rev, whose scope under rev does not overlap this one's; a fence
+// put before rev may be a broker's that has not seen rev yet. So the
+// fence is taken only while the policy is at rev and every other region's
+// fence in the namespace is gone or was put after rev.
 func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev int64, clusters []string, events <-chan metastore.Event) (_ *metastore.Lease, reread bool) {
-	if held != nil && held.Valid() {
-		if cur := g.st.Load(); cur.failover == f && cur.lease == held {
-			return held, false // a change that left the failover as it was
-		}
-	}
+	val, _ := json.Marshal(struct {
+		Epoch int64 `json:"epoch"`
+	}{f.Epoch})
 	if held != nil && !held.Valid() {
 		held = gs.release(g, held, &state{failover: f, err: fmt.Errorf("%w: %w", ErrFenced, ErrLapsed)})
+	}
+	if held != nil {
+		if cur := g.st.Load(); cur.failover == f && cur.lease == held {
+			tctx, cancel := context.WithTimeout(gs.ctx, storeTimeout)
+			ok, _, err := gs.deps.Global.Txn(tctx, []metastore.Cmp{metastore.AtRev(nsKey(g.ns), rev)}, []metastore.Op{metastore.PutLeasedOp(gs.fenceKey(g), val, held.ID())})
+			cancel()
+			switch {
+			case err != nil:
+				// Still held while the lease is valid; others wait for
+				// the next confirmation, or for the lease to end.
+				gs.log.Debug("fence not confirmed", "scope", g.scope.String(), "err", err)
+			case !ok:
+				return held, true // the policy changed again
+			}
+			return held, false
+		}
 	}
 	waiting, unreachable := false, false
 	for gs.ctx.Err() == nil {
@@ -609,31 +749,27 @@ func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev 
 			g.set(&state{failover: f, err: fmt.Errorf("%w: the global store cannot be reached to take the fence: %v", ErrFenced, err)})
 		}
 		if err == nil {
-			conds := []metastore.Cmp{metastore.AtRev(nsKey(g.ns), rev)}
-			for _, c := range clusters {
-				if c != gs.cfg.Region {
-					conds = append(conds, metastore.NoneUnder(FencePrefix(g.ns)+c+"/"))
-				}
+			var conds []metastore.Cmp
+			var others []string
+			conds, others, err = gs.fenceConds(g, rev, clusters)
+			ok := false
+			if err == nil && len(others) == 0 {
+				tctx, cancel := context.WithTimeout(gs.ctx, storeTimeout)
+				ok, _, err = gs.deps.Global.Txn(tctx, conds, []metastore.Op{metastore.PutLeasedOp(gs.fenceKey(g), val, l.ID())})
+				cancel()
 			}
-			val, _ := json.Marshal(struct {
-				Epoch int64 `json:"epoch"`
-			}{f.Epoch})
-			var ok bool
-			tctx, cancel := context.WithTimeout(gs.ctx, storeTimeout)
-			ok, _, err = gs.deps.Global.Txn(tctx, conds, []metastore.Op{metastore.PutLeasedOp(FenceKey(g.ns, gs.cfg.Region, gs.cfg.Broker), val, l.ID())})
-			cancel()
 			if err != nil && !unreachable {
 				unreachable, waiting = true, false
 				g.set(&state{failover: f, err: fmt.Errorf("%w: the global store cannot be reached to take the fence: %v", ErrFenced, err)})
 			}
 			if err == nil && ok {
 				g.set(&state{failover: f, lease: l})
-				gs.log.Info("writing for namespace as its primary", "namespace", g.ns, "epoch", f.Epoch)
+				gs.log.Info("writing as the primary", "scope", g.scope.String(), "epoch", f.Epoch)
 				return l, false
 			}
 			if err == nil {
-				// The policy changed, or another region still holds a
-				// fence: find out which.
+				// The policy changed, or another region's fence may still
+				// cover the scope: find out which.
 				unreachable = false
 				gctx, cancel := context.WithTimeout(gs.ctx, storeTimeout)
 				kv, gerr := gs.deps.Global.Get(gctx, nsKey(g.ns))
@@ -643,9 +779,8 @@ func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev 
 				}
 				if !waiting {
 					waiting = true
-					others := gs.holders(g.ns)
 					g.set(&state{failover: f, err: fmt.Errorf("%w: waiting for the fence of %s to end", ErrFenced, strings.Join(others, ", ")), pending: true})
-					gs.log.Info("primary waits for the previous primary's fence to end", "namespace", g.ns, "epoch", f.Epoch, "holders", others)
+					gs.log.Info("primary waits for the previous primary's fence to end", "scope", g.scope.String(), "epoch", f.Epoch, "holders", others)
 				}
 			}
 		}
@@ -660,22 +795,41 @@ func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev 
 	return nil, false
 }
 
-// holders lists the other regions' brokers holding a fence of ns.
-func (gs *Gates) holders(ns string) []string {
+// fenceConds are the conditions on which this broker may take g's fence
+// for revision rev of the namespace's policy (acquire): the policy is
+// still at rev; in each region of clusters holding no fence of the
+// namespace, none is taken meanwhile; in each other region holding some,
+// every one was put after rev. others lists the other regions' fences put
+// at or before rev, which must be confirmed or end first.
+func (gs *Gates) fenceConds(g *gate, rev int64, clusters []string) (conds []metastore.Cmp, others []string, err error) {
 	ctx, cancel := context.WithTimeout(gs.ctx, storeTimeout)
-	defer cancel()
-	keys, err := gs.deps.Global.ListKeys(ctx, FencePrefix(ns))
+	kvs, err := gs.deps.Global.List(ctx, FencePrefix(g.ns))
+	cancel()
 	if err != nil {
-		return []string{"(unknown: " + err.Error() + ")"}
+		return nil, nil, err
 	}
-	var out []string
-	for _, k := range keys {
-		rest := strings.TrimPrefix(k, FencePrefix(ns))
-		if !strings.HasPrefix(rest, gs.cfg.Region+"/") {
-			out = append(out, rest)
+	conds = []metastore.Cmp{metastore.AtRev(nsKey(g.ns), rev)}
+	holding := map[string]bool{}
+	for _, kv := range kvs {
+		rest := strings.TrimPrefix(kv.Key, FencePrefix(g.ns))
+		region, _, _ := strings.Cut(rest, "/")
+		if region == gs.cfg.Region {
+			continue
+		}
+		if kv.Rev <= rev {
+			others = append(others, rest)
+		}
+		if !holding[region] {
+			holding[region] = true
+			conds = append(conds, metastore.AllChangedAfter(FencePrefix(g.ns)+region+"/", rev))
 		}
 	}
-	return out
+	for _, c := range clusters {
+		if c != gs.cfg.Region && !holding[c] {
+			conds = append(conds, metastore.NoneUnder(FencePrefix(g.ns)+c+"/"))
+		}
+	}
+	return conds, others, nil
 }
 
 // storeTimeout bounds one request to the global store.

@@ -65,8 +65,11 @@ type demotions struct {
 	nss []string
 }
 
-func (d *demotions) add(_ context.Context, ns, _ string) {
+func (d *demotions) add(_ context.Context, ns, topic, _ string) {
 	d.mu.Lock()
+	if topic != "" {
+		ns += " topic " + topic
+	}
 	d.nss = append(d.nss, ns)
 	d.mu.Unlock()
 }
@@ -95,7 +98,7 @@ func wait(t *testing.T, g *primary.Gates) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return g.Wait(ctx, ns)
+	return g.Wait(ctx, ns, "")
 }
 
 func wantNotPrimary(t *testing.T, err error, primaryRegion string) {
@@ -121,15 +124,15 @@ func TestPlannedFailover(t *testing.T) {
 		}
 	}
 	w.setPrimary("r0")
-	testcluster.WaitFor(t, 10*time.Second, func() bool { return errors.Is(a1.Check(ns), primary.ErrNotPrimary) })
-	wantNotPrimary(t, a1.Check(ns), "r0")
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return errors.Is(a1.Check(ns, ""), primary.ErrNotPrimary) })
+	wantNotPrimary(t, a1.Check(ns, ""), "r0")
 	for _, g := range []*primary.Gates{a0, b0} {
 		testcluster.WaitFor(t, 10*time.Second, func() bool {
-			f, _ := g.Failover(ns)
-			return f.Epoch == 1 && g.Check(ns) == nil
+			f, _ := g.Failover(ns, "")
+			return f.Epoch == 1 && g.Check(ns, "") == nil
 		})
 	}
-	if f, ok := a0.Failover(ns); !ok || f != (policy.Failover{Mode: policy.ActiveStandby, Primary: "r0", Epoch: 1}) {
+	if f, ok := a0.Failover(ns, ""); !ok || f != (policy.Failover{Mode: policy.ActiveStandby, Primary: "r0", Epoch: 1}) {
 		t.Fatalf("failover seen: %+v %v", f, ok)
 	}
 	keys, _ := w.c.Meta.ListKeys(context.Background(), primary.FencePrefix(ns))
@@ -138,9 +141,9 @@ func TestPlannedFailover(t *testing.T) {
 	}
 
 	w.setPrimary("r1")
-	testcluster.WaitFor(t, 10*time.Second, func() bool { return a1.Check(ns) == nil })
-	wantNotPrimary(t, a0.Check(ns), "r1")
-	wantNotPrimary(t, b0.Check(ns), "r1")
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return a1.Check(ns, "") == nil })
+	wantNotPrimary(t, a0.Check(ns, ""), "r1")
+	wantNotPrimary(t, b0.Check(ns, ""), "r1")
 	testcluster.WaitFor(t, 10*time.Second, func() bool { return d0.count() == 2 })
 	keys, _ = w.c.Meta.ListKeys(context.Background(), primary.FencePrefix(ns))
 	if len(keys) != 1 || !strings.HasSuffix(keys[0], "/r1/a") {
@@ -149,7 +152,7 @@ func TestPlannedFailover(t *testing.T) {
 
 	w.setPrimary("")
 	for _, g := range []*primary.Gates{a0, b0, a1} {
-		testcluster.WaitFor(t, 10*time.Second, func() bool { return g.Check(ns) == nil })
+		testcluster.WaitFor(t, 10*time.Second, func() bool { return g.Check(ns, "") == nil })
 	}
 }
 
@@ -170,11 +173,11 @@ func TestNewPrimaryWaitsForADeadPrimarysLease(t *testing.T) {
 	g0.Abort() // a crash: the fence stays until the lease expires
 	w.setPrimary("r1")
 	watch := w.c.Meta.Watch(context.Background(), primary.FenceKey(ns, "r0", "a"), 0)
-	testcluster.WaitFor(t, 10*time.Second, func() bool { return errors.Is(g1.Check(ns), primary.ErrFenced) })
-	if err := g1.Check(ns); !strings.Contains(err.Error(), "r0/a") {
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return errors.Is(g1.Check(ns, ""), primary.ErrFenced) })
+	if err := g1.Check(ns, ""); !strings.Contains(err.Error(), "r0/a") {
 		t.Fatalf("while r0's fence lasts: %v, want it to name r0/a", err)
 	}
-	testcluster.WaitFor(t, 30*time.Second, func() bool { return g1.Check(ns) == nil })
+	testcluster.WaitFor(t, 30*time.Second, func() bool { return g1.Check(ns, "") == nil })
 	ev := <-watch
 	kv, err := w.c.Meta.Get(context.Background(), primary.FenceKey(ns, "r1", "a"))
 	if err != nil {
@@ -220,10 +223,10 @@ func TestPartitionedPrimaryStopsBeforeTheNewOneStarts(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for (stopped0.IsZero() || started1.IsZero()) && time.Now().Before(deadline) {
 		now := time.Now()
-		if stopped0.IsZero() && g0.Check(ns) != nil {
+		if stopped0.IsZero() && g0.Check(ns, "") != nil {
 			stopped0 = now
 		}
-		if started1.IsZero() && g1.Check(ns) == nil {
+		if started1.IsZero() && g1.Check(ns, "") == nil {
 			started1 = now
 			if stopped0.IsZero() {
 				t.Fatal("split brain: r1 accepts while cut-off r0 still does")
@@ -234,14 +237,14 @@ func TestPartitionedPrimaryStopsBeforeTheNewOneStarts(t *testing.T) {
 	if stopped0.IsZero() || started1.IsZero() {
 		t.Fatalf("r0 stopped at %v, r1 started at %v", stopped0, started1)
 	}
-	if err := g0.Check(ns); !errors.Is(err, primary.ErrFenced) {
+	if err := g0.Check(ns, ""); !errors.Is(err, primary.ErrFenced) {
 		t.Fatalf("cut-off r0: %v, want fenced", err)
 	}
 	t.Logf("r0 stopped %v before r1 started", started1.Sub(stopped0).Round(time.Millisecond))
 
 	// After the heal r0 learns it is no longer primary.
 	link.Up()
-	testcluster.WaitFor(t, 30*time.Second, func() bool { return errors.Is(g0.Check(ns), primary.ErrNotPrimary) })
+	testcluster.WaitFor(t, 30*time.Second, func() bool { return errors.Is(g0.Check(ns, ""), primary.ErrNotPrimary) })
 }
 
 func TestConfigRefused(t *testing.T) {
@@ -302,7 +305,7 @@ func TestAutomaticFailover(t *testing.T) {
 	}
 	crash := time.Now()
 	g0.Abort()
-	testcluster.WaitFor(t, 30*time.Second, func() bool { return g1.Check(ns) == nil })
+	testcluster.WaitFor(t, 30*time.Second, func() bool { return g1.Check(ns, "") == nil })
 	p, err := w.pol.Namespace(context.Background(), ns)
 	if err != nil {
 		t.Fatal(err)
@@ -311,4 +314,119 @@ func TestAutomaticFailover(t *testing.T) {
 		t.Fatalf("after the automatic failover: %+v", f)
 	}
 	t.Logf("r1 writes %v after r0 crashed (lease TTL 2s, delay 2s)", time.Since(crash).Round(time.Millisecond))
+}
+
+func (w *world) setTopicPrimary(local, primary string) int64 {
+	w.t.Helper()
+	_, err := w.pol.UpdateNamespace(context.Background(), ns, func(p *policy.Policies) error {
+		if primary == "" {
+			policy.RemoveTopicFailover(p, local)
+			return nil
+		}
+		return policy.SetTopicFailover(p, local, policy.ActiveStandby, primary)
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	kv, err := w.c.Meta.Get(context.Background(), policy.NamespaceKey("acme", "geo"))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return kv.Rev
+}
+
+// A topic with its own primary is fenced apart from its namespace. Moving
+// it to another region demotes it in the namespace's primary (drained
+// there before the other region writes) and leaves the namespace's other
+// topics writing; when the topic's primary dies and the topic goes back
+// to its namespace's primary, that region writes it only once the dead
+// one's fence has ended, and its other topics never stop.
+func TestTopicPrimaryIsFencedApart(t *testing.T) {
+	w := newWorld(t)
+	w.setPrimary("r0")
+	var g1 *primary.Gates
+	var mu sync.Mutex
+	var demoted []string
+	deps := primary.Deps{Global: w.c.Connect(), Demote: func(_ context.Context, ns, topic, to string) {
+		mu.Lock()
+		defer mu.Unlock()
+		demoted = append(demoted, topic+"->"+to)
+		// r1 may not write the topic before r0 has stopped and drained it.
+		if err := g1.Check(ns, topic); err == nil {
+			t.Errorf("r1 writes %s while r0 is demoting it", topic)
+		}
+	}}
+	g0, err := primary.New(primary.Config{Region: "r0", Broker: "a", TTL: 2 * time.Second}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g0.Close(context.Background()) })
+	g1, err = primary.New(primary.Config{Region: "r1", Broker: "a", TTL: 2 * time.Second}, primary.Deps{Global: w.c.Connect()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(t, g0); err != nil {
+		t.Fatal(err)
+	}
+	wantNotPrimary(t, wait(t, g1), "r0")
+	if err := g0.Check(ns, "orders"); err != nil {
+		t.Fatalf("orders follows its namespace: %v", err)
+	}
+
+	rev := w.setTopicPrimary("orders", "r1")
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return g1.Check(ns, "orders") == nil })
+	var np *primary.NotPrimaryError
+	if err := g0.Check(ns, "orders"); !errors.As(err, &np) || np.Topic != "orders" || np.Primary != "r1" {
+		t.Fatalf("r0 on orders: %v", err)
+	}
+	for _, local := range []string{"", "audit"} {
+		if err := g0.Check(ns, local); err != nil {
+			t.Fatalf("r0 on %q: %v", local, err)
+		}
+		wantNotPrimary(t, g1.Check(ns, local), "r0")
+	}
+	if f, ok := g1.Failover(ns, "orders"); !ok || f.Primary != "r1" || f.Epoch != 2 {
+		t.Fatalf("r1 sees orders as %+v", f)
+	}
+	mu.Lock()
+	if len(demoted) != 1 || demoted[0] != "orders->r1" {
+		t.Fatalf("demoted %v, want orders to r1 once", demoted)
+	}
+	mu.Unlock()
+	// r1 took its fence after r0 confirmed its own for the new policy.
+	r0, err := w.c.Meta.Get(context.Background(), primary.FenceKey(ns, "r0", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := w.c.Meta.Get(context.Background(), primary.TopicFenceKey(ns, "orders", "r1", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(rev < r0.Rev && r0.Rev < r1.Rev) {
+		t.Fatalf("policy at %d, r0 confirmed at %d, r1 took orders at %d: want that order", rev, r0.Rev, r1.Rev)
+	}
+
+	// r1 dies holding orders; orders goes back to the namespace's primary.
+	g1.Abort()
+	watch := w.c.Meta.Watch(context.Background(), primary.TopicFenceKey(ns, "orders", "r1", "a"), 0)
+	w.setTopicPrimary("orders", "")
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return errors.Is(g0.Check(ns, "orders"), primary.ErrFenced) })
+	if err := g0.Check(ns, "orders"); !strings.Contains(err.Error(), "r1/a/topic/orders") {
+		t.Fatalf("while r1's fence lasts: %v, want it to name it", err)
+	}
+	if err := g0.Check(ns, "audit"); err != nil {
+		t.Fatalf("another topic while orders waits: %v", err)
+	}
+	testcluster.WaitFor(t, 30*time.Second, func() bool { return g0.Check(ns, "orders") == nil })
+	ev := <-watch
+	mine, err := w.c.Meta.Get(context.Background(), primary.TopicFenceKey(ns, "orders", "r0", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ev.Deleted || ev.Rev >= mine.Rev {
+		t.Fatalf("r1's fence ended at revision %d (%+v), r0's began at %d: r0 must begin after", ev.Rev, ev, mine.Rev)
+	}
+	if err := g0.Check(ns, ""); err != nil {
+		t.Fatalf("the namespace after all that: %v", err)
+	}
 }

@@ -108,3 +108,106 @@ func (a *adminCmd) primaryVerbs(nsVerb func(*cobra.Command, func(*cobra.Command,
 	})
 	return []*cobra.Command{set, get}
 }
+
+// topicPrimaryVerbs are the topic verbs of failover: a topic's own mode
+// and primary, overriding its namespace's (docs/failover.md).
+func (a *adminCmd) topicPrimaryVerbs(asJSON *bool) []*cobra.Command {
+	path := func(topic string) (string, error) {
+		p, err := restTopicPath(topic)
+		if err != nil {
+			return "", usageError{err}
+		}
+		if !strings.HasPrefix(p, "persistent/") {
+			return "", usageError{fmt.Errorf("topic %q: only a persistent topic has a primary region", topic)}
+		}
+		return "/admin/v2/" + p + "/primary", nil
+	}
+	var activeActive bool
+	set := verb("set-primary <topic> [region]", "Give a topic its own primary region (active-standby), or make it active-active with --active-active, whatever its namespace's mode", nil)
+	set.Args = func(_ *cobra.Command, args []string) error {
+		if len(args) < 1 || len(args) > 2 {
+			return usageError{fmt.Errorf("want <topic> [region], got %d arguments", len(args))}
+		}
+		return nil
+	}
+	set.RunE = func(cmd *cobra.Command, args []string) error {
+		p, err := path(args[0])
+		if err != nil {
+			return err
+		}
+		var primary string
+		if len(args) == 2 {
+			primary = args[1]
+			if err := parseName("region", primary); err != nil {
+				return err
+			}
+		}
+		if activeActive == (primary != "") {
+			return usageError{fmt.Errorf("give a primary region or --active-active, not both or neither")}
+		}
+		body := map[string]any{"mode": policy.ActiveStandby, "primary": primary}
+		if activeActive {
+			body = map[string]any{"mode": policy.ActiveActive}
+		}
+		if err := a.doREST(cmd, "set the primary of "+args[0], func(ctx context.Context, c *rest.Client) error {
+			return c.PostWithContext(ctx, p, body)
+		}); err != nil {
+			return err
+		}
+		if activeActive {
+			done(cmd, "%s is active-active", args[0])
+		} else {
+			done(cmd, "%s is active-standby with primary %s", args[0], primary)
+		}
+		return nil
+	}
+	set.Flags().BoolVar(&activeActive, "active-active", false, "make the topic active-active (no primary)")
+
+	remove := verb("remove-primary <topic>", "Make a topic follow its namespace's replication mode and primary again", func(cmd *cobra.Command, args []string) error {
+		p, err := path(args[0])
+		if err != nil {
+			return err
+		}
+		if err := a.doREST(cmd, "remove the primary of "+args[0], func(ctx context.Context, c *rest.Client) error {
+			return c.DeleteWithContext(ctx, p)
+		}); err != nil {
+			return err
+		}
+		done(cmd, "%s follows its namespace's replication mode", args[0])
+		return nil
+	})
+
+	var applied bool
+	get := readVerb("get-primary <topic>", "Show a topic's own replication mode, primary and epoch (--applied: the ones in force, its own or its namespace's)", asJSON, func(cmd *cobra.Command, args []string) error {
+		p, err := path(args[0])
+		if err != nil {
+			return err
+		}
+		var params map[string]string
+		if applied {
+			params = map[string]string{"applied": "true"}
+		}
+		var f *policy.Failover
+		if err := a.doREST(cmd, "get the primary of "+args[0], func(ctx context.Context, c *rest.Client) error {
+			// 204 (no policy of its own) leaves f nil.
+			_, err := c.GetWithQueryParamsWithContext(ctx, p, &f, params, true)
+			return err
+		}); err != nil {
+			return err
+		}
+		if f == nil {
+			return show(cmd, *asJSON, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s follows its namespace (get-primary --applied shows the namespace's)\n", args[0])
+			})
+		}
+		return show(cmd, *asJSON, f, func(w io.Writer) {
+			fmt.Fprintf(w, "mode\t%s\n", f.Mode)
+			if f.Primary != "" {
+				fmt.Fprintf(w, "primary\t%s\n", f.Primary)
+			}
+			fmt.Fprintf(w, "epoch\t%d\n", f.Epoch)
+		})
+	})
+	get.Flags().BoolVar(&applied, "applied", false, "show the mode in force: the topic's own, else its namespace's")
+	return []*cobra.Command{set, get, remove}
+}

@@ -409,6 +409,35 @@ func TestAdminAgainstARegion(t *testing.T) {
 		if resp.StatusCode != http.StatusNoContent || f != (policy.Failover{Mode: policy.ActiveStandby, Primary: cluster, Epoch: 3}) {
 			t.Errorf("POST a bare name: %d, then %+v", resp.StatusCode, f)
 		}
+
+		// A topic's own mode and primary.
+		const tp = "persistent://acme/prim/orders"
+		if out := a.ok("topics", "get-primary", tp); !strings.Contains(out, "follows its namespace") {
+			t.Errorf("a topic without its own: %q", out)
+		}
+		f = policy.Failover{}
+		a.json(&f, "topics", "get-primary", tp, "--applied")
+		if f != (policy.Failover{Mode: policy.ActiveStandby, Primary: cluster, Epoch: 3}) {
+			t.Errorf("--applied without its own: %+v", f)
+		}
+		a.ok("topics", "set-primary", tp, "--active-active")
+		f = policy.Failover{}
+		a.json(&f, "topics", "get-primary", tp)
+		if f != (policy.Failover{Mode: policy.ActiveActive, Epoch: 4}) {
+			t.Errorf("after topics set-primary --active-active: %+v", f)
+		}
+		a.ok("topics", "set-primary", tp, cluster)
+		a.json(&f, "topics", "get-primary", tp, "--applied")
+		if f != (policy.Failover{Mode: policy.ActiveStandby, Primary: cluster, Epoch: 5}) {
+			t.Errorf("after topics set-primary: %+v", f)
+		}
+		a.fails(1, []string{"412", `"other" is not one of the replication clusters`}, "topics", "set-primary", tp, "other")
+		a.fails(1, []string{"412", "is a partition"}, "topics", "set-primary", tp+"-partition-0", cluster)
+		a.fails(2, []string{"only a persistent topic"}, "topics", "set-primary", "non-persistent://acme/prim/orders", cluster)
+		a.ok("topics", "remove-primary", tp)
+		if out := a.ok("topics", "get-primary", tp); !strings.Contains(out, "follows its namespace") {
+			t.Errorf("after remove-primary: %q", out)
+		}
 		a.ok("namespaces", "delete", "acme/prim")
 	})
 

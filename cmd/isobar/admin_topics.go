@@ -291,6 +291,7 @@ func (a *adminCmd) topicsCmd() *cobra.Command {
 			return show(cmd, asJSON, id, func(w io.Writer) { fmt.Fprintf(w, "%d:%d\n", id.LedgerID, id.EntryID) })
 		}),
 	)
+	cmd.AddCommand(a.topicPrimaryVerbs(&asJSON)...)
 	return cmd
 }
 

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // Replication modes of a namespace.
@@ -143,4 +146,81 @@ func (s *Store) Promote(ctx context.Context, namespace, from, to string) error {
 		return SetFailover(p, ActiveStandby, to)
 	})
 	return err
+}
+
+// MaxTopicFailovers bounds the topics of one namespace with their own
+// failover policy (Policies.TopicFailover): every broker of the namespace
+// tracks each of them.
+const MaxTopicFailovers = 1000
+
+// TopicFailoverOf returns the failover policy of the persistent topic
+// named local (a partitioned topic's base name) in namespace policies p:
+// its own when it has one, else its namespace's.
+func TopicFailoverOf(p *Policies, local string) Failover {
+	if p != nil {
+		if f, ok := p.TopicFailover[local]; ok {
+			return f
+		}
+	}
+	return FailoverOf(p)
+}
+
+// SetTopicFailover gives the persistent topic named local (a partitioned
+// topic's base name) its own mode and primary. Its epoch is one more than
+// every epoch the namespace holds (its own and every topic's), so a topic
+// that follows its own policy never goes back to an epoch it had; setting
+// what is already set changes nothing. Topics fail over manually only.
+func SetTopicFailover(p *Policies, local, mode, primary string) error {
+	if mode == ActiveActive && primary != "" {
+		return fmt.Errorf("%w: topicFailover.%s: an active-active topic has no primary (got %q)", ErrInvalid, local, primary)
+	}
+	if cur, ok := p.TopicFailover[local]; ok && cur.Mode == mode && cur.Primary == primary {
+		return nil
+	}
+	epoch := FailoverOf(p).Epoch
+	for _, f := range p.TopicFailover {
+		epoch = max(epoch, f.Epoch)
+	}
+	if p.TopicFailover == nil {
+		p.TopicFailover = map[string]Failover{}
+	}
+	p.TopicFailover[local] = Failover{Mode: mode, Primary: primary, Epoch: epoch + 1}
+	return nil
+}
+
+// RemoveTopicFailover makes the topic follow its namespace's failover
+// policy again; it reports whether the topic had its own.
+func RemoveTopicFailover(p *Policies, local string) bool {
+	if _, ok := p.TopicFailover[local]; !ok {
+		return false
+	}
+	delete(p.TopicFailover, local)
+	if len(p.TopicFailover) == 0 {
+		p.TopicFailover = nil
+	}
+	return true
+}
+
+// validateTopicFailover checks the topics' own failover policies against
+// the namespace's replication clusters.
+func validateTopicFailover(m map[string]Failover, clusters []string) []error {
+	var errs []error
+	if len(m) > MaxTopicFailovers {
+		errs = append(errs, fmt.Errorf("topicFailover: %d topics, more than %d", len(m), MaxTopicFailovers))
+	}
+	locals := slices.Sorted(maps.Keys(m))
+	for _, local := range locals {
+		f := m[local]
+		if n, err := topic.Parse("persistent://t/n/" + local); err != nil || n.Partition() >= 0 {
+			errs = append(errs, fmt.Errorf("topicFailover: %q is not the local name of a (partitioned) topic", local))
+			continue
+		}
+		if err := f.validate(clusters); err != nil {
+			errs = append(errs, fmt.Errorf("topicFailover.%s: %w", local, err))
+		}
+		if f.AutoAfterSeconds != 0 {
+			errs = append(errs, fmt.Errorf("topicFailover.%s.autoFailoverAfterSeconds: a topic fails over manually only", local))
+		}
+	}
+	return errs
 }

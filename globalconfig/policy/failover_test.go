@@ -72,3 +72,97 @@ func TestFailoverPolicy(t *testing.T) {
 		t.Fatalf("after refused changes: %+v", f)
 	}
 }
+
+// A topic's own failover policy overrides its namespace's; its epoch is
+// above every epoch the namespace holds; it is checked as the
+// namespace's is, names a base topic, fails over manually only, and a
+// change of the replication clusters may not drop its primary.
+func TestTopicFailoverPolicy(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, policy.Config{LocalCluster: "r0"})
+	for _, c := range []string{"r0", "r1", "r2"} {
+		must(t, s.CreateCluster(ctx, c, policy.ClusterData{ServiceURL: "http://" + c}))
+	}
+	must(t, s.CreateTenant(ctx, "acme", policy.TenantInfo{}))
+	must(t, s.CreateNamespace(ctx, "acme/geo", &policy.Policies{ReplicationClusters: []string{"r0", "r1"}}))
+	update := func(fn func(p *policy.Policies) error) (*policy.Policies, error) {
+		return s.UpdateNamespace(ctx, "acme/geo", fn)
+	}
+	p, err := update(func(p *policy.Policies) error { return policy.SetFailover(p, policy.ActiveStandby, "r0") })
+	must(t, err)
+	if f := policy.TopicFailoverOf(p, "orders"); f != (policy.Failover{Mode: policy.ActiveStandby, Primary: "r0", Epoch: 1}) {
+		t.Fatalf("a topic without its own: %+v", f)
+	}
+	p, err = update(func(p *policy.Policies) error {
+		return policy.SetTopicFailover(p, "orders", policy.ActiveStandby, "r1")
+	})
+	must(t, err)
+	if f := policy.TopicFailoverOf(p, "orders"); f != (policy.Failover{Mode: policy.ActiveStandby, Primary: "r1", Epoch: 2}) {
+		t.Fatalf("its own: %+v", f)
+	}
+	if f := policy.TopicFailoverOf(p, "other"); f.Primary != "r0" || f.Epoch != 1 {
+		t.Fatalf("another topic: %+v", f)
+	}
+	// Setting the same again changes nothing; another topic's epoch is
+	// above both.
+	p, err = update(func(p *policy.Policies) error {
+		must(t, policy.SetTopicFailover(p, "orders", policy.ActiveStandby, "r1"))
+		return policy.SetTopicFailover(p, "audit", policy.ActiveActive, "")
+	})
+	must(t, err)
+	if a, o := policy.TopicFailoverOf(p, "audit"), policy.TopicFailoverOf(p, "orders"); a != (policy.Failover{Mode: policy.ActiveActive, Epoch: 3}) || o.Epoch != 2 {
+		t.Fatalf("audit %+v, orders %+v", a, o)
+	}
+	for _, bad := range []struct {
+		local, mode, primary string
+		auto                 int
+		want                 string
+	}{
+		{"orders", policy.ActiveStandby, "r2", 0, `"r2" is not one of the replication clusters`},
+		{"orders", policy.ActiveStandby, "", 0, "needs a primary region"},
+		{"orders", policy.ActiveActive, "r0", 0, "has no primary"},
+		{"orders-partition-3", policy.ActiveStandby, "r1", 0, "not the local name of a (partitioned) topic"},
+		{"a/b", policy.ActiveStandby, "r1", 0, "not the local name"},
+		{"", policy.ActiveStandby, "r1", 0, "not the local name"},
+		{"orders", policy.ActiveStandby, "r1", 30, "fails over manually only"},
+	} {
+		_, err := update(func(p *policy.Policies) error {
+			if err := policy.SetTopicFailover(p, bad.local, bad.mode, bad.primary); err != nil {
+				return err
+			}
+			if bad.auto != 0 {
+				f := p.TopicFailover[bad.local]
+				f.AutoAfterSeconds = bad.auto
+				p.TopicFailover[bad.local] = f
+			}
+			return nil
+		})
+		wantErr(t, err, policy.ErrInvalid)
+		if !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q %s %q: %v, want it to say %q", bad.local, bad.mode, bad.primary, err, bad.want)
+		}
+	}
+	_, err = update(func(p *policy.Policies) error {
+		p.ReplicationClusters = []string{"r0"}
+		return nil
+	})
+	wantErr(t, err, policy.ErrInvalid)
+	if err == nil || !strings.Contains(err.Error(), "topicFailover.orders") {
+		t.Fatalf("dropping a topic's primary: %v", err)
+	}
+	p, err = update(func(p *policy.Policies) error {
+		if !policy.RemoveTopicFailover(p, "orders") || policy.RemoveTopicFailover(p, "orders") {
+			t.Error("RemoveTopicFailover: want true, then false")
+		}
+		return nil
+	})
+	must(t, err)
+	if f := policy.TopicFailoverOf(p, "orders"); f.Primary != "r0" {
+		t.Fatalf("after removal: %+v", f)
+	}
+	p, err = s.Namespace(ctx, "acme/geo")
+	must(t, err)
+	if len(p.TopicFailover) != 1 || p.TopicFailover["audit"].Mode != policy.ActiveActive {
+		t.Fatalf("stored: %+v", p.TopicFailover)
+	}
+}

@@ -18,6 +18,7 @@ func FuzzPoliciesJSON(f *testing.F) {
 		`{"backlog_quota_map":{"destination_storage":{"limit":"10","policy":"producer_request_hold"}}}`,
 		`{"bundles":{"numBundles":2,"boundaries":["0x00000000","0x7fffffff","0xffffffff"]},"deduplicationEnabled":true}`,
 		`{"autoTopicCreationOverride":{"allowAutoTopicCreation":true,"topicType":"partitioned","defaultNumPartitions":2}}`,
+		`{"failover":{"mode":"active-standby","primary":"r0","epoch":2},"topicFailover":{"orders":{"mode":"active-standby","primary":"r1","epoch":3}}}`,
 	} {
 		f.Add([]byte(s))
 	}

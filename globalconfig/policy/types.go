@@ -141,6 +141,11 @@ type Policies struct {
 	// Failover is the replication mode and primary region (an Isobar
 	// extension; nil: active-active).
 	Failover *Failover `json:"failover,omitempty"`
+	// TopicFailover overrides Failover for single persistent topics, by
+	// the local name of the topic (a partitioned topic's, for all its
+	// partitions): an Isobar extension, set through
+	// /admin/v2/persistent/{tenant}/{ns}/{topic}/primary.
+	TopicFailover map[string]Failover `json:"topicFailover,omitempty"`
 
 	// Extra holds the fields this type does not model, by JSON name.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -151,7 +156,7 @@ type policiesJSON Policies
 var knownPolicyFields = map[string]bool{
 	"replication_clusters": true, "retention_policies": true, "message_ttl_in_seconds": true,
 	"backlog_quota_map": true, "deduplicationEnabled": true, "autoTopicCreationOverride": true,
-	"bundles": true, "failover": true,
+	"bundles": true, "failover": true, "topicFailover": true,
 }
 
 // isKnownPolicyField matches k against the modelled fields the way
@@ -286,6 +291,7 @@ func (p *Policies) validate(defaultBundles int) error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, validateTopicFailover(p.TopicFailover, p.ReplicationClusters)...)
 	if p.Bundles == nil {
 		p.Bundles = DefaultBundlesData(defaultBundles)
 	} else if err := p.Bundles.normalize(); err != nil {
