@@ -625,8 +625,18 @@ func (s *subscription) forgetLocked(ps []Position) {
 // positions a client got in another region of the topic (ledger ids carry
 // their region's tag: ledger.RegionTag), before a failover moved it here.
 func (t *Topic) splitForeign(ps []Position) (local []Position, foreign []Position) {
-	ls := t.ml.Ledgers()
+	// This region's ledgers carry its tag: such an ack needs no look-up
+	// (the ledger list is copied only for an id of another tag).
+	mine := ledger.RegionTag(t.b.cfg.Region) // the ledger client tags by the region name
+	var ls []mledger.LedgerInfo
 	for _, p := range ps {
+		if ledger.TagOf(p.Ledger) == mine {
+			local = append(local, p)
+			continue
+		}
+		if ls == nil {
+			ls = t.ml.Ledgers()
+		}
 		if _, ok := slices.BinarySearchFunc(ls, p.Ledger, func(l mledger.LedgerInfo, id int64) int { return cmp.Compare(l.ID, id) }); ok {
 			local = append(local, p)
 		} else if t.regionOfLedger(p.Ledger) != "" {

@@ -72,6 +72,7 @@ func (c *Cursor) ackBatchLocked(ctx context.Context, p Position, remaining []int
 	if c.batch == nil {
 		c.batch = map[Position][]int64{}
 	}
+	defer func() { c.partial.Store(int32(len(c.batch))) }()
 	c.batch[p] = merged
 	if err := c.persistLocked(ctx); err != nil {
 		if had {
@@ -87,6 +88,9 @@ func (c *Cursor) ackBatchLocked(ctx context.Context, p Position, remaining []int
 // BatchRemaining returns the ack set of an entry partly acknowledged (bit
 // i set: message i still to acknowledge); nil when it is not.
 func (c *Cursor) BatchRemaining(p Position) []int64 {
+	if c.partial.Load() == 0 {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.batch) == 0 {
@@ -117,6 +121,7 @@ func (c *Cursor) batchesForPersist() map[string][]int64 {
 	for p, s := range c.batch {
 		if c.set.IsAcked(p) {
 			delete(c.batch, p)
+			c.partial.Store(int32(len(c.batch)))
 			continue
 		}
 		out[strconv.FormatInt(p.Ledger, 10)+":"+strconv.FormatInt(p.Entry, 10)] = s

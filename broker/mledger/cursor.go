@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/isobar-mq/isobar/broker/mledger/ackset"
 )
@@ -30,9 +31,12 @@ type Cursor struct {
 	name string
 
 	// mu guards set and deleted, and orders persists.
-	mu      sync.Mutex
-	set     *ackset.Set
-	batch   map[Position][]int64 // partly acknowledged batch entries (batchack.go)
+	mu    sync.Mutex
+	set   *ackset.Set
+	batch map[Position][]int64 // partly acknowledged batch entries (batchack.go)
+	// partial mirrors len(batch), so that delivery asks for an entry's
+	// ack set without taking mu when no entry is partly acknowledged.
+	partial atomic.Int32
 	props   map[string]string
 	deleted bool
 }
@@ -72,6 +76,7 @@ func (m *ManagedLedger) OpenCursor(ctx context.Context, name string, initial Ini
 			return nil, fmt.Errorf("mledger %s: cursor %s: %w", m.name, name, err)
 		}
 		c.set, c.props, c.batch = set, maps.Clone(stored.Properties), batch
+		c.partial.Store(int32(len(batch)))
 		c.set.MaxRanges = max(0, m.cfg.MaxAckedRanges)
 		m.cursors[name] = c
 		return c, nil

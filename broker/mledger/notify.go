@@ -104,6 +104,7 @@ func (c *Cursor) ResetTo(ctx context.Context, p Position) error {
 	next.MaxRanges = c.set.MaxRanges
 	old, oldBatch := c.set, c.batch
 	c.set, c.batch = next, nil // a reset forgets partial batches too
+	defer func() { c.partial.Store(int32(len(c.batch))) }()
 	if err := c.persistLocked(ctx); err != nil {
 		c.set, c.batch = old, oldBatch
 		return err
