@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie"
+	"github.com/isobar-mq/isobar/drill/faultcontrol"
 	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/metastore"
 )
@@ -209,18 +210,18 @@ func devControlChecks(t *testing.T, base string, withWAN bool) {
 			t.Fatalf("POST %s: %d, want %d", path, resp.StatusCode, want)
 		}
 	}
-	state := func() map[string]regionState {
+	state := func() map[string]faultcontrol.RegionState {
 		t.Helper()
 		resp, err := http.Get(base + "/regions")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var rs []regionState
+		var rs []faultcontrol.RegionState
 		if err := json.NewDecoder(resp.Body).Decode(&rs); err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]regionState{}
+		out := map[string]faultcontrol.RegionState{}
 		for _, r := range rs {
 			out[r.Name] = r
 		}
