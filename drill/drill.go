@@ -1,8 +1,9 @@
 // Package drill owns failover drills (docs/drills.md): a workload of
 // unmodified Pulsar clients on an active-standby namespace, a fault
-// injected into its primary region through `isobar dev`'s fault-control
-// API, the failover (promoted by the drill or automatically), the heal,
-// the drain, and the report judged against limits.
+// injected into its primary region through a fault-control API (`isobar
+// dev`'s, or `isobar fault-control`'s: package faultcontrol), the
+// failover (promoted by the drill or automatically), the heal, the
+// drain, and the report judged against limits.
 //
 // The analysis is pure: Analyze takes the Log a run recorded (sends,
 // acknowledgements, deliveries, scans of the surviving region's topic,
@@ -25,7 +26,7 @@ import (
 // Fault is what the drill does to the primary region.
 type Fault string
 
-// The faults `isobar dev`'s fault-control API injects.
+// The faults a fault-control API injects.
 const (
 	// Kill stops every process of the region as a crash would; the heal
 	// starts it again on its data.
@@ -44,7 +45,8 @@ const (
 // broker.LateProperty; cmd/isobar's test checks they agree).
 const LateProperty = "__ISOBAR_LATE_EPOCH"
 
-// Endpoints is the part of `isobar dev`'s endpoints.json a drill reads.
+// Endpoints is the part of an endpoints.json (`isobar dev`'s, or one
+// written for `isobar fault-control`) a drill reads.
 type Endpoints struct {
 	// ControlURL is the fault-control API.
 	ControlURL string           `json:"controlUrl"`
@@ -190,7 +192,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--%s: %s", field, fmt.Sprintf(format, args...)))
 	}
 	if c.Endpoints.ControlURL == "" {
-		bad("endpoints", "no controlUrl: a drill needs the fault-control API of isobar dev")
+		bad("endpoints", "no controlUrl: a drill needs a fault-control API (isobar dev's, or isobar fault-control's)")
 	}
 	if len(c.Endpoints.Regions) < 2 {
 		bad("endpoints", "%d regions; a failover needs at least two", len(c.Endpoints.Regions))

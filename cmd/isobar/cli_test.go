@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie"
+	"github.com/isobar-mq/isobar/drill/faultcontrol"
 	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/metastore"
 )
@@ -145,6 +147,13 @@ func TestBadInputExitsWithUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("bookie:\n  journalDirr: x\n"), 0o600)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	faults := filepath.Join(dir, "faults.yaml")
+	os.WriteFile(faults, []byte("listen: 127.0.0.1:0\nregions:\n- name: r0\n  ready: http://127.0.0.1:1/readyz\n  kill: [\"true\"]\n  start: [\"true\"]\n  links: [{to: global, listen: \""+busy.Addr().String()+"\", target: 127.0.0.1:1}]\n"), 0o600)
 	cases := []struct {
 		args []string
 		want string
@@ -160,6 +169,11 @@ func TestBadInputExitsWithUsageErrors(t *testing.T) {
 		{[]string{"bookie", "--config", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
 		{[]string{"perf", "disk", "--dir", filepath.Join(dir, "nope")}, "--dir"},
 		{[]string{"dev", "--log-level", "loud"}, "--log-level"},
+		{[]string{"fault-control"}, "--config: required"},
+		{[]string{"fault-control", "--config", bad}, "field bookie not found"},
+		{[]string{"fault-control", "--config", faults, "--wan-latency", "1h"}, "latency: 1h0m0s is not within"},
+		{[]string{"fault-control", "--config", faults, "--listen", "nowhere"}, `listen: "nowhere" is not host:port`},
+		{[]string{"fault-control", "--config", faults}, "cannot listen"},
 	}
 	for _, c := range cases {
 		_, err := run(context.Background(), c.args...)
@@ -168,7 +182,7 @@ func TestBadInputExitsWithUsageErrors(t *testing.T) {
 		}
 	}
 	// Both missing pieces of a bookie's config are reported at once.
-	_, err := run(context.Background(), "bookie")
+	_, err = run(context.Background(), "bookie")
 	if err == nil || !strings.Contains(err.Error(), "bookie.region") || !strings.Contains(err.Error(), "bookie.journalDir") {
 		t.Errorf("bookie config errors not reported together: %v", err)
 	}
@@ -209,18 +223,18 @@ func devControlChecks(t *testing.T, base string, withWAN bool) {
 			t.Fatalf("POST %s: %d, want %d", path, resp.StatusCode, want)
 		}
 	}
-	state := func() map[string]regionState {
+	state := func() map[string]faultcontrol.RegionState {
 		t.Helper()
 		resp, err := http.Get(base + "/regions")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var rs []regionState
+		var rs []faultcontrol.RegionState
 		if err := json.NewDecoder(resp.Body).Decode(&rs); err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]regionState{}
+		out := map[string]faultcontrol.RegionState{}
 		for _, r := range rs {
 			out[r.Name] = r
 		}

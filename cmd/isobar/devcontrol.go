@@ -2,24 +2,20 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
+	"github.com/isobar-mq/isobar/drill/faultcontrol"
 	"github.com/isobar-mq/isobar/region"
 )
 
-// devControl is `isobar dev`'s fault-control API, for failover drills
-// against a development federation (docs/failover.md):
-//
-//	GET  /regions                   each region: name, up or down, its WAN links' state
-//	POST /regions/{name}/kill       stop the region as a crash would (data stays)
-//	POST /regions/{name}/start      start a killed region again on its data
-//	POST /regions/{name}/partition  cut its WAN links (needs --wan-latency)
-//	POST /regions/{name}/blackhole  black-hole its WAN links
-//	POST /regions/{name}/heal       bring its WAN links back up
+// devControl is `isobar dev`'s fault-control API (package faultcontrol,
+// docs/failover.md) over its in-process federation: kill and start stop
+// and start a region's components, partition, blackhole and heal act on
+// the emulated WAN (--wan-latency).
 //
 // It is a lifecycle component of the dev process: it listens from Start
 // to Shutdown.
@@ -30,15 +26,6 @@ type devControl struct {
 	srv  *http.Server
 }
 
-// regionState is one region in GET /regions.
-type regionState struct {
-	Name string `json:"name"`
-	Up   bool   `json:"up"`
-	// WAN is the state of the region's links ("up", "cut", "blackhole"),
-	// empty without an emulated WAN.
-	WAN string `json:"wan,omitempty"`
-}
-
 func (d *devControl) Name() string { return "dev control" }
 
 func (d *devControl) Start(context.Context) error {
@@ -47,10 +34,7 @@ func (d *devControl) Start(context.Context) error {
 		return fmt.Errorf("dev control: %w", err)
 	}
 	d.ln = ln
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /regions", d.list)
-	mux.HandleFunc("POST /regions/{name}/{action}", d.act)
-	d.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	d.srv = &http.Server{Handler: faultcontrol.Handler(d), ReadHeaderTimeout: 10 * time.Second}
 	go d.srv.Serve(ln)
 	return nil
 }
@@ -71,10 +55,12 @@ func (d *devControl) Abort() {
 // URL is the API's base URL.
 func (d *devControl) URL() string { return "http://" + d.ln.Addr().String() }
 
-func (d *devControl) list(w http.ResponseWriter, _ *http.Request) {
-	out := []regionState{}
+// Regions implements faultcontrol.Backend: a region is up unless killed;
+// its WAN state is its link to the global store's.
+func (d *devControl) Regions(context.Context) []faultcontrol.RegionState {
+	var out []faultcontrol.RegionState
 	for _, r := range d.f.Regions {
-		st := regionState{Name: r.Name(), Up: !d.f.Down(r.Name())}
+		st := faultcontrol.RegionState{Name: r.Name(), Up: !d.f.Down(r.Name())}
 		if wan := d.f.WAN(); wan != nil {
 			if l := wan.Link(r.Name(), region.GlobalStore); l != nil {
 				st.WAN = l.State().String()
@@ -82,58 +68,33 @@ func (d *devControl) list(w http.ResponseWriter, _ *http.Request) {
 		}
 		out = append(out, st)
 	}
-	writeControlJSON(w, http.StatusOK, out)
+	return out
 }
 
-func (d *devControl) act(w http.ResponseWriter, r *http.Request) {
-	name, action := r.PathValue("name"), r.PathValue("action")
-	known := false
-	for _, reg := range d.f.Regions {
-		known = known || reg.Name() == name
-	}
-	if !known {
-		writeControlJSON(w, http.StatusNotFound, map[string]string{"reason": fmt.Sprintf("no region %q", name)})
-		return
+// Act implements faultcontrol.Backend.
+func (d *devControl) Act(ctx context.Context, name string, action faultcontrol.Action) error {
+	if !slices.ContainsFunc(d.f.Regions, func(r *region.Region) bool { return r.Name() == name }) {
+		return fmt.Errorf("%w: no region %q", faultcontrol.ErrUnknownRegion, name)
 	}
 	wan := d.f.WAN()
-	var err error
 	switch action {
-	case "kill":
-		err = d.f.KillRegion(name)
-	case "start":
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
-		err = d.f.StartRegion(ctx, name)
-		cancel()
-	case "partition", "blackhole", "heal":
-		if wan == nil {
-			writeControlJSON(w, http.StatusConflict, map[string]string{"reason": "no emulated WAN: start isobar dev with --wan-latency"})
-			return
-		}
-		switch action {
-		case "partition":
-			err = wan.Partition(name)
-		case "blackhole":
-			err = wan.Blackhole(name)
-		default:
-			err = wan.Heal(name)
-		}
-	default:
-		writeControlJSON(w, http.StatusNotFound, map[string]string{"reason": fmt.Sprintf("unknown action %q: kill, start, partition, blackhole or heal", action)})
-		return
+	case faultcontrol.Kill:
+		return d.f.KillRegion(name)
+	case faultcontrol.Start:
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		return d.f.StartRegion(ctx, name)
 	}
-	if err != nil {
-		writeControlJSON(w, http.StatusConflict, map[string]string{"reason": err.Error()})
-		return
+	if wan == nil {
+		return fmt.Errorf("%w: no emulated WAN: start isobar dev with --wan-latency", faultcontrol.ErrNoWAN)
 	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func writeControlJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"reason":"encode"}`)
+	switch action {
+	case faultcontrol.Partition:
+		return wan.Partition(name)
+	case faultcontrol.Blackhole:
+		return wan.Blackhole(name)
+	case faultcontrol.Heal:
+		return wan.Heal(name)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(b)
+	return fmt.Errorf("faultcontrol: unknown action %q", action)
 }

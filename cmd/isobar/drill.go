@@ -19,7 +19,7 @@ import (
 // newDrillCmd is `isobar drill <kind>`: failure drills against a
 // federation (docs/drills.md).
 func newDrillCmd(g *globalFlags) *cobra.Command {
-	cmd := group("drill", "Run failure drills against a federation (isobar dev) and report how the application fared")
+	cmd := group("drill", "Run failure drills against a federation (isobar dev, or regions behind isobar fault-control) and report how the application fared")
 	cmd.AddCommand(newDrillFailoverCmd(g))
 	return cmd
 }
@@ -32,10 +32,11 @@ func newDrillFailoverCmd(g *globalFlags) *cobra.Command {
 		jsonPath  string
 	)
 	cmd := verb("failover", "Fail an active-standby namespace over under load: inject a fault, promote, heal, drain, report", nil)
-	cmd.Long = `Run a failover drill against "isobar dev": create (or reuse) an
-active-standby namespace whose primary is --from, run producers and a
-consumer on it with unmodified Pulsar clients, inject --fault into --from
-through dev's fault-control API, let --to take over (--promote, or
+	cmd.Long = `Run a failover drill against "isobar dev" (or regions behind "isobar
+fault-control"): create (or reuse) an active-standby namespace whose
+primary is --from, run producers and a consumer on it with unmodified
+Pulsar clients, inject --fault into --from through the fault-control
+API of --endpoints, let --to take over (--promote, or
 automatic failover), keep the workload running for --duration, heal,
 drain, and report: the timeline, the publish and consume RTO, the RPO,
 lost, late, duplicated and out-of-order messages, and client errors.
@@ -103,7 +104,7 @@ instead of the table). The exit status is 1 when the drill did not pass
 		return nil
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&endpoints, "endpoints", "isobar-dev-data/endpoints.json", "endpoints.json written by isobar dev")
+	fl.StringVar(&endpoints, "endpoints", "isobar-dev-data/endpoints.json", "endpoints.json written by isobar dev (or for isobar fault-control: docs/drills.md)")
 	fl.StringVar(&c.Namespace, "namespace", "geo/drill", "active-standby namespace to drill (tenant/namespace; created when missing)")
 	fl.StringVar(&c.From, "from", "", "primary region the fault hits (default: the first region)")
 	fl.StringVar(&c.To, "to", "", "region that takes over (default: the next region)")
