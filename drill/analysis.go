@@ -36,6 +36,15 @@ import (
 //   - duplicated_copy: extra copies in the new primary's topic;
 //     duplicated_redelivery: deliveries of a message beyond its number of
 //     copies (at least one).
+//   - in_flight_at_cut: messages first delivered from AckGrouping plus
+//     rpo_ms before the fault to fenced: their acknowledgements had not
+//     left the client (grouped for AckGrouping), were still in the
+//     replication stream (as far behind as the entries were at the cut),
+//     or could not reach the new primary while the old one, cut off,
+//     still served; likewise from AckGrouping before the fail-back's
+//     request to its switch. redelivery_bound adds 100 ms of the
+//     workload's acknowledged rate (in the second before the fault) per
+//     switch: the bound on duplicated deliveries the drill judges.
 //   - order_violations: per producer, first deliveries (not late) whose
 //     sequence is below one delivered before.
 func Analyze(l *Log, lim Limits) Report {
@@ -107,6 +116,10 @@ func Analyze(l *Log, lim Limits) Report {
 	}
 
 	fenced, firstOK := switchGap(allAcks, origin, mainEnd)
+	var fbFenced, fbOK time.Time
+	if !l.FailbackStart.IsZero() {
+		fbFenced, fbOK = switchGap(allAcks, l.FailbackStart, winEnd)
+	}
 	r.Timeline = Timeline{
 		Fault:          point(l.Fault, ""),
 		Detected:       point(l.Detected, l.DetectedBy),
@@ -194,6 +207,11 @@ func Analyze(l *Log, lim Limits) Report {
 	for k, n := range delivered {
 		r.DuplicatedRedelivery += max(0, n-max(1, copies[k]))
 	}
+	var lag time.Duration
+	if r.RPOMS != nil {
+		lag = time.Duration(*r.RPOMS) * time.Millisecond
+	}
+	r.InFlightAtCut, r.RedeliveryBound = redeliveryBound(l, allAcks, lag, fenced, fbFenced)
 	r.Survivor = copyReport(l.Survivor, acked)
 	if r.Survivor != nil {
 		r.Late = r.Survivor.Late
@@ -214,8 +232,8 @@ func Analyze(l *Log, lim Limits) Report {
 
 	if !l.FailbackStart.IsZero() {
 		fb := &Failback{Requested: point(l.FailbackStart, "")}
-		if _, ok := switchGap(allAcks, l.FailbackStart, winEnd); !ok.IsZero() {
-			fb.FirstPublishOK = point(ok, "")
+		if !fbOK.IsZero() {
+			fb.FirstPublishOK = point(fbOK, "")
 		}
 		fb.RTOPublishMS = spread(perProducer, l.FailbackStart, winEnd)
 		fb.RTOConsumeMS = spread(perConsumer, l.FailbackStart, winEnd)
@@ -240,11 +258,53 @@ func Analyze(l *Log, lim Limits) Report {
 	if r.Lost > lim.MaxLost {
 		fail("%d acknowledged messages lost, over the limit of %d", r.Lost, lim.MaxLost)
 	}
+	if !l.Fault.IsZero() && r.DuplicatedRedelivery > r.RedeliveryBound {
+		fail("duplicated_redelivery %d is over in_flight_at_cut + 100 ms of traffic per switch (%d)", r.DuplicatedRedelivery, r.RedeliveryBound)
+	}
 	if fb := r.Failback; fb != nil && fb.RTOPublishMS.Max > lim.MaxRTOMS {
 		fail("fail-back rto_publish_ms %d is over the limit of %d", fb.RTOPublishMS.Max, lim.MaxRTOMS)
 	}
 	r.Passed = len(r.Failures) == 0
 	return r
+}
+
+// AckGrouping is how long pulsar-client-go holds acknowledgements before
+// sending them (its default AckGroupingOptions.MaxTime; the drill's
+// consumers keep the default).
+const AckGrouping = 100 * time.Millisecond
+
+// redeliveryBound counts the messages in flight at each switch (first
+// delivered from AckGrouping, plus lag for the fault, before it began to
+// its fenced point: the fault and fenced, the fail-back's request and
+// fbFenced) and adds 100 ms of traffic per switch, at the acknowledged
+// rate of the second before the fault.
+func redeliveryBound(l *Log, allAcks []time.Time, lag time.Duration, fenced, fbFenced time.Time) (inFlight, bound int) {
+	if l.Fault.IsZero() {
+		return 0, 0
+	}
+	type window struct{ from, to time.Time }
+	ws := []window{{l.Fault.Add(-AckGrouping - lag), fenced}}
+	if !l.FailbackStart.IsZero() {
+		ws = append(ws, window{l.FailbackStart.Add(-AckGrouping), fbFenced})
+	}
+	seen := map[Key]bool{}
+	for _, d := range l.Deliveries {
+		if seen[d.Key] {
+			continue
+		}
+		seen[d.Key] = true
+		for _, w := range ws {
+			if !d.At.Before(w.from) && !d.At.After(w.to) {
+				inFlight++
+				break
+			}
+		}
+	}
+	from := l.Fault.Add(-time.Second)
+	lo, _ := slices.BinarySearchFunc(allAcks, from, func(a, b time.Time) int { return a.Compare(b) })
+	hi, _ := slices.BinarySearchFunc(allAcks, l.Fault, func(a, b time.Time) int { return a.Compare(b) })
+	per100ms := int(math.Ceil(float64(hi-lo) / 10))
+	return inFlight, inFlight + len(ws)*per100ms
 }
 
 // switchGap finds the longest gap between consecutive times (sorted)

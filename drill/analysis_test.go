@@ -83,8 +83,8 @@ func TestSpreadP99(t *testing.T) {
 // acknowledges from 4.7 s on (the queued sends first). At the cut the
 // new primary lacks the old one's tail: producer 0's 190..199 and
 // producer 1's 195..199. The consumer received producer 0's tail from
-// the old primary but not producer 1's; after the switch it replays
-// producer 0's 0..100 from the new primary's copy; after the heal the
+// the old primary but not producer 1's; after the switch it gets
+// producer 0's 180..189 again from the new primary's copy; after the heal the
 // tail arrives late. Besides: producer 1's 300 is never delivered (lost),
 // producer 0's 250 comes before its 249 (one order violation), and the
 // survivor stores producer 0's 10 twice.
@@ -125,8 +125,8 @@ func killLog() *Log {
 		}
 	}
 	// The replay from the new primary's copy.
-	for i := range 101 {
-		deliver(k(0, int64(i)), 4600+i%100, false)
+	for i := 180; i < 190; i++ {
+		deliver(k(0, int64(i)), 4600+i-180, false)
 	}
 	// New messages, in acknowledgement order, but 250 before 249.
 	for i := 200; i < 600; i++ {
@@ -218,11 +218,17 @@ func TestAnalyzeUnplannedFailover(t *testing.T) {
 	if r.Late != 15 {
 		t.Errorf("late %d, want 15", r.Late)
 	}
-	// Redelivered: the replay of producer 0's 0..100 except 10, which the
-	// survivor stores twice (100), and producer 0's tail, which the old
-	// primary had delivered (10).
-	if r.DuplicatedRedelivery != 110 {
-		t.Errorf("duplicated_redelivery %d, want 110", r.DuplicatedRedelivery)
+	// Redelivered: the replay of producer 0's 180..189 (10), and producer
+	// 0's tail, which the old primary had delivered (10).
+	if r.DuplicatedRedelivery != 20 {
+		t.Errorf("duplicated_redelivery %d, want 20", r.DuplicatedRedelivery)
+	}
+	// In flight: first delivered from 1805 ms (100 ms and the rpo, 95 ms,
+	// before the fault) to fenced (1998 ms): producer 0's 180..199
+	// (1807..1997 ms) and producer 1's 180..194 (1810..1950 ms). The
+	// second before the fault acknowledged 200 messages: 20 per 100 ms.
+	if r.InFlightAtCut != 35 || r.RedeliveryBound != 55 {
+		t.Errorf("in_flight_at_cut %d, redelivery_bound %d; want 35, 55", r.InFlightAtCut, r.RedeliveryBound)
 	}
 	if r.DuplicatedCopy != 1 || !slices.Equal(r.Examples.DuplicatedCopy, []string{"p0:10"}) {
 		t.Errorf("duplicated_copy %d %v, want p0:10", r.DuplicatedCopy, r.Examples.DuplicatedCopy)
@@ -242,8 +248,18 @@ func TestAnalyzeUnplannedFailover(t *testing.T) {
 	// not receive producer 0's tail again. The copy still counts it late.
 	l := killLog()
 	l.Deliveries = slices.DeleteFunc(l.Deliveries, func(d Delivery) bool { return d.Late && d.Producer == 0 })
-	if r := Analyze(l, Limits{MaxRTOMS: 10000}); r.Late != 15 || r.DuplicatedRedelivery != 100 || r.Lost != 1 {
-		t.Errorf("tail not delivered again: late %d, redelivered %d, lost %d; want 15, 100, 1", r.Late, r.DuplicatedRedelivery, r.Lost)
+	if r := Analyze(l, Limits{MaxRTOMS: 10000}); r.Late != 15 || r.DuplicatedRedelivery != 10 || r.Lost != 1 {
+		t.Errorf("tail not delivered again: late %d, redelivered %d, lost %d; want 15, 10, 1", r.Late, r.DuplicatedRedelivery, r.Lost)
+	}
+	// A consumer that starts over from the beginning after the switch (its
+	// subscription's state did not follow) is over the bound.
+	l = killLog()
+	for i := range 150 {
+		l.Deliveries = append(l.Deliveries, Delivery{Key: k(1, int64(i)), At: at(4700)})
+	}
+	if r := Analyze(l, Limits{MaxRTOMS: 10000, MaxLost: 1}); r.Passed || r.DuplicatedRedelivery != 170 ||
+		!slices.Equal(r.Failures, []string{"duplicated_redelivery 170 is over in_flight_at_cut + 100 ms of traffic per switch (55)"}) {
+		t.Errorf("a consumer starting over: redelivered %d, failures %q", r.DuplicatedRedelivery, r.Failures)
 	}
 	if r := Analyze(killLog(), Limits{MaxRTOMS: 10000, MaxLost: 1}); !r.Passed {
 		t.Errorf("with --max-lost 1: failures %q", r.Failures)

@@ -74,7 +74,8 @@ func TestReportTableAndTelemetry(t *testing.T) {
 		"fenced             -2 ms",
 		"rto publish (max / p99)          2705 / 2705 ms (limit 10000 ms)",
 		"rpo                              15 messages, 95 ms",
-		"duplicated (redelivery / copy)   110 / 1",
+		"duplicated (redelivery / copy)   20 / 1",
+		"in flight / bound                35 / 55",
 		"copy in r1                       1201 messages, 1200 distinct, 0 missing, 15 late",
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -117,7 +118,7 @@ func TestReportTableAndTelemetry(t *testing.T) {
 	want := map[string]int64{
 		"isobar.drill.passed": 1, "isobar.drill.rto_publish": 2705, "isobar.drill.rto_consume": 2603,
 		"isobar.drill.rpo_messages": 15, "isobar.drill.rpo": 95, "isobar.drill.lost": 1, "isobar.drill.late": 15,
-		"isobar.drill.order_violations": 1, "isobar.drill.duplicated/redelivery": 110, "isobar.drill.duplicated/copy": 1,
+		"isobar.drill.order_violations": 1, "isobar.drill.duplicated/redelivery": 20, "isobar.drill.duplicated/copy": 1,
 		"isobar.drill.timestamp": base.Unix(),
 	}
 	for n, v := range want {

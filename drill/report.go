@@ -41,9 +41,12 @@ type Report struct {
 	Lost                 int `json:"lost"`
 	Late                 int `json:"late"`
 	DuplicatedRedelivery int `json:"duplicated_redelivery"`
-	DuplicatedCopy       int `json:"duplicated_copy"`
-	OrderViolations      int `json:"order_violations"`
-	Foreign              int `json:"foreign"`
+	// InFlightAtCut and RedeliveryBound: see Analyze.
+	InFlightAtCut   int `json:"in_flight_at_cut"`
+	RedeliveryBound int `json:"redelivery_bound"`
+	DuplicatedCopy  int `json:"duplicated_copy"`
+	OrderViolations int `json:"order_violations"`
+	Foreign         int `json:"foreign"`
 
 	// Examples name a few of the messages behind the counts, for
 	// looking into them.
@@ -194,6 +197,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(tw, "  lost\t%d (limit %d)\n", r.Lost, r.Limits.MaxLost)
 	fmt.Fprintf(tw, "  late\t%d\n", r.Late)
 	fmt.Fprintf(tw, "  duplicated (redelivery / copy)\t%d / %d\n", r.DuplicatedRedelivery, r.DuplicatedCopy)
+	fmt.Fprintf(tw, "  in flight / bound\t%d / %d\n", r.InFlightAtCut, r.RedeliveryBound)
 	fmt.Fprintf(tw, "  order violations\t%d\n", r.OrderViolations)
 	ce := r.ClientErrors
 	fmt.Fprintf(tw, "  client errors\tsend %d, receive %d, ack %d, producers closed %d, consumers closed %d\n",

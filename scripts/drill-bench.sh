@@ -36,9 +36,9 @@ t = r["timeline"]
 def off(k):
     p = t.get(k)
     return "-" if p is None else "%+d" % p["offset_ms"]
-print("rate %s %-9s acked %6d  rto publish %5d ms (p99 %5d)  consume %5d ms  rpo %s msgs / %s ms  lost %d  late %d  redelivered %d  stored twice %d  order %d  passed %s  [detected %s fenced %s promoted %s first publish %s]" % (
+print("rate %s %-9s acked %6d  rto publish %5d ms (p99 %5d)  consume %5d ms  rpo %s msgs / %s ms  lost %d  late %d  redelivered %d (in flight %s, bound %s)  stored twice %d  order %d  passed %s  [detected %s fenced %s promoted %s first publish %s]" % (
     r.get("rate"), r["fault"], r.get("acknowledged", 0), r["rto_publish_ms"]["max"], r["rto_publish_ms"]["p99"], r["rto_consume_ms"]["max"],
-    r.get("rpo_messages"), r.get("rpo_ms"), r["lost"], r["late"], r["duplicated_redelivery"], r["duplicated_copy"], r["order_violations"], r["passed"],
+    r.get("rpo_messages"), r.get("rpo_ms"), r["lost"], r["late"], r["duplicated_redelivery"], r.get("in_flight_at_cut"), r.get("redelivery_bound"), r["duplicated_copy"], r["order_violations"], r["passed"],
     off("detected"), off("fenced"), off("promoted"), off("first_publish_ok")))
 PY
 }

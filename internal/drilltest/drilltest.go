@@ -87,10 +87,10 @@ func CheckReport(t testing.TB, fault string, r *drill.Report, maxRTO time.Durati
 // Summary is a line for the test log: the timeline's offsets and the
 // measures.
 func Summary(r *drill.Report) string {
-	return fmt.Sprintf("detected %+dms, fenced %+dms, promoted %+dms, first publish %+dms, first delivery %+dms, healed %+dms; rto publish %d ms, consume %d ms; rpo %v messages (%v ms); late %d; redelivered %d; stored twice %d; order violations %d",
+	return fmt.Sprintf("detected %+dms, fenced %+dms, promoted %+dms, first publish %+dms, first delivery %+dms, healed %+dms; rto publish %d ms, consume %d ms; rpo %v messages (%v ms); late %d; redelivered %d (in flight %d, bound %d); stored twice %d; order violations %d",
 		off(r.Timeline.Detected), off(r.Timeline.Fenced), off(r.Timeline.Promoted),
 		off(r.Timeline.FirstPublishOK), off(r.Timeline.FirstDeliveryOK), off(r.Timeline.Healed),
-		r.RTOPublishMS.Max, r.RTOConsumeMS.Max, deref(r.RPOMessages), deref(r.RPOMS), r.Late, r.DuplicatedRedelivery, r.DuplicatedCopy, r.OrderViolations)
+		r.RTOPublishMS.Max, r.RTOConsumeMS.Max, deref(r.RPOMessages), deref(r.RPOMS), r.Late, r.DuplicatedRedelivery, r.InFlightAtCut, r.RedeliveryBound, r.DuplicatedCopy, r.OrderViolations)
 }
 
 func off(p *drill.Point) int64 {
