@@ -116,4 +116,5 @@ func idAttribute(desc string) rschema.StringAttribute {
 var kinds = []registered{
 	tenantKind.register(),
 	namespaceKind.register(),
+	clusterKind.register(),
 }
