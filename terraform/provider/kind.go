@@ -117,4 +117,6 @@ var kinds = []registered{
 	tenantKind.register(),
 	namespaceKind.register(),
 	clusterKind.register(),
+	topicKind.register(),
+	subscriptionKind.register(),
 }

@@ -19,7 +19,7 @@ func TestSchemas(t *testing.T) {
 	for _, d := range resp.Diagnostics {
 		t.Errorf("%s: %s: %s", d.Severity, d.Summary, d.Detail)
 	}
-	for _, name := range []string{"isobar_tenant", "isobar_namespace", "isobar_cluster"} {
+	for _, name := range []string{"isobar_tenant", "isobar_namespace", "isobar_cluster", "isobar_topic", "isobar_subscription"} {
 		if resp.ResourceSchemas[name] == nil {
 			t.Errorf("no resource %s", name)
 		}
