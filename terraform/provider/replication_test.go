@@ -1,0 +1,111 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/sirupsen/logrus"
+
+	"github.com/isobar-mq/isobar/region"
+)
+
+// TestAccReplicatedNamespace applies a configuration that replicates a
+// namespace across the three regions, then produces in r0 with the Pulsar
+// Go client and receives every message in r1 and in r2.
+func TestAccReplicatedNamespace(t *testing.T) {
+	f := accTest(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: factories,
+		Steps: []resource.TestStep{{
+			Config: providerBlock(f, "10s") + `
+resource "isobar_tenant" "geo" {
+  name             = "tf-geo"
+  allowed_clusters = ["r0", "r1", "r2"]
+}
+resource "isobar_namespace" "orders" {
+  tenant               = isobar_tenant.geo.name
+  name                 = "orders"
+  replication_clusters = ["r0", "r1", "r2"]
+  retention = {
+    time_in_minutes = 60
+    size_in_mb      = 64
+  }
+}
+resource "isobar_topic" "orders" {
+  tenant     = isobar_namespace.orders.tenant
+  namespace  = isobar_namespace.orders.name
+  name       = "orders"
+  partitions = 2
+}`,
+			Check: func(*terraform.State) error {
+				return produceAndReceive(t, f, "persistent://tf-geo/orders/orders", 50)
+			},
+		}},
+	})
+}
+
+// produceAndReceive subscribes in r1 and r2 (from the earliest message),
+// sends n messages in r0 and waits until each subscription has all of
+// them, once each.
+func produceAndReceive(t *testing.T, f *region.Federation, topicName string, n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	clients := make([]pulsar.Client, 3)
+	for i := range clients {
+		c, err := pulsar.NewClient(pulsar.ClientOptions{URL: f.Regions[i].Endpoints().ServiceURL, OperationTimeout: 30 * time.Second, Logger: quietLogger()})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	consumers := make([]pulsar.Consumer, 0, 2)
+	for i := 1; i < 3; i++ {
+		cons, err := clients[i].Subscribe(pulsar.ConsumerOptions{Topic: topicName, SubscriptionName: "check",
+			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err != nil {
+			return fmt.Errorf("subscribe in r%d: %w", i, err)
+		}
+		defer cons.Close()
+		consumers = append(consumers, cons)
+	}
+	prod, err := clients[0].CreateProducer(pulsar.ProducerOptions{Topic: topicName})
+	if err != nil {
+		return fmt.Errorf("producer in r0: %w", err)
+	}
+	defer prod.Close()
+	for i := range n {
+		if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m%d", i)}); err != nil {
+			return fmt.Errorf("send %d in r0: %w", i, err)
+		}
+	}
+	for k, cons := range consumers {
+		got := map[string]bool{}
+		for len(got) < n {
+			m, err := cons.Receive(ctx)
+			if err != nil {
+				return fmt.Errorf("r%d: after %d of %d messages: %w", k+1, len(got), n, err)
+			}
+			p := string(m.Payload())
+			if got[p] {
+				return fmt.Errorf("r%d: %s received twice", k+1, p)
+			}
+			got[p] = true
+			cons.Ack(m)
+		}
+		t.Logf("r%d received all %d messages sent in r0", k+1, n)
+	}
+	return nil
+}
+
+func quietLogger() plog.Logger {
+	l := logrus.New()
+	l.SetLevel(logrus.ErrorLevel)
+	return plog.NewLoggerWithLogrus(l)
+}
