@@ -24,6 +24,10 @@ import (
 // in this process, shared by the package's tests (each uses tenants of
 // its own) and stopped by TestMain.
 
+// regionNames are the test federation's regions, named as in the
+// examples (terraform/examples, docs) so that those apply to it unchanged.
+var regionNames = []string{"us-east", "eu-west", "ap-south"}
+
 var fed struct {
 	once sync.Once
 	dir  string
@@ -44,7 +48,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// federation returns the shared federation (three regions r0, r1, r2 on
+// federation returns the shared federation (three regions us-east, eu-west and ap-south on
 // free loopback ports), starting it on first use.
 func federation(t *testing.T) *region.Federation {
 	t.Helper()
@@ -54,8 +58,8 @@ func federation(t *testing.T) *region.Federation {
 			return
 		}
 		cfg := region.FederationConfig{GlobalDir: filepath.Join(fed.dir, "global")}
-		for i := range 3 {
-			c := region.Config{Name: fmt.Sprintf("r%d", i), DataDir: filepath.Join(fed.dir, fmt.Sprintf("r%d", i)), Bookies: 3, Brokers: 1}
+		for _, name := range regionNames {
+			c := region.Config{Name: name, DataDir: filepath.Join(fed.dir, name), Bookies: 3, Brokers: 1}
 			c.Replicator.ScanInterval = 200 * time.Millisecond
 			cfg.Regions = append(cfg.Regions, c)
 		}
@@ -99,7 +103,7 @@ func accTest(t *testing.T) *region.Federation {
 	for k, v := range map[string]string{
 		"TF_ACC":                    "1",
 		"TF_ACC_TERRAFORM_PATH":     tofu,
-		"TF_ACC_PROVIDER_NAMESPACE": "hashicorp",
+		"TF_ACC_PROVIDER_NAMESPACE": "isobar-mq", // as the examples' required_providers say
 		"TF_ACC_PROVIDER_HOST":      "registry.opentofu.org",
 		"TF_CLI_CONFIG_FILE":        rc,
 		"CHECKPOINT_DISABLE":        "1",
@@ -117,14 +121,30 @@ var factories = map[string]func() (tfprotov6.ProviderServer, error){
 	"isobar": providerserver.NewProtocol6WithError(New("test")()),
 }
 
-// providerBlock configures the provider with every region's web service
-// URL and the given retry timeout.
+// providerBlock names the provider as users do (isobar-mq/isobar) and
+// configures it with every region's web service URL and the given retry
+// timeout.
 func providerBlock(f *region.Federation, retry string) string {
+	return fmt.Sprintf(`
+terraform {
+  required_providers {
+    isobar = { source = "isobar-mq/isobar" }
+  }
+}
+provider "isobar" {
+  web_service_url = [%s]
+  retry_timeout   = %q
+}
+`, strings.Join(webServiceURLs(f), ", "), retry)
+}
+
+// webServiceURLs are the regions' admin URLs, quoted.
+func webServiceURLs(f *region.Federation) []string {
 	var urls []string
 	for _, r := range f.Regions {
 		urls = append(urls, fmt.Sprintf("%q", r.Endpoints().WebServiceURL))
 	}
-	return fmt.Sprintf("provider \"isobar\" {\n  web_service_url = [%s]\n  retry_timeout = %q\n}\n", strings.Join(urls, ", "), retry)
+	return urls
 }
 
 // admin is a REST client for out-of-band changes and checks, on region i.

@@ -25,7 +25,7 @@ resource "isobar_cluster" "c" {
   service_url        = "http://extra.example:8080"
   broker_service_url = "pulsar://extra-a.example:6650,extra-b.example:6650"
   nats_url           = %q
-  peer_cluster_names = ["r1", "r0"]
+  peer_cluster_names = ["eu-west", "us-east"]
 }
 resource "isobar_tenant" "t" {
   name             = "tf-cl"
@@ -44,14 +44,14 @@ resource "isobar_tenant" "t" {
 		Steps: []resource.TestStep{
 			{
 				Config: p + cluster("nats://extra.example:4222") + `
-data "isobar_cluster" "r0" { name = "r0" }`,
+data "isobar_cluster" "us_east" { name = "us-east" }`,
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr("isobar_cluster.c", "nats_url", "nats://extra.example:4222"),
 					resource.TestCheckResourceAttr("isobar_cluster.c", "service_url_tls", ""),
 					resource.TestCheckResourceAttr("isobar_cluster.c", "peer_cluster_names.#", "2"),
 					// The region registered its own cluster when it started.
-					resource.TestCheckResourceAttr("data.isobar_cluster.r0", "service_url", f.Regions[0].Endpoints().WebServiceURL),
-					resource.TestCheckResourceAttr("data.isobar_cluster.r0", "nats_url", f.Regions[0].Endpoints().NATSURL),
+					resource.TestCheckResourceAttr("data.isobar_cluster.us_east", "service_url", f.Regions[0].Endpoints().WebServiceURL),
+					resource.TestCheckResourceAttr("data.isobar_cluster.us_east", "nats_url", f.Regions[0].Endpoints().NATSURL),
 				),
 			},
 			{ResourceName: "isobar_cluster.c", ImportState: true, ImportStateId: "tf-extra", ImportStateVerify: true},

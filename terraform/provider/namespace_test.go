@@ -17,7 +17,7 @@ import (
 const nsTenant = `
 resource "isobar_tenant" "t" {
   name             = "tf-ns"
-  allowed_clusters = ["r0", "r1", "r2"]
+  allowed_clusters = ["us-east", "eu-west", "ap-south"]
 }
 `
 
@@ -29,8 +29,8 @@ func TestAccNamespace(t *testing.T) {
 resource "isobar_namespace" "ns" {
   tenant               = isobar_tenant.t.name
   name                 = "orders"
-  replication_clusters = ["r2", "r0"]
-  primary_region       = "r0"
+  replication_clusters = ["ap-south", "us-east"]
+  primary_region       = "us-east"
   retention = {
     time_in_minutes = 60
     size_in_mb      = 100
@@ -54,8 +54,8 @@ data "isobar_namespace" "ns" {
 resource "isobar_namespace" "ns" {
   tenant               = isobar_tenant.t.name
   name                 = "orders"
-  replication_clusters = ["r1", "r2"]
-  primary_region       = "r1"
+  replication_clusters = ["eu-west", "ap-south"]
+  primary_region       = "eu-west"
   message_ttl_seconds  = 60
   backlog_quota = {
     message_age = { limit_time = 600, policy = "consumer_backlog_eviction" }
@@ -75,27 +75,27 @@ resource "isobar_namespace" "ns" {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr("isobar_namespace.ns", "id", "tf-ns/orders"),
 					resource.TestCheckResourceAttr("isobar_namespace.ns", "replication_clusters.#", "2"),
-					resource.TestCheckTypeSetElemAttr("isobar_namespace.ns", "replication_clusters.*", "r2"),
-					resource.TestCheckResourceAttr("isobar_namespace.ns", "primary_region", "r0"),
+					resource.TestCheckTypeSetElemAttr("isobar_namespace.ns", "replication_clusters.*", "ap-south"),
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "primary_region", "us-east"),
 					resource.TestCheckResourceAttr("isobar_namespace.ns", "retention.size_in_mb", "100"),
 					resource.TestCheckResourceAttr("isobar_namespace.ns", "backlog_quota.destination_storage.limit_size", "1048576"),
 					resource.TestCheckResourceAttr("isobar_namespace.ns", "backlog_quota.destination_storage.limit_time", "-1"),
 					resource.TestCheckResourceAttr("isobar_namespace.ns", "auto_topic_creation.partitions", "3"),
-					resource.TestCheckResourceAttr("data.isobar_namespace.ns", "primary_region", "r0"),
+					resource.TestCheckResourceAttr("data.isobar_namespace.ns", "primary_region", "us-east"),
 					resource.TestCheckResourceAttr("data.isobar_namespace.ns", "message_ttl_seconds", "3600"),
 					resource.TestCheckResourceAttr("data.isobar_namespace.ns", "deduplication", "true"),
 				),
 			},
 			{ResourceName: "isobar_namespace.ns", ImportState: true, ImportStateId: "tf-ns/orders", ImportStateVerify: true},
 			{
-				// Fail over to r1 while r0 leaves the clusters; drop some
+				// Fail over to eu-west while us-east leaves the clusters; drop some
 				// policies, change others.
 				Config: updated,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("isobar_namespace.ns", plancheck.ResourceActionUpdate),
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr("isobar_namespace.ns", "primary_region", "r1"),
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "primary_region", "eu-west"),
 					resource.TestCheckNoResourceAttr("isobar_namespace.ns", "retention"),
 					resource.TestCheckNoResourceAttr("isobar_namespace.ns", "deduplication"),
 					resource.TestCheckNoResourceAttr("isobar_namespace.ns", "backlog_quota.destination_storage"),
@@ -106,14 +106,14 @@ resource "isobar_namespace" "ns" {
 				// Drift: the TTL and the primary changed out of band.
 				PreConfig: func() {
 					do(t, c, http.MethodPost, "/admin/v2/namespaces/tf-ns/orders/messageTTL", 5)
-					do(t, c, http.MethodPost, "/admin/v2/namespaces/tf-ns/orders/primary", "r2")
+					do(t, c, http.MethodPost, "/admin/v2/namespaces/tf-ns/orders/primary", "ap-south")
 				},
 				Config: updated,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("isobar_namespace.ns", plancheck.ResourceActionUpdate),
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr("isobar_namespace.ns", "primary_region", "r1"),
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "primary_region", "eu-west"),
 					resource.TestCheckResourceAttr("isobar_namespace.ns", "message_ttl_seconds", "60"),
 				),
 			},
@@ -123,7 +123,7 @@ resource "isobar_namespace" "ns" {
 resource "isobar_namespace" "ns" {
   tenant               = isobar_tenant.t.name
   name                 = "orders"
-  replication_clusters = ["r0", "r1", "r2"]
+  replication_clusters = ["us-east", "eu-west", "ap-south"]
 }`),
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckNoResourceAttr("isobar_namespace.ns", "primary_region"),
@@ -146,7 +146,7 @@ func TestAccNamespaceNormalisedAndBadInput(t *testing.T) {
 	tenant := `
 resource "isobar_tenant" "t" {
   name             = "tf-ns-bad"
-  allowed_clusters = ["r0", "r1"]
+  allowed_clusters = ["us-east", "eu-west"]
 }
 `
 	resource.Test(t, resource.TestCase{
@@ -161,7 +161,7 @@ resource "isobar_namespace" "ns" {
 				// The test framework's plan after apply must be empty.
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr("isobar_namespace.ns", "replication_clusters.#", "1"),
-					resource.TestCheckTypeSetElemAttr("isobar_namespace.ns", "replication_clusters.*", "r0"),
+					resource.TestCheckTypeSetElemAttr("isobar_namespace.ns", "replication_clusters.*", "us-east"),
 				),
 			},
 			{
@@ -177,13 +177,13 @@ resource "isobar_namespace" "bad" {
 resource "isobar_namespace" "bad" {
   tenant               = isobar_tenant.t.name
   name                 = "standby"
-  replication_clusters = ["r0"]
-  primary_region       = "r1"
+  replication_clusters = ["us-east"]
+  primary_region       = "eu-west"
 }`,
-				ExpectError: regexp.MustCompile(`primary_region "r1" is not one of replication_clusters`),
+				ExpectError: regexp.MustCompile(`primary_region "eu-west" is not one of replication_clusters`),
 			},
 			{
-				// r2 exists but the tenant does not allow it: the server says so.
+				// ap-south exists but the tenant does not allow it: the server says so.
 				Config: p + tenant + `
 resource "isobar_namespace" "ns" {
   tenant = isobar_tenant.t.name
@@ -192,7 +192,7 @@ resource "isobar_namespace" "ns" {
 resource "isobar_namespace" "bad" {
   tenant               = isobar_tenant.t.name
   name                 = "elsewhere"
-  replication_clusters = ["r0", "r2", "nowhere"]
+  replication_clusters = ["us-east", "ap-south", "nowhere"]
 }`,
 				ExpectError: regexp.MustCompile(`(?s)Cannot create the namespace.*412`),
 			},

@@ -16,8 +16,8 @@ import (
 )
 
 // TestAccReplicatedNamespace applies a configuration that replicates a
-// namespace across the three regions, then produces in r0 with the Pulsar
-// Go client and receives every message in r1 and in r2.
+// namespace across the three regions, then produces in us-east with the
+// Pulsar Go client and receives every message in eu-west and in ap-south.
 func TestAccReplicatedNamespace(t *testing.T) {
 	f := accTest(t)
 	resource.Test(t, resource.TestCase{
@@ -26,12 +26,12 @@ func TestAccReplicatedNamespace(t *testing.T) {
 			Config: providerBlock(f, "10s") + `
 resource "isobar_tenant" "geo" {
   name             = "tf-geo"
-  allowed_clusters = ["r0", "r1", "r2"]
+  allowed_clusters = ["us-east", "eu-west", "ap-south"]
 }
 resource "isobar_namespace" "orders" {
   tenant               = isobar_tenant.geo.name
   name                 = "orders"
-  replication_clusters = ["r0", "r1", "r2"]
+  replication_clusters = ["us-east", "eu-west", "ap-south"]
   retention = {
     time_in_minutes = 60
     size_in_mb      = 64
@@ -50,9 +50,9 @@ resource "isobar_topic" "orders" {
 	})
 }
 
-// produceAndReceive subscribes in r1 and r2 (from the earliest message),
-// sends n messages in r0 and waits until each subscription has all of
-// them, once each.
+// produceAndReceive subscribes in the second and third regions (from the
+// earliest message), sends n messages in the first and waits until each
+// subscription has all of them, once each.
 func produceAndReceive(t *testing.T, f *region.Federation, topicName string, n int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -65,41 +65,43 @@ func produceAndReceive(t *testing.T, f *region.Federation, topicName string, n i
 		defer c.Close()
 		clients[i] = c
 	}
-	consumers := make([]pulsar.Consumer, 0, 2)
+	name := func(i int) string { return f.Regions[i].Name() }
+	consumers := make([]pulsar.Consumer, 3)
 	for i := 1; i < 3; i++ {
 		cons, err := clients[i].Subscribe(pulsar.ConsumerOptions{Topic: topicName, SubscriptionName: "check",
 			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
 		if err != nil {
-			return fmt.Errorf("subscribe in r%d: %w", i, err)
+			return fmt.Errorf("subscribe in %s: %w", name(i), err)
 		}
 		defer cons.Close()
-		consumers = append(consumers, cons)
+		consumers[i] = cons
 	}
 	prod, err := clients[0].CreateProducer(pulsar.ProducerOptions{Topic: topicName})
 	if err != nil {
-		return fmt.Errorf("producer in r0: %w", err)
+		return fmt.Errorf("producer in %s: %w", name(0), err)
 	}
 	defer prod.Close()
 	for i := range n {
 		if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m%d", i)}); err != nil {
-			return fmt.Errorf("send %d in r0: %w", i, err)
+			return fmt.Errorf("send %d in %s: %w", i, name(0), err)
 		}
 	}
-	for k, cons := range consumers {
+	for k, cons := range consumers[1:] {
+		k++
 		got := map[string]bool{}
 		for len(got) < n {
 			m, err := cons.Receive(ctx)
 			if err != nil {
-				return fmt.Errorf("r%d: after %d of %d messages: %w", k+1, len(got), n, err)
+				return fmt.Errorf("%s: after %d of %d messages: %w", name(k), len(got), n, err)
 			}
 			p := string(m.Payload())
 			if got[p] {
-				return fmt.Errorf("r%d: %s received twice", k+1, p)
+				return fmt.Errorf("%s: %s received twice", name(k), p)
 			}
 			got[p] = true
 			cons.Ack(m)
 		}
-		t.Logf("r%d received all %d messages sent in r0", k+1, n)
+		t.Logf("%s received all %d messages sent in %s", name(k), n, name(0))
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func TestAccTenant(t *testing.T) {
 resource "isobar_tenant" "t" {
   name             = "tf-tenant"
   admin_roles      = ["zed", "alice"]
-  allowed_clusters = ["r1", "r0"]
+  allowed_clusters = ["eu-west", "us-east"]
 }
 data "isobar_tenant" "t" {
   name = isobar_tenant.t.name
@@ -62,7 +62,7 @@ data "isobar_tenant" "t" {
 resource "isobar_tenant" "t" {
   name             = "tf-tenant"
   admin_roles      = ["alice"]
-  allowed_clusters = ["r0", "r1", "r2"]
+  allowed_clusters = ["us-east", "eu-west", "ap-south"]
 }`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("isobar_tenant.t", plancheck.ResourceActionUpdate),
@@ -76,13 +76,13 @@ resource "isobar_tenant" "t" {
 				// Drift: a role added out of band is planned away.
 				PreConfig: func() {
 					do(t, c, http.MethodPost, "/admin/v2/tenants/tf-tenant", map[string]any{
-						"adminRoles": []string{"alice", "mallory"}, "allowedClusters": []string{"r2", "r1", "r0"}})
+						"adminRoles": []string{"alice", "mallory"}, "allowedClusters": []string{"ap-south", "eu-west", "us-east"}})
 				},
 				Config: cfg(`
 resource "isobar_tenant" "t" {
   name             = "tf-tenant"
   admin_roles      = ["alice"]
-  allowed_clusters = ["r0", "r1", "r2"]
+  allowed_clusters = ["us-east", "eu-west", "ap-south"]
 }`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("isobar_tenant.t", plancheck.ResourceActionUpdate),
@@ -96,7 +96,7 @@ resource "isobar_tenant" "t" {
 resource "isobar_tenant" "t" {
   name             = "tf-tenant"
   admin_roles      = ["alice"]
-  allowed_clusters = ["r0", "r1", "r2"]
+  allowed_clusters = ["us-east", "eu-west", "ap-south"]
 }`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("isobar_tenant.t", plancheck.ResourceActionCreate),

@@ -15,12 +15,12 @@ import (
 const topicBase = `
 resource "isobar_tenant" "t" {
   name             = "tf-topic"
-  allowed_clusters = ["r0", "r1", "r2"]
+  allowed_clusters = ["us-east", "eu-west", "ap-south"]
 }
 resource "isobar_namespace" "ns" {
   tenant               = isobar_tenant.t.name
   name                 = "ns"
-  replication_clusters = ["r0", "r1", "r2"]
+  replication_clusters = ["us-east", "eu-west", "ap-south"]
 }
 `
 
@@ -57,8 +57,8 @@ func TestAccTopic(t *testing.T) {
 		},
 		Steps: []resource.TestStep{
 			{
-				Config: p + topics(2, `replication_clusters = ["r1", "r0"]
-  primary_region = "r0"`) + `
+				Config: p + topics(2, `replication_clusters = ["eu-west", "us-east"]
+  primary_region = "us-east"`) + `
 data "isobar_topic" "plain" {
   tenant    = isobar_topic.plain.tenant
   namespace = isobar_topic.plain.namespace
@@ -68,24 +68,24 @@ data "isobar_topic" "plain" {
 					resource.TestCheckResourceAttr("isobar_topic.events", "id", "persistent://tf-topic/ns/events"),
 					resource.TestCheckResourceAttr("isobar_topic.events", "partitions", "2"),
 					resource.TestCheckResourceAttr("isobar_topic.plain", "partitions", "0"),
-					resource.TestCheckResourceAttr("data.isobar_topic.plain", "primary_region", "r0"),
+					resource.TestCheckResourceAttr("data.isobar_topic.plain", "primary_region", "us-east"),
 					resource.TestCheckResourceAttr("data.isobar_topic.plain", "replication_clusters.#", "2"),
 				),
 			},
 			{ResourceName: "isobar_topic.events", ImportState: true, ImportStateId: "persistent://tf-topic/ns/events", ImportStateVerify: true},
 			{ResourceName: "isobar_topic.plain", ImportState: true, ImportStateId: "persistent://tf-topic/ns/plain", ImportStateVerify: true},
 			{
-				// More partitions in place; the topic fails over to r2,
+				// More partitions in place; the topic fails over to ap-south,
 				// which it did not replicate to.
-				Config: p + topics(4, `replication_clusters = ["r1", "r2"]
-  primary_region = "r2"`),
+				Config: p + topics(4, `replication_clusters = ["eu-west", "ap-south"]
+  primary_region = "ap-south"`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("isobar_topic.events", plancheck.ResourceActionUpdate),
 					plancheck.ExpectResourceAction("isobar_topic.plain", plancheck.ResourceActionUpdate),
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr("isobar_topic.events", "partitions", "4"),
-					resource.TestCheckResourceAttr("isobar_topic.plain", "primary_region", "r2"),
+					resource.TestCheckResourceAttr("isobar_topic.plain", "primary_region", "ap-south"),
 				),
 			},
 			{
@@ -94,8 +94,8 @@ data "isobar_topic" "plain" {
 					do(t, c, http.MethodDelete, "/admin/v2/persistent/tf-topic/ns/plain/primary", nil)
 					do(t, c, http.MethodDelete, "/admin/v2/persistent/tf-topic/ns/plain/replication", nil)
 				},
-				Config: p + topics(4, `replication_clusters = ["r1", "r2"]
-  primary_region = "r2"`),
+				Config: p + topics(4, `replication_clusters = ["eu-west", "ap-south"]
+  primary_region = "ap-south"`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("isobar_topic.plain", plancheck.ResourceActionUpdate),
 				}},
