@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/hashicorp/terraform-plugin-testing/config"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/sirupsen/logrus"
@@ -15,37 +16,30 @@ import (
 	"github.com/isobar-mq/isobar/region"
 )
 
-// TestAccReplicatedNamespace applies a configuration that replicates a
-// namespace across the three regions, then produces in us-east with the
-// Pulsar Go client and receives every message in eu-west and in ap-south.
+// TestAccReplicatedNamespace applies terraform/examples/multi-region (a
+// namespace replicated across the three regions), then produces in
+// us-east with the Pulsar Go client and receives every message in eu-west
+// and in ap-south.
 func TestAccReplicatedNamespace(t *testing.T) {
 	f := accTest(t)
+	var urls []config.Variable
+	for _, r := range f.Regions {
+		urls = append(urls, config.StringVariable(r.Endpoints().WebServiceURL))
+	}
 	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: factories,
 		Steps: []resource.TestStep{{
-			Config: providerBlock(f, "10s") + `
-resource "isobar_tenant" "geo" {
-  name             = "tf-geo"
-  allowed_clusters = ["us-east", "eu-west", "ap-south"]
-}
-resource "isobar_namespace" "orders" {
-  tenant               = isobar_tenant.geo.name
-  name                 = "orders"
-  replication_clusters = ["us-east", "eu-west", "ap-south"]
-  retention = {
-    time_in_minutes = 60
-    size_in_mb      = 64
-  }
-}
-resource "isobar_topic" "orders" {
-  tenant     = isobar_namespace.orders.tenant
-  namespace  = isobar_namespace.orders.name
-  name       = "orders"
-  partitions = 2
-}`,
-			Check: func(*terraform.State) error {
-				return produceAndReceive(t, f, "persistent://tf-geo/orders/orders", 50)
-			},
+			// The file has a provider block, so the provider is given
+			// here rather than on the test case (terraform-plugin-testing
+			// insists).
+			ProtoV6ProviderFactories: factories,
+			ConfigFile:               config.StaticFile("../examples/multi-region/main.tf"),
+			ConfigVariables:          config.Variables{"web_service_url": config.ListVariable(urls...)},
+			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr("isobar_namespace.orders", "replication_clusters.#", "3"),
+				func(s *terraform.State) error {
+					return produceAndReceive(t, f, s.RootModule().Outputs["topic"].Value.(string), 50)
+				},
+			),
 		}},
 	})
 }
