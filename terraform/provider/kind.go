@@ -46,12 +46,14 @@ type kind[M any] struct {
 
 // registered is a kind with its type parameter hidden.
 type registered struct {
+	typeName   string // isobar_<kind name>
 	resource   func() resource.Resource
 	dataSource func() datasource.DataSource
 }
 
 func (k *kind[M]) register() registered {
 	return registered{
+		typeName:   "isobar_" + k.name,
 		resource:   func() resource.Resource { return &kindResource[M]{k: k} },
 		dataSource: func() datasource.DataSource { return &kindDataSource[M]{k: k} },
 	}
@@ -119,4 +121,14 @@ var kinds = []registered{
 	clusterKind.register(),
 	topicKind.register(),
 	subscriptionKind.register(),
+}
+
+// kindNames are the kinds' resource type names (isobar_tenant, ...), in
+// the order of kinds.
+func kindNames() []string {
+	var out []string
+	for _, k := range kinds {
+		out = append(out, k.typeName)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -166,6 +167,9 @@ func (d *kindDataSource[M]) Read(ctx context.Context, req datasource.ReadRequest
 // descriptions (validators kept on the keys).
 func dataSourceAttribute(a rschema.Attribute, key bool) dschema.Attribute {
 	desc := a.GetMarkdownDescription()
+	if i := strings.Index(desc, " Changing it replaces"); i >= 0 {
+		desc = desc[:i] // nothing to replace in a data source
+	}
 	switch a := a.(type) {
 	case rschema.StringAttribute:
 		if key {

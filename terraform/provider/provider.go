@@ -74,9 +74,11 @@ func (p *isobarProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 					"configuration. Default: `" + EnvWebServiceURL + "` (comma-separated).",
 			},
 			"token": schema.StringAttribute{
-				Optional:            true,
-				Sensitive:           true,
-				MarkdownDescription: "Bearer token sent with every request (`Authorization: Bearer ...`). Default: `" + EnvToken + "`. Conflicts with `token_file`.",
+				Optional:  true,
+				Sensitive: true,
+				MarkdownDescription: "Bearer token sent with every request (`Authorization: Bearer ...`), also after a broker redirects it. " +
+					"Isobar's brokers do not check tokens yet (authentication comes with a later release); a token set now is sent all the same. " +
+					"Default: `" + EnvToken + "`. Conflicts with `token_file`.",
 			},
 			"token_file": schema.StringAttribute{
 				Optional:            true,
