@@ -46,6 +46,17 @@ func TestDocs(t *testing.T) {
 			t.Errorf("%s is stale or missing: run go test ./terraform/provider -run TestDocs -update", path)
 		}
 	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("../examples/multi-region/main.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "```terraform\n"+string(example)+"```") {
+		t.Error("terraform/README.md does not show terraform/examples/multi-region/main.tf as it is: copy the file into it")
+	}
 	filepath.WalkDir("docs", func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			if _, ok := want[path]; !ok {
