@@ -260,7 +260,14 @@ func setFailover(ctx context.Context, c *client.Client, path string, f failoverJ
 	if f.Mode == activeActive {
 		return c.Do(ctx, client.Request{Method: http.MethodDelete, Path: path + "/primary"})
 	}
-	return c.Do(ctx, client.Request{Method: http.MethodPost, Path: path + "/primary", Body: f})
+	// The delay is always sent: left out, the server would keep the one
+	// it has.
+	body := struct {
+		Mode             string `json:"mode"`
+		Primary          string `json:"primary"`
+		AutoAfterSeconds int64  `json:"autoFailoverAfterSeconds"`
+	}{f.Mode, f.Primary, f.AutoAfterSeconds}
+	return c.Do(ctx, client.Request{Method: http.MethodPost, Path: path + "/primary", Body: body})
 }
 
 // createNamespace creates the namespace with its policies in one request,

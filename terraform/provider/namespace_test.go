@@ -31,6 +31,7 @@ resource "isobar_namespace" "ns" {
   name                 = "orders"
   replication_clusters = ["ap-south", "us-east"]
   primary_region       = "us-east"
+  auto_failover_after_seconds = 30
   retention = {
     time_in_minutes = 60
     size_in_mb      = 100
@@ -77,6 +78,7 @@ resource "isobar_namespace" "ns" {
 					resource.TestCheckResourceAttr("isobar_namespace.ns", "replication_clusters.#", "2"),
 					resource.TestCheckTypeSetElemAttr("isobar_namespace.ns", "replication_clusters.*", "ap-south"),
 					resource.TestCheckResourceAttr("isobar_namespace.ns", "primary_region", "us-east"),
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "auto_failover_after_seconds", "30"),
 					resource.TestCheckResourceAttr("isobar_namespace.ns", "retention.size_in_mb", "100"),
 					resource.TestCheckResourceAttr("isobar_namespace.ns", "backlog_quota.destination_storage.limit_size", "1048576"),
 					resource.TestCheckResourceAttr("isobar_namespace.ns", "backlog_quota.destination_storage.limit_time", "-1"),

@@ -32,6 +32,7 @@ type topicModel struct {
 	Partitions          types.Int64  `tfsdk:"partitions"`
 	ReplicationClusters types.Set    `tfsdk:"replication_clusters"`
 	PrimaryRegion       types.String `tfsdk:"primary_region"`
+	ActiveActive        types.Bool   `tfsdk:"active_active"`
 	ForceDelete         types.Bool   `tfsdk:"force_delete"`
 }
 
@@ -93,7 +94,12 @@ var topicKind = &kind[topicModel]{
 		"primary_region": schema.StringAttribute{
 			Optional: true,
 			MarkdownDescription: "Makes the topic active-standby with its own primary region, whatever its namespace's mode (one of its replication " +
-				"clusters). Left out: the namespace's mode and primary.",
+				"clusters; changing it fails the topic over). Left out: the namespace's mode and primary, unless `active_active` is set.",
+		},
+		"active_active": schema.BoolAttribute{
+			Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+			MarkdownDescription: "Makes the topic active-active (every region takes writes) whatever its namespace's mode. False (the default) " +
+				"with no `primary_region`: the namespace's mode. Conflicts with `primary_region`.",
 		},
 		"force_delete": schema.BoolAttribute{
 			Optional: true, Computed: true, Default: booldefault.StaticBool(true),
@@ -159,6 +165,7 @@ func readTopic(ctx context.Context, c *client.Client, m topicModel) (topicModel,
 	if err := c.Get(ctx, p+"/primary", &fo); err != nil {
 		return m, err
 	}
+	out.ActiveActive = types.BoolValue(fo.Mode == activeActive)
 	if fo.Mode == activeStandby {
 		out.PrimaryRegion = types.StringValue(fo.Primary)
 	}
@@ -179,7 +186,8 @@ func createTopic(ctx context.Context, c *client.Client, m topicModel) error {
 	if err != nil {
 		return err
 	}
-	if err := setTopicPolicies(ctx, c, p, m, topicModel{ReplicationClusters: types.SetNull(types.StringType), PrimaryRegion: types.StringNull()}); err != nil {
+	none := topicModel{ReplicationClusters: types.SetNull(types.StringType), PrimaryRegion: types.StringNull(), ActiveActive: types.BoolValue(false)}
+	if err := setTopicPolicies(ctx, c, p, m, none); err != nil {
 		if derr := deleteTopic(ctx, c, m); derr != nil {
 			return fmt.Errorf("%w (and removing the topic again failed: %v)", err, derr)
 		}
@@ -194,7 +202,8 @@ func createTopic(ctx context.Context, c *client.Client, m topicModel) error {
 func setTopicPolicies(ctx context.Context, c *client.Client, p string, want, have topicModel) error {
 	wantC, haveC := setStrings(ctx, want.ReplicationClusters), setStrings(ctx, have.ReplicationClusters)
 	clustersChange := want.ReplicationClusters.IsNull() != have.ReplicationClusters.IsNull() || !slices.Equal(wantC, haveC)
-	primaryChange := !want.PrimaryRegion.Equal(have.PrimaryRegion)
+	wantF, haveF := topicFailover(want), topicFailover(have)
+	primaryChange := wantF != haveF
 	setClusters := func() error {
 		if !clustersChange {
 			return nil
@@ -208,10 +217,10 @@ func setTopicPolicies(ctx context.Context, c *client.Client, p string, want, hav
 		if !primaryChange {
 			return nil
 		}
-		if want.PrimaryRegion.IsNull() {
+		if wantF == (failoverJSON{}) {
 			return c.Do(ctx, client.Request{Method: http.MethodDelete, Path: p + "/primary"})
 		}
-		return c.Do(ctx, client.Request{Method: http.MethodPost, Path: p + "/primary", Body: failoverJSON{Mode: activeStandby, Primary: want.PrimaryRegion.ValueString()}})
+		return c.Do(ctx, client.Request{Method: http.MethodPost, Path: p + "/primary", Body: wantF})
 	}
 	// The primary first when it is being removed or is one of the
 	// clusters the topic has now; else the clusters first (the new
@@ -224,6 +233,18 @@ func setTopicPolicies(ctx context.Context, c *client.Client, p string, want, hav
 		return err
 	}
 	return second()
+}
+
+// topicFailover is the topic's own mode and primary m asks for; the zero
+// value means it follows its namespace.
+func topicFailover(m topicModel) failoverJSON {
+	switch {
+	case known(m.PrimaryRegion):
+		return failoverJSON{Mode: activeStandby, Primary: m.PrimaryRegion.ValueString()}
+	case m.ActiveActive.ValueBool():
+		return failoverJSON{Mode: activeActive}
+	}
+	return failoverJSON{}
 }
 
 func updateTopic(ctx context.Context, c *client.Client, plan, state topicModel) error {
@@ -268,6 +289,8 @@ func validateTopic(ctx context.Context, cfg tfsdk.Config) diag.Diagnostics {
 	var primary types.String
 	var clusters types.Set
 	var parts types.Int64
+	var aa types.Bool
+	d.Append(cfg.GetAttribute(ctx, path.Root("active_active"), &aa)...)
 	d.Append(cfg.GetAttribute(ctx, path.Root("primary_region"), &primary)...)
 	d.Append(cfg.GetAttribute(ctx, path.Root("replication_clusters"), &clusters)...)
 	d.Append(cfg.GetAttribute(ctx, path.Root("partitions"), &parts)...)
@@ -277,6 +300,10 @@ func validateTopic(ctx context.Context, cfg tfsdk.Config) diag.Diagnostics {
 	if known(primary) && known(clusters) && !slices.Contains(setStrings(ctx, clusters), primary.ValueString()) {
 		d.AddAttributeError(path.Root("primary_region"), "Primary region not replicated to",
 			fmt.Sprintf("primary_region %q is not one of replication_clusters [%s]", primary.ValueString(), strings.Join(setStrings(ctx, clusters), ", ")))
+	}
+	if known(aa) && aa.ValueBool() && !primary.IsNull() {
+		d.AddAttributeError(path.Root("active_active"), "Conflicting modes",
+			"active_active and primary_region cannot both be set: an active-active topic has no primary")
 	}
 	if known(parts) && parts.ValueInt64() < 0 {
 		d.AddAttributeError(path.Root("partitions"), "Negative partition count", "partitions must be 0 (non-partitioned) or more")

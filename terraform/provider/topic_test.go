@@ -102,6 +102,16 @@ data "isobar_topic" "plain" {
 				Check: resource.TestCheckResourceAttr("isobar_topic.plain", "replication_clusters.#", "2"),
 			},
 			{
+				// Its own active-active mode, clusters dropped.
+				Config: p + topics(4, `active_active = true`),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("isobar_topic.plain", "active_active", "true"),
+					resource.TestCheckNoResourceAttr("isobar_topic.plain", "primary_region"),
+					resource.TestCheckNoResourceAttr("isobar_topic.plain", "replication_clusters.#"),
+				),
+			},
+			{ResourceName: "isobar_topic.plain", ImportState: true, ImportStateId: "persistent://tf-topic/ns/plain", ImportStateVerify: true},
+			{
 				// Fewer partitions replace the topic; "plain" follows its
 				// namespace again.
 				Config: p + topics(1, ""),
@@ -112,8 +122,14 @@ data "isobar_topic" "plain" {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr("isobar_topic.events", "partitions", "1"),
 					resource.TestCheckNoResourceAttr("isobar_topic.plain", "primary_region"),
+					resource.TestCheckResourceAttr("isobar_topic.plain", "active_active", "false"),
 					resource.TestCheckNoResourceAttr("isobar_topic.plain", "replication_clusters.#"),
 				),
+			},
+			{
+				Config: p + topics(1, `active_active = true
+  primary_region = "eu-west"`),
+				ExpectError: regexp.MustCompile(`Conflicting modes`),
 			},
 			{
 				Config: p + topicBase + `
