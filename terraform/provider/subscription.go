@@ -27,7 +27,7 @@ type subscriptionModel struct {
 // validTopicFull checks a persistent topic's full name.
 var validTopicFull = nameValidator{"topic", func(s string) error {
 	if !strings.HasPrefix(s, "persistent://") {
-		return errorString("topic " + s + ": want a persistent topic's full name, persistent://tenant/namespace/topic")
+		return errors.New("topic " + s + ": want a persistent topic's full name, persistent://tenant/namespace/topic")
 	}
 	_, err := topic.Parse(s)
 	return err

@@ -48,11 +48,11 @@ func topicPath(n topic.Name) string {
 // validTopicLocal checks a topic's name within its namespace.
 var validTopicLocal = nameValidator{"topic", func(s string) error {
 	if strings.Contains(s, "/") {
-		return errorString(fmt.Sprintf("topic %q: a topic's name may not contain '/' (give tenant and namespace apart)", s))
+		return fmt.Errorf("topic %q: a topic's name may not contain '/' (give tenant and namespace apart)", s)
 	}
 	n, err := topic.Parse("persistent://t/ns/" + s)
 	if err == nil && n.Partition() >= 0 {
-		return errorString(fmt.Sprintf("topic %q is a partition's name", s))
+		return fmt.Errorf("topic %q is a partition's name", s)
 	}
 	return err
 }}

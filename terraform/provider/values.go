@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -75,19 +77,18 @@ var (
 	validTenant  = nameValidator{"tenant", topic.ValidTenant}
 	validCluster = nameValidator{"cluster", func(s string) error {
 		if err := topic.ValidTenant(s); err != nil {
-			return errorString(strings.Replace(err.Error(), "tenant", "cluster", 2))
+			return errors.New(strings.Replace(err.Error(), "tenant", "cluster", 2))
 		}
 		return nil
 	}}
 	validNamespaceSegment = nameValidator{"namespace", func(s string) error {
-		_, _, err := topic.ParseNamespace("t/" + s)
+		if strings.Contains(s, "/") {
+			return fmt.Errorf("namespace %q: a namespace's name may not contain '/' (give the tenant apart)", s)
+		}
+		_, _, err := topic.ParseNamespace("tenant/" + s)
 		return err
 	}}
 )
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
 
 // oneOf checks that a string is one of a few values.
 type oneOf []string
