@@ -23,8 +23,10 @@ if [ ! -x "$bin" ]; then
 	mkdir -p .bin
 	tmp="$bin.tmp.$$"
 	trap 'rm -f "$tmp"' EXIT
-	(cd "$dir" && GOWORK=off GOFLAGS=-buildvcs=false go build -trimpath \
-		-ldflags "-X github.com/opentofu/opentofu/version.dev=no" \
+	# No cgo and no debug information: a static binary, and less to
+	# compile and link.
+	(cd "$dir" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -trimpath \
+		-ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" \
 		-o "$tmp" ./cmd/tofu)
 	mv "$tmp" "$bin"
 fi

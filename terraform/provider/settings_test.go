@@ -77,6 +77,20 @@ resource "isobar_tenant" "t" {
 		ProtoV6ProviderFactories: factories,
 		Steps: []resource.TestStep{
 			{
+				Config:      head + `provider "isobar" {}` + tenant("a"),
+				ExpectError: regexp.MustCompile(`No web service URL`),
+			},
+			{
+				Config: head + fmt.Sprintf(`
+provider "isobar" {
+  web_service_url = [%q]
+  token           = "x"
+  token_file      = %q
+  retry_timeout   = "soon"
+}`, proxy.URL, tokenFile) + tenant("a"),
+				ExpectError: regexp.MustCompile(`(?s)Conflicting settings.*Bad retry_timeout`),
+			},
+			{
 				// Not trusted: the certificate error is the diagnostic.
 				Config: head + fmt.Sprintf(`
 provider "isobar" {
