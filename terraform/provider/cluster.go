@@ -45,8 +45,9 @@ func optionalString(desc string) schema.StringAttribute {
 var clusterKind = &kind[clusterModel]{
 	name: "cluster",
 	description: "A cluster: one region of the federation as the others reach it (its brokers' URLs and its NATS server, " +
-		"which replication connects to). A region registers its own cluster when it starts; manage it here to change its URLs, " +
-		"or to declare a region before it runs.",
+		"which replication connects to). Declare a region here before it runs, or one whose processes do not register it. " +
+		"A region run by `isobar region` or `isobar dev` writes its own record (its brokers' and NATS server's URLs) each time " +
+		"it starts: give the same URLs here, or the next plan after a restart shows the difference.",
 	keys:       []string{"name"},
 	importHelp: "the cluster's name",
 	attributes: map[string]schema.Attribute{
