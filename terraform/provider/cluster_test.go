@@ -17,7 +17,7 @@ import (
 func TestAccCluster(t *testing.T) {
 	f := accTest(t)
 	c := admin(t, f, 0)
-	p := providerBlock(f, "1s")
+	p := providerBlock(f, "5s")
 	cluster := func(nats string) string {
 		return fmt.Sprintf(`
 resource "isobar_cluster" "c" {

@@ -144,7 +144,7 @@ resource "isobar_namespace" "ns" {
 func TestAccNamespaceNormalisedAndBadInput(t *testing.T) {
 	f := accTest(t)
 	c := admin(t, f, 0)
-	p := providerBlock(f, "1s")
+	p := providerBlock(f, "5s")
 	tenant := `
 resource "isobar_tenant" "t" {
   name             = "tf-ns-bad"

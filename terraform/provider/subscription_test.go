@@ -12,7 +12,7 @@ import (
 func TestAccSubscription(t *testing.T) {
 	f := accTest(t)
 	c := admin(t, f, 0)
-	p := providerBlock(f, "2s")
+	p := providerBlock(f, "5s")
 	cfg := p + `
 resource "isobar_tenant" "t" {
   name = "tf-sub"

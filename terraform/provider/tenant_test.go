@@ -111,7 +111,7 @@ resource "isobar_tenant" "t" {
 func TestAccTenantBadInput(t *testing.T) {
 	f := accTest(t)
 	c := admin(t, f, 0)
-	p := providerBlock(f, "1s")
+	p := providerBlock(f, "5s")
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: factories,
 		Steps: []resource.TestStep{

@@ -44,7 +44,7 @@ resource "isobar_topic" "plain" {
 func TestAccTopic(t *testing.T) {
 	f := accTest(t)
 	c := admin(t, f, 1)
-	p := providerBlock(f, "2s")
+	p := providerBlock(f, "5s")
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: factories,
 		CheckDestroy: func(*terraform.State) error {
