@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/isobar-mq/isobar/terraform/provider/client"
 )
@@ -126,7 +127,12 @@ func (p *isobarProvider) Configure(ctx context.Context, req provider.ConfigureRe
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	cfg := client.Config{UserAgent: "terraform-provider-isobar/" + p.version}
+	cfg := client.Config{
+		UserAgent: "terraform-provider-isobar/" + p.version,
+		OnRetry: func(ctx context.Context, r client.Request, err error, wait time.Duration) {
+			tflog.Debug(ctx, "retrying an admin request", map[string]any{"method": r.Method, "path": r.Path, "error": err.Error(), "wait": wait.String()})
+		},
+	}
 
 	var urls []string
 	resp.Diagnostics.Append(m.WebServiceURL.ElementsAs(ctx, &urls, false)...)

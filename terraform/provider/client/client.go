@@ -39,6 +39,9 @@ type Config struct {
 	RetryTimeout time.Duration
 	// UserAgent is sent with every request; empty means "isobar-terraform".
 	UserAgent string
+	// OnRetry, when set, is told of each failed attempt that is retried
+	// and how long Do waits before the next.
+	OnRetry func(ctx context.Context, r Request, err error, wait time.Duration)
 }
 
 // Client talks to the admin REST API. It is safe for concurrent use.
@@ -187,6 +190,9 @@ func (c *Client) Do(ctx context.Context, r Request) error {
 		retry := transient(err) || (r.RetryIf != nil && r.RetryIf(err))
 		if !retry || time.Now().Add(backoff).After(deadline) {
 			return err
+		}
+		if c.cfg.OnRetry != nil {
+			c.cfg.OnRetry(ctx, r, err, backoff)
 		}
 		t := time.NewTimer(backoff)
 		select {

@@ -58,10 +58,16 @@ func TestRetries(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c, _ := New(Config{URLs: []string{srv.URL}, RetryTimeout: 10 * time.Second})
+	var retried []string
+	c, _ := New(Config{URLs: []string{srv.URL}, RetryTimeout: 10 * time.Second, OnRetry: func(_ context.Context, r Request, err error, _ time.Duration) {
+		retried = append(retried, err.Error())
+	}})
 	var out struct{ Partitions int }
 	if err := c.Get(context.Background(), "/p", &out); err != nil || out.Partitions != 3 || calls.Load() != 3 {
 		t.Fatalf("err %v, out %+v, calls %d", err, out, calls.Load())
+	}
+	if len(retried) != 2 || !strings.Contains(retried[0], "concurrent modification") || !strings.Contains(retried[1], "503") {
+		t.Fatalf("retries reported: %q", retried)
 	}
 	calls.Store(0)
 	if err := c.Do(context.Background(), Request{Method: "PUT", Path: "/exists"}); !IsExists(err) || calls.Load() != 1 {
