@@ -390,6 +390,24 @@ func validateNamespace(ctx context.Context, cfg tfsdk.Config) diag.Diagnostics {
 	if d.HasError() {
 		return d
 	}
+	if known(clusters) && len(clusters.Elements()) == 0 {
+		d.AddAttributeError(path.Root("replication_clusters"), "No replication clusters",
+			"replication_clusters needs at least one cluster; leave it out to keep the one the server picks")
+	}
+	var topicType types.String
+	var parts types.Int64
+	d.Append(cfg.GetAttribute(ctx, path.Root("auto_topic_creation").AtName("type"), &topicType)...)
+	d.Append(cfg.GetAttribute(ctx, path.Root("auto_topic_creation").AtName("partitions"), &parts)...)
+	switch {
+	case d.HasError():
+		return d
+	case topicType.ValueString() == "partitioned" && !parts.IsUnknown() && (parts.IsNull() || parts.ValueInt64() < 1):
+		d.AddAttributeError(path.Root("auto_topic_creation").AtName("partitions"), "Partitions needed",
+			"auto_topic_creation of type partitioned needs partitions (1 or more)")
+	case topicType.ValueString() == "non-partitioned" && !parts.IsNull():
+		d.AddAttributeError(path.Root("auto_topic_creation").AtName("partitions"), "Partitions of a non-partitioned topic",
+			"auto_topic_creation of type non-partitioned takes no partitions")
+	}
 	if known(primary) && known(clusters) {
 		cs := setStrings(ctx, clusters)
 		if !slices.Contains(cs, primary.ValueString()) {

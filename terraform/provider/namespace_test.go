@@ -167,12 +167,58 @@ resource "isobar_namespace" "ns" {
 				),
 			},
 			{
+				// Zero values are values, not "unset": kept and read back
+				// as they are.
+				Config: p + tenant + `
+resource "isobar_namespace" "ns" {
+  tenant              = isobar_tenant.t.name
+  name                = "plain"
+  message_ttl_seconds = 0
+  retention           = { time_in_minutes = 0, size_in_mb = 0 }
+  deduplication       = false
+  auto_topic_creation = { allow = false, type = "non-partitioned" }
+  backlog_quota       = { message_age = { limit_time = 10, policy = "producer_exception" } }
+}`,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "message_ttl_seconds", "0"),
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "deduplication", "false"),
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "backlog_quota.message_age.limit_size", "-1"),
+				),
+			},
+			{
 				Config: p + tenant + `
 resource "isobar_namespace" "bad" {
   tenant = isobar_tenant.t.name
   name   = "bad/name"
 }`,
 				ExpectError: regexp.MustCompile(`Invalid namespace name`),
+			},
+			{
+				Config: p + tenant + `
+resource "isobar_namespace" "bad" {
+  tenant               = isobar_tenant.t.name
+  name                 = "none"
+  replication_clusters = []
+}`,
+				ExpectError: regexp.MustCompile(`No replication clusters`),
+			},
+			{
+				Config: p + tenant + `
+resource "isobar_namespace" "bad" {
+  tenant              = isobar_tenant.t.name
+  name                = "auto"
+  auto_topic_creation = { allow = true, type = "non-partitioned", partitions = 3 }
+}`,
+				ExpectError: regexp.MustCompile(`Partitions of a non-partitioned topic`),
+			},
+			{
+				Config: p + tenant + `
+resource "isobar_namespace" "bad" {
+  tenant              = isobar_tenant.t.name
+  name                = "auto"
+  auto_topic_creation = { allow = true, type = "partitioned" }
+}`,
+				ExpectError: regexp.MustCompile(`Partitions needed`),
 			},
 			{
 				Config: p + tenant + `

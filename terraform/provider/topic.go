@@ -297,6 +297,10 @@ func validateTopic(ctx context.Context, cfg tfsdk.Config) diag.Diagnostics {
 	if d.HasError() {
 		return d
 	}
+	if known(clusters) && len(clusters.Elements()) == 0 {
+		d.AddAttributeError(path.Root("replication_clusters"), "No replication clusters",
+			"replication_clusters needs at least one cluster; leave it out to follow the namespace's")
+	}
 	if known(primary) && known(clusters) && !slices.Contains(setStrings(ctx, clusters), primary.ValueString()) {
 		d.AddAttributeError(path.Root("primary_region"), "Primary region not replicated to",
 			fmt.Sprintf("primary_region %q is not one of replication_clusters [%s]", primary.ValueString(), strings.Join(setStrings(ctx, clusters), ", ")))

@@ -132,6 +132,10 @@ data "isobar_topic" "plain" {
 				ExpectError: regexp.MustCompile(`Conflicting modes`),
 			},
 			{
+				Config:      p + topics(1, `replication_clusters = []`),
+				ExpectError: regexp.MustCompile(`No replication clusters`),
+			},
+			{
 				Config: p + topicBase + `
 resource "isobar_topic" "bad" {
   tenant    = "tf-topic"
