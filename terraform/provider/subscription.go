@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -41,7 +42,8 @@ var subscriptionKind = &kind[subscriptionModel]{
 	importHelp: "`persistent://tenant/namespace/topic/subscription` (the topic's full name, a slash, the subscription's name); `initial_position` is then `latest`",
 	attributes: map[string]schema.Attribute{
 		"id": idAttribute("`persistent://tenant/namespace/topic/subscription`."),
-		"topic": schema.StringAttribute{Required: true, MarkdownDescription: "The topic's full name, `persistent://tenant/namespace/topic`. Changing it replaces the subscription.",
+		"topic": schema.StringAttribute{Required: true, MarkdownDescription: "The topic's full name, `persistent://tenant/namespace/topic`; it must exist " +
+			"(a missing topic is refused rather than created with the subscription). Changing it replaces the subscription.",
 			Validators: []validator.String{validTopicFull}, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}},
 		"name": schema.StringAttribute{Required: true, MarkdownDescription: "The subscription's name. Changing it replaces the subscription.",
 			PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}},
@@ -90,6 +92,15 @@ var subscriptionKind = &kind[subscriptionModel]{
 	create: func(ctx context.Context, c *client.Client, m subscriptionModel) error {
 		p, err := subscriptionTopicPath(m)
 		if err != nil {
+			return err
+		}
+		// The server would create a missing topic with the subscription,
+		// and nothing would delete it again.
+		n, _ := topic.Parse(m.Topic.ValueString())
+		if _, err := topicPartitions(ctx, c, n); err != nil {
+			if client.IsNotFound(err) {
+				return fmt.Errorf("topic %s does not exist (create it first, e.g. with isobar_topic): %w", n, err)
+			}
 			return err
 		}
 		var body any

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"testing"
@@ -37,6 +38,40 @@ resource "isobar_subscription" "s" {
 		ProtoV6ProviderFactories: factories,
 		Steps: []resource.TestStep{
 			{
+				// A subscription on a topic that does not exist is refused
+				// (the server would make the topic, which nothing deletes).
+				Config: p + `
+resource "isobar_tenant" "t" {
+  name = "tf-sub"
+}
+resource "isobar_namespace" "ns" {
+  tenant = isobar_tenant.t.name
+  name   = "ns"
+}
+resource "isobar_subscription" "s" {
+  topic = "persistent://${isobar_namespace.ns.id}/missing"
+  name  = "auditor"
+}`,
+				ExpectError: regexp.MustCompile(`(?s)Cannot create the subscription.*missing does not exist`),
+			},
+			{
+				PreConfig: func() {
+					var names []string
+					if err := c.Get(context.Background(), "/admin/v2/persistent/tf-sub/ns", &names); err != nil || len(names) != 0 {
+						t.Errorf("topics after a refused subscription: %v (%v), want none", names, err)
+					}
+				},
+				Config: p + `
+resource "isobar_tenant" "t" {
+  name = "tf-sub"
+}
+data "isobar_namespace" "none" {
+  tenant = isobar_tenant.t.name
+  name   = "none"
+}`,
+				ExpectError: regexp.MustCompile(`(?s)Cannot read the namespace.*404 Not Found`),
+			},
+			{
 				Config: p + `
 resource "isobar_subscription" "bad" {
   topic = "tf-sub/ns/audit"
@@ -58,6 +93,10 @@ data "isobar_subscription" "s" {
 			{
 				ResourceName: "isobar_subscription.s", ImportState: true, ImportStateId: "persistent://tf-sub/ns/audit/auditor",
 				ImportStateVerify: true, ImportStateVerifyIgnore: []string{"initial_position"},
+			},
+			{
+				ResourceName: "isobar_subscription.s", ImportState: true, ImportStateId: "persistent://tf-sub/ns/audit/nobody",
+				ExpectError: regexp.MustCompile(`(?s)Cannot import the subscription.*nobody does not exist`),
 			},
 			{
 				// Deleted out of band: made again.

@@ -131,20 +131,9 @@ func readTopic(ctx context.Context, c *client.Client, m topicModel) (topicModel,
 		return m, err
 	}
 	p := topicPath(n)
-	var meta struct {
-		Partitions int64 `json:"partitions"`
-	}
-	if err := c.Get(ctx, p+"/partitions", &meta); err != nil {
+	partitions, err := topicPartitions(ctx, c, n)
+	if err != nil {
 		return m, err
-	}
-	if meta.Partitions == 0 {
-		var names []string
-		if err := c.Get(ctx, "/admin/v2/persistent/"+esc(n.Tenant)+"/"+esc(n.Namespace), &names); err != nil {
-			return m, err
-		}
-		if !slices.Contains(names, n.String()) {
-			return m, &client.Error{Method: http.MethodGet, Path: p, Status: http.StatusNotFound, Reason: "topic " + n.String() + " does not exist"}
-		}
 	}
 	force := m.ForceDelete
 	if !known(force) {
@@ -152,7 +141,7 @@ func readTopic(ctx context.Context, c *client.Client, m topicModel) (topicModel,
 	}
 	out := topicModel{
 		ID: types.StringValue(n.String()), Tenant: m.Tenant, Namespace: m.Namespace, Name: m.Name, ForceDelete: force,
-		Partitions: types.Int64Value(meta.Partitions), ReplicationClusters: types.SetNull(types.StringType), PrimaryRegion: types.StringNull(),
+		Partitions: types.Int64Value(partitions), ReplicationClusters: types.SetNull(types.StringType), PrimaryRegion: types.StringNull(),
 	}
 	var clusters []string
 	if err := c.Get(ctx, p+"/replication", &clusters); err != nil {
@@ -170,6 +159,30 @@ func readTopic(ctx context.Context, c *client.Client, m topicModel) (topicModel,
 		out.PrimaryRegion = types.StringValue(fo.Primary)
 	}
 	return out, nil
+}
+
+// topicPartitions returns the partitions of topic n (0: not
+// partitioned), or a 404 error when there is no such topic in the region
+// the client reaches.
+func topicPartitions(ctx context.Context, c *client.Client, n topic.Name) (int64, error) {
+	p := topicPath(n)
+	var meta struct {
+		Partitions int64 `json:"partitions"`
+	}
+	if err := c.Get(ctx, p+"/partitions", &meta); err != nil {
+		return 0, err
+	}
+	if meta.Partitions > 0 {
+		return meta.Partitions, nil
+	}
+	var names []string
+	if err := c.Get(ctx, "/admin/v2/persistent/"+esc(n.Tenant)+"/"+esc(n.Namespace), &names); err != nil {
+		return 0, err
+	}
+	if !slices.Contains(names, n.String()) {
+		return 0, &client.Error{Method: http.MethodGet, Path: p, Status: http.StatusNotFound, Reason: "topic " + n.String() + " does not exist"}
+	}
+	return 0, nil
 }
 
 func createTopic(ctx context.Context, c *client.Client, m topicModel) error {
