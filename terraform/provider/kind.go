@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -66,18 +67,9 @@ func (k *kind[M]) resourceSchema() rschema.Schema {
 func (k *kind[M]) dataSourceSchema() dschema.Schema {
 	attrs := map[string]dschema.Attribute{}
 	for name, a := range k.attributes {
-		attrs[name] = dataSourceAttribute(a, isKey(k.keys, name))
+		attrs[name] = dataSourceAttribute(a, slices.Contains(k.keys, name))
 	}
 	return dschema.Schema{MarkdownDescription: "Reads " + lowerFirst(k.description), Attributes: attrs}
-}
-
-func isKey(keys []string, name string) bool {
-	for _, k := range keys {
-		if k == name {
-			return true
-		}
-	}
-	return false
 }
 
 func lowerFirst(s string) string {
