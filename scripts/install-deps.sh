@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs what Isobar's build and tests need beyond Go: the Go modules
-# (fetched by the go command itself) and the Prometheus server that
+# (fetched by the go command itself), the Prometheus server that
 # region's TestDashboardQueriesWithPrometheus runs (Debian's package, via
-# scripts/install-prometheus.sh; needs root or sudo and apt). .ci/run runs
-# this first, so CI runs that test instead of skipping it.
+# scripts/install-prometheus.sh; needs root or sudo and apt) and OpenTofu,
+# which the Terraform provider's acceptance tests drive (built from its Go
+# module into .bin/tofu by scripts/install-tofu.sh). .ci/run runs this
+# first, so CI runs those tests instead of skipping them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go mod download
 bash scripts/install-prometheus.sh >/dev/null
+bash scripts/install-tofu.sh >/dev/null

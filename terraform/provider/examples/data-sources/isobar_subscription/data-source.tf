@@ -1,0 +1,4 @@
+data "isobar_subscription" "billing" {
+  topic = "persistent://acme/payments/invoices"
+  name  = "billing"
+}

@@ -1,0 +1,3 @@
+data "isobar_tenant" "acme" {
+  name = "acme"
+}

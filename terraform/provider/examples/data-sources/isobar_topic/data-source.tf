@@ -1,0 +1,5 @@
+data "isobar_topic" "invoices" {
+  tenant    = "acme"
+  namespace = "payments"
+  name      = "invoices"
+}

@@ -1,0 +1,1 @@
+tofu import isobar_cluster.sa_east sa-east

@@ -1,0 +1,1 @@
+tofu import isobar_namespace.payments acme/payments

@@ -1,0 +1,1 @@
+tofu import isobar_subscription.billing persistent://acme/payments/invoices/billing

@@ -1,0 +1,1 @@
+tofu import isobar_topic.invoices persistent://acme/payments/invoices

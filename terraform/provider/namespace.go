@@ -1,0 +1,423 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/isobar-mq/isobar/terraform/provider/client"
+	"github.com/isobar-mq/isobar/topic"
+)
+
+type namespaceModel struct {
+	ID                       types.String                 `tfsdk:"id"`
+	Tenant                   types.String                 `tfsdk:"tenant"`
+	Name                     types.String                 `tfsdk:"name"`
+	ReplicationClusters      types.Set                    `tfsdk:"replication_clusters"`
+	PrimaryRegion            types.String                 `tfsdk:"primary_region"`
+	AutoFailoverAfterSeconds types.Int64                  `tfsdk:"auto_failover_after_seconds"`
+	Retention                *retentionModel              `tfsdk:"retention"`
+	MessageTTLSeconds        types.Int64                  `tfsdk:"message_ttl_seconds"`
+	BacklogQuota             map[string]backlogQuotaModel `tfsdk:"backlog_quota"`
+	Deduplication            types.Bool                   `tfsdk:"deduplication"`
+	AutoTopicCreation        *autoTopicCreationModel      `tfsdk:"auto_topic_creation"`
+}
+
+type retentionModel struct {
+	TimeInMinutes types.Int64 `tfsdk:"time_in_minutes"`
+	SizeInMB      types.Int64 `tfsdk:"size_in_mb"`
+}
+
+type backlogQuotaModel struct {
+	LimitSize types.Int64  `tfsdk:"limit_size"`
+	LimitTime types.Int64  `tfsdk:"limit_time"`
+	Policy    types.String `tfsdk:"policy"`
+}
+
+type autoTopicCreationModel struct {
+	Allow      types.Bool   `tfsdk:"allow"`
+	Type       types.String `tfsdk:"type"`
+	Partitions types.Int64  `tfsdk:"partitions"`
+}
+
+// The server's JSON (docs/admin.md).
+type (
+	nsPolicies struct {
+		ReplicationClusters []string                  `json:"replication_clusters,omitempty"`
+		Retention           *retentionJSON            `json:"retention_policies,omitempty"`
+		MessageTTL          *int64                    `json:"message_ttl_in_seconds,omitempty"`
+		BacklogQuotaMap     map[string]backlogQuotaJS `json:"backlog_quota_map,omitempty"`
+		Deduplication       *bool                     `json:"deduplicationEnabled,omitempty"`
+		AutoTopicCreation   *autoTopicJSON            `json:"autoTopicCreationOverride,omitempty"`
+	}
+	retentionJSON struct {
+		Minutes int64 `json:"retentionTimeInMinutes"`
+		SizeMB  int64 `json:"retentionSizeInMB"`
+	}
+	backlogQuotaJS struct {
+		LimitSize int64  `json:"limitSize"`
+		LimitTime int64  `json:"limitTime"`
+		Policy    string `json:"policy"`
+	}
+	autoTopicJSON struct {
+		Allow      bool   `json:"allowAutoTopicCreation"`
+		Type       string `json:"topicType"`
+		Partitions *int64 `json:"defaultNumPartitions,omitempty"`
+	}
+	failoverJSON struct {
+		Mode             string `json:"mode"`
+		Primary          string `json:"primary,omitempty"`
+		AutoAfterSeconds int64  `json:"autoFailoverAfterSeconds,omitempty"`
+	}
+)
+
+const (
+	activeActive  = "active-active"
+	activeStandby = "active-standby"
+)
+
+var namespaceKind = &kind[namespaceModel]{
+	name: "namespace",
+	description: "A namespace: where its topics replicate, its primary region (active-standby failover) and its policies " +
+		"(retention, message TTL, backlog quotas, de-duplication, auto topic creation). Every policy left out is the broker's default.",
+	keys:       []string{"tenant", "name"},
+	importHelp: "`tenant/namespace`",
+	attributes: map[string]schema.Attribute{
+		"id": idAttribute("`tenant/namespace`."),
+		"tenant": schema.StringAttribute{
+			Required:            true,
+			MarkdownDescription: "The tenant. Changing it replaces the namespace.",
+			Validators:          []validator.String{validTenant},
+			PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+		},
+		"name": schema.StringAttribute{
+			Required:            true,
+			MarkdownDescription: "The namespace's name within its tenant (letters, digits and `_-=:.`). Changing it replaces the namespace.",
+			Validators:          []validator.String{validNamespaceSegment},
+			PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+		},
+		"replication_clusters": schema.SetAttribute{
+			ElementType: types.StringType,
+			Optional:    true,
+			Computed:    true,
+			MarkdownDescription: "Clusters (regions) the namespace's topics replicate to; each must exist and be allowed by the tenant. " +
+				"Left out, the server picks the cluster of the region the request reached (as Pulsar does) and keeps it.",
+			PlanModifiers: []planmodifier.Set{setplanmodifier.UseStateForUnknown()},
+		},
+		"primary_region": schema.StringAttribute{
+			Optional: true,
+			MarkdownDescription: "Makes the namespace active-standby with this primary region (one of `replication_clusters`): only the primary takes " +
+				"publishes and acknowledgements, and changing it fails over (docs/failover.md). Left out: active-active, every region takes writes.",
+		},
+		"auto_failover_after_seconds": schema.Int64Attribute{
+			Optional:            true,
+			MarkdownDescription: "With `primary_region`: fail over automatically when the primary has been unreachable this long. Left out: manual failover only.",
+		},
+		"retention": schema.SingleNestedAttribute{
+			Optional:            true,
+			MarkdownDescription: "How long acknowledged messages are kept.",
+			Attributes: map[string]schema.Attribute{
+				"time_in_minutes": schema.Int64Attribute{Required: true, MarkdownDescription: "Minutes; -1 unlimited, 0 none."},
+				"size_in_mb":      schema.Int64Attribute{Required: true, MarkdownDescription: "Megabytes; -1 unlimited, 0 none."},
+			},
+		},
+		"message_ttl_seconds": schema.Int64Attribute{
+			Optional:            true,
+			MarkdownDescription: "Unacknowledged messages older than this are acknowledged by the broker (0 to 2147483647 seconds).",
+		},
+		"backlog_quota": schema.MapNestedAttribute{
+			Optional:            true,
+			MarkdownDescription: "Backlog quotas by type: `destination_storage` (size) and `message_age` (time).",
+			NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+				"limit_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(-1),
+					MarkdownDescription: "Bytes; -1 (the default) no limit."},
+				"limit_time": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(-1),
+					MarkdownDescription: "Seconds; -1 (the default) no limit."},
+				"policy": schema.StringAttribute{Required: true,
+					MarkdownDescription: "What the broker does at the limit: `producer_request_hold`, `producer_exception` or `consumer_backlog_eviction`.",
+					Validators:          []validator.String{oneOf{"producer_request_hold", "producer_exception", "consumer_backlog_eviction"}}},
+			}},
+		},
+		"deduplication": schema.BoolAttribute{
+			Optional:            true,
+			MarkdownDescription: "Drop messages a producer resends (by producer name and sequence id). Left out: the broker's default.",
+		},
+		"auto_topic_creation": schema.SingleNestedAttribute{
+			Optional:            true,
+			MarkdownDescription: "Overrides the broker's auto topic creation for this namespace.",
+			Attributes: map[string]schema.Attribute{
+				"allow": schema.BoolAttribute{Required: true, MarkdownDescription: "Whether topics are created on first use."},
+				"type": schema.StringAttribute{Required: true, MarkdownDescription: "`partitioned` or `non-partitioned`.",
+					Validators: []validator.String{oneOf{"partitioned", "non-partitioned"}}},
+				"partitions": schema.Int64Attribute{Optional: true, MarkdownDescription: "Partitions of a topic created as `partitioned` (required then)."},
+			},
+		},
+	},
+	fromID: func(id string) (namespaceModel, error) {
+		t, ns, err := topic.ParseNamespace(id)
+		if err != nil {
+			return namespaceModel{}, err
+		}
+		return namespaceModel{Tenant: types.StringValue(t), Name: types.StringValue(ns)}, nil
+	},
+	read:     readNamespace,
+	create:   createNamespace,
+	update:   updateNamespace,
+	delete:   deleteNamespace,
+	validate: validateNamespace,
+}
+
+func nsPath(m namespaceModel) string {
+	return "/admin/v2/namespaces/" + esc(m.Tenant.ValueString()) + "/" + esc(m.Name.ValueString())
+}
+
+func readNamespace(ctx context.Context, c *client.Client, m namespaceModel) (namespaceModel, error) {
+	var p nsPolicies
+	if err := c.Get(ctx, nsPath(m), &p); err != nil {
+		return m, err
+	}
+	var fo failoverJSON
+	if err := c.Get(ctx, nsPath(m)+"/primary", &fo); err != nil {
+		return m, err
+	}
+	out := namespaceModel{
+		ID:                       types.StringValue(m.Tenant.ValueString() + "/" + m.Name.ValueString()),
+		Tenant:                   m.Tenant,
+		Name:                     m.Name,
+		ReplicationClusters:      stringSet(p.ReplicationClusters),
+		PrimaryRegion:            types.StringNull(),
+		MessageTTLSeconds:        types.Int64PointerValue(p.MessageTTL),
+		Deduplication:            types.BoolPointerValue(p.Deduplication),
+		AutoFailoverAfterSeconds: types.Int64Null(),
+	}
+	if fo.Mode == activeStandby {
+		out.PrimaryRegion = types.StringValue(fo.Primary)
+		if fo.AutoAfterSeconds > 0 {
+			out.AutoFailoverAfterSeconds = types.Int64Value(fo.AutoAfterSeconds)
+		}
+	}
+	if r := p.Retention; r != nil {
+		out.Retention = &retentionModel{TimeInMinutes: types.Int64Value(r.Minutes), SizeInMB: types.Int64Value(r.SizeMB)}
+	}
+	if len(p.BacklogQuotaMap) > 0 {
+		out.BacklogQuota = map[string]backlogQuotaModel{}
+		for k, q := range p.BacklogQuotaMap {
+			out.BacklogQuota[k] = backlogQuotaModel{LimitSize: types.Int64Value(q.LimitSize), LimitTime: types.Int64Value(q.LimitTime), Policy: types.StringValue(q.Policy)}
+		}
+	}
+	if a := p.AutoTopicCreation; a != nil {
+		out.AutoTopicCreation = &autoTopicCreationModel{Allow: types.BoolValue(a.Allow), Type: types.StringValue(a.Type), Partitions: types.Int64PointerValue(a.Partitions)}
+	}
+	return out, nil
+}
+
+// policiesOf is the policies m asks for, in the server's JSON.
+func policiesOf(ctx context.Context, m namespaceModel) nsPolicies {
+	var p nsPolicies
+	if known(m.ReplicationClusters) {
+		p.ReplicationClusters = setStrings(ctx, m.ReplicationClusters)
+	}
+	if r := m.Retention; r != nil {
+		p.Retention = &retentionJSON{Minutes: r.TimeInMinutes.ValueInt64(), SizeMB: r.SizeInMB.ValueInt64()}
+	}
+	p.MessageTTL = m.MessageTTLSeconds.ValueInt64Pointer()
+	if len(m.BacklogQuota) > 0 {
+		p.BacklogQuotaMap = map[string]backlogQuotaJS{}
+		for k, q := range m.BacklogQuota {
+			p.BacklogQuotaMap[k] = backlogQuotaJS{LimitSize: q.LimitSize.ValueInt64(), LimitTime: q.LimitTime.ValueInt64(), Policy: q.Policy.ValueString()}
+		}
+	}
+	p.Deduplication = m.Deduplication.ValueBoolPointer()
+	if a := m.AutoTopicCreation; a != nil {
+		p.AutoTopicCreation = &autoTopicJSON{Allow: a.Allow.ValueBool(), Type: a.Type.ValueString(), Partitions: a.Partitions.ValueInt64Pointer()}
+	}
+	return p
+}
+
+func failoverOf(m namespaceModel) failoverJSON {
+	if m.PrimaryRegion.IsNull() {
+		return failoverJSON{Mode: activeActive}
+	}
+	return failoverJSON{Mode: activeStandby, Primary: m.PrimaryRegion.ValueString(), AutoAfterSeconds: m.AutoFailoverAfterSeconds.ValueInt64()}
+}
+
+// setFailover sets the mode and primary f says.
+func setFailover(ctx context.Context, c *client.Client, path string, f failoverJSON) error {
+	if f.Mode == activeActive {
+		return c.Do(ctx, client.Request{Method: http.MethodDelete, Path: path + "/primary"})
+	}
+	// The delay is always sent: left out, the server would keep the one
+	// it has.
+	body := struct {
+		Mode             string `json:"mode"`
+		Primary          string `json:"primary"`
+		AutoAfterSeconds int64  `json:"autoFailoverAfterSeconds"`
+	}{f.Mode, f.Primary, f.AutoAfterSeconds}
+	return c.Do(ctx, client.Request{Method: http.MethodPost, Path: path + "/primary", Body: body})
+}
+
+// createNamespace creates the namespace with its policies in one request,
+// then sets its primary; when that fails the namespace is deleted again.
+func createNamespace(ctx context.Context, c *client.Client, m namespaceModel) error {
+	p := nsPath(m)
+	if err := c.Do(ctx, client.Request{Method: http.MethodPut, Path: p, Body: policiesOf(ctx, m), RetryIf: client.IsExists}); err != nil {
+		return err
+	}
+	if f := failoverOf(m); f.Mode == activeStandby {
+		if err := setFailover(ctx, c, p, f); err != nil {
+			if derr := c.Do(ctx, client.Request{Method: http.MethodDelete, Path: p}); derr != nil {
+				return fmt.Errorf("%w (and removing the namespace again failed: %v)", err, derr)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// updateNamespace changes only what differs. Replication clusters and the
+// primary move in an order the server accepts whatever the change (it
+// refuses to drop the primary from the clusters): first the union of the
+// old and new clusters, then the primary, then the new clusters.
+func updateNamespace(ctx context.Context, c *client.Client, plan, state namespaceModel) error {
+	p := nsPath(plan)
+	want, have := policiesOf(ctx, plan), policiesOf(ctx, state)
+	post := func(sub string, body any) error {
+		return c.Do(ctx, client.Request{Method: http.MethodPost, Path: p + "/" + sub, Body: body})
+	}
+	del := func(sub string) error {
+		return c.Do(ctx, client.Request{Method: http.MethodDelete, Path: p + "/" + sub})
+	}
+
+	wantF, haveF := failoverOf(plan), failoverOf(state)
+	clusters := want.ReplicationClusters
+	changeClusters := clusters != nil && !slices.Equal(clusters, have.ReplicationClusters)
+	if changeClusters {
+		union := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(have.ReplicationClusters), clusters...))))
+		if !slices.Equal(union, have.ReplicationClusters) {
+			if err := post("replication", union); err != nil {
+				return err
+			}
+		}
+	}
+	if wantF != haveF {
+		if err := setFailover(ctx, c, p, wantF); err != nil {
+			return err
+		}
+	}
+	if changeClusters {
+		if err := post("replication", clusters); err != nil {
+			return err
+		}
+	}
+
+	steps := []struct {
+		sub        string
+		want, have any
+		null       bool
+	}{
+		{"retention", want.Retention, have.Retention, want.Retention == nil},
+		{"messageTTL", want.MessageTTL, have.MessageTTL, want.MessageTTL == nil},
+		{"deduplication", want.Deduplication, have.Deduplication, want.Deduplication == nil},
+		{"autoTopicCreation", want.AutoTopicCreation, have.AutoTopicCreation, want.AutoTopicCreation == nil},
+	}
+	for _, s := range steps {
+		if reflect.DeepEqual(s.want, s.have) {
+			continue
+		}
+		var err error
+		if s.null {
+			err = del(s.sub)
+		} else {
+			err = post(s.sub, s.want)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, typ := range slices.Sorted(func(yield func(string) bool) {
+		for k := range have.BacklogQuotaMap {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		if _, ok := want.BacklogQuotaMap[typ]; !ok {
+			if err := del("backlogQuota?backlogQuotaType=" + esc(typ)); err != nil {
+				return err
+			}
+		}
+	}
+	for typ, q := range want.BacklogQuotaMap {
+		if h, ok := have.BacklogQuotaMap[typ]; ok && h == q {
+			continue
+		}
+		if err := post("backlogQuota?backlogQuotaType="+esc(typ), q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteNamespace deletes the namespace; one whose topics are still going
+// away is retried (a namespace that keeps its topics is not deleted, and
+// the server's reason says why).
+func deleteNamespace(ctx context.Context, c *client.Client, m namespaceModel) error {
+	return c.Do(ctx, client.Request{Method: http.MethodDelete, Path: nsPath(m), RetryIf: client.IsNotEmpty})
+}
+
+func validateNamespace(ctx context.Context, cfg tfsdk.Config) diag.Diagnostics {
+	var d diag.Diagnostics
+	var primary types.String
+	var clusters types.Set
+	var auto types.Int64
+	d.Append(cfg.GetAttribute(ctx, path.Root("primary_region"), &primary)...)
+	d.Append(cfg.GetAttribute(ctx, path.Root("replication_clusters"), &clusters)...)
+	d.Append(cfg.GetAttribute(ctx, path.Root("auto_failover_after_seconds"), &auto)...)
+	if d.HasError() {
+		return d
+	}
+	if known(clusters) && len(clusters.Elements()) == 0 {
+		d.AddAttributeError(path.Root("replication_clusters"), "No replication clusters",
+			"replication_clusters needs at least one cluster; leave it out to keep the one the server picks")
+	}
+	var topicType types.String
+	var parts types.Int64
+	d.Append(cfg.GetAttribute(ctx, path.Root("auto_topic_creation").AtName("type"), &topicType)...)
+	d.Append(cfg.GetAttribute(ctx, path.Root("auto_topic_creation").AtName("partitions"), &parts)...)
+	switch {
+	case d.HasError():
+		return d
+	case topicType.ValueString() == "partitioned" && !parts.IsUnknown() && (parts.IsNull() || parts.ValueInt64() < 1):
+		d.AddAttributeError(path.Root("auto_topic_creation").AtName("partitions"), "Partitions needed",
+			"auto_topic_creation of type partitioned needs partitions (1 or more)")
+	case topicType.ValueString() == "non-partitioned" && !parts.IsNull():
+		d.AddAttributeError(path.Root("auto_topic_creation").AtName("partitions"), "Partitions of a non-partitioned topic",
+			"auto_topic_creation of type non-partitioned takes no partitions")
+	}
+	if known(primary) && known(clusters) {
+		cs := setStrings(ctx, clusters)
+		if !slices.Contains(cs, primary.ValueString()) {
+			d.AddAttributeError(path.Root("primary_region"), "Primary region not replicated to",
+				fmt.Sprintf("primary_region %q is not one of replication_clusters [%s]", primary.ValueString(), strings.Join(cs, ", ")))
+		}
+	}
+	if primary.IsNull() && !auto.IsNull() {
+		d.AddAttributeError(path.Root("auto_failover_after_seconds"), "Automatic failover without a primary",
+			"auto_failover_after_seconds needs primary_region (an active-active namespace has no primary to fail over from)")
+	}
+	return d
+}

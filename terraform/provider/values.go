@@ -1,0 +1,106 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setdefault"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/isobar-mq/isobar/topic"
+)
+
+// stringSet is a set of strings as Terraform holds it; nil and empty are
+// both the empty set (the server answers [] for "none").
+func stringSet(ss []string) types.Set {
+	vs := make([]attr.Value, 0, len(ss))
+	for _, s := range ss {
+		vs = append(vs, types.StringValue(s))
+	}
+	return types.SetValueMust(types.StringType, vs)
+}
+
+// setStrings returns a set's strings, sorted; a null or unknown set has
+// none.
+func setStrings(ctx context.Context, s types.Set) []string {
+	out := []string{}
+	if s.IsNull() || s.IsUnknown() {
+		return out
+	}
+	s.ElementsAs(ctx, &out, false)
+	slices.Sort(out)
+	return out
+}
+
+// emptySet is the default of optional sets: leaving one out means none.
+var emptySet = setdefault.StaticValue(types.SetValueMust(types.StringType, []attr.Value{}))
+
+// known reports whether v has a value at plan time.
+func known(v attr.Value) bool { return !v.IsNull() && !v.IsUnknown() }
+
+// esc escapes one path segment.
+func esc(s string) string { return url.PathEscape(s) }
+
+// nameValidator checks a name with the server's own rule (package topic),
+// so a bad name is refused at plan time with the reason the server
+// would give.
+type nameValidator struct {
+	what  string
+	check func(string) error
+}
+
+func (v nameValidator) Description(context.Context) string {
+	return "a valid " + v.what + " name"
+}
+
+func (v nameValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v nameValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if !known(req.ConfigValue) {
+		return
+	}
+	if err := v.check(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid "+v.what+" name", err.Error())
+	}
+}
+
+// The name rules: tenants and clusters share the tenant-name rule (as
+// the server's store does), namespaces are checked with their tenant,
+// topics by their full name.
+var (
+	validTenant  = nameValidator{"tenant", topic.ValidTenant}
+	validCluster = nameValidator{"cluster", func(s string) error {
+		if err := topic.ValidTenant(s); err != nil {
+			return errors.New(strings.Replace(err.Error(), "tenant", "cluster", 2))
+		}
+		return nil
+	}}
+	validNamespaceSegment = nameValidator{"namespace", func(s string) error {
+		if strings.Contains(s, "/") {
+			return fmt.Errorf("namespace %q: a namespace's name may not contain '/' (give the tenant apart)", s)
+		}
+		_, _, err := topic.ParseNamespace("tenant/" + s)
+		return err
+	}}
+)
+
+// oneOf checks that a string is one of a few values.
+type oneOf []string
+
+func (o oneOf) Description(context.Context) string {
+	return "one of " + strings.Join(o, ", ")
+}
+
+func (o oneOf) MarkdownDescription(ctx context.Context) string { return o.Description(ctx) }
+
+func (o oneOf) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if known(req.ConfigValue) && !slices.Contains(o, req.ConfigValue.ValueString()) {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid value", req.ConfigValue.ValueString()+" is not "+o.Description(ctx))
+	}
+}
