@@ -120,7 +120,8 @@ func TestComposeFederation(t *testing.T) {
 	}
 	t.Cleanup(func() { e.run(time.Minute, "docker", "image", "rm", e.image) })
 	t.Logf("%s built (%v)", strings.TrimSpace(lastLine(out)), time.Since(start).Round(time.Second))
-	check := filepath.Join(t.TempDir(), "pulsarcheck")
+	bin := t.TempDir()
+	check := filepath.Join(bin, "pulsarcheck")
 	if out, err := e.runEnv(10*time.Minute, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", check, "./deploy/compose/pulsarcheck"); err != nil {
 		t.Fatalf("building pulsarcheck: %v\n%s", err, out)
 	}
@@ -139,11 +140,18 @@ func TestComposeFederation(t *testing.T) {
 	// published admin port and seen over eu-west's.
 	e.createNamespace()
 
+	// The client container is on both regions' networks (not on wan),
+	// where every broker's advertised name resolves.
 	e.client = e.project + "-client"
 	if out, err := e.run(2*time.Minute, "docker", "run", "-d", "--name", e.client,
-		"--network", e.project+"_default", "-v", check+":/pulsarcheck:ro",
+		"--network", e.project+"_"+regions[0].name, "-v", check+":/pulsarcheck:ro",
 		"--entrypoint", "/pulsarcheck", e.image, "-idle"); err != nil {
 		t.Fatalf("client container: %v\n%s", err, out)
+	}
+	for _, r := range regions[1:] {
+		if out, err := e.run(time.Minute, "docker", "network", "connect", e.project+"_"+r.name, e.client); err != nil {
+			t.Fatalf("client container on %s's network: %v\n%s", r.name, err, out)
+		}
 	}
 	e.check("the first check")
 
