@@ -2,7 +2,7 @@
 // federation, one container per process, built from the isobar image.
 //
 // TestComposeFederation needs a Docker engine and Compose (docker compose
-// or docker-compose) and takes 5 to 11 minutes; it is skipped with
+// or docker-compose) and takes 6 to 13 minutes; it is skipped with
 // -short, with ISOBAR_SKIP_COMPOSE=1, without Docker, and when the go test
 // deadline leaves it too little time (go test's default is 10 minutes for
 // the whole package: run it with go test -timeout 30m ./deploy/compose, as
@@ -40,8 +40,8 @@ const (
 	projectPrefix = "isobartest-"
 	imagePrefix   = "isobar:compose-test-"
 	namespace     = "geo/replicated"
-	// budget is what the test needs of the go test deadline: 5 minutes on
-	// a quiet 2-core machine, 11 on a busy one, plus a cold build of the
+	// budget is what the test needs of the go test deadline: 6 minutes on
+	// a quiet 2-core machine, 13 on a busy one, plus a cold build of the
 	// static binary (4 minutes).
 	budget = 20 * time.Minute
 	// messages per direction per check.
@@ -88,7 +88,7 @@ type env struct {
 
 func TestComposeFederation(t *testing.T) {
 	if testing.Short() {
-		t.Skip("slow (5 to 11 minutes): skipped with -short")
+		t.Skip("slow (6 to 13 minutes): skipped with -short")
 	}
 	if os.Getenv("ISOBAR_SKIP_COMPOSE") != "" {
 		t.Skip("ISOBAR_SKIP_COMPOSE is set")
@@ -124,6 +124,12 @@ func TestComposeFederation(t *testing.T) {
 	check := filepath.Join(bin, "pulsarcheck")
 	if out, err := e.runEnv(10*time.Minute, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", check, "./deploy/compose/pulsarcheck"); err != nil {
 		t.Fatalf("building pulsarcheck: %v\n%s", err, out)
+	}
+	// isobar for fault-control, built as the image's (so from the
+	// build cache build-image.sh filled).
+	isobar := filepath.Join(bin, "isobar")
+	if out, err := e.runEnv(10*time.Minute, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", isobar, "./cmd/isobar"); err != nil {
+		t.Fatalf("building isobar: %v\n%s", err, out)
 	}
 
 	t.Cleanup(func() { e.down(e.project) })
@@ -181,6 +187,10 @@ func TestComposeFederation(t *testing.T) {
 			t.Errorf("%s exited by itself and was restarted by Docker %s times", svc, n)
 		}
 	}
+
+	// Failover drills of us-east, cut off from the other region and the
+	// global store by its network, then killed (drill_test.go).
+	e.drills(isobar, "partition", "kill")
 	t.Logf("wall time %v", time.Since(start).Round(time.Second))
 }
 
@@ -251,10 +261,10 @@ func (e *env) composeProject(timeout time.Duration, project string, args ...stri
 	return e.runEnv(timeout, []string{"ISOBAR_IMAGE=" + e.image}, e.compose[0], full...)
 }
 
-// down removes a project's containers, network and volumes, and its
-// client container.
+// down removes a project's containers, networks and volumes, and its
+// client and drill containers.
 func (e *env) down(project string) {
-	e.run(time.Minute, "docker", "rm", "-f", project+"-client")
+	e.run(time.Minute, "docker", "rm", "-f", project+"-client", project+"-drill")
 	if out, err := e.composeProject(5*time.Minute, project, "down", "-v", "--remove-orphans", "-t", "10"); err != nil {
 		e.t.Logf("down %s: %v\n%s", project, err, out)
 	}
