@@ -267,6 +267,15 @@ func (e *env) down(project string) {
 	e.run(time.Minute, "docker", "rm", "-f", project+"-client", project+"-drill")
 	if out, err := e.composeProject(5*time.Minute, project, "down", "-v", "--remove-orphans", "-t", "10"); err != nil {
 		e.t.Logf("down %s: %v\n%s", project, err, out)
+		// down stops at a network it cannot remove (Docker 20.10 once
+		// kept counting an endpoint of a container already gone), before
+		// the volumes: remove them still.
+		vols, _ := e.run(time.Minute, "docker", "volume", "ls", "-q", "--filter", "label=com.docker.compose.project="+project)
+		if v := strings.Fields(vols); len(v) > 0 {
+			if out, err := e.run(time.Minute, "docker", append([]string{"volume", "rm"}, v...)...); err != nil {
+				e.t.Logf("removing %s's volumes: %v\n%s", project, err, out)
+			}
+		}
 	}
 }
 
