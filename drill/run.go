@@ -267,7 +267,7 @@ func (d *driver) setup(ctx context.Context) error {
 				return fmt.Errorf("drill: region %s is down: start it first (POST %s/regions/%s/start)", r.Name, c.Endpoints.ControlURL, r.Name)
 			}
 			if c.Fault != Kill && r.WAN == "" {
-				return fmt.Errorf("drill: --fault %s needs WAN links, and region %s has none: start isobar dev with --wan-latency, or give it links in isobar fault-control's configuration", c.Fault, r.Name)
+				return fmt.Errorf("drill: --fault %s needs WAN links, and region %s has none: start isobar dev with --wan-latency, or give it links or partition and heal commands in isobar fault-control's configuration", c.Fault, r.Name)
 			}
 			if r.WAN != "" && r.WAN != "up" {
 				return fmt.Errorf("drill: region %s's WAN links are %s: heal them first (POST %s/regions/%s/heal)", r.Name, r.WAN, c.Endpoints.ControlURL, r.Name)

@@ -35,8 +35,10 @@ region's readiness URL, the commands that kill and start it, and the WAN
 links it dials the other regions and the global store through: each link
 listens on an address the region is pointed at and forwards to the real
 one, with --wan-latency one way; partition, blackhole and heal act on
-every link into and out of a region. See docs/drills.md. Ctrl-C stops it
-(closing every link).`,
+every link into and out of a region. A region may instead have partition
+and heal commands (docker network disconnect and connect, say), which
+partition and heal run. See docs/drills.md. Ctrl-C stops it (closing
+every link).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if path == "" {

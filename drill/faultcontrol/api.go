@@ -46,7 +46,8 @@ type RegionState struct {
 	// URL answers 2xx).
 	Up bool `json:"up"`
 	// WAN is the state of the region's links ("up", "cut",
-	// "blackhole"), empty when it has none.
+	// "blackhole"), or of its partition and heal hooks ("up", "cut",
+	// "unknown" after one failed); empty when it has neither.
 	WAN string `json:"wan,omitempty"`
 }
 
@@ -56,7 +57,8 @@ type Backend interface {
 	Regions(ctx context.Context) []RegionState
 	// Act does action to the named region and returns once it is done.
 	// An unknown region is an error wrapping ErrUnknownRegion; a WAN
-	// action on a region without links, one wrapping ErrNoWAN.
+	// action on a region without links (a blackhole of one with
+	// partition and heal hooks), one wrapping ErrNoWAN.
 	Act(ctx context.Context, region string, action Action) error
 }
 

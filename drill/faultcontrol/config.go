@@ -16,8 +16,9 @@ import (
 
 // Config is what `isobar fault-control` serves (docs/drills.md has an
 // example): for each region, the commands that kill and start it, the
-// URL that says whether it is up, and the WAN links that carry its
-// traffic to the other regions and to the global configuration store. It
+// URL that says whether it is up, and either the WAN links that carry its
+// traffic to the other regions and to the global configuration store or
+// the commands that cut it off from them and heal it. It
 // holds plain settings only; Parse reads it from YAML and Validate checks
 // it, neither doing any I/O.
 type Config struct {
@@ -29,7 +30,8 @@ type Config struct {
 	Latency time.Duration `yaml:"latency"`
 	// HookTimeout bounds a kill or a start: the hook command and then
 	// the wait until the region's readiness URL says it is down (after a
-	// kill) or up (after a start). Zero means DefaultHookTimeout.
+	// kill) or up (after a start); and a partition or heal hook. Zero
+	// means DefaultHookTimeout.
 	HookTimeout time.Duration `yaml:"hookTimeout"`
 	// Regions are the regions the API acts on, in the order GET /regions
 	// lists them. At least one.
@@ -55,8 +57,17 @@ type RegionConfig struct {
 	// Links are the WAN links this region dials through: each listens
 	// on Listen and forwards to Target, the other end's real address.
 	// Partition, blackhole and heal act on every link of the region and
-	// on every other region's link whose To is this region.
+	// on every other region's link whose To is this region. A region has
+	// links or Partition and Heal, not both.
 	Links []LinkConfig `yaml:"links"`
+	// Partition is the command that cuts the region off from the other
+	// regions and the global store while its own clients still reach it,
+	// for example [docker, network, disconnect, wan, broker-1]; Heal
+	// undoes it. Both or neither. With them, partition and heal run them
+	// (other regions' links to this region are left alone) and blackhole
+	// is refused: a command cannot leave connections open and silent.
+	Partition []string `yaml:"partition"`
+	Heal      []string `yaml:"heal"`
 }
 
 // LinkConfig is one proxied link of a region.
@@ -161,16 +172,27 @@ func (c Config) Validate() error {
 		} else if u, err := url.Parse(r.Ready); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad(f+".ready", "%q is not an http:// or https:// URL", r.Ready)
 		}
+		// kill and start are required; partition and heal, each with
+		// the other.
 		for _, h := range []struct {
 			field string
 			argv  []string
-		}{{"kill", r.Kill}, {"start", r.Start}} {
+			need  string // why it is required ("" if it is not)
+		}{
+			{"kill", r.Kill, "required"},
+			{"start", r.Start, "required"},
+			{"partition", r.Partition, need(len(r.Heal) > 0, "required with heal")},
+			{"heal", r.Heal, need(len(r.Partition) > 0, "required with partition")},
+		} {
 			switch {
-			case len(h.argv) == 0:
-				bad(f+"."+h.field, "required: the command that does it, as a list (program, arguments), e.g. %s", hookExample[h.field])
-			case h.argv[0] == "":
+			case len(h.argv) == 0 && h.need != "":
+				bad(f+"."+h.field, "%s: the command that does it, as a list (program, arguments), e.g. %s", h.need, hookExample[h.field])
+			case len(h.argv) > 0 && h.argv[0] == "":
 				bad(f+"."+h.field, "the program (first element) is empty")
 			}
+		}
+		if len(r.Partition) > 0 && len(r.Links) > 0 {
+			bad(f+".partition", "a region's WAN is cut by its links or by partition and heal commands, not both")
 		}
 		for j, l := range r.Links {
 			lf := fmt.Sprintf("%s.links[%d]", f, j)
@@ -213,8 +235,18 @@ func (c Config) Validate() error {
 }
 
 var hookExample = map[string]string{
-	"kill":  "[systemctl, kill, --signal=SIGKILL, isobar-region]",
-	"start": "[systemctl, start, isobar-region]",
+	"kill":      "[systemctl, kill, --signal=SIGKILL, isobar-region]",
+	"start":     "[systemctl, start, isobar-region]",
+	"partition": "[docker, network, disconnect, wan, broker-1]",
+	"heal":      "[docker, network, connect, wan, broker-1]",
+}
+
+// need is why when cond holds, else "".
+func need(cond bool, why string) string {
+	if cond {
+		return why
+	}
+	return ""
 }
 
 // checkAddr splits a host:port whose port is a number (0 only when

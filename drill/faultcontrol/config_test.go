@@ -27,6 +27,12 @@ regions:
     start: [docker, start, r1]
     links:
       - {to: r0, listen: ":7201", target: "10.0.0.1:6571"}
+  - name: r2
+    ready: http://127.0.0.1:8180/readyz
+    kill: [docker, kill, r2-broker]
+    start: [docker, start, r2-broker]
+    partition: [docker, network, disconnect, wan, r2-broker]
+    heal: [docker, network, connect, --alias, broker, wan, r2-broker]
 `
 
 func TestParseGood(t *testing.T) {
@@ -37,8 +43,9 @@ func TestParseGood(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Latency != 40*time.Millisecond || c.hookTimeout() != time.Minute || len(c.Regions) != 2 ||
-		c.Regions[0].Kill[3] != "isobar-region" || c.Regions[0].Links[1].To != GlobalStore || c.Regions[1].Links[0].Listen != ":7201" {
+	if c.Latency != 40*time.Millisecond || c.hookTimeout() != time.Minute || len(c.Regions) != 3 ||
+		c.Regions[0].Kill[3] != "isobar-region" || c.Regions[0].Links[1].To != GlobalStore || c.Regions[1].Links[0].Listen != ":7201" ||
+		c.Regions[2].Partition[2] != "disconnect" || len(c.Regions[2].Heal) != 7 {
 		t.Fatalf("parsed %+v", c)
 	}
 	// The defaults of the zero values.
@@ -69,6 +76,12 @@ var badConfigs = []struct{ yaml, want string }{
 	{"regions: [{name: a, ready: 'http://h', kill: [k]}]", "regions[0].start: required"},
 	{"regions: [{name: a, ready: 'http://h', kill: [''], start: [s]}]", "regions[0].kill: the program (first element) is empty"},
 	{"regions: [{name: a, ready: 'http://h', kill: k, start: [s]}]", "cannot unmarshal"},
+	{"regions: [{name: a, ready: 'http://h', kill: [k], start: [s], partition: [p]}]", "regions[0].heal: required with partition"},
+	{"regions: [{name: a, ready: 'http://h', kill: [k], start: [s], heal: [h]}]", "regions[0].partition: required with heal"},
+	{"regions: [{name: a, ready: 'http://h', kill: [k], start: [s], partition: [''], heal: [h]}]", "regions[0].partition: the program (first element) is empty"},
+	{"regions: [{name: a, ready: 'http://h', kill: [k], start: [s], partition: [p], heal: ['', x]}]", "regions[0].heal: the program (first element) is empty"},
+	{"regions: [{name: a, ready: 'http://h', kill: [k], start: [s], partition: p, heal: [h]}]", "cannot unmarshal"},
+	{"regions: [{name: a, ready: 'http://h', kill: [k], start: [s], partition: [p], heal: [h], links: [{to: global, listen: ':1', target: 'h:2'}]}]", "regions[0].partition: a region's WAN is cut by its links or by partition and heal commands, not both"},
 	{"regions: [{name: a, ready: 'http://h', kill: [k], start: [s], links: [{listen: ':1', target: 'h:2'}]}]", "regions[0].links[0].to: required"},
 	{"regions: [{name: a, ready: 'http://h', kill: [k], start: [s], links: [{to: a, listen: ':1', target: 'h:2'}]}]", `links[0].to: "a" is the link's own region`},
 	{"regions: [{name: a, ready: 'http://h', kill: [k], start: [s], links: [{to: b, listen: ':1', target: 'h:2'}]}]", `links[0].to: "b" is neither`},

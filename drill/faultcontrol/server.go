@@ -24,7 +24,8 @@ const (
 // Server is `isobar fault-control`: the fault-control API over regions
 // that run elsewhere. A kill or a start runs the region's hook command,
 // then waits until its readiness URL says it is down or up; partition,
-// blackhole and heal act on the WAN links it proxies (package wanproxy).
+// blackhole and heal act on the WAN links it proxies (package wanproxy),
+// or partition and heal run the region's hook commands for them.
 // It is a lifecycle.Component: the links and the API listen from Start to
 // Shutdown.
 type Server struct {
@@ -47,11 +48,36 @@ type link struct {
 	*wanproxy.Link
 }
 
-// regionCtl is one region's settings and the lock that makes its kills
-// and starts one at a time.
+// regionCtl is one region's settings and the lock that makes its hooks
+// run one at a time.
 type regionCtl struct {
 	cfg  RegionConfig
-	busy chan struct{} // holds a token while an action runs
+	busy chan struct{} // holds a token while a hook runs
+
+	mu  sync.Mutex
+	wan string // with partition and heal hooks: "up", "cut" or "unknown"
+}
+
+func (r *regionCtl) wanState() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.wan
+}
+
+func (r *regionCtl) setWAN(state string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wan = state
+}
+
+// acquire waits for the region's previous hook to end, or for ctx.
+func (r *regionCtl) acquire(ctx context.Context, action Action) (release func(), err error) {
+	select {
+	case r.busy <- struct{}{}:
+		return func() { <-r.busy }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s %s: gave up waiting for the region's previous action: %w", action, r.cfg.Name, ctx.Err())
+	}
 }
 
 // NewServer returns a server for cfg, which must be valid (see
@@ -65,7 +91,11 @@ func NewServer(cfg Config, logger *slog.Logger) *Server {
 	// regions' own addresses.
 	s.hc = &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: readyTimeout}
 	for _, r := range cfg.Regions {
-		s.regions[r.Name] = &regionCtl{cfg: r, busy: make(chan struct{}, 1)}
+		rc := &regionCtl{cfg: r, busy: make(chan struct{}, 1)}
+		if len(r.Partition) > 0 {
+			rc.wan = wanproxy.StateUp.String() // as links start
+		}
+		s.regions[r.Name] = rc
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
@@ -146,12 +176,18 @@ func (s *Server) Links() []string {
 
 // Regions implements Backend: a region is up while its readiness URL
 // answers 2xx; its WAN state is "up" when every link into and out of it
-// is, else the state of the first that is not.
+// is, else the state of the first that is not. A region with partition
+// and heal hooks is "cut" after its partition hook succeeded, "up" at
+// first and after its heal hook succeeded, "unknown" after either
+// failed.
 func (s *Server) Regions(ctx context.Context) []RegionState {
 	out := make([]RegionState, len(s.cfg.Regions))
 	var wg sync.WaitGroup
 	for i, r := range s.cfg.Regions {
 		out[i] = RegionState{Name: r.Name, WAN: s.wanState(r.Name)}
+		if len(r.Partition) > 0 {
+			out[i].WAN = s.regions[r.Name].wanState()
+		}
 		wg.Go(func() { out[i].Up = s.probe(ctx, r.Ready) == nil })
 	}
 	wg.Wait()
@@ -196,6 +232,9 @@ func (s *Server) Act(ctx context.Context, name string, action Action) error {
 	case Kill, Start:
 		return s.hook(ctx, r, action)
 	case Partition, Blackhole, Heal:
+		if len(r.cfg.Partition) > 0 {
+			return s.wanHook(ctx, r, action)
+		}
 		ls := s.touching(name)
 		if len(ls) == 0 {
 			return fmt.Errorf("%w: region %s has none in the fault-control configuration (regions[].links)", ErrNoWAN, name)
@@ -219,12 +258,11 @@ func (s *Server) Act(ctx context.Context, name string, action Action) error {
 // hook kills or starts region r: its hook, then the wait for its
 // readiness URL to agree, within HookTimeout.
 func (s *Server) hook(ctx context.Context, r *regionCtl, action Action) error {
-	select {
-	case r.busy <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("%s %s: gave up waiting for the region's previous action: %w", action, r.cfg.Name, ctx.Err())
+	release, err := r.acquire(ctx, action)
+	if err != nil {
+		return err
 	}
-	defer func() { <-r.busy }()
+	defer release()
 	timeout := s.cfg.hookTimeout()
 	// The action runs to its end whether or not the caller waits.
 	actx, cancel := context.WithTimeout(s.ctx, timeout)
@@ -258,6 +296,36 @@ func (s *Server) hook(ctx context.Context, r *regionCtl, action Action) error {
 	}
 	s.logger.Info("fault control: "+string(action), "region", r.cfg.Name,
 		"hook", hookDone.Sub(start).Round(time.Millisecond), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// wanHook partitions or heals region r with its hook, within
+// HookTimeout; a blackhole is refused, as a command cannot do one.
+func (s *Server) wanHook(ctx context.Context, r *regionCtl, action Action) error {
+	if action == Blackhole {
+		return fmt.Errorf("%w: region %s is cut by its partition and heal commands, which cannot black-hole it (blackhole needs regions[].links)", ErrNoWAN, r.cfg.Name)
+	}
+	release, err := r.acquire(ctx, action)
+	if err != nil {
+		return err
+	}
+	defer release()
+	// The hook runs to its end whether or not the caller waits.
+	actx, cancel := context.WithTimeout(s.ctx, s.cfg.hookTimeout())
+	defer cancel()
+	start := time.Now()
+	argv, after := r.cfg.Partition, wanproxy.StateCut.String()
+	if action == Heal {
+		argv, after = r.cfg.Heal, wanproxy.StateUp.String()
+	}
+	if err := runHook(actx, argv); err != nil {
+		// Part of it may have been done: the state is not known.
+		r.setWAN("unknown")
+		s.logger.Warn("fault control: hook failed", "region", r.cfg.Name, "action", action, "err", err)
+		return fmt.Errorf("%s %s: hook %w", action, r.cfg.Name, err)
+	}
+	r.setWAN(after)
+	s.logger.Info("fault control: "+string(action), "region", r.cfg.Name, "hook", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

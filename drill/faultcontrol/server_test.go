@@ -263,3 +263,61 @@ func TestServerStartFailureListensOnNothing(t *testing.T) {
 	}
 	ln.Close()
 }
+
+// TestServerPartitionHooks: a region with partition and heal hooks is cut
+// and healed by running them (here they create and remove a file), its
+// state following them ("unknown" after one failed); a black hole and a
+// failing hook are refused saying why, and a region's links are left
+// alone by another region's hooks.
+func TestServerPartitionHooks(t *testing.T) {
+	dir := t.TempDir()
+	target := echo(t)
+	r0, r1, r2 := fakeRegion(t, dir, "r0"), fakeRegion(t, dir, "r1"), fakeRegion(t, dir, "r2")
+	cut := filepath.Join(dir, "r0.cut")
+	r0.Partition, r0.Heal = []string{"touch", cut}, []string{"rm", cut}
+	r1.Links = []LinkConfig{{To: "r0", Listen: freeAddr(t), Target: target}}
+	r2.Partition, r2.Heal = []string{"sh", "-c", "echo no such network >&2; exit 1"}, []string{"true"}
+	s := startServer(t, Config{Listen: "127.0.0.1:0", HookTimeout: time.Second, Regions: []RegionConfig{r0, r1, r2}})
+	c := apiClient{t, s.URL()}
+
+	if st := c.regions(); st["r0"].WAN != "up" || st["r1"].WAN != "up" || st["r2"].WAN != "up" {
+		t.Fatalf("regions %+v", st)
+	}
+	c.must("/regions/r0/partition")
+	if _, err := os.Stat(cut); err != nil {
+		t.Fatalf("the partition hook did not run: %v", err)
+	}
+	// r1's link to r0 is r1's: r0's hooks leave it up.
+	if st := c.regions(); st["r0"].WAN != "cut" || !st["r0"].Up || st["r1"].WAN != "up" {
+		t.Fatalf("after partition: %+v", st)
+	}
+	c.must("/regions/r0/heal")
+	if _, err := os.Stat(cut); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the heal hook did not run: %v", err)
+	}
+	if st := c.regions(); st["r0"].WAN != "up" {
+		t.Fatalf("after heal: %+v", st)
+	}
+
+	for _, bad := range []struct {
+		path string
+		want []string
+	}{
+		{"/regions/r0/blackhole", []string{"no WAN links", "r0 is cut by its partition and heal commands", "needs regions[].links"}},
+		{"/regions/r0/heal", []string{"heal r0: hook [rm", "exit status 1"}}, // nothing to remove
+		{"/regions/r2/partition", []string{"partition r2: hook [sh -c", "exit status 1", "no such network"}},
+	} {
+		code, body := c.post(bad.path)
+		if code != http.StatusConflict {
+			t.Errorf("POST %s: %d %s, want 409", bad.path, code, body)
+		}
+		for _, w := range bad.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("POST %s: %s, does not say %s", bad.path, body, w)
+			}
+		}
+	}
+	if st := c.regions(); st["r0"].WAN != "unknown" || st["r2"].WAN != "unknown" {
+		t.Fatalf("after failed hooks: %+v", st)
+	}
+}

@@ -61,9 +61,11 @@ func CheckReport(t testing.TB, fault string, r *drill.Report, maxRTO time.Durati
 	// Subscription state follows the primary (and an old primary's
 	// acknowledgements of its late tail arrive before the tail): what
 	// comes again is what was in flight at the cut, about 100 ms of
-	// traffic at 200 msg/s; measured 6-9.
-	if r.DuplicatedRedelivery > 100 {
-		t.Errorf("%s: %d messages delivered again, want at most 100", fault, r.DuplicatedRedelivery)
+	// traffic at 200 msg/s; measured 6-9. More only within the drill's
+	// own bound (in flight at the cut): a killed region of containers
+	// stops over seconds, with more in flight (143 of 184 measured).
+	if limit := max(100, r.RedeliveryBound); r.DuplicatedRedelivery > limit {
+		t.Errorf("%s: %d messages delivered again, want at most %d", fault, r.DuplicatedRedelivery, limit)
 	}
 	if ce := r.ClientErrors; ce.ProducersClosed != 0 || ce.ConsumersClosed != 0 {
 		t.Errorf("%s: clients closed for good: %+v", fault, ce)
