@@ -41,26 +41,15 @@ func (a *adminCmd) primaryVerbs(nsVerb func(*cobra.Command, func(*cobra.Command,
 	var activeActive bool
 	var autoAfter time.Duration
 	set := verb("set-primary <tenant/namespace> [region]", "Make a namespace active-standby with this primary region, or active-active with --active-active", nil)
-	set.Args = func(_ *cobra.Command, args []string) error {
-		if len(args) < 1 || len(args) > 2 {
-			return usageError{fmt.Errorf("want <tenant/namespace> [region], got %d arguments", len(args))}
-		}
-		return nil
-	}
+	set.Args = primaryArgs("<tenant/namespace>")
 	set.RunE = func(cmd *cobra.Command, args []string) error {
 		ns, err := parseNamespace(args[0])
 		if err != nil {
 			return err
 		}
-		var primary string
-		if len(args) == 2 {
-			primary = args[1]
-			if err := parseName("region", primary); err != nil {
-				return err
-			}
-		}
-		if activeActive == (primary != "") {
-			return usageError{fmt.Errorf("give a primary region or --active-active, not both or neither")}
+		primary, err := primaryRegion(args, activeActive)
+		if err != nil {
+			return err
 		}
 		if activeActive {
 			if err := a.doREST(cmd, "make "+ns+" active-active", func(ctx context.Context, c *rest.Client) error {
@@ -124,26 +113,15 @@ func (a *adminCmd) topicPrimaryVerbs(asJSON *bool) []*cobra.Command {
 	}
 	var activeActive bool
 	set := verb("set-primary <topic> [region]", "Give a topic its own primary region (active-standby), or make it active-active with --active-active, whatever its namespace's mode", nil)
-	set.Args = func(_ *cobra.Command, args []string) error {
-		if len(args) < 1 || len(args) > 2 {
-			return usageError{fmt.Errorf("want <topic> [region], got %d arguments", len(args))}
-		}
-		return nil
-	}
+	set.Args = primaryArgs("<topic>")
 	set.RunE = func(cmd *cobra.Command, args []string) error {
 		p, err := path(args[0])
 		if err != nil {
 			return err
 		}
-		var primary string
-		if len(args) == 2 {
-			primary = args[1]
-			if err := parseName("region", primary); err != nil {
-				return err
-			}
-		}
-		if activeActive == (primary != "") {
-			return usageError{fmt.Errorf("give a primary region or --active-active, not both or neither")}
+		primary, err := primaryRegion(args, activeActive)
+		if err != nil {
+			return err
 		}
 		body := map[string]any{"mode": policy.ActiveStandby, "primary": primary}
 		if activeActive {
@@ -210,4 +188,31 @@ func (a *adminCmd) topicPrimaryVerbs(asJSON *bool) []*cobra.Command {
 	})
 	get.Flags().BoolVar(&applied, "applied", false, "show the mode in force: the topic's own, else its namespace's")
 	return []*cobra.Command{set, get, remove}
+}
+
+// primaryArgs checks set-primary's arguments: what, then an optional
+// region.
+func primaryArgs(what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) < 1 || len(args) > 2 {
+			return usageError{fmt.Errorf("want %s [region], got %d arguments", what, len(args))}
+		}
+		return nil
+	}
+}
+
+// primaryRegion is set-primary's region argument, checked against
+// --active-active (exactly one of them).
+func primaryRegion(args []string, activeActive bool) (string, error) {
+	var primary string
+	if len(args) == 2 {
+		primary = args[1]
+		if err := parseName("region", primary); err != nil {
+			return "", err
+		}
+	}
+	if activeActive == (primary != "") {
+		return "", usageError{fmt.Errorf("give a primary region or --active-active, not both or neither")}
+	}
+	return primary, nil
 }
