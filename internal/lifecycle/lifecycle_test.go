@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -227,6 +228,33 @@ func TestRunnerDeadlineAndStartFailure(t *testing.T) {
 	r, _ = testRunner(make(chan os.Signal), time.Minute)
 	if err := r.Run(context.Background(), group(ps)); err == nil || !strings.Contains(err.Error(), "port in use") {
 		t.Fatalf("start failure: %v", err)
+	}
+}
+
+// startsUntilStopped is a component whose start waits for its context.
+type startsUntilStopped struct{ started chan struct{} }
+
+func (startsUntilStopped) Name() string { return "slow" }
+func (c startsUntilStopped) Start(ctx context.Context) error {
+	close(c.started)
+	<-ctx.Done()
+	return fmt.Errorf("registering: %w", ctx.Err())
+}
+func (startsUntilStopped) Shutdown(context.Context) error { return nil }
+func (startsUntilStopped) Abort()                         {}
+
+// A context that ends while the component starts stops the run cleanly,
+// as a signal does: the start's error is not a failure.
+func TestRunnerContextEndsWhileStarting(t *testing.T) {
+	r, _ := testRunner(make(chan os.Signal), time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	c := startsUntilStopped{started: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, c) }()
+	<-c.started
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("stopped while starting: %v, want nil", err)
 	}
 }
 

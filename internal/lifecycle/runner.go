@@ -170,6 +170,12 @@ func (r *Runner) Run(ctx context.Context, c Component) error {
 	}
 	cancelStart()
 	if startErr != nil {
+		if ctx.Err() != nil {
+			// Stopped while starting, as on a signal: the start's error
+			// is the stop's doing, not a failure.
+			log.Info("context ended while starting: stopped", "err", startErr)
+			return nil
+		}
 		return startErr
 	}
 	if ch, ok := c.(Checker); ok {
