@@ -27,13 +27,17 @@ import (
 // store's are used by the first region only).
 var regionPorts = []int{2379, 2380, 2381, 2479, 2480, 2481, 3181, 8000, 6650, 8080, 4222, 7222, 6222, 8222, 8090}
 
-// freeOffsets finds three region port offsets, 6000 apart (a region's
-// ports span 2379 to 8222), whose ports are all free now and stay below
-// Linux's ephemeral range (32768), where other tests' free ports come from.
+// freeOffsets finds three region port offsets whose ports are all free
+// now. The test's ports stay below 10000, where no test picks ports at
+// random (region's tests pick from 10000-19999, internal/proctest's from
+// 20000-31999, the kernel's ephemeral range starts at 32768), and clear of
+// the fixed plans of cmd/isobar's tests (3000-3142, 3300-3542, 4430-4531,
+// 4730-4931): offsets b, b+300 and b+600 for b from 1164 to 1177 keep the
+// three regions' ports apart and inside 3543-9999.
 func freeOffsets(t *testing.T) []int {
 	t.Helper()
-	for base := 10000; base < 10900; base += 100 {
-		offsets := []int{base, base + 6000, base + 12000}
+	for base := 1164; base <= 1177; base++ {
+		offsets := []int{base, base + 300, base + 600}
 		if allFree(offsets) {
 			return offsets
 		}
