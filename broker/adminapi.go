@@ -533,7 +533,7 @@ func (a adminTopics) Lookup(ctx context.Context, name topic.Name) (admin.LookupD
 			return admin.LookupData{}, err
 		}
 		pol = pol.ForTopic(name)
-		if _, ok := a.b.redirectToPrimary(pol, ""); ok {
+		if _, ok := a.b.redirectToPrimary(pol, false); ok {
 			if pol.PrimaryWebServiceURL == "" {
 				return admin.LookupData{}, fmt.Errorf("%w: topic %s is active-standby and its primary region %s has no web service URL", wire.ErrServiceNotReady, name, pol.Failover.Primary)
 			}

@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	nooptrace "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/isobar-mq/isobar/auth"
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
@@ -202,6 +203,9 @@ type Config struct {
 	ReplicationStallAfter time.Duration `yaml:"replicationStallAfter"`
 	// Limits bound what clients may ask (docs/limits.md).
 	Limits Limits `yaml:"limits"`
+	// Auth turns on token authentication and authorization
+	// (docs/security.md).
+	Auth auth.Config `yaml:"auth"`
 }
 
 // Deps are a broker's live dependencies.
@@ -254,6 +258,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Limits.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if err := c.Auth.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("broker.%w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -358,7 +365,8 @@ type Broker struct {
 	conns     map[*conn]struct{}
 	perIP     map[string]int // open connections by client address
 	metrics   *metrics
-	tracing   bool // the tracer provider records spans
+	tracing   bool         // the tracer provider records spans
+	auth      *auth.Server // credentials and permissions
 	topics    map[string]*topicSlot
 	shutdown  bool
 
@@ -405,6 +413,11 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		syncDue: map[*Topic]struct{}{},
 	}
 	b.tracing = replication.TracingEnabled(deps.TracerProvider)
+	var err error
+	if b.auth, err = auth.NewServer(cfg.Auth); err != nil {
+		cancel()
+		return nil, fmt.Errorf("broker.auth: %w", err)
+	}
 	if err := b.initMetrics(); err != nil {
 		cancel()
 		return nil, fmt.Errorf("broker: metrics: %w", err)
@@ -418,6 +431,10 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 // Panics is the number of panics recovered in command handlers; each is a
 // bug (the connection it happened on is closed).
 func (b *Broker) Panics() int64 { return b.panics.Load() }
+
+// Auth is the broker's authentication: its HTTP server wraps the admin
+// API and lookups with Auth().HTTP.
+func (b *Broker) Auth() *auth.Server { return b.auth }
 
 // Config returns the broker's configuration with defaults filled in.
 func (b *Broker) Config() Config { return b.cfg }

@@ -56,7 +56,8 @@ type conn struct {
 	slow            sync.WaitGroup
 	pending         atomic.Int64 // async handlers running (bounded by MaxPendingRequests)
 	closeOnce       sync.Once
-	drain           bool // reader goroutine, read by serve after it
+	drain           bool     // reader goroutine, read by serve after it
+	auth            connAuth // the authenticated role (connauth.go)
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
@@ -96,6 +97,7 @@ func (c *conn) serve() {
 		}
 	}
 	c.nc.Close()
+	c.stopAuth()
 	c.slow.Wait()
 	c.release()
 	<-kdone
@@ -256,7 +258,12 @@ func (c *conn) readLoop() error {
 				c.drainAndClose()
 				return fmt.Errorf("broker: %v before CONNECT", f.Cmd.GetType())
 			}
-			c.handleConnect(f.Cmd.Connect)
+			if err := c.handleConnect(f.Cmd.Connect); err != nil {
+				c.log.Info("connection refused", "err", err)
+				c.sendCmd(wire.NewErrorCommand(0, err))
+				c.drainAndClose()
+				return err
+			}
 			connected = true
 			continue
 		}
@@ -274,7 +281,10 @@ const maxHandshakeFrame = 64 << 10
 // peer still sends before closing (see serve).
 func (c *conn) drainAndClose() { c.drain = true }
 
-func (c *conn) handleConnect(cmd *pb.CommandConnect) {
+func (c *conn) handleConnect(cmd *pb.CommandConnect) error {
+	if err := c.authenticate(cmd); err != nil {
+		return err
+	}
 	c.clientVersion = cmd.GetClientVersion()
 	c.protocolVersion = min(cmd.GetProtocolVersion(), maxProtocolVersion)
 	mms := int32(c.b.cfg.MaxMessageSize)
@@ -288,6 +298,7 @@ func (c *conn) handleConnect(cmd *pb.CommandConnect) {
 		},
 	})
 	c.log = c.log.With("client", c.clientVersion)
+	return nil
 }
 
 // handle dispatches one command. Commands that may block on the metadata
@@ -352,7 +363,7 @@ func (c *conn) handle(f wire.Frame, derr error) (err error) {
 			RequestId: &id, SchemaVersion: make([]byte, 8),
 		}})
 	case pb.BaseCommand_AUTH_RESPONSE:
-		// No authentication yet: nothing was challenged.
+		return c.handleAuthResponse(cmd.AuthResponse)
 	case pb.BaseCommand_CONNECT:
 		c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: CONNECT on a connected connection", wire.ErrNotAllowed)))
 	default:
@@ -485,7 +496,7 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 		return
 	}
 	pol = pol.ForTopic(name)
-	if url, ok := c.b.redirectToPrimary(pol, c.clientVersion); ok {
+	if url, ok := c.b.redirectToPrimary(pol, c.mayReplicate()); ok {
 		if url == "" {
 			fail(fmt.Errorf("%w: topic %s is active-standby and its primary region %s has no broker service URL", wire.ErrServiceNotReady, name, pol.Failover.Primary))
 			return
@@ -496,7 +507,7 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 		}})
 		return
 	}
-	if err := c.b.lapsedPrimary(pol, name, c.clientVersion); err != nil {
+	if err := c.b.lapsedPrimary(pol, name, c.mayReplicate()); err != nil {
 		fail(err)
 		return
 	}
@@ -540,6 +551,8 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	if strings.HasPrefix(pname, replication.Prefix) {
 		src, ok := replication.ProducerSource(pname)
 		switch {
+		case c.b.auth.Enabled() && !c.mayReplicate():
+			err = fmt.Errorf("%w: producer names starting %s are replicator producers; role %q is not a replicator role", wire.ErrAuthorization, replication.Prefix, c.role())
 		case !ok:
 			err = fmt.Errorf("%w: replicator producer name %q must be %s<source cluster>[.<worker>]", ErrInvalidArgument, pname, replication.Prefix)
 		case src == c.b.cfg.Cluster:

@@ -30,11 +30,12 @@ import (
 // ProducerFenced, on which it would give up.
 
 // redirectToPrimary says whether a lookup of a topic of a namespace with
-// policy pol, asked by a client sending clientVersion, goes to the
-// primary region, and to which broker URL ("" when the primary has none).
-func (b *Broker) redirectToPrimary(pol NamespacePolicy, clientVersion string) (string, bool) {
+// policy pol, asked by a client (a replicator worker when replicator),
+// goes to the primary region, and to which broker URL ("" when the
+// primary has none).
+func (b *Broker) redirectToPrimary(pol NamespacePolicy, replicator bool) (string, bool) {
 	f := pol.Failover
-	if f.Mode != policy.ActiveStandby || f.Primary == b.cfg.Cluster || strings.HasPrefix(clientVersion, replication.ClientVersion) {
+	if f.Mode != policy.ActiveStandby || f.Primary == b.cfg.Cluster || replicator {
 		return "", false
 	}
 	return pol.PrimaryServiceURL, true
@@ -45,8 +46,8 @@ func (b *Broker) redirectToPrimary(pol NamespacePolicy, clientVersion string) (s
 // and another region may have been promoted, so it does not name itself.
 // The client retries the lookup, on the next host of a multi-host service
 // URL, instead of connecting here again and again to be refused.
-func (b *Broker) lapsedPrimary(pol NamespacePolicy, name topic.Name, clientVersion string) error {
-	if pol.Failover.Mode != policy.ActiveStandby || strings.HasPrefix(clientVersion, replication.ClientVersion) {
+func (b *Broker) lapsedPrimary(pol NamespacePolicy, name topic.Name, replicator bool) error {
+	if pol.Failover.Mode != policy.ActiveStandby || replicator {
 		return nil
 	}
 	if err := b.checkPrimary(name); errors.Is(err, primary.ErrLapsed) {

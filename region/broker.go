@@ -278,7 +278,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	}
 	health.Mount(mux)
 	mux.Handle("/", adm)
-	c.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	c.http = &http.Server{Handler: b.Auth().HTTP(mux), ReadHeaderTimeout: 10 * time.Second}
 	c.done = make(chan struct{})
 	hln, bln := c.hln, c.bln
 	go func() {

@@ -27,6 +27,11 @@ type Config struct {
 	// ServiceURL is the region's brokers' Pulsar URL
 	// (pulsar://host:port[,host:port...]). Required.
 	ServiceURL string `yaml:"serviceUrl"`
+	// TokenFile holds the token the worker authenticates to its brokers
+	// with (its role must be among their auth.replicatorRoles or
+	// superUserRoles); read at each connection, so it can be replaced.
+	// Empty sends none.
+	TokenFile string `yaml:"tokenFile"`
 
 	// FrameEntries, FrameBytes and FrameDelay bound a frame: at most
 	// FrameEntries entries (0: 1000) and FrameBytes raw bytes (0: 4 MiB).

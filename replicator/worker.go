@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -56,7 +57,14 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 	}
 	cfg = cfg.withDefaults()
 	deps = deps.withDefaults()
-	client, err := pulsarconn.New(pulsarconn.Config{ServiceURL: cfg.ServiceURL, Logger: deps.Logger})
+	pc := pulsarconn.Config{ServiceURL: cfg.ServiceURL, Logger: deps.Logger}
+	if f := cfg.TokenFile; f != "" {
+		pc.Token = func() (string, error) {
+			b, err := os.ReadFile(f)
+			return strings.TrimSpace(string(b)), err
+		}
+	}
+	client, err := pulsarconn.New(pc)
 	if err != nil {
 		return nil, err
 	}

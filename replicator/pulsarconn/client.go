@@ -50,6 +50,10 @@ type Config struct {
 	// ConnectTimeout bounds dialling a broker and the CONNECT handshake;
 	// 0 means 5s.
 	ConnectTimeout time.Duration
+	// Token, when set, returns the token the client authenticates with
+	// (auth method "token"), at each connection and each AUTH_CHALLENGE,
+	// so a token file replaced on disk is used from the next one.
+	Token func() (string, error)
 }
 
 // Validate reports every problem with c at once.

@@ -79,13 +79,16 @@ func (cn *conn) handshake(ctx context.Context) (err error) {
 	if dl, ok := ctx.Deadline(); ok {
 		cn.nc.SetDeadline(dl)
 	}
-	f, err := wire.AppendCommand(nil, &pb.BaseCommand{
-		Type: pb.BaseCommand_CONNECT.Enum(),
-		Connect: &pb.CommandConnect{
-			ClientVersion:   strp(clientVersion),
-			ProtocolVersion: i32p(protocolVersion),
-		},
-	})
+	connect := &pb.CommandConnect{
+		ClientVersion:   strp(clientVersion),
+		ProtocolVersion: i32p(protocolVersion),
+	}
+	if ad, err := cn.cl.authData(); err != nil {
+		return err
+	} else if ad != nil {
+		connect.AuthMethodName, connect.AuthData = ad.AuthMethodName, ad.AuthData
+	}
+	f, err := wire.AppendCommand(nil, &pb.BaseCommand{Type: pb.BaseCommand_CONNECT.Enum(), Connect: connect})
 	if err != nil {
 		return err
 	}
@@ -328,6 +331,15 @@ func (cn *conn) handle(f wire.Frame) error {
 	case pb.BaseCommand_PING:
 		return cn.writeCmd(&pb.BaseCommand{Type: pb.BaseCommand_PONG.Enum(), Pong: &pb.CommandPong{}})
 	case pb.BaseCommand_PONG, pb.BaseCommand_CONNECTED:
+	case pb.BaseCommand_AUTH_CHALLENGE:
+		// The token expired: answer with the current one.
+		ad, err := cn.cl.authData()
+		if err != nil || ad == nil {
+			return fmt.Errorf("auth challenge: no token to answer with (%v)", err)
+		}
+		return cn.writeCmd(&pb.BaseCommand{Type: pb.BaseCommand_AUTH_RESPONSE.Enum(), AuthResponse: &pb.CommandAuthResponse{
+			ClientVersion: strp(clientVersion), ProtocolVersion: i32p(protocolVersion), Response: ad,
+		}})
 	case pb.BaseCommand_SUCCESS:
 		cn.resolve(cmd.Success.GetRequestId(), cmd)
 	case pb.BaseCommand_ERROR:
@@ -408,3 +420,15 @@ func strp(s string) *string { return &s }
 func i32p(v int32) *int32   { return &v }
 func u64p(v uint64) *uint64 { return &v }
 func boolp(b bool) *bool    { return &b }
+
+// authData is the client's credentials, nil without a token.
+func (c *Client) authData() (*pb.AuthData, error) {
+	if c.cfg.Token == nil {
+		return nil, nil
+	}
+	tok, err := c.cfg.Token()
+	if err != nil {
+		return nil, fmt.Errorf("pulsarconn: token: %w", err)
+	}
+	return &pb.AuthData{AuthMethodName: strp("token"), AuthData: []byte(tok)}, nil
+}

@@ -1,0 +1,224 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/isobar-mq/isobar/wire"
+)
+
+// Config is a server's authentication and authorization settings
+// (Pulsar's names where it has them).
+type Config struct {
+	// AuthenticationEnabled makes every connection and admin request carry
+	// a valid token (Pulsar's authenticationEnabled); off, nothing is
+	// checked and every peer is anonymous.
+	AuthenticationEnabled bool `yaml:"authenticationEnabled"`
+	// Token says how tokens are checked.
+	Token TokenConfig `yaml:"token"`
+	// AuthorizationEnabled checks each operation against the role's
+	// permissions (Pulsar's authorizationEnabled); it needs
+	// AuthenticationEnabled.
+	AuthorizationEnabled bool `yaml:"authorizationEnabled"`
+	// SuperUserRoles may do anything, replication included (Pulsar's
+	// superUserRoles).
+	SuperUserRoles []string `yaml:"superUserRoles"`
+	// ReplicatorRoles are the roles the region's replicator workers
+	// authenticate with: only they (and superusers) may write replicated
+	// entries or bypass a standby region's redirect.
+	ReplicatorRoles []string `yaml:"replicatorRoles"`
+	// AuthenticateMetrics requires a token for /metrics as well (Pulsar's
+	// authenticateMetricsEndpoint); /healthz and /readyz are always open.
+	AuthenticateMetrics bool `yaml:"authenticateMetrics"`
+}
+
+// Validate checks the settings; every problem is named.
+func (c Config) Validate() error {
+	var errs []error
+	if c.AuthenticationEnabled {
+		if err := c.Token.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("auth.token: %w", err))
+		}
+	}
+	if c.AuthorizationEnabled && !c.AuthenticationEnabled {
+		errs = append(errs, errors.New("auth.authorizationEnabled needs auth.authenticationEnabled"))
+	}
+	for _, r := range append(slices.Clone(c.SuperUserRoles), c.ReplicatorRoles...) {
+		if err := ValidRole(r); err != nil {
+			errs = append(errs, fmt.Errorf("auth: role %q: %w", r, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ValidRole checks a role name: printable, no spaces, at most 256 bytes.
+func ValidRole(r string) error {
+	if r == "" || len(r) > 256 {
+		return errors.New("a role is 1 to 256 bytes")
+	}
+	for _, c := range r {
+		if c <= ' ' || c == 0x7f {
+			return errors.New("a role has no spaces or control characters")
+		}
+	}
+	return nil
+}
+
+// Identity is who a peer proved to be.
+type Identity struct {
+	// Role is the authenticated role; empty when authentication is off.
+	Role string
+	// Expires is when the credential stops being valid (zero: never).
+	Expires time.Time
+}
+
+// Server checks credentials for one server (a broker). A nil *Server, or
+// one with authentication off, lets every peer in as anonymous.
+type Server struct {
+	cfg        Config
+	verifier   *Verifier
+	super      map[string]bool
+	replicator map[string]bool
+}
+
+// NewServer builds the checks from cfg, loading the token key.
+func NewServer(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, super: map[string]bool{}, replicator: map[string]bool{}}
+	for _, r := range cfg.SuperUserRoles {
+		s.super[r] = true
+	}
+	for _, r := range cfg.ReplicatorRoles {
+		s.replicator[r] = true
+	}
+	if cfg.AuthenticationEnabled {
+		v, err := NewVerifier(cfg.Token)
+		if err != nil {
+			return nil, err
+		}
+		s.verifier = v
+	}
+	return s, nil
+}
+
+// Enabled reports whether peers must authenticate.
+func (s *Server) Enabled() bool { return s != nil && s.cfg.AuthenticationEnabled }
+
+// AuthorizationEnabled reports whether operations are checked against
+// permissions.
+func (s *Server) AuthorizationEnabled() bool { return s != nil && s.cfg.AuthorizationEnabled }
+
+// IsSuperUser reports whether role is a superuser (always true with
+// authorization off: every peer may do everything).
+func (s *Server) IsSuperUser(role string) bool {
+	return !s.AuthorizationEnabled() || s.super[role]
+}
+
+// IsReplicator reports whether role may act as a replicator: write
+// replicated entries and reach a standby region's topics. With
+// authentication off there is no role to check, and the caller falls
+// back to what the peer says it is.
+func (s *Server) IsReplicator(role string) bool {
+	return !s.Enabled() || s.super[role] || s.replicator[role]
+}
+
+// TokenMethod is the auth_method_name of token credentials in CONNECT
+// (pulsar-client-go's AuthenticationToken).
+const TokenMethod = "token"
+
+// Authenticate checks the credentials of a binary-protocol CONNECT (or
+// AUTH_RESPONSE). With authentication off it accepts anything.
+func (s *Server) Authenticate(method string, data []byte) (Identity, error) {
+	if !s.Enabled() {
+		return Identity{}, nil
+	}
+	switch method {
+	case TokenMethod:
+	case "", "none":
+		return Identity{}, fmt.Errorf("%w: no credentials; this server requires a token (auth method %q)", wire.ErrAuthentication, TokenMethod)
+	default:
+		return Identity{}, fmt.Errorf("%w: auth method %q is not accepted; this server requires %q", wire.ErrAuthentication, truncate(method, 64), TokenMethod)
+	}
+	c, err := s.verifier.Verify(string(data))
+	if err != nil {
+		return Identity{}, err
+	}
+	return Identity{Role: c.Role, Expires: c.Expires}, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+type identityKey struct{}
+
+// WithIdentity returns ctx carrying id.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFrom returns the identity HTTP or WithIdentity put in ctx.
+func IdentityFrom(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	return id, ok
+}
+
+// HTTP wraps next: every request but /healthz, /readyz and (unless
+// AuthenticateMetrics) /metrics must carry "Authorization: Bearer
+// <token>"; one that does not gets 401 with the reason, in the admin
+// API's JSON error shape. The identity is in the request's context.
+func (s *Server) HTTP(next http.Handler) http.Handler {
+	if !s.Enabled() {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz", "/readyz":
+			next.ServeHTTP(w, r)
+			return
+		case "/metrics":
+			if !s.cfg.AuthenticateMetrics {
+				next.ServeHTTP(w, r)
+				return
+			}
+		}
+		id, err := s.authenticateHTTP(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="isobar"`)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			json.NewEncoder(w).Encode(struct {
+				Reason string `json:"reason"`
+			}{wire.MessageOf(err)})
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
+	})
+}
+
+func (s *Server) authenticateHTTP(r *http.Request) (Identity, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return Identity{}, fmt.Errorf("%w: no credentials; send Authorization: Bearer <token>", wire.ErrAuthentication)
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return Identity{}, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", wire.ErrAuthentication)
+	}
+	c, err := s.verifier.Verify(tok)
+	if err != nil {
+		return Identity{}, err
+	}
+	return Identity{Role: c.Role, Expires: c.Expires}, nil
+}
