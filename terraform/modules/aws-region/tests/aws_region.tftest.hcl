@@ -177,6 +177,11 @@ run "global_member_and_counts" {
 
   variables {
     global_member = true
+    global_store = {
+      endpoints       = ["http://10.10.0.68:2479", "http://10.20.0.68:2479", "http://10.30.0.68:2479"]
+      initial_cluster = "us-east-1-meta-1=http://10.10.0.68:2480,eu-west-1-meta-1=http://10.20.0.68:2480,ap-south-1-meta-1=http://10.30.0.68:2480"
+    }
+    peer_gateways = { "eu-west-1" = "nats://10.20.0.74:7222", "ap-south-1" = "nats://10.30.0.74:7222" }
     counts        = { metastore = 5, bookie = 4, broker = 3 }
     ssh_cidrs     = ["198.51.100.7/32"]
     lb_internal   = false
