@@ -99,11 +99,15 @@ func New(t testing.TB, dir string) *Tofu {
 		"CHECKPOINT_DISABLE=1",
 		"TF_IN_AUTOMATION=1",
 		"TF_PLUGIN_CACHE_DIR=",
+		"NO_COLOR=1",
 	}}
 }
 
 // Exec runs tofu with args and returns its combined output and error.
 func (tf *Tofu) Exec(args ...string) (string, error) {
+	if len(args) > 0 && args[0] != "fmt" && args[0] != "version" {
+		args = append([]string{args[0], "-no-color"}, args[1:]...)
+	}
 	cmd := exec.Command(tf.Bin, args...)
 	cmd.Dir = tf.Dir
 	cmd.Env = append(os.Environ(), tf.Env...)
@@ -170,14 +174,16 @@ func CopyDir(t testing.TB, src string) string {
 			}
 			return os.MkdirAll(filepath.Join(dst, "terraform", rel), 0o755)
 		}
-		if !strings.HasSuffix(p, ".tf") && !strings.HasSuffix(p, ".tftpl") && !strings.HasSuffix(p, ".tftest.hcl") && !strings.HasSuffix(p, ".tfvars") {
+		switch filepath.Ext(p) {
+		case ".tf", ".tftpl", ".hcl", ".tfvars", ".sh":
+		default:
 			return nil
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(dst, "terraform", rel), b, 0o644)
+		return os.WriteFile(filepath.Join(dst, "terraform", rel), b, info.Mode().Perm())
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -14,9 +14,9 @@ variable "hosts" {
     bookie, broker, nats, replicator, and global (a member of the
     federation's global configuration store). address is how the other
     hosts and clients reach the host. port_offset moves every port of the
-    host's roles (several "hosts" on one machine). data_dir, journal_dir
-    and ledger_dir override the paths variable for this host. rack labels
-    a bookie's failure domain.
+    host's roles (several "hosts" on one machine). config_dir, data_dir,
+    journal_dir and ledger_dir override the paths variable for this host.
+    rack labels a bookie's failure domain.
   EOT
   type = map(object({
     address     = string
@@ -24,6 +24,7 @@ variable "hosts" {
     listen_host = optional(string, "0.0.0.0")
     port_offset = optional(number, 0)
     rack        = optional(string, "")
+    config_dir  = optional(string)
     data_dir    = optional(string)
     journal_dir = optional(string)
     ledger_dir  = optional(string)
@@ -130,8 +131,12 @@ variable "user" {
   default     = "isobar"
 }
 
-variable "shutdown_timeout" {
-  description = "How long a process drains on SIGTERM before it stops at once; systemd waits 10 s more before it kills."
-  type        = string
-  default     = "30s"
+variable "shutdown_timeout_seconds" {
+  description = "How long a process drains on SIGTERM before it stops at once (shutdownTimeout); systemd waits 10 s more before it kills."
+  type        = number
+  default     = 30
+  validation {
+    condition     = var.shutdown_timeout_seconds >= 1 && floor(var.shutdown_timeout_seconds) == var.shutdown_timeout_seconds
+    error_message = "shutdown_timeout_seconds must be a whole number of seconds, at least 1."
+  }
 }
