@@ -12,7 +12,7 @@ import (
 // the module against a mocked AWS provider.
 func TestAWSRegionModule(t *testing.T) {
 	tf := awsTofu(t, "terraform/modules/aws-region")
-	out := tf.Run(t, "test", "-no-color")
+	out := tf.Run(t, "test")
 	awsCheckTestOutput(t, out)
 }
 
@@ -22,7 +22,7 @@ func TestAWSRegionModule(t *testing.T) {
 // real isobar provider (planning them reaches no server).
 func TestAWSFederationExample(t *testing.T) {
 	tf := awsTofu(t, "terraform/examples/aws-federation")
-	out := tf.Run(t, "test", "-no-color")
+	out := tf.Run(t, "test")
 	awsCheckTestOutput(t, out)
 }
 
@@ -40,8 +40,8 @@ func awsTofu(t *testing.T, src string) *tofutest.Tofu {
 		t.Skip("the hashicorp/aws provider cannot be downloaded here; put it under /opt/tf-plugins or set AWS_PROVIDER_DIR")
 	}
 	tf.Run(t, "fmt", "-check", "-recursive", "-diff", "-no-color")
-	tf.Run(t, "init", "-backend=false", "-input=false", "-no-color")
-	tf.Run(t, "validate", "-no-color")
+	tf.Run(t, "init", "-backend=false", "-input=false")
+	tf.Run(t, "validate")
 	return tf
 }
 
