@@ -35,10 +35,19 @@ for d in ${AWS_PROVIDER_DIR:-} /opt/tf-plugins "$HOME/.terraform.d/plugins"; do
 		fi
 	done
 done
+# OpenTofu's mirror search does not follow a symlink above a package's
+# platform directory (<version>/<os_arch>), so each of those is linked.
 if [ -n "$aws" ]; then
-	mkdir -p "$root/$host/hashicorp"
-	ln -sfn "$aws" "$root/$host/hashicorp/aws.$$"
-	mv -T "$root/$host/hashicorp/aws.$$" "$root/$host/hashicorp/aws"
+	if [ -L "$root/$host/hashicorp/aws" ]; then
+		rm -f "$root/$host/hashicorp/aws" # an older layout: one link for the whole provider
+	fi
+	for p in "$aws"/*/*/; do
+		p=${p%/}
+		rel=${p#"$aws"/}
+		mkdir -p "$root/$host/hashicorp/aws/$(dirname "$rel")"
+		ln -sfn "$p" "$root/$host/hashicorp/aws/$rel.$$"
+		mv -T "$root/$host/hashicorp/aws/$rel.$$" "$root/$host/hashicorp/aws/$rel"
+	done
 fi
 
 cat > "$PWD/.bin/tofurc.$$" <<RC
