@@ -224,6 +224,10 @@ type Deps struct {
 	// publishes and acknowledgements are accepted only while it allows
 	// them. Nil allows every namespace (no global store).
 	Primary Primary
+	// AuthPolicies are the tenants' admin roles and the permissions
+	// granted, which authorization checks (Config.Auth); required with
+	// authorization on.
+	AuthPolicies auth.PolicySource
 	// OnDrained runs during Shutdown once every topic is unloaded and
 	// before connections close: the place to give up bundle ownership so
 	// that clients reconnect elsewhere.
@@ -366,7 +370,8 @@ type Broker struct {
 	perIP     map[string]int // open connections by client address
 	metrics   *metrics
 	tracing   bool         // the tracer provider records spans
-	auth      *auth.Server // credentials and permissions
+	auth      *auth.Server     // credentials
+	authz     *auth.Authorizer // permissions
 	topics    map[string]*topicSlot
 	shutdown  bool
 
@@ -397,6 +402,9 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if err := errors.Join(cfg.Validate(), deps.validate()); err != nil {
 		return nil, err
 	}
+	if cfg.Auth.AuthorizationEnabled && deps.AuthPolicies == nil {
+		return nil, errors.New("broker: authorization needs Deps.AuthPolicies")
+	}
 	cfg = cfg.withDefaults()
 	deps = deps.withDefaults(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -418,6 +426,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		cancel()
 		return nil, fmt.Errorf("broker.auth: %w", err)
 	}
+	b.authz = auth.NewAuthorizer(b.auth, deps.AuthPolicies)
 	if err := b.initMetrics(); err != nil {
 		cancel()
 		return nil, fmt.Errorf("broker: metrics: %w", err)
@@ -435,6 +444,9 @@ func (b *Broker) Panics() int64 { return b.panics.Load() }
 // Auth is the broker's authentication: its HTTP server wraps the admin
 // API and lookups with Auth().HTTP.
 func (b *Broker) Auth() *auth.Server { return b.auth }
+
+// Authorizer checks permissions for the broker and its admin API.
+func (b *Broker) Authorizer() *auth.Authorizer { return b.authz }
 
 // Config returns the broker's configuration with defaults filled in.
 func (b *Broker) Config() Config { return b.cfg }

@@ -463,6 +463,10 @@ func (c *conn) handlePartitionedMetadata(cmd *pb.CommandPartitionedTopicMetadata
 	}
 	ctx, cancel := c.opCtx()
 	defer cancel()
+	if err := c.authorizeLookup(ctx, name); err != nil {
+		fail(err)
+		return
+	}
 	n, err := c.b.partitions(ctx, name, true)
 	if err != nil {
 		fail(err)
@@ -490,6 +494,10 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 	}
 	ctx, cancel := c.opCtx()
 	defer cancel()
+	if err := c.authorizeLookup(ctx, name); err != nil {
+		fail(err)
+		return
+	}
 	pol, err := c.b.deps.Namespaces.Policy(ctx, name.NamespaceName())
 	if err != nil {
 		fail(err)
@@ -535,12 +543,19 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	}
 	ctx, cancel := c.opCtx()
 	defer cancel()
+	pname := cmd.GetProducerName()
+	if !strings.HasPrefix(pname, replication.Prefix) {
+		// (A replicator producer needs a replicator role, checked below.)
+		if err := c.b.authz.Produce(ctx, c.role(), name); err != nil {
+			c.sendError(reqID, err)
+			return
+		}
+	}
 	t, err := c.b.getTopic(ctx, name, autoCreate)
 	if err != nil {
 		c.sendError(reqID, err)
 		return
 	}
-	pname := cmd.GetProducerName()
 	if pname == "" {
 		pname = fmt.Sprintf("%s-%d", c.b.cfg.Cluster, c.b.nextProducer.Add(1))
 	}
@@ -782,6 +797,12 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 	}
 	ctx, cancel := c.opCtx()
 	defer cancel()
+	if !c.mayReplicate() {
+		if err := c.b.authz.Consume(ctx, c.role(), name, cmd.GetSubscription()); err != nil {
+			c.sendError(reqID, err)
+			return
+		}
+	}
 	mode := autoCreate
 	if cmd.ForceTopicCreation != nil && !cmd.GetForceTopicCreation() {
 		mode = mustExist
@@ -1001,6 +1022,12 @@ func (c *conn) handleGetTopics(cmd *pb.CommandGetTopicsOfNamespace) {
 	}
 	ctx, cancel := c.opCtx()
 	defer cancel()
+	if tenant, ns, _ := topic.ParseNamespace(cmd.GetNamespace()); !c.mayReplicate() {
+		if err := c.b.authz.ListTopics(ctx, c.role(), tenant, ns); err != nil {
+			c.sendError(reqID, err)
+			return
+		}
+	}
 	topics, err := c.b.TopicsOfNamespace(ctx, cmd.GetNamespace(), cmd.GetMode())
 	if errors.Is(err, ErrNamespace) {
 		topics, err = nil, nil // as Pulsar: an unknown namespace has no topics

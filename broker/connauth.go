@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/isobar-mq/isobar/auth"
 	"github.com/isobar-mq/isobar/replication"
+	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
@@ -140,4 +142,13 @@ func (c *conn) stopAuth() {
 // write replicated entries and bypass a standby region's redirect.
 func (c *conn) mayReplicate() bool {
 	return strings.HasPrefix(c.clientVersion, replication.ClientVersion) && c.b.auth.IsReplicator(c.role())
+}
+
+// authorizeLookup allows a lookup (or partitioned-metadata request) of
+// name: replicator workers look up every replicated topic.
+func (c *conn) authorizeLookup(ctx context.Context, name topic.Name) error {
+	if c.mayReplicate() {
+		return nil
+	}
+	return c.b.authz.Lookup(ctx, c.role(), name)
 }

@@ -269,6 +269,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		AutoTopicCreation: autoCreate,
 		Health:            c.healthCheck,
 		MaxRequestBytes:   limits.MaxAdminRequestBytes,
+		Authz:             b.Authorizer(),
 	})
 	mux := http.NewServeMux()
 	health := c.deps.Health

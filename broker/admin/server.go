@@ -13,6 +13,7 @@ import (
 	"path"
 	"strconv"
 
+	"github.com/isobar-mq/isobar/auth"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -44,6 +45,9 @@ type Config struct {
 	// MaxRequestBytes bounds a request's body: a larger one is answered
 	// 413 without being read. Zero means DefaultMaxRequestBytes.
 	MaxRequestBytes int
+	// Authz checks each request's role (authz.go); nil allows every
+	// request (authorization off).
+	Authz *auth.Authorizer
 }
 
 // DefaultMaxRequestBytes is Config.MaxRequestBytes when zero.
@@ -167,6 +171,10 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) handle(pattern string, h handlerFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := s.authorize(r, pattern); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}

@@ -1,0 +1,92 @@
+package admin
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/isobar-mq/isobar/auth"
+	"github.com/isobar-mq/isobar/topic"
+)
+
+// authorize decides whether the request's role may call the endpoint
+// registered as pattern, as Pulsar's admin API does:
+//   - clusters: any role reads them, superusers change them;
+//   - tenants: superusers list, create, change and delete them, a
+//     tenant's admin roles read it;
+//   - namespaces, their policies and permissions: the tenant's admins;
+//   - topics: reading a topic's stats, partitions or messages needs
+//     produce or consume permission, a subscription's operations need
+//     consume permission on it, everything else the tenant's admins;
+//   - lookups: produce or consume permission;
+//   - brokers: any role checks health and readiness, superusers list
+//     them;
+//   - anything else: superusers.
+//
+// With authorization off every call is allowed.
+func (s *Server) authorize(r *http.Request, pattern string) error {
+	a := s.cfg.Authz
+	if !a.Enabled() {
+		return nil
+	}
+	id, _ := auth.IdentityFrom(r.Context())
+	role, ctx := id.Role, r.Context()
+	method, path, _ := strings.Cut(pattern, " ")
+	tenant := r.PathValue("tenant")
+	const v2 = "/admin/v2"
+	switch {
+	case strings.HasPrefix(path, v2+"/clusters"):
+		if method == http.MethodGet {
+			return nil
+		}
+		return a.SuperUser(role, "change clusters")
+	case path == v2+"/tenants":
+		return a.SuperUser(role, "list tenants")
+	case strings.HasPrefix(path, v2+"/tenants/"):
+		if method == http.MethodGet {
+			return a.TenantAdmin(ctx, role, tenant, "read tenant "+tenant)
+		}
+		return a.SuperUser(role, "create, change or delete tenants")
+	case strings.HasPrefix(path, v2+"/namespaces/"):
+		return a.TenantAdmin(ctx, role, tenant, "manage namespaces of tenant "+tenant)
+	case path == v2+"/brokers/health" || path == v2+"/brokers/ready":
+		return nil
+	case strings.HasPrefix(path, v2+"/brokers"):
+		return a.SuperUser(role, "list brokers")
+	}
+	d, isTopic := topicDomain(path)
+	if !isTopic {
+		return a.SuperUser(role, "call "+pattern)
+	}
+	ns := r.PathValue("namespace")
+	if r.PathValue("topic") == "" { // the namespace's topic lists
+		return a.ListTopics(ctx, role, tenant, ns)
+	}
+	name, err := topic.Parse(string(d) + "://" + tenant + "/" + ns + "/" + r.PathValue("topic"))
+	if err != nil {
+		return err // the handler would refuse the name too
+	}
+	if strings.HasPrefix(path, "/lookup/") {
+		return a.Lookup(ctx, role, name)
+	}
+	if sub := r.PathValue("sub"); sub != "" {
+		return a.Consume(ctx, role, name, sub)
+	}
+	if method == http.MethodGet {
+		for _, suffix := range []string{"/stats", "/partitioned-stats", "/internalStats", "/subscriptions", "/partitions", "/lastMessageId", "/ledger/{ledger}/entry/{entry}"} {
+			if strings.HasSuffix(path, "/{topic}"+suffix) {
+				return a.Lookup(ctx, role, name)
+			}
+		}
+	}
+	return a.TenantAdmin(ctx, role, tenant, "manage topic "+name.String())
+}
+
+// topicDomain is the domain of a topic endpoint's path (admin or lookup).
+func topicDomain(path string) (topic.Domain, bool) {
+	for _, d := range []topic.Domain{topic.Persistent, topic.NonPersistent} {
+		if strings.HasPrefix(path, "/admin/v2/"+string(d)+"/") || strings.HasPrefix(path, "/lookup/v2/topic/"+string(d)+"/") {
+			return d, true
+		}
+	}
+	return "", false
+}
