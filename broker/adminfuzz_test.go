@@ -65,6 +65,17 @@ var adminSeeds = []struct{ method, path, body string }{
 	{"GET", "/admin/v2/namespaces/public/default/topics?mode=ALL", ""},
 	{"GET", "/lookup/v2/topic/persistent/public/default/t", ""},
 	{"PUT", "/admin/v2/namespaces/public/big", `{"x":"` + strings.Repeat("x", 70<<10) + `"}`},
+	{"POST", "/admin/v2/namespaces/public/default/permissions/alice", `["produce","consume"]`},
+	{"POST", "/admin/v2/namespaces/public/default/permissions/" + strings.Repeat("r", 257), `["consume"]`},
+	{"POST", "/admin/v2/namespaces/public/default/permissions/bob", `["root",1]`},
+	{"DELETE", "/admin/v2/namespaces/public/default/permissions/alice", ""},
+	{"POST", "/admin/v2/namespaces/public/default/permissions/subscription/audit", `["alice","bob"]`},
+	{"DELETE", "/admin/v2/namespaces/public/default/permissions/audit/bob", ""},
+	{"GET", "/admin/v2/namespaces/public/default/permissions/subscription", ""},
+	{"POST", "/admin/v2/persistent/public/default/t/permissions/alice", `["functions"]`},
+	{"DELETE", "/admin/v2/persistent/public/default/t-partition-1/permissions/alice", ""},
+	{"GET", "/admin/v2/non-persistent/public/default/t/permissions", ""},
+	{"PUT", "/admin/v2/namespaces/public/auth", `{"auth_policies":{"destination_auth":{"persistent://public/auth/t":{"r":["produce","sinks"]}},"subscription_auth_roles":{"s":[]}}}`},
 }
 
 // FuzzAdminAPI sends any method, path and body to a real admin server over

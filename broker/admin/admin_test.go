@@ -151,7 +151,7 @@ func TestClustersTenantsNamespaces(t *testing.T) {
 		{"PUT", "/admin/v2/namespaces/acme/ns", `{"replication_clusters":["west"]}`, 204, "", ""},
 		{"GET", "/admin/v2/namespaces/public", "", 200, `["public/default","public/ns1"]`, ""},
 		{"GET", "/admin/v2/namespaces/nope", "", 404, "", ""},
-		{"GET", "/admin/v2/namespaces/public/ns1", "", 200, `"auth_policies":{"namespace_auth":{"anonymous":["produce","consume"]}}`, ""},
+		{"GET", "/admin/v2/namespaces/public/ns1", "", 200, `"auth_policies":{"namespace_auth":{"anonymous":["consume","produce"]}}`, ""},
 		{"GET", "/admin/v2/namespaces/public/nope", "", 404, "", ""},
 		{"DELETE", "/admin/v2/tenants/acme", "", 409, "", ""},
 
@@ -379,6 +379,15 @@ func TestNoTopicsConfigured(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("status %d, want 503", resp.StatusCode)
+	}
+	// Permissions need the store only (a 404: the store has no namespace).
+	resp, err = http.Get(srv.URL + "/admin/v2/persistent/public/default/t/permissions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("topic permissions without topics: status %d, want 404", resp.StatusCode)
 	}
 	if err := (admin.Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "admin.policies") || !strings.Contains(err.Error(), "admin.cluster") {
 		t.Fatalf("Validate() = %v", err)

@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsaradmin"
@@ -215,4 +216,71 @@ func TestPulsarAdminClient(t *testing.T) {
 	check("namespace delete", c.Namespaces().DeleteNamespace("acme/ns"))
 	check("tenant delete", c.Tenants().Delete("acme"))
 	check("cluster delete", c.Clusters().Delete("west"))
+}
+
+// TestPulsarAdminPermissions grants, reads and revokes permissions with
+// pulsaradmin, proving the paths and shapes of Pulsar's permission API.
+func TestPulsarAdminPermissions(t *testing.T) {
+	e := start(t)
+	c, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: e.srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	ns, err := utils.GetNamespaceName("public/default")
+	check("namespace name", err)
+	produce, _ := utils.ParseAuthAction("produce")
+	consume, _ := utils.ParseAuthAction("consume")
+	functions, _ := utils.ParseAuthAction("functions")
+
+	check("grant", c.Namespaces().GrantNamespacePermission(*ns, "alice", []utils.AuthAction{produce, consume}))
+	perms, err := c.Namespaces().GetNamespacePermissions(*ns)
+	check("get permissions", err)
+	if len(perms) != 1 || !slices.Equal(perms["alice"], []utils.AuthAction{consume, produce}) {
+		t.Fatalf("namespace permissions = %v", perms)
+	}
+	check("grant sub", c.Namespaces().GrantSubPermission(*ns, "audit", []string{"bob", "alice"}))
+	subs, err := c.Namespaces().GetSubPermissions(*ns)
+	check("get sub permissions", err)
+	if len(subs) != 1 || !slices.Equal(subs["audit"], []string{"alice", "bob"}) {
+		t.Fatalf("subscription permissions = %v", subs)
+	}
+	check("revoke sub", c.Namespaces().RevokeSubPermission(*ns, "audit", "bob"))
+	subs, err = c.Namespaces().GetSubPermissions(*ns)
+	check("get sub permissions", err)
+	if !slices.Equal(subs["audit"], []string{"alice"}) {
+		t.Fatalf("subscription permissions after revoke = %v", subs)
+	}
+
+	tn, err := utils.GetTopicName("persistent://public/default/orders")
+	check("topic name", err)
+	check("grant topic", c.Topics().GrantPermission(*tn, "alice", []utils.AuthAction{functions}))
+	check("grant topic", c.Topics().GrantPermission(*tn, "carol", []utils.AuthAction{produce}))
+	tperms, err := c.Topics().GetPermissions(*tn)
+	check("get topic permissions", err)
+	if len(tperms) != 2 || !slices.Equal(tperms["alice"], []utils.AuthAction{consume, functions, produce}) ||
+		!slices.Equal(tperms["carol"], []utils.AuthAction{produce}) {
+		t.Fatalf("topic permissions = %v", tperms)
+	}
+	check("revoke topic", c.Topics().RevokePermission(*tn, "carol"))
+	if err := c.Topics().RevokePermission(*tn, "carol"); err == nil || !strings.Contains(err.Error(), "412") {
+		t.Fatalf("revoking a topic grant twice: %v, want 412", err)
+	}
+	check("revoke", c.Namespaces().RevokeNamespacePermission(*ns, "alice"))
+	check("revoke again", c.Namespaces().RevokeNamespacePermission(*ns, "alice"))
+	perms, err = c.Namespaces().GetNamespacePermissions(*ns)
+	check("get permissions", err)
+	if len(perms) != 0 {
+		t.Fatalf("namespace permissions after revoke = %v", perms)
+	}
+	tperms, err = c.Topics().GetPermissions(*tn)
+	check("get topic permissions", err)
+	if len(tperms) != 1 || !slices.Equal(tperms["alice"], []utils.AuthAction{functions}) {
+		t.Fatalf("topic permissions after revoke = %v", tperms)
+	}
 }

@@ -295,6 +295,12 @@ func (s *Server) routes() {
 		}
 	}
 	s.handle("GET "+ns+"/backlogQuotaMap", s.getNSPolicy(backlogQuotaPolicy))
+	s.handle("GET "+ns+"/permissions", s.namespacePermissions)
+	s.handle("POST "+ns+"/permissions/{role}", s.grantNamespacePermission)
+	s.handle("DELETE "+ns+"/permissions/{role}", s.revokeNamespacePermission)
+	s.handle("GET "+ns+"/permissions/subscription", s.subscriptionPermissions)
+	s.handle("POST "+ns+"/permissions/subscription/{subscription}", s.grantSubscriptionPermission)
+	s.handle("DELETE "+ns+"/permissions/{subscription}/{role}", s.revokeSubscriptionPermission)
 	// Topics, in both domains.
 	for _, d := range []topic.Domain{topic.Persistent, topic.NonPersistent} {
 		base := v2 + "/" + string(d) + "/{tenant}/{namespace}"
@@ -323,6 +329,9 @@ func (s *Server) routes() {
 		s.handle("POST "+t+"/replication", s.topicHandler(d, s.setTopicReplication))
 		s.handle("DELETE "+t+"/replication", s.topicHandler(d, s.removeTopicReplication))
 		s.handle("GET "+t+"/ledger/{ledger}/entry/{entry}", s.topicHandler(d, s.entry))
+		s.handle("GET "+t+"/permissions", s.permissionTopic(d, s.topicPermissions))
+		s.handle("POST "+t+"/permissions/{role}", s.permissionTopic(d, s.grantTopicPermission))
+		s.handle("DELETE "+t+"/permissions/{role}", s.permissionTopic(d, s.revokeTopicPermission))
 		if d == topic.Persistent {
 			s.handle("GET "+t+"/primary", s.topicHandler(d, s.getTopicPrimary))
 			s.handle("POST "+t+"/primary", s.topicHandler(d, s.setTopicPrimary))

@@ -261,6 +261,7 @@ func (a *adminCmd) namespacesCmd() *cobra.Command {
 		}),
 	)
 	cmd.AddCommand(a.primaryVerbs(nsVerb, &asJSON)...)
+	cmd.AddCommand(a.namespacePermissionVerbs(nsVerb, &asJSON)...)
 	return cmd
 }
 

@@ -292,6 +292,7 @@ func (a *adminCmd) topicsCmd() *cobra.Command {
 		}),
 	)
 	cmd.AddCommand(a.topicPrimaryVerbs(&asJSON)...)
+	cmd.AddCommand(a.topicPermissionVerbs(tVerb, &asJSON)...)
 	return cmd
 }
 

@@ -577,6 +577,9 @@ func (s *Store) CreateNamespace(ctx context.Context, namespace string, p *Polici
 	if err := p.validate(s.cfg.DefaultBundles); err != nil {
 		return invalid(what, err)
 	}
+	if err := p.AuthPolicies.checkNamespace(tenant + "/" + ns); err != nil {
+		return invalid(what, err)
+	}
 	if err := p.checkLimits(s.limits(), nil); err != nil {
 		return invalid(what, err)
 	}
@@ -677,6 +680,9 @@ func (s *Store) UpdateNamespace(ctx context.Context, namespace string, fn func(*
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		if err := p.validate(s.cfg.DefaultBundles); err != nil {
+			return nil, invalid(what, err)
+		}
+		if err := p.AuthPolicies.checkNamespace(tenant + "/" + ns); err != nil {
 			return nil, invalid(what, err)
 		}
 		if err := p.checkLimits(s.limits(), old); err != nil {

@@ -146,6 +146,9 @@ type Policies struct {
 	// partitions): an Isobar extension, set through
 	// /admin/v2/persistent/{tenant}/{ns}/{topic}/primary.
 	TopicFailover map[string]Failover `json:"topicFailover,omitempty"`
+	// AuthPolicies are the namespace's permission grants, in Pulsar's
+	// auth_policies shape (permissions.go); nil: none.
+	AuthPolicies *AuthPolicies `json:"auth_policies,omitempty"`
 
 	// Extra holds the fields this type does not model, by JSON name.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -156,7 +159,7 @@ type policiesJSON Policies
 var knownPolicyFields = map[string]bool{
 	"replication_clusters": true, "retention_policies": true, "message_ttl_in_seconds": true,
 	"backlog_quota_map": true, "deduplicationEnabled": true, "autoTopicCreationOverride": true,
-	"bundles": true, "failover": true, "topicFailover": true,
+	"bundles": true, "failover": true, "topicFailover": true, "auth_policies": true,
 }
 
 // isKnownPolicyField matches k against the modelled fields the way
@@ -292,6 +295,11 @@ func (p *Policies) validate(defaultBundles int) error {
 		}
 	}
 	errs = append(errs, validateTopicFailover(p.TopicFailover, p.ReplicationClusters)...)
+	if p.AuthPolicies != nil {
+		a, aerrs := p.AuthPolicies.normalized()
+		errs = append(errs, aerrs...)
+		p.AuthPolicies = a
+	}
 	if p.Bundles == nil {
 		p.Bundles = DefaultBundlesData(defaultBundles)
 	} else if err := p.Bundles.normalize(); err != nil {

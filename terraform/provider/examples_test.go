@@ -56,6 +56,7 @@ func TestAccDocExamples(t *testing.T) {
 			resource.TestCheckResourceAttr("data.isobar_topic.invoices", "partitions", "4"),
 			resource.TestCheckResourceAttr("data.isobar_tenant.acme", "admin_roles.#", "1"),
 			resource.TestCheckResourceAttr("data.isobar_subscription.billing", "id", "persistent://acme/payments/invoices/billing"),
+			resource.TestCheckResourceAttr("data.isobar_permission_grant.billing_writes_invoices", "actions.0", "produce"),
 		),
 	})
 	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: factories, Steps: steps})

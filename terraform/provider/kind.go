@@ -113,6 +113,7 @@ var kinds = []registered{
 	clusterKind.register(),
 	topicKind.register(),
 	subscriptionKind.register(),
+	permissionGrantKind.register(),
 }
 
 // kindNames are the kinds' resource type names (isobar_tenant, ...), in

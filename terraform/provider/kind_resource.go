@@ -173,7 +173,9 @@ func dataSourceAttribute(a rschema.Attribute, key bool) dschema.Attribute {
 	switch a := a.(type) {
 	case rschema.StringAttribute:
 		if key {
-			return dschema.StringAttribute{Required: true, MarkdownDescription: desc, Validators: a.Validators}
+			// A key the resource takes optionally (one of several ways to
+			// name the object) is optional here too.
+			return dschema.StringAttribute{Required: !a.Optional, Optional: a.Optional, MarkdownDescription: desc, Validators: a.Validators}
 		}
 		return dschema.StringAttribute{Computed: true, MarkdownDescription: desc}
 	case rschema.Int64Attribute:

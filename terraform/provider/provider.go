@@ -1,8 +1,9 @@
 // Package provider is terraform-provider-isobar: Terraform (and OpenTofu)
 // resources and data sources for an Isobar federation's clusters,
-// tenants, namespaces, topics and subscriptions, managed through the admin
-// REST API of any region (docs/admin.md). terraform/README.md shows how
-// to use it; docs/ beside this file documents every resource.
+// tenants, namespaces, topics, subscriptions and permission grants,
+// managed through the admin REST API of any region (docs/admin.md).
+// terraform/README.md shows how to use it; docs/ beside this file
+// documents every resource.
 package provider
 
 import (
@@ -65,7 +66,7 @@ func (p *isobarProvider) Metadata(_ context.Context, _ provider.MetadataRequest,
 
 func (p *isobarProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Manages an Isobar federation's clusters, tenants, namespaces, topics and subscriptions through the admin REST API of its regions.",
+		MarkdownDescription: "Manages an Isobar federation's clusters, tenants, namespaces, topics, subscriptions and permission grants through the admin REST API of its regions.",
 		Attributes: map[string]schema.Attribute{
 			"web_service_url": schema.ListAttribute{
 				ElementType: types.StringType,

@@ -1,0 +1,1 @@
+tofu import isobar_permission_grant.billing_reads acme/payments:billing
