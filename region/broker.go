@@ -247,6 +247,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		Ledgers:        c.ledgers,
 		Placement:      placement,
 		Namespaces:     broker.PolicyNamespaces{Store: pol, Default: autoCreate},
+		AuthPolicies:   policy.AuthSource{Store: pol},
 		Primary:        c.gates,
 		Logger:         c.logger,
 		MeterProvider:  tel.MeterProvider(),

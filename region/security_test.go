@@ -1,0 +1,229 @@
+package region_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsaradmin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+
+	"github.com/isobar-mq/isobar/auth"
+	"github.com/isobar-mq/isobar/region"
+)
+
+// TestTokenAuthorizationEndToEnd runs a region with token authentication
+// and authorization on, and checks what each kind of role may do with
+// the unmodified pulsar-client-go and its pulsaradmin: a superuser
+// manages tenants, a tenant's admin its namespaces and grants, a granted
+// role produces or consumes as granted, and everyone else is refused
+// (401 without a valid token, 403 without the permission; on the wire
+// AuthenticationError and AuthorizationError), with nothing created.
+func TestTokenAuthorizationEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	secret := auth.NewSecretKey()
+	keyFile := filepath.Join(dir, "secret.key")
+	if err := os.WriteFile(keyFile, secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := region.Config{Name: "sec", DataDir: filepath.Join(dir, "data"), Bookies: 2}
+	cfg.Broker.Auth = auth.Config{
+		AuthenticationEnabled: true, AuthorizationEnabled: true,
+		Token:          auth.TokenConfig{SecretKey: "file://" + keyFile},
+		SuperUserRoles: []string{"root"},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r, err := region.Start(ctx, cfg, region.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(context.Background()) })
+	eps := r.Endpoints()
+
+	token := func(role string) string {
+		tok, err := auth.Sign(auth.HS256, secret, role, time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	adminAs := func(tok string) pulsaradmin.Client {
+		c, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: eps.WebServiceURL, Token: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	status := func(err error) int {
+		var e rest.Error
+		if errors.As(err, &e) {
+			return e.Code
+		}
+		if err == nil {
+			return 200
+		}
+		t.Fatalf("not an HTTP error: %v", err)
+		return 0
+	}
+
+	// The superuser makes a tenant with an admin role; the tenant's admin
+	// makes a namespace and grants produce and consume.
+	root := adminAs(token("root"))
+	if err := root.Tenants().Create(utils.TenantData{Name: "acme", AdminRoles: []string{"acme-admin"}, AllowedClusters: []string{"sec"}}); err != nil {
+		t.Fatal(err)
+	}
+	acmeAdmin := adminAs(token("acme-admin"))
+	if err := acmeAdmin.Namespaces().CreateNamespace("acme/app"); err != nil {
+		t.Fatal(err)
+	}
+	ns, _ := utils.GetNamespaceName("acme/app")
+	if err := acmeAdmin.Namespaces().GrantNamespacePermission(*ns, "writer", []utils.AuthAction{"produce"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := acmeAdmin.Namespaces().GrantNamespacePermission(*ns, "reader", []utils.AuthAction{"consume"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Admin refusals: no token 401, a forged or expired one 401, a role
+	// without the right 403; nothing is created.
+	forged, _ := auth.Sign(auth.HS256, auth.NewSecretKey(), "root", time.Time{})
+	expired, _ := auth.Sign(auth.HS256, secret, "root", time.Now().Add(-time.Minute))
+	for _, c := range []struct {
+		name, tok string
+		want      int
+	}{
+		{"no token", "", 401}, {"forged", forged, 401}, {"expired", expired, 401}, {"malformed", "x.y.z", 401},
+		{"tenant admin creating a tenant", token("acme-admin"), 403},
+		{"granted role creating a tenant", token("writer"), 403},
+	} {
+		err := adminAs(c.tok).Tenants().Create(utils.TenantData{Name: "evil", AllowedClusters: []string{"sec"}})
+		if got := status(err); got != c.want {
+			t.Errorf("%s: create tenant: status %d (%v), want %d", c.name, got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		tok  string
+	}{{"other tenant's admin", token("other-admin")}, {"writer", token("writer")}, {"nobody", token("nobody")}} {
+		if got := status(adminAs(c.tok).Namespaces().CreateNamespace("acme/evil")); got != 403 {
+			t.Errorf("%s: create namespace: status %d, want 403", c.name, got)
+		}
+		if got := status(adminAs(c.tok).Namespaces().GrantNamespacePermission(*ns, "nobody", []utils.AuthAction{"produce"})); got != 403 {
+			t.Errorf("%s: grant: status %d, want 403", c.name, got)
+		}
+	}
+	if tenants, err := root.Tenants().List(); err != nil || strings.Contains(strings.Join(tenants, ","), "evil") {
+		t.Fatalf("tenants %v, %v", tenants, err)
+	}
+	if nss, err := root.Namespaces().GetNamespaces("acme"); err != nil || len(nss) != 1 {
+		t.Fatalf("namespaces of acme: %v, %v", nss, err)
+	}
+	if perms, err := root.Namespaces().GetNamespacePermissions(*ns); err != nil || len(perms) != 2 {
+		t.Fatalf("permissions: %v, %v", perms, err)
+	}
+	// Health stays open.
+	if err := probeStatus(eps.WebServiceURL+"/readyz", 200); err != nil {
+		t.Error(err)
+	}
+
+	// The binary protocol: each role produces and consumes as granted.
+	client := func(role string) pulsar.Client {
+		opts := pulsar.ClientOptions{URL: eps.ServiceURL, OperationTimeout: 5 * time.Second, Logger: quietLogger()}
+		if role != "" {
+			opts.Authentication = pulsar.NewAuthenticationToken(token(role))
+		}
+		c, err := pulsar.NewClient(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	const tp = "persistent://acme/app/orders"
+	canProduce := func(role string) error {
+		p, err := client(role).CreateProducer(pulsar.ProducerOptions{Topic: tp})
+		if err == nil {
+			_, err = p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(role)})
+			p.Close()
+		}
+		return err
+	}
+	canConsume := func(role string) error {
+		c, err := client(role).Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "sub-" + role, SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	for _, c := range []struct {
+		role             string
+		produce, consume bool
+	}{
+		{"root", true, true}, {"acme-admin", true, true}, {"writer", true, false}, {"reader", false, true},
+		{"other-admin", false, false}, {"nobody", false, false}, {"", false, false},
+	} {
+		if err := canProduce(c.role); (err == nil) != c.produce {
+			t.Errorf("role %q produce: %v, want allowed=%v", c.role, err, c.produce)
+		}
+		if err := canConsume(c.role); (err == nil) != c.consume {
+			t.Errorf("role %q consume: %v, want allowed=%v", c.role, err, c.consume)
+		}
+	}
+	// The reader receives what the granted producers sent.
+	cons, err := client("reader").Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "check", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for range 3 {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[string(m.Payload())] = true
+	}
+	if !got["root"] || !got["acme-admin"] || !got["writer"] {
+		t.Fatalf("received from %v", got)
+	}
+	// Refused roles created no subscription.
+	subs, err := root.Subscriptions().List(*adminTopic(t, tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range subs {
+		if s == "sub-writer" || s == "sub-nobody" || s == "sub-other-admin" || s == "sub-" {
+			t.Errorf("refused role left subscription %s", s)
+		}
+	}
+}
+
+func adminTopic(t *testing.T, s string) *utils.TopicName {
+	t.Helper()
+	n, err := utils.GetTopicName(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// probeStatus GETs url without credentials and checks the status.
+func probeStatus(url string, want int) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		return fmt.Errorf("GET %s: %d, want %d", url, resp.StatusCode, want)
+	}
+	return nil
+}
