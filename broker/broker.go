@@ -369,7 +369,7 @@ type Broker struct {
 	conns     map[*conn]struct{}
 	perIP     map[string]int // open connections by client address
 	metrics   *metrics
-	tracing   bool         // the tracer provider records spans
+	tracing   bool             // the tracer provider records spans
 	auth      *auth.Server     // credentials
 	authz     *auth.Authorizer // permissions
 	topics    map[string]*topicSlot

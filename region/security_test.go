@@ -227,3 +227,62 @@ func probeStatus(url string, want int) error {
 	}
 	return nil
 }
+
+// TestReplicationWithTokens: with authentication and authorization on in
+// every region, the replicator workers authenticate with their role's
+// token and geo-replication works; a client's token opens the topic in
+// each region.
+func TestReplicationWithTokens(t *testing.T) {
+	dir := t.TempDir()
+	secret := auth.NewSecretKey()
+	keyFile := filepath.Join(dir, "secret.key")
+	tokFile := filepath.Join(dir, "repl.token")
+	replTok, _ := auth.Sign(auth.HS256, secret, "repl", time.Time{})
+	rootTok, _ := auth.Sign(auth.HS256, secret, "root", time.Time{})
+	if os.WriteFile(keyFile, secret, 0o600) != nil || os.WriteFile(tokFile, []byte(replTok+"\n"), 0o600) != nil {
+		t.Fatal("write key files")
+	}
+	f := startFederation(t, 2, func(i int, c *region.Config) {
+		c.Broker.Auth = auth.Config{
+			AuthenticationEnabled: true, AuthorizationEnabled: true,
+			Token:          auth.TokenConfig{SecretKey: keyFile},
+			SuperUserRoles: []string{"root"}, ReplicatorRoles: []string{"repl"},
+		}
+		c.Replicator.TokenFile = tokFile
+	})
+	client := func(i int) pulsar.Client {
+		c, err := pulsar.NewClient(pulsar.ClientOptions{URL: f.Regions[i].Endpoints().ServiceURL, OperationTimeout: 30 * time.Second,
+			Logger: quietLogger(), Authentication: pulsar.NewAuthenticationToken(rootTok)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const tp = "persistent://acme/geo/secure"
+	cons, err := client(1).Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := client(0).CreateProducer(pulsar.ProducerOptions{Topic: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatalf("message %d in r1: %v", i, err)
+		}
+		if string(m.Payload()) != fmt.Sprint(i) {
+			t.Fatalf("message %d is %q", i, m.Payload())
+		}
+		cons.Ack(m)
+	}
+}
