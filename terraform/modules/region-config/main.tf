@@ -63,6 +63,23 @@ locals {
   global_section = { for k, s in { global = { endpoints = var.global_store.endpoints } } : k => s if local.federated }
   common         = { shutdownTimeout = "${var.shutdown_timeout_seconds}s" }
 
+  # The brokers' auth section and the replicators' token, when auth is on.
+  auth_on = var.auth != null
+  broker_auth = { for k, x in {
+    auth = {
+      authenticationEnabled = true
+      authorizationEnabled  = try(var.auth.authorization, true)
+      token = merge(
+        { for k2, key in { secretKey = try(var.auth.secret_key, "") } : k2 => key if key != "" },
+        { for k2, key in { publicKey = try(var.auth.public_key, "") } : k2 => key if key != "" },
+      )
+      superUserRoles      = try(var.auth.superuser_roles, [])
+      replicatorRoles     = try(var.auth.replicator_roles, [])
+      authenticateMetrics = try(var.auth.authenticate_metrics, false)
+    }
+  } : k => x if local.auth_on }
+  replicator_auth = { for k, x in { tokenFile = try(var.auth.replicator_token_file, "") } : k => x if local.auth_on }
+
   # Every role's configuration, by host and role.
   settings = { for h, v in var.hosts : h => { for r in v.roles : r => merge(local.common, {
     metastore = {
@@ -105,7 +122,7 @@ locals {
     }
     broker = merge(local.global_section, {
       metastore = local.metastore_section
-      broker = {
+      broker = merge(local.broker_auth, {
         region            = var.region
         name              = h
         listenAddr        = "${local.listen[h]}:${local.ports[h].broker.pulsar}"
@@ -117,7 +134,7 @@ locals {
           writeQuorum  = var.ledger.write_quorum
           ackQuorum    = var.ledger.ack_quorum
         }
-      }
+      })
     })
     nats = {
       nats = merge({
@@ -137,14 +154,14 @@ locals {
     }
     replicator = merge(local.global_section, {
       metastore = local.metastore_section
-      replicator = {
+      replicator = merge(local.replicator_auth, {
         region     = var.region
         id         = h
         serviceUrl = local.service_url
         natsUrl    = local.nats_url
         dataDir    = "${local.data_dir[h]}/replicator"
         httpAddr   = "${local.listen[h]}:${local.ports[h].replicator.http}"
-      }
+      })
     })
   }[r]) } }
 

@@ -140,3 +140,34 @@ variable "shutdown_timeout_seconds" {
     error_message = "shutdown_timeout_seconds must be a whole number of seconds, at least 1."
   }
 }
+
+variable "auth" {
+  description = <<-EOT
+    Token authentication and authorization on the brokers (docs/security.md);
+    null leaves them off. secret_key (HS256) or public_key (RS256, ES256) is
+    the key brokers check tokens with, as the hosts see it (a path,
+    file:///path or data:;base64,...); superuser_roles may do anything;
+    the replicators authenticate with the token in replicator_token_file,
+    whose role must be among replicator_roles. Installing the key and token
+    files on the hosts is left to the caller (they are secrets; keep them
+    out of user data).
+  EOT
+  type = object({
+    secret_key            = optional(string, "")
+    public_key            = optional(string, "")
+    authorization         = optional(bool, true)
+    superuser_roles       = optional(list(string), [])
+    replicator_roles      = optional(list(string), ["replicator"])
+    replicator_token_file = string
+    authenticate_metrics  = optional(bool, false)
+  })
+  default = null
+  validation {
+    condition     = var.auth == null || (try(var.auth.secret_key, "") == "") != (try(var.auth.public_key, "") == "")
+    error_message = "auth needs exactly one of secret_key and public_key."
+  }
+  validation {
+    condition     = var.auth == null || length(try(var.auth.replicator_roles, [])) > 0
+    error_message = "auth.replicator_roles must name the replicators' role."
+  }
+}

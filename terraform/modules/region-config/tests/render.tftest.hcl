@@ -205,3 +205,41 @@ run "colliding_hosts" {
   }
   expect_failures = [output.hosts]
 }
+
+run "with_auth" {
+  command = plan
+  variables {
+    auth = {
+      secret_key            = "file:///etc/isobar/secret.key"
+      superuser_roles       = ["admin"]
+      replicator_token_file = "/etc/isobar/replicator.token"
+    }
+  }
+  assert {
+    condition = yamldecode(output.configs["m2/broker"]).broker.auth == {
+      authenticationEnabled = true, authorizationEnabled = true, authenticateMetrics = false
+      token                 = { secretKey = "file:///etc/isobar/secret.key" }, superUserRoles = ["admin"], replicatorRoles = ["replicator"]
+    }
+    error_message = "brokers check tokens and permissions"
+  }
+  assert {
+    condition     = yamldecode(output.configs["m3/replicator"]).replicator.tokenFile == "/etc/isobar/replicator.token"
+    error_message = "replicators send their token"
+  }
+}
+
+run "without_auth" {
+  command = plan
+  assert {
+    condition     = !can(yamldecode(output.configs["m2/broker"]).broker.auth) && !can(yamldecode(output.configs["m3/replicator"]).replicator.tokenFile)
+    error_message = "no auth settings unless asked"
+  }
+}
+
+run "auth_with_two_keys" {
+  command = plan
+  variables {
+    auth = { secret_key = "a", public_key = "b", replicator_token_file = "/t" }
+  }
+  expect_failures = [var.auth]
+}
