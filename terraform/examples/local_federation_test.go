@@ -115,7 +115,9 @@ func TestLocalFederation(t *testing.T) {
 		}
 	})
 
+	tf.Run(t, "fmt", "-check", "-diff")
 	tf.Run(t, "init", "-input=false")
+	tf.Run(t, "validate")
 	start := time.Now()
 	tf.Run(t, append([]string{"apply", "-auto-approve", "-input=false"}, vars...)...)
 	t.Logf("apply: %v", time.Since(start).Round(time.Second))
@@ -240,6 +242,18 @@ func TestLocalFederation(t *testing.T) {
 	if !allFree(offsets) {
 		t.Error("a port of the federation is still in use after destroy")
 	}
+}
+
+// TestMultiRegionExampleIsValid: the multi-region example (applied by the
+// provider's TestAccReplicatedNamespace) is formatted and valid.
+func TestMultiRegionExampleIsValid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("OpenTofu test: skipped with -short")
+	}
+	tf := tofutest.New(t, tofutest.CopyDir(t, "terraform/examples/multi-region"))
+	tf.Run(t, "fmt", "-check", "-diff")
+	tf.Run(t, "init", "-input=false", "-backend=false")
+	tf.Run(t, "validate")
 }
 
 // quietLogger keeps the Pulsar client to errors.

@@ -41,6 +41,7 @@ func awsTofu(t *testing.T, src string) *tofutest.Tofu {
 	}
 	tf.Run(t, "fmt", "-check", "-recursive", "-diff", "-no-color")
 	tf.Run(t, "init", "-backend=false", "-input=false")
+	tf.Run(t, "validate")
 	return tf
 }
 
