@@ -544,7 +544,7 @@ func (a adminTopics) Lookup(ctx context.Context, name topic.Name) (admin.LookupD
 	if err != nil {
 		return admin.LookupData{}, err
 	}
-	return admin.LookupData{BrokerURL: r.ServiceURL, HTTPURL: r.HTTPURL}, nil
+	return admin.LookupData{BrokerURL: r.ServiceURL, HTTPURL: r.HTTPURL, BrokerURLTLS: r.ServiceURLTLS, HTTPURLTLS: r.HTTPURLTLS}, nil
 }
 
 func (a adminTopics) Brokers(ctx context.Context) ([]string, error) {

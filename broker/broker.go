@@ -52,8 +52,10 @@ var (
 
 // LookupResult says which broker serves a topic.
 type LookupResult struct {
-	// ServiceURL and HTTPURL are the serving broker's advertised URLs.
-	ServiceURL, HTTPURL string
+	// ServiceURL and HTTPURL are the serving broker's advertised URLs,
+	// ServiceURLTLS and HTTPURLTLS the same over TLS (empty without).
+	ServiceURL, HTTPURL       string
+	ServiceURLTLS, HTTPURLTLS string
 	// Self is true when this broker serves it.
 	Self bool
 	// Authoritative tells the client that the answer comes from the broker
@@ -181,6 +183,11 @@ type Config struct {
 	ServiceURL string `yaml:"serviceUrl"`
 	// HTTPURL is this broker's advertised http:// URL.
 	HTTPURL string `yaml:"httpUrl"`
+	// ServiceURLTLS and HTTPURLTLS are this broker's advertised
+	// pulsar+ssl:// and https:// URLs, when it serves TLS; lookups from
+	// TLS clients are answered with them.
+	ServiceURLTLS string `yaml:"serviceUrlTls"`
+	HTTPURLTLS    string `yaml:"httpUrlTls"`
 	// MaxMessageSize is the largest message accepted and advertised in
 	// CONNECTED. Zero means 5 MiB.
 	MaxMessageSize int `yaml:"maxMessageSize"`
@@ -314,7 +321,7 @@ func (d Deps) withDefaults(c Config) Deps {
 		d.TracerProvider = nooptrace.NewTracerProvider()
 	}
 	if d.Placement == nil {
-		d.Placement = Self{ServiceURL: c.ServiceURL, HTTPURL: c.HTTPURL}
+		d.Placement = Self{ServiceURL: c.ServiceURL, HTTPURL: c.HTTPURL, ServiceURLTLS: c.ServiceURLTLS, HTTPURLTLS: c.HTTPURLTLS}
 	}
 	if d.Namespaces == nil {
 		d.Namespaces = openNamespaces{}
@@ -328,11 +335,11 @@ func (b *Broker) ledgerDeps() mledger.Deps {
 }
 
 // Self is the Placement of a broker that serves every topic itself.
-type Self struct{ ServiceURL, HTTPURL string }
+type Self struct{ ServiceURL, HTTPURL, ServiceURLTLS, HTTPURLTLS string }
 
 // Lookup implements Placement.
 func (s Self) Lookup(context.Context, topic.Name, bool) (LookupResult, error) {
-	return LookupResult{ServiceURL: s.ServiceURL, HTTPURL: s.HTTPURL, Self: true, Authoritative: true}, nil
+	return LookupResult{ServiceURL: s.ServiceURL, HTTPURL: s.HTTPURL, ServiceURLTLS: s.ServiceURLTLS, HTTPURLTLS: s.HTTPURLTLS, Self: true, Authoritative: true}, nil
 }
 
 // Owns implements Placement.

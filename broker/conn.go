@@ -529,7 +529,7 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 		resp = pb.CommandLookupTopicResponse_Redirect
 	}
 	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
-		RequestId: &id, Response: resp.Enum(), BrokerServiceUrl: strp(r.ServiceURL),
+		RequestId: &id, Response: resp.Enum(), BrokerServiceUrl: strp(r.ServiceURL), BrokerServiceUrlTls: optStr(r.ServiceURLTLS),
 		Authoritative: boolp(r.Authoritative), ProxyThroughServiceUrl: boolp(false),
 	}})
 }
@@ -1077,3 +1077,11 @@ func kvMap(kvs []*pb.KeyValue) map[string]string {
 func strp(s string) *string { return &s }
 func boolp(b bool) *bool    { return &b }
 func u64p(v uint64) *uint64 { return &v }
+
+// optStr is s as an optional protobuf field: absent when empty.
+func optStr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

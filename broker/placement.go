@@ -67,7 +67,8 @@ func (p *OwnershipPlacement) Lookup(ctx context.Context, name topic.Name, author
 		return LookupResult{}, err
 	}
 	self := info.ID == p.Registry.Self().ID
-	return LookupResult{ServiceURL: info.ServiceURL, HTTPURL: info.HTTPURL, Self: self, Authoritative: !self || authoritative}, nil
+	return LookupResult{ServiceURL: info.ServiceURL, HTTPURL: info.HTTPURL, ServiceURLTLS: info.ServiceURLTLS, HTTPURLTLS: info.HTTPURLTLS,
+		Self: self, Authoritative: !self || authoritative}, nil
 }
 
 // Owns implements Placement.

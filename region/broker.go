@@ -2,6 +2,7 @@ package region
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,9 @@ import (
 type BrokerEndpoints struct {
 	ServiceURL    string `json:"serviceUrl"`
 	WebServiceURL string `json:"webServiceUrl"`
+	// The TLS listeners' URLs, when the broker serves TLS.
+	ServiceURLTLS    string `json:"serviceUrlTls,omitempty"`
+	WebServiceURLTLS string `json:"webServiceUrlTls,omitempty"`
 }
 
 // Deps are what every component of a process shares: its logger, its
@@ -76,16 +80,19 @@ type Broker struct {
 
 	name     string
 	bln, hln net.Listener
-	eps      BrokerEndpoints
-	store    *metastore.Store
-	ledgers  *ledger.Client
-	pol      *policies
-	reg      *ownership.Registry
-	gates    *primary.Gates
-	b        *broker.Broker
-	http     *http.Server
-	done     chan struct{} // the Pulsar listener's Serve returned
-	stopped  bool
+	// The TLS listeners (nil without TLS) and their configuration.
+	tln, hsln net.Listener
+	tlsCfg    *tls.Config
+	eps       BrokerEndpoints
+	store     *metastore.Store
+	ledgers   *ledger.Client
+	pol       *policies
+	reg       *ownership.Registry
+	gates     *primary.Gates
+	b         *broker.Broker
+	http      *http.Server
+	done      chan struct{} // the Pulsar listener's Serve returned
+	stopped   bool
 }
 
 // NewBroker returns a broker for cfg whose region metadata store is meta
@@ -165,15 +172,34 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	if c.hln, err = listen("broker.httpListenAddr", c.cfg.HTTPListenAddr, "0.0.0.0:8080"); err != nil {
 		return err
 	}
+	if c.cfg.TLS.Enabled() {
+		if c.tlsCfg, err = c.cfg.TLS.Server(); err != nil {
+			return fmt.Errorf("broker.%w", err)
+		}
+		if c.tln, err = listen("broker.tlsListenAddr", c.cfg.TLSListenAddr, "0.0.0.0:6651"); err != nil {
+			return err
+		}
+		if c.hsln, err = listen("broker.httpsListenAddr", c.cfg.HTTPSListenAddr, "0.0.0.0:8443"); err != nil {
+			return err
+		}
+	}
 	bc := c.cfg.Config
 	host := advertisedHost(c.cfg.AdvertisedAddress, c.bln)
+	if c.tln != nil {
+		if bc.ServiceURLTLS == "" {
+			bc.ServiceURLTLS = "pulsar+ssl://" + net.JoinHostPort(advertisedHost(c.cfg.AdvertisedAddress, c.tln), strconv.Itoa(c.tln.Addr().(*net.TCPAddr).Port))
+		}
+		if bc.HTTPURLTLS == "" {
+			bc.HTTPURLTLS = "https://" + net.JoinHostPort(advertisedHost(c.cfg.AdvertisedAddress, c.hsln), strconv.Itoa(c.hsln.Addr().(*net.TCPAddr).Port))
+		}
+	}
 	if bc.ServiceURL == "" {
 		bc.ServiceURL = "pulsar://" + net.JoinHostPort(host, strconv.Itoa(c.bln.Addr().(*net.TCPAddr).Port))
 	}
 	if bc.HTTPURL == "" {
 		bc.HTTPURL = "http://" + net.JoinHostPort(advertisedHost(c.cfg.AdvertisedAddress, c.hln), strconv.Itoa(c.hln.Addr().(*net.TCPAddr).Port))
 	}
-	c.eps = BrokerEndpoints{ServiceURL: bc.ServiceURL, WebServiceURL: bc.HTTPURL}
+	c.eps = BrokerEndpoints{ServiceURL: bc.ServiceURL, WebServiceURL: bc.HTTPURL, ServiceURLTLS: bc.ServiceURLTLS, WebServiceURLTLS: bc.HTTPURLTLS}
 	if c.store, err = connectMeta(ctx, c.meta, "metadata store", c.logger); err != nil {
 		return err
 	}
@@ -198,9 +224,10 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	var b *broker.Broker // set below; OnLost runs only after Start
 	placement := &broker.OwnershipPlacement{Policies: pol}
 	c.reg, err = ownership.Start(ctx, ownership.Config{
-		Meta:     c.store,
-		Region:   bc.Region,
-		Self:     ownership.BrokerInfo{ID: c.name, ServiceURL: bc.ServiceURL, HTTPURL: bc.HTTPURL},
+		Meta:   c.store,
+		Region: bc.Region,
+		Self: ownership.BrokerInfo{ID: c.name, ServiceURL: bc.ServiceURL, HTTPURL: bc.HTTPURL,
+			ServiceURLTLS: bc.ServiceURLTLS, HTTPURLTLS: bc.HTTPURLTLS},
 		LeaseTTL: c.cfg.LeaseTTL,
 		Logger:   c.logger,
 		OnLost: func(ns string, bd topic.Bundle) {
@@ -288,6 +315,19 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 			c.logger.Error("http server stopped", "err", err)
 		}
 	}()
+	if c.tln != nil {
+		hsln, tln := tls.NewListener(c.hsln, c.tlsCfg), tls.NewListener(c.tln, c.tlsCfg)
+		go func() {
+			if err := c.http.Serve(hsln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				c.logger.Error("https server stopped", "err", err)
+			}
+		}()
+		go func() {
+			if err := b.Serve(tln); err != nil {
+				c.logger.Error("broker TLS listener stopped", "err", err)
+			}
+		}()
+	}
 	go func() {
 		defer close(c.done)
 		if err := b.Serve(bln); err != nil {
@@ -297,7 +337,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	if err := c.registerCluster(ctx, cluster); err != nil {
 		return err
 	}
-	c.logger.Info("broker serving", "serviceUrl", bc.ServiceURL, "webServiceUrl", bc.HTTPURL, "region", bc.Region, "cluster", cluster)
+	c.logger.Info("broker serving", "serviceUrl", bc.ServiceURL, "webServiceUrl", bc.HTTPURL, "serviceUrlTls", bc.ServiceURLTLS, "webServiceUrlTls", bc.HTTPURLTLS, "region", bc.Region, "cluster", cluster)
 	return nil
 }
 
@@ -309,7 +349,8 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 // its brokers' URLs.
 func (c *Broker) registerCluster(ctx context.Context, cluster string) error {
 	pol := c.pol.store
-	cd := policy.ClusterData{ServiceURL: c.eps.WebServiceURL, BrokerServiceURL: c.eps.ServiceURL}
+	cd := policy.ClusterData{ServiceURL: c.eps.WebServiceURL, BrokerServiceURL: c.eps.ServiceURL,
+		ServiceURLTLS: c.eps.WebServiceURLTLS, BrokerServiceURLTLS: c.eps.ServiceURLTLS}
 	if c.clusterData != nil {
 		cd = c.clusterData()
 	}
@@ -469,7 +510,7 @@ func (c *Broker) release(context.Context) {
 			c.reg.Close(ctx)
 			cancel()
 		}
-		for _, ln := range []net.Listener{c.bln, c.hln} {
+		for _, ln := range []net.Listener{c.bln, c.hln, c.tln, c.hsln} {
 			if ln != nil {
 				ln.Close()
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/isobar-mq/isobar/bookie"
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/internal/natsembed"
+	"github.com/isobar-mq/isobar/internal/tlsfiles"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/replicator"
 )
@@ -95,6 +96,17 @@ type BrokerConfig struct {
 	// LeaseTTL is how long a dead broker keeps its bundles; zero means
 	// 10s.
 	LeaseTTL time.Duration `yaml:"leaseTTL"`
+	// TLS, when its certificate and key are set, serves the Pulsar
+	// protocol (pulsar+ssl://) on TLSListenAddr and the HTTP API on
+	// HTTPSListenAddr as well (docs/security.md). The files are read
+	// again when they change.
+	TLS tlsfiles.Config `yaml:"tls"`
+	// TLSListenAddr is the Pulsar protocol's TLS listener; empty means
+	// 0.0.0.0:6651 (Pulsar's brokerServicePortTls).
+	TLSListenAddr string `yaml:"tlsListenAddr"`
+	// HTTPSListenAddr is the HTTP API's TLS listener; empty means
+	// 0.0.0.0:8443 (Pulsar's webServicePortTls).
+	HTTPSListenAddr string `yaml:"httpsListenAddr"`
 }
 
 // ReplicatorConfig is one replicator worker.
@@ -153,7 +165,11 @@ func (c BrokerConfig) Validate() error {
 	if c.Name != "" && !validID(c.Name) {
 		errs = append(errs, fmt.Errorf("broker.name: %q must be letters, digits, '.', '-' or '_'", c.Name))
 	}
-	errs = append(errs, ValidAddr("broker.listenAddr", c.ListenAddr), ValidAddr("broker.httpListenAddr", c.HTTPListenAddr))
+	errs = append(errs, ValidAddr("broker.listenAddr", c.ListenAddr), ValidAddr("broker.httpListenAddr", c.HTTPListenAddr),
+		ValidAddr("broker.tlsListenAddr", c.TLSListenAddr), ValidAddr("broker.httpsListenAddr", c.HTTPSListenAddr))
+	if err := c.TLS.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("broker.%w", err))
+	}
 	if c.LeaseTTL < 0 || c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("broker.leaseTTL: %v must be 0 (default) or at least 1s", c.LeaseTTL))
 	}

@@ -403,15 +403,23 @@ func (r *Region) buildNATS(plan Ports) error {
 // clusterData is the region's cluster record: its first broker's URLs
 // (every broker's, for the Pulsar protocol) and its NATS server.
 func (r *Region) clusterData() policy.ClusterData {
-	var urls []string
+	var urls, tlsURLs []string
 	for _, b := range r.brokers {
 		urls = append(urls, strings.TrimPrefix(b.cfg.ServiceURL, "pulsar://"))
+		if u := b.Endpoints().ServiceURLTLS; u != "" {
+			tlsURLs = append(tlsURLs, strings.TrimPrefix(u, "pulsar+ssl://"))
+		}
 	}
-	return policy.ClusterData{
+	cd := policy.ClusterData{
 		ServiceURL:       r.brokers[0].cfg.HTTPURL,
 		BrokerServiceURL: "pulsar://" + strings.Join(urls, ","),
 		NATSURL:          r.natsURL,
 	}
+	if len(tlsURLs) > 0 {
+		cd.ServiceURLTLS = r.brokers[0].Endpoints().WebServiceURLTLS
+		cd.BrokerServiceURLTLS = "pulsar+ssl://" + strings.Join(tlsURLs, ",")
+	}
+	return cd
 }
 
 // Name implements lifecycle.Component: the region's name.
@@ -476,7 +484,11 @@ func (r *Region) Endpoints() Endpoints {
 func (r *Region) Brokers() []BrokerEndpoints {
 	out := make([]BrokerEndpoints, 0, len(r.brokers))
 	for _, b := range r.brokers {
-		out = append(out, BrokerEndpoints{ServiceURL: b.cfg.ServiceURL, WebServiceURL: b.cfg.HTTPURL})
+		e := b.Endpoints() // with the TLS URLs, once it started
+		if e.ServiceURL == "" {
+			e = BrokerEndpoints{ServiceURL: b.cfg.ServiceURL, WebServiceURL: b.cfg.HTTPURL}
+		}
+		out = append(out, e)
 	}
 	return out
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/isobar-mq/isobar/auth"
+	"github.com/isobar-mq/isobar/internal/tlsfiles"
 	"github.com/isobar-mq/isobar/region"
 )
 
@@ -284,5 +285,115 @@ func TestReplicationWithTokens(t *testing.T) {
 			t.Fatalf("message %d is %q", i, m.Payload())
 		}
 		cons.Ack(m)
+	}
+}
+
+// TestTLSWithTokens: a broker serving TLS (pulsar+ssl:// and https://)
+// with token authentication. pulsar-client-go produces and consumes over
+// TLS with a token, pulsaradmin manages tenants over HTTPS with one; a
+// plaintext client on the TLS port, a TLS client that does not trust the
+// CA, and a TLS client on the plaintext port fail, and the broker keeps
+// serving.
+func TestTLSWithTokens(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	ca, err := tlsfiles.NewCA("isobar test CA", now.Add(-time.Hour), now.Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := tlsfiles.Issue(ca, "broker", []string{"127.0.0.1", "localhost"}, false, now.Add(-time.Hour), now.Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := auth.NewSecretKey()
+	files := map[string][]byte{"ca.pem": ca.Cert, "cert.pem": srv.Cert, "key.pem": srv.Key, "secret.key": secret}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	caFile := filepath.Join(dir, "ca.pem")
+	cfg := region.Config{Name: "tls", DataDir: filepath.Join(dir, "data"), Bookies: 2}
+	cfg.Broker.TLS = tlsfiles.Config{CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem")}
+	cfg.Broker.TLSListenAddr, cfg.Broker.HTTPSListenAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Broker.Auth = auth.Config{AuthenticationEnabled: true, AuthorizationEnabled: true,
+		Token: auth.TokenConfig{SecretKey: filepath.Join(dir, "secret.key")}, SuperUserRoles: []string{"root"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r, err := region.Start(ctx, cfg, region.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(context.Background()) })
+	be := r.Endpoints().Brokers[0]
+	if !strings.HasPrefix(be.ServiceURLTLS, "pulsar+ssl://") || !strings.HasPrefix(be.WebServiceURLTLS, "https://") {
+		t.Fatalf("endpoints %+v", be)
+	}
+	rootTok, _ := auth.Sign(auth.HS256, secret, "root", time.Time{})
+
+	adm, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: be.WebServiceURLTLS, TLSTrustCertsFilePath: caFile, Token: rootTok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := adm.Tenants().Create(utils.TenantData{Name: "sec", AllowedClusters: []string{"tls"}}); err != nil {
+		t.Fatalf("create tenant over HTTPS: %v", err)
+	}
+	if err := adm.Namespaces().CreateNamespace("sec/ns"); err != nil {
+		t.Fatal(err)
+	}
+
+	tlsClient := func(url, trust string, opTimeout time.Duration) pulsar.Client {
+		c, err := pulsar.NewClient(pulsar.ClientOptions{URL: url, TLSTrustCertsFilePath: trust, OperationTimeout: opTimeout,
+			ConnectionTimeout: 3 * time.Second, Logger: quietLogger(), Authentication: pulsar.NewAuthenticationToken(rootTok)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	const tp = "persistent://sec/ns/t"
+	c := tlsClient(be.ServiceURLTLS, caFile, 30*time.Second)
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("over tls")}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := cons.Receive(ctx); err != nil || string(m.Payload()) != "over tls" {
+		t.Fatalf("receive: %v", err)
+	}
+
+	// Refusals: each client fails, the broker keeps serving.
+	otherCA, _ := tlsfiles.NewCA("other CA", now.Add(-time.Hour), now.Add(time.Hour))
+	otherFile := filepath.Join(dir, "other-ca.pem")
+	os.WriteFile(otherFile, otherCA.Cert, 0o600)
+	plainOnTLS := "pulsar://" + strings.TrimPrefix(be.ServiceURLTLS, "pulsar+ssl://")
+	tlsOnPlain := "pulsar+ssl://" + strings.TrimPrefix(be.ServiceURL, "pulsar://")
+	for name, cl := range map[string]pulsar.Client{
+		"plaintext on the TLS port": tlsClient(plainOnTLS, "", 3*time.Second),
+		"unknown CA":                tlsClient(be.ServiceURLTLS, otherFile, 3*time.Second),
+		"TLS on the plaintext port": tlsClient(tlsOnPlain, caFile, 3*time.Second),
+	} {
+		if p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: tp}); err == nil {
+			p.Close()
+			t.Errorf("%s: a producer was created", name)
+		}
+	}
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("still serving")}); err != nil {
+		t.Fatalf("after the refusals: %v", err)
+	}
+	// HTTPS without the CA is refused by the client; plain HTTP to the
+	// HTTPS port gets no answer.
+	insecure, _ := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: be.WebServiceURLTLS, Token: rootTok})
+	if _, err := insecure.Tenants().List(); err == nil {
+		t.Error("HTTPS without trusting the CA succeeded")
+	}
+	if err := probeStatus("http://"+strings.TrimPrefix(be.WebServiceURLTLS, "https://")+"/readyz", 200); err == nil {
+		t.Error("plain HTTP on the HTTPS port was served")
 	}
 }

@@ -25,6 +25,10 @@ type BrokerInfo struct {
 	ServiceURL string `json:"serviceUrl"`
 	// HTTPURL is the admin/lookup HTTP address, "http://host:port" (or https).
 	HTTPURL string `json:"httpUrl"`
+	// ServiceURLTLS and HTTPURLTLS are the same over TLS
+	// ("pulsar+ssl://host:port", "https://host:port"); empty without TLS.
+	ServiceURLTLS string `json:"serviceUrlTls,omitempty"`
+	HTTPURLTLS    string `json:"httpUrlTls,omitempty"`
 	// Started is when the broker's Registry started (kept across
 	// re-registrations of the same Registry).
 	Started time.Time `json:"started"`

@@ -11,10 +11,13 @@ import (
 // Ownership is an ownership record, stored as JSON under
 // /isobar/<region>/ownership/<tenant>/<namespace>/<bundle>.
 type Ownership struct {
-	Broker     string    `json:"broker"`
-	ServiceURL string    `json:"serviceUrl"`
-	HTTPURL    string    `json:"httpUrl"`
-	Acquired   time.Time `json:"acquired"`
+	Broker     string `json:"broker"`
+	ServiceURL string `json:"serviceUrl"`
+	HTTPURL    string `json:"httpUrl"`
+	// The owner's TLS URLs, empty without TLS.
+	ServiceURLTLS string    `json:"serviceUrlTls,omitempty"`
+	HTTPURLTLS    string    `json:"httpUrlTls,omitempty"`
+	Acquired      time.Time `json:"acquired"`
 }
 
 // BrokersPrefix is the prefix of the region's broker registrations.

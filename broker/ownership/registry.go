@@ -194,7 +194,8 @@ func (r *Registry) registerErr(err error) error {
 // broker's earlier incarnation.
 func (r *Registry) previousLife(prev BrokerInfo) bool {
 	return prev.ID == r.self.ID && prev.ServiceURL == r.self.ServiceURL &&
-		prev.HTTPURL == r.self.HTTPURL && !prev.Started.After(r.self.Started)
+		prev.HTTPURL == r.self.HTTPURL && prev.ServiceURLTLS == r.self.ServiceURLTLS &&
+		prev.HTTPURLTLS == r.self.HTTPURLTLS && !prev.Started.After(r.self.Started)
 }
 
 // leaseLocked is the lease of the registration now; nil while not
@@ -304,7 +305,7 @@ func (r *Registry) readOwner(ctx context.Context, key, ns string, b topic.Bundle
 		return BrokerInfo{}, false, fmt.Errorf("ownership: %s holds a malformed record: %w", key, err)
 	}
 	if o.Broker != r.self.ID {
-		return BrokerInfo{ID: o.Broker, ServiceURL: o.ServiceURL, HTTPURL: o.HTTPURL}, true, nil
+		return BrokerInfo{ID: o.Broker, ServiceURL: o.ServiceURL, HTTPURL: o.HTTPURL, ServiceURLTLS: o.ServiceURLTLS, HTTPURLTLS: o.HTTPURLTLS}, true, nil
 	}
 	r.mu.Lock()
 	cur := r.leaseLocked()
@@ -367,7 +368,8 @@ func (r *Registry) liveBroker(ctx context.Context, id string) (BrokerInfo, bool,
 // acquire creates the ownership key under lease; false when it exists.
 func (r *Registry) acquire(ctx context.Context, lease *metastore.Lease, key, ns string, b topic.Bundle) (bool, error) {
 	now := r.now()
-	val, _ := json.Marshal(Ownership{Broker: r.self.ID, ServiceURL: r.self.ServiceURL, HTTPURL: r.self.HTTPURL, Acquired: now})
+	val, _ := json.Marshal(Ownership{Broker: r.self.ID, ServiceURL: r.self.ServiceURL, HTTPURL: r.self.HTTPURL,
+		ServiceURLTLS: r.self.ServiceURLTLS, HTTPURLTLS: r.self.HTTPURLTLS, Acquired: now})
 	rev, err := lease.Create(ctx, key, val)
 	if errors.Is(err, metastore.ErrExists) {
 		return false, nil
