@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,15 +37,23 @@ type Config struct {
 	// AuthenticateMetrics requires a token for /metrics as well (Pulsar's
 	// authenticateMetricsEndpoint); /healthz and /readyz are always open.
 	AuthenticateMetrics bool `yaml:"authenticateMetrics"`
+	// TLSAuthentication also accepts a verified client certificate (mutual
+	// TLS) as a credential, its subject's common name being the role
+	// (Pulsar's AuthenticationProviderTls); the TLS listener must verify
+	// client certificates (broker.tls.trustCertsFile).
+	TLSAuthentication bool `yaml:"tlsAuthentication"`
 }
 
 // Validate checks the settings; every problem is named.
 func (c Config) Validate() error {
 	var errs []error
-	if c.AuthenticationEnabled {
+	if c.AuthenticationEnabled && (!c.TLSAuthentication || c.Token.SecretKey != "" || c.Token.PublicKey != "") {
 		if err := c.Token.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("auth.token: %w", err))
 		}
+	}
+	if c.TLSAuthentication && !c.AuthenticationEnabled {
+		errs = append(errs, errors.New("auth.tlsAuthentication needs auth.authenticationEnabled"))
 	}
 	if c.AuthorizationEnabled && !c.AuthenticationEnabled {
 		errs = append(errs, errors.New("auth.authorizationEnabled needs auth.authenticationEnabled"))
@@ -99,7 +108,7 @@ func NewServer(cfg Config) (*Server, error) {
 	for _, r := range cfg.ReplicatorRoles {
 		s.replicator[r] = true
 	}
-	if cfg.AuthenticationEnabled {
+	if cfg.AuthenticationEnabled && (cfg.Token.SecretKey != "" || cfg.Token.PublicKey != "") {
 		v, err := NewVerifier(cfg.Token)
 		if err != nil {
 			return nil, err
@@ -130,28 +139,66 @@ func (s *Server) IsReplicator(role string) bool {
 	return !s.Enabled() || s.super[role] || s.replicator[role]
 }
 
-// TokenMethod is the auth_method_name of token credentials in CONNECT
-// (pulsar-client-go's AuthenticationToken).
-const TokenMethod = "token"
+// TokenMethod and TLSMethod are the auth_method_names of token and
+// client-certificate credentials in CONNECT (pulsar-client-go's
+// AuthenticationToken and AuthenticationTLS).
+const (
+	TokenMethod = "token"
+	TLSMethod   = "tls"
+)
+
+// methods names the accepted auth methods, for refusals.
+func (s *Server) methods() string {
+	var m []string
+	if s.verifier != nil {
+		m = append(m, TokenMethod)
+	}
+	if s.cfg.TLSAuthentication {
+		m = append(m, TLSMethod)
+	}
+	return strings.Join(m, " or ")
+}
 
 // Authenticate checks the credentials of a binary-protocol CONNECT (or
-// AUTH_RESPONSE). With authentication off it accepts anything.
-func (s *Server) Authenticate(method string, data []byte) (Identity, error) {
+// AUTH_RESPONSE); peer is the connection's TLS state (nil on a plaintext
+// connection). With authentication off it accepts anything.
+func (s *Server) Authenticate(method string, data []byte, peer *tls.ConnectionState) (Identity, error) {
 	if !s.Enabled() {
 		return Identity{}, nil
 	}
-	switch method {
-	case TokenMethod:
-	case "", "none":
-		return Identity{}, fmt.Errorf("%w: no credentials; this server requires a token (auth method %q)", wire.ErrAuthentication, TokenMethod)
+	switch {
+	case method == TokenMethod && s.verifier != nil:
+	case method == TLSMethod && s.cfg.TLSAuthentication:
+		return s.certificateIdentity(peer)
+	case method == "" || method == "none":
+		return Identity{}, fmt.Errorf("%w: no credentials; this server requires auth method %s", wire.ErrAuthentication, s.methods())
 	default:
-		return Identity{}, fmt.Errorf("%w: auth method %q is not accepted; this server requires %q", wire.ErrAuthentication, truncate(method, 64), TokenMethod)
+		return Identity{}, fmt.Errorf("%w: auth method %q is not accepted; this server requires %s", wire.ErrAuthentication, truncate(method, 64), s.methods())
 	}
 	c, err := s.verifier.Verify(string(data))
 	if err != nil {
 		return Identity{}, err
 	}
 	return Identity{Role: c.Role, Expires: c.Expires}, nil
+}
+
+// certificateIdentity is the role of a verified client certificate: its
+// subject's common name.
+func (s *Server) certificateIdentity(peer *tls.ConnectionState) (Identity, error) {
+	if peer == nil {
+		return Identity{}, fmt.Errorf("%w: certificate authentication needs a TLS connection", wire.ErrAuthentication)
+	}
+	if len(peer.VerifiedChains) == 0 || len(peer.PeerCertificates) == 0 {
+		return Identity{}, fmt.Errorf("%w: no verified client certificate (the TLS listener needs broker.tls.trustCertsFile)", wire.ErrAuthentication)
+	}
+	leaf := peer.PeerCertificates[0]
+	role := leaf.Subject.CommonName
+	if err := ValidRole(role); err != nil {
+		return Identity{}, fmt.Errorf("%w: client certificate's common name: %w", wire.ErrAuthentication, err)
+	}
+	// No expiry: the certificate was checked at the handshake, as Pulsar's
+	// TLS provider does, and is not challenged on an open connection.
+	return Identity{Role: role}, nil
 }
 
 func truncate(s string, n int) string {
@@ -209,8 +256,14 @@ func (s *Server) HTTP(next http.Handler) http.Handler {
 
 func (s *Server) authenticateHTTP(r *http.Request) (Identity, error) {
 	h := r.Header.Get("Authorization")
+	if h == "" && s.cfg.TLSAuthentication && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		return s.certificateIdentity(r.TLS)
+	}
 	if h == "" {
 		return Identity{}, fmt.Errorf("%w: no credentials; send Authorization: Bearer <token>", wire.ErrAuthentication)
+	}
+	if s.verifier == nil {
+		return Identity{}, fmt.Errorf("%w: this server takes client certificates, not tokens", wire.ErrAuthentication)
 	}
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {

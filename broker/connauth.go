@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strings"
 	"sync"
@@ -41,7 +42,7 @@ func (c *conn) role() string {
 // for replicator workers needs a replicator role: no client can pose as
 // one to write replicated entries or reach a standby region's topics.
 func (c *conn) authenticate(cmd *pb.CommandConnect) error {
-	id, err := c.b.auth.Authenticate(cmd.GetAuthMethodName(), cmd.GetAuthData())
+	id, err := c.b.auth.Authenticate(cmd.GetAuthMethodName(), cmd.GetAuthData(), c.tlsState())
 	if err != nil {
 		return err
 	}
@@ -105,7 +106,7 @@ func (c *conn) handleAuthResponse(cmd *pb.CommandAuthResponse) error {
 		return nil // nothing was challenged
 	}
 	r := cmd.GetResponse()
-	id, err := c.b.auth.Authenticate(r.GetAuthMethodName(), r.GetAuthData())
+	id, err := c.b.auth.Authenticate(r.GetAuthMethodName(), r.GetAuthData(), c.tlsState())
 	if err == nil && id.Role != c.role() {
 		err = fmt.Errorf("%w: a refreshed token must be for role %q, not %q", wire.ErrAuthentication, c.role(), id.Role)
 	}
@@ -151,4 +152,13 @@ func (c *conn) authorizeLookup(ctx context.Context, name topic.Name) error {
 		return nil
 	}
 	return c.b.authz.Lookup(ctx, c.role(), name)
+}
+
+// tlsState is the connection's TLS state, nil on a plaintext connection.
+func (c *conn) tlsState() *tls.ConnectionState {
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		st := tc.ConnectionState()
+		return &st
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -293,7 +294,9 @@ func TestReplicationWithTokens(t *testing.T) {
 // TLS with a token, pulsaradmin manages tenants over HTTPS with one; a
 // plaintext client on the TLS port, a TLS client that does not trust the
 // CA, and a TLS client on the plaintext port fail, and the broker keeps
-// serving.
+// serving. Client certificates authenticate too (mutual TLS, the role
+// from the common name), through pulsar-client-go's AuthenticationTLS
+// and pulsaradmin's TLS key pair.
 func TestTLSWithTokens(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
@@ -314,10 +317,10 @@ func TestTLSWithTokens(t *testing.T) {
 	}
 	caFile := filepath.Join(dir, "ca.pem")
 	cfg := region.Config{Name: "tls", DataDir: filepath.Join(dir, "data"), Bookies: 2}
-	cfg.Broker.TLS = tlsfiles.Config{CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem")}
+	cfg.Broker.TLS = tlsfiles.Config{CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem"), TrustCertsFile: filepath.Join(dir, "ca.pem")}
 	cfg.Broker.TLSListenAddr, cfg.Broker.HTTPSListenAddr = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Broker.Auth = auth.Config{AuthenticationEnabled: true, AuthorizationEnabled: true,
-		Token: auth.TokenConfig{SecretKey: filepath.Join(dir, "secret.key")}, SuperUserRoles: []string{"root"}}
+	cfg.Broker.Auth = auth.Config{AuthenticationEnabled: true, AuthorizationEnabled: true, TLSAuthentication: true,
+		Token: auth.TokenConfig{SecretKey: filepath.Join(dir, "secret.key")}, SuperUserRoles: []string{"root", "cert-admin"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r, err := region.Start(ctx, cfg, region.Deps{})
@@ -395,5 +398,47 @@ func TestTLSWithTokens(t *testing.T) {
 	}
 	if err := probeStatus("http://"+strings.TrimPrefix(be.WebServiceURLTLS, "https://")+"/readyz", 200); err == nil {
 		t.Error("plain HTTP on the HTTPS port was served")
+	}
+
+	// Mutual TLS: a client certificate authenticates its common name.
+	certClient := func(cn string) (certFile, keyFile string) {
+		pair, err := tlsfiles.Issue(ca, cn, nil, true, now.Add(-time.Hour), now.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		certFile, keyFile = filepath.Join(dir, cn+".pem"), filepath.Join(dir, cn+"-key.pem")
+		os.WriteFile(certFile, pair.Cert, 0o600)
+		os.WriteFile(keyFile, pair.Key, 0o600)
+		return certFile, keyFile
+	}
+	mtls := func(cn string) pulsar.Client {
+		cf, kf := certClient(cn)
+		c, err := pulsar.NewClient(pulsar.ClientOptions{URL: be.ServiceURLTLS, TLSTrustCertsFilePath: caFile, OperationTimeout: 5 * time.Second,
+			Logger: quietLogger(), Authentication: pulsar.NewAuthenticationTLS(cf, kf)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	if p, err := mtls("cert-admin").CreateProducer(pulsar.ProducerOptions{Topic: tp}); err != nil {
+		t.Fatalf("certificate of a superuser: %v", err)
+	} else {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("by certificate")}); err != nil {
+			t.Fatal(err)
+		}
+		p.Close()
+	}
+	if p, err := mtls("nobody").CreateProducer(pulsar.ProducerOptions{Topic: tp}); err == nil {
+		p.Close()
+		t.Error("a certificate of a role without permission produced")
+	}
+	cf, kf := certClient("cert-admin")
+	certAdmin, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: be.WebServiceURLTLS, TLSTrustCertsFilePath: caFile, TLSCertFile: cf, TLSKeyFile: kf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tenants, err := certAdmin.Tenants().List(); err != nil || !slices.Contains(tenants, "sec") {
+		t.Errorf("tenants by certificate over HTTPS: %v, %v", tenants, err)
 	}
 }
