@@ -151,8 +151,8 @@ func TestConnectRefusals(t *testing.T) {
 		code    pb.ServerError
 		says    string
 	}{
-		{"no credentials", connectCmd("test", "", nil), pb.ServerError_AuthenticationError, "requires a token"},
-		{"other method", connectCmd("test", "tls", nil), pb.ServerError_AuthenticationError, `"tls" is not accepted`},
+		{"no credentials", connectCmd("test", "", nil), pb.ServerError_AuthenticationError, "requires auth method token"},
+		{"other method", connectCmd("test", "tls", nil), pb.ServerError_AuthenticationError, `"tls" is not accepted; this server requires token`},
 		{"expired", connectCmd("test", "token", []byte(a.token(t, "app", time.Now().Add(-time.Second)))), pb.ServerError_AuthenticationError, "token expired"},
 		{"garbage", connectCmd("test", "token", []byte("garbage")), pb.ServerError_AuthenticationError, "malformed"},
 		{"client posing as replicator", connectCmd(replication.ClientVersion, "token", []byte(a.token(t, "app", time.Time{}))), pb.ServerError_AuthorizationError, "not a replicator role"},
