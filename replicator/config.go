@@ -27,6 +27,13 @@ type Config struct {
 	// ServiceURL is the region's brokers' Pulsar URL
 	// (pulsar://host:port[,host:port...]). Required.
 	ServiceURL string `yaml:"serviceUrl"`
+	// TLSTrustCertsFile is the PEM bundle of CAs the brokers' certificates
+	// chain to, when ServiceURL is pulsar+ssl:// (empty: the system's).
+	// TLSCertFile and TLSKeyFile are the worker's client certificate, for
+	// brokers that authenticate by certificate.
+	TLSTrustCertsFile string `yaml:"tlsTrustCertsFile"`
+	TLSCertFile       string `yaml:"tlsCertFile"`
+	TLSKeyFile        string `yaml:"tlsKeyFile"`
 	// TokenFile holds the token the worker authenticates to its brokers
 	// with (its role must be among their auth.replicatorRoles or
 	// superUserRoles); read at each connection, so it can be replaced.

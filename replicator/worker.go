@@ -2,6 +2,8 @@ package replicator
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -58,6 +60,13 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 	cfg = cfg.withDefaults()
 	deps = deps.withDefaults()
 	pc := pulsarconn.Config{ServiceURL: cfg.ServiceURL, Logger: deps.Logger}
+	if strings.HasPrefix(cfg.ServiceURL, "pulsar+ssl://") {
+		tc, err := clientTLS(cfg)
+		if err != nil {
+			return nil, err
+		}
+		pc.TLS = tc
+	}
 	if f := cfg.TokenFile; f != "" {
 		pc.Token = func() (string, error) {
 			b, err := os.ReadFile(f)
@@ -417,3 +426,27 @@ func (e *replyError) Error() string { return "replicator: remote refused the fra
 var ErrRefused = errors.New("replicator: frame refused")
 
 func (e *replyError) Is(target error) bool { return target == ErrRefused }
+
+// clientTLS is the TLS configuration of the worker's connections to its
+// brokers.
+func clientTLS(cfg Config) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.TLSTrustCertsFile != "" {
+		b, err := os.ReadFile(cfg.TLSTrustCertsFile)
+		if err != nil {
+			return nil, fmt.Errorf("replicator.tlsTrustCertsFile: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("replicator.tlsTrustCertsFile: %s holds no PEM certificate", cfg.TLSTrustCertsFile)
+		}
+	}
+	if cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" {
+		pair, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("replicator.tlsCertFile and tlsKeyFile: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return tc, nil
+}

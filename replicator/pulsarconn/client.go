@@ -2,6 +2,7 @@ package pulsarconn
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,6 +51,10 @@ type Config struct {
 	// ConnectTimeout bounds dialling a broker and the CONNECT handshake;
 	// 0 means 5s.
 	ConnectTimeout time.Duration
+	// TLS, when set, connects over TLS: ServiceURL is then
+	// pulsar+ssl://host:port[,...] and lookups follow the brokers' TLS
+	// URLs. The server's name is verified against its certificate.
+	TLS *tls.Config
 	// Token, when set, returns the token the client authenticates with
 	// (auth method "token"), at each connection and each AUTH_CHALLENGE,
 	// so a token file replaced on disk is used from the next one.
@@ -61,7 +66,7 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.ServiceURL == "" {
 		errs = append(errs, errors.New("pulsarconn.ServiceURL: required"))
-	} else if _, err := parseURLs(c.ServiceURL); err != nil {
+	} else if _, err := parseURLs(c.ServiceURL, c.TLS != nil); err != nil {
 		errs = append(errs, fmt.Errorf("pulsarconn.ServiceURL: %w", err))
 	}
 	if c.OperationTimeout < 0 {
@@ -76,16 +81,25 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// scheme is the service URL scheme of a client with or without TLS.
+func scheme(tls bool) string {
+	if tls {
+		return "pulsar+ssl://"
+	}
+	return "pulsar://"
+}
+
 // parseURLs returns the host:port pairs of a service URL, one host or
-// several as in Pulsar's multi-host form "pulsar://h1:p1,h2:p2".
-func parseURLs(u string) ([]string, error) {
-	rest, ok := strings.CutPrefix(u, "pulsar://")
+// several as in Pulsar's multi-host form "pulsar://h1:p1,h2:p2"
+// (pulsar+ssl:// with TLS).
+func parseURLs(u string, tls bool) ([]string, error) {
+	rest, ok := strings.CutPrefix(u, scheme(tls))
 	if !ok {
-		return nil, fmt.Errorf("%q: want pulsar://host:port[,host:port...]", u)
+		return nil, fmt.Errorf("%q: want %shost:port[,host:port...]", u, scheme(tls))
 	}
 	var out []string
 	for _, h := range strings.Split(strings.TrimSuffix(rest, "/"), ",") {
-		a, err := parseURL("pulsar://" + h)
+		a, err := parseURL(scheme(tls)+h, tls)
 		if err != nil {
 			return nil, fmt.Errorf("%q: %w", u, err)
 		}
@@ -94,9 +108,10 @@ func parseURLs(u string) ([]string, error) {
 	return out, nil
 }
 
-// parseURL returns the host:port of a "pulsar://host:port" URL.
-func parseURL(u string) (string, error) {
-	addr, ok := strings.CutPrefix(u, "pulsar://")
+// parseURL returns the host:port of a "pulsar://host:port" URL
+// ("pulsar+ssl://" with TLS).
+func parseURL(u string, tls bool) (string, error) {
+	addr, ok := strings.CutPrefix(u, scheme(tls))
 	if !ok {
 		return "", fmt.Errorf("%q: want pulsar://host:port", u)
 	}
@@ -153,7 +168,7 @@ func New(cfg Config) (*Client, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	addrs, _ := parseURLs(cfg.ServiceURL)
+	addrs, _ := parseURLs(cfg.ServiceURL, cfg.TLS != nil)
 	return &Client{cfg: cfg, addrs: addrs, log: log, pool: map[string]*dialing{}}, nil
 }
 
@@ -337,8 +352,15 @@ func (c *Client) lookup(ctx context.Context, topic string) (*conn, error) {
 			return nil, fmt.Errorf("pulsarconn: lookup %s on %s: unexpected %v", topic, addr, resp.GetType())
 		}
 		next := addr
-		if u := r.GetBrokerServiceUrl(); u != "" {
-			if next, err = parseURL(u); err != nil {
+		u := r.GetBrokerServiceUrl()
+		if c.cfg.TLS != nil {
+			u = r.GetBrokerServiceUrlTls()
+			if u == "" && r.GetBrokerServiceUrl() != "" {
+				return nil, fmt.Errorf("pulsarconn: lookup %s on %s: the owning broker advertises no TLS URL", topic, addr)
+			}
+		}
+		if u != "" {
+			if next, err = parseURL(u, c.cfg.TLS != nil); err != nil {
 				return nil, fmt.Errorf("pulsarconn: lookup %s on %s: broker URL: %w", topic, addr, err)
 			}
 		}

@@ -3,6 +3,7 @@ package pulsarconn
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,18 @@ func (c *Client) dial(ctx context.Context, addr string) (*conn, error) {
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("pulsarconn: connect to %s: %w", addr, err)
+	}
+	if c.cfg.TLS != nil {
+		cfg := c.cfg.TLS.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("pulsarconn: TLS handshake with %s: %w", addr, err)
+		}
+		nc = tc
 	}
 	cn := &conn{
 		cl: c, addr: addr, nc: nc, maxFrame: c.cfg.MaxFrameSize,

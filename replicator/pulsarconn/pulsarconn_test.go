@@ -3,6 +3,8 @@ package pulsarconn_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -21,6 +23,7 @@ import (
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/testcluster"
+	"github.com/isobar-mq/isobar/internal/tlsfiles"
 	"github.com/isobar-mq/isobar/replicator/pulsarconn"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
@@ -35,6 +38,13 @@ type region struct {
 }
 
 func startRegion(t testing.TB) *region {
+	t.Helper()
+	return startRegionTLS(t, nil)
+}
+
+// startRegionTLS is startRegion with the broker also serving tlsLn (when
+// not nil) and advertising it as its TLS URL.
+func startRegionTLS(t testing.TB, tlsLn net.Listener) *region {
 	t.Helper()
 	cl := testcluster.Start(t, testcluster.Options{Bookies: 3})
 	lc, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger(), RequestTimeout: 5 * time.Second})
@@ -54,7 +64,11 @@ func startRegion(t testing.TB) *region {
 		t.Fatal(err)
 	}
 	url := "pulsar://" + ln.Addr().String()
-	b, err := broker.New(broker.Config{Region: cl.Region, ServiceURL: url}, broker.Deps{
+	bc := broker.Config{Region: cl.Region, ServiceURL: url}
+	if tlsLn != nil {
+		bc.ServiceURLTLS = "pulsar+ssl://" + tlsLn.Addr().String()
+	}
+	b, err := broker.New(bc, broker.Deps{
 		Meta:    cl.Connect(),
 		Ledgers: lc,
 		Logger:  cl.Logger(),
@@ -65,6 +79,9 @@ func startRegion(t testing.TB) *region {
 		t.Fatal(err)
 	}
 	go b.Serve(ln)
+	if tlsLn != nil {
+		go b.Serve(tlsLn)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -864,4 +881,56 @@ func TestProducerProtocol(t *testing.T) {
 			t.Errorf("SEND %d: num_messages %d, message_id %v", s.GetSequenceId(), s.GetNumMessages(), s.GetMessageId())
 		}
 	}
+}
+
+// TestTLS: the client connects over TLS (pulsar+ssl://), follows the
+// broker's TLS URL in lookups, and produces and consumes; a client that
+// does not trust the broker's CA fails at the handshake, saying so.
+func TestTLS(t *testing.T) {
+	now := time.Now()
+	ca, err := tlsfiles.NewCA("test CA", now.Add(-time.Hour), now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := tlsfiles.Issue(ca, "broker", []string{"127.0.0.1"}, false, now.Add(-time.Hour), now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(srv.Cert, srv.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startRegionTLS(t, ln)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.Cert)
+	url := "pulsar+ssl://" + ln.Addr().String()
+
+	other, _ := tlsfiles.NewCA("other CA", now.Add(-time.Hour), now.Add(time.Hour))
+	otherPool := x509.NewCertPool()
+	otherPool.AppendCertsFromPEM(other.Cert)
+	bad, err := pulsarconn.New(pulsarconn.Config{ServiceURL: url, TLS: &tls.Config{RootCAs: otherPool}, OperationTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	if _, err := bad.CreateProducer(context.Background(), pulsarconn.ProducerOptions{Topic: "persistent://public/default/tls"}); err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		t.Fatalf("untrusted CA: %v", err)
+	}
+	if _, err := pulsarconn.New(pulsarconn.Config{ServiceURL: "pulsar://" + ln.Addr().String(), TLS: &tls.Config{RootCAs: pool}}); err == nil {
+		t.Fatal("a pulsar:// URL with TLS was accepted")
+	}
+	c, err := pulsarconn.New(pulsarconn.Config{ServiceURL: url, TLS: &tls.Config{RootCAs: pool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := c.CreateProducer(context.Background(), pulsarconn.ProducerOptions{Topic: "persistent://public/default/tls"})
+	if err != nil {
+		t.Fatalf("producer over TLS: %v", err)
+	}
+	defer p.Close(context.Background())
 }
