@@ -23,7 +23,7 @@ locals {
     metastore  = { client = 2379, peer = 2380, http = 2381 }
     global     = { client = 2479, peer = 2480, http = 2481 }
     bookie     = { listen = 3181, http = 8000 }
-    broker     = { pulsar = 6650, http = 8080 }
+    broker     = { pulsar = 6650, http = 8080, pulsar_tls = 6651, https = 8443 }
     nats       = { client = 4222, gateway = 7222, cluster = 6222, http = 8222 }
     replicator = { http = 8090 }
   }
@@ -43,9 +43,13 @@ locals {
   metastore_endpoints = [for h in local.with.metastore : "http://${local.addr[h]}:${local.ports[h].metastore.client}"]
   metastore_initial   = join(",", [for h in local.with.metastore : "${var.region}-${h}=http://${local.addr[h]}:${local.ports[h].metastore.peer}"])
 
-  broker_addrs    = [for h in local.with.broker : "${local.addr[h]}:${local.ports[h].broker.pulsar}"]
-  service_url     = var.service_url != "" ? var.service_url : (length(local.broker_addrs) > 0 ? "pulsar://${join(",", local.broker_addrs)}" : "")
-  web_service_url = var.web_service_url != "" ? var.web_service_url : (length(local.with.broker) > 0 ? "http://${local.addr[local.with.broker[0]]}:${local.ports[local.with.broker[0]].broker.http}" : "")
+  tls_on           = var.tls != null
+  broker_addrs     = [for h in local.with.broker : "${local.addr[h]}:${local.ports[h].broker.pulsar}"]
+  broker_tls_addrs = [for h in local.with.broker : "${local.addr[h]}:${local.ports[h].broker.pulsar_tls}"]
+  # The replicators' way to the brokers: TLS when the brokers serve it.
+  replicator_service_url = local.tls_on && var.service_url == "" ? "pulsar+ssl://${join(",", local.broker_tls_addrs)}" : local.service_url
+  service_url            = var.service_url != "" ? var.service_url : (length(local.broker_addrs) > 0 ? "pulsar://${join(",", local.broker_addrs)}" : "")
+  web_service_url        = var.web_service_url != "" ? var.web_service_url : (length(local.with.broker) > 0 ? "http://${local.addr[local.with.broker[0]]}:${local.ports[local.with.broker[0]].broker.http}" : "")
 
   nats_url         = join(",", [for h in local.with.nats : "nats://${local.addr[h]}:${local.ports[h].nats.client}"])
   nats_gateway_url = length(local.with.nats) > 0 ? "nats://${local.addr[local.with.nats[0]]}:${local.ports[local.with.nats[0]].nats.gateway}" : ""
@@ -79,6 +83,7 @@ locals {
     }
   } : k => x if local.auth_on }
   replicator_auth = { for k, x in { tokenFile = try(var.auth.replicator_token_file, "") } : k => x if local.auth_on }
+  replicator_tls  = { for k, x in { tlsTrustCertsFile = try(var.tls.trust_certs_file, "") } : k => x if local.tls_on }
 
   # Every role's configuration, by host and role.
   settings = { for h, v in var.hosts : h => { for r in v.roles : r => merge(local.common, {
@@ -122,7 +127,16 @@ locals {
     }
     broker = merge(local.global_section, {
       metastore = local.metastore_section
-      broker = merge(local.broker_auth, {
+      broker = merge(local.broker_auth, { for k, x in {
+        tls = {
+          certFile          = try(var.tls.cert_file, "")
+          keyFile           = try(var.tls.key_file, "")
+          trustCertsFile    = try(var.tls.trust_certs_file, "")
+          requireClientCert = try(var.tls.require_client_cert, false)
+        }
+        tlsListenAddr   = "${local.listen[h]}:${local.ports[h].broker.pulsar_tls}"
+        httpsListenAddr = "${local.listen[h]}:${local.ports[h].broker.https}"
+        } : k => x if local.tls_on }, {
         region            = var.region
         name              = h
         listenAddr        = "${local.listen[h]}:${local.ports[h].broker.pulsar}"
@@ -154,10 +168,10 @@ locals {
     }
     replicator = merge(local.global_section, {
       metastore = local.metastore_section
-      replicator = merge(local.replicator_auth, {
+      replicator = merge(local.replicator_auth, local.replicator_tls, {
         region     = var.region
         id         = h
-        serviceUrl = local.service_url
+        serviceUrl = local.replicator_service_url
         natsUrl    = local.nats_url
         dataDir    = "${local.data_dir[h]}/replicator"
         httpAddr   = "${local.listen[h]}:${local.ports[h].replicator.http}"

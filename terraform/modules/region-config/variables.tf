@@ -171,3 +171,22 @@ variable "auth" {
     error_message = "auth.replicator_roles must name the replicators' role."
   }
 }
+
+variable "tls" {
+  description = <<-EOT
+    TLS on the brokers (docs/security.md); null leaves it off. cert_file
+    and key_file are the brokers' certificate and key as the hosts see
+    them (one pair for every broker of the region: its names must cover
+    each broker's address), trust_certs_file the CA bundle that clients'
+    and brokers' certificates chain to. With it, brokers also listen on
+    6651 (pulsar+ssl://) and 8443 (https://), plus port_offset, and the
+    replicators reach them over TLS. Installing the files is the caller's.
+  EOT
+  type = object({
+    cert_file           = string
+    key_file            = string
+    trust_certs_file    = string
+    require_client_cert = optional(bool, false)
+  })
+  default = null
+}

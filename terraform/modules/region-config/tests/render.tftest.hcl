@@ -243,3 +243,24 @@ run "auth_with_two_keys" {
   }
   expect_failures = [var.auth]
 }
+
+run "with_tls" {
+  command = plan
+  variables {
+    tls = {
+      cert_file        = "/etc/isobar/broker.pem"
+      key_file         = "/etc/isobar/broker-key.pem"
+      trust_certs_file = "/etc/isobar/ca.pem"
+    }
+  }
+  assert {
+    condition = yamldecode(output.configs["m2/broker"]).broker.tls == {
+      certFile = "/etc/isobar/broker.pem", keyFile = "/etc/isobar/broker-key.pem", trustCertsFile = "/etc/isobar/ca.pem", requireClientCert = false
+    } && yamldecode(output.configs["m2/broker"]).broker.tlsListenAddr == "0.0.0.0:6651" && yamldecode(output.configs["m2/broker"]).broker.httpsListenAddr == "0.0.0.0:8443"
+    error_message = "brokers serve TLS on 6651 and 8443"
+  }
+  assert {
+    condition     = yamldecode(output.configs["m3/replicator"]).replicator.serviceUrl == "pulsar+ssl://10.0.1.11:6651,10.0.1.12:6651" && yamldecode(output.configs["m3/replicator"]).replicator.tlsTrustCertsFile == "/etc/isobar/ca.pem"
+    error_message = "replicators reach the brokers over TLS"
+  }
+}
