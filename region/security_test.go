@@ -196,6 +196,14 @@ func TestTokenAuthorizationEndToEnd(t *testing.T) {
 	if !got["root"] || !got["acme-admin"] || !got["writer"] {
 		t.Fatalf("received from %v", got)
 	}
+	// A role whose grant is revoked (a deleted role) is refused from then
+	// on, though its token is still valid.
+	if err := acmeAdmin.Namespaces().RevokeNamespacePermission(*ns, "writer"); err != nil {
+		t.Fatal(err)
+	}
+	if err := canProduce("writer"); err == nil {
+		t.Error("a revoked role still produces")
+	}
 	// Refused roles created no subscription.
 	subs, err := root.Subscriptions().List(*adminTopic(t, tp))
 	if err != nil {
