@@ -627,3 +627,30 @@ func benchPayloads(n, size int, seed int64) [][]byte {
 	}
 	return out
 }
+
+// pairedRounds runs a and b back to back in each of rounds rounds,
+// alternating which goes first (so an advantage of the second region
+// start of a pair sides with neither), logs each round and returns the
+// results and the per-round b/a ratios. Region starts vary a lot on a
+// small machine, so callers estimate with the median of the ratios.
+func pairedRounds(b *testing.B, rounds int, nameA, nameB string, runA, runB func(round int) float64) (as, bs, ratios []float64) {
+	b.Helper()
+	for round := range rounds {
+		var x, y float64
+		if round%2 == 0 {
+			x, y = runA(2*round), runB(2*round+1)
+		} else {
+			y, x = runB(2*round), runA(2*round+1)
+		}
+		as, bs, ratios = append(as, x), append(bs, y), append(ratios, y/x)
+		b.Logf("round %d: %s %.0f msg/s, %s %.0f msg/s (ratio %.3f)", round, nameA, x, nameB, y, y/x)
+	}
+	return as, bs, ratios
+}
+
+// median is the middle value of xs (the upper one of an even count).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -31,28 +30,13 @@ func BenchmarkSecureProduce(b *testing.B) {
 	const rounds = 5
 	const n = 50_000
 	pool := benchPayloads(benchPoolSize, benchPayloadSize, 3)
-	var ratios, plains, secures []float64
-	for round := range rounds {
-		var plain, secure float64
-		if round%2 == 0 {
-			plain = secureRound(b, false, pool, n, 2*round)
-			secure = secureRound(b, true, pool, n, 2*round+1)
-		} else {
-			secure = secureRound(b, true, pool, n, 2*round)
-			plain = secureRound(b, false, pool, n, 2*round+1)
-		}
-		plains, secures, ratios = append(plains, plain), append(secures, secure), append(ratios, secure/plain)
-		b.Logf("round %d: plaintext %.0f msg/s, TLS+token %.0f msg/s (ratio %.3f)", round, plain, secure, secure/plain)
-	}
-	med := func(xs []float64) float64 {
-		s := slices.Clone(xs)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
-	b.ReportMetric(med(plains), "plain-msg/s")
-	b.ReportMetric(med(secures), "secure-msg/s")
-	b.ReportMetric(med(ratios), "secure/plain")
-	b.Logf("median ratio %.3f (goal >= 0.85); medians plaintext %.0f, TLS+token %.0f msg/s", med(ratios), med(plains), med(secures))
+	plains, secures, ratios := pairedRounds(b, rounds, "plaintext", "TLS+token",
+		func(round int) float64 { return secureRound(b, false, pool, n, round) },
+		func(round int) float64 { return secureRound(b, true, pool, n, round) })
+	b.ReportMetric(median(plains), "plain-msg/s")
+	b.ReportMetric(median(secures), "secure-msg/s")
+	b.ReportMetric(median(ratios), "secure/plain")
+	b.Logf("median ratio %.3f (goal >= 0.85); medians plaintext %.0f, TLS+token %.0f msg/s", median(ratios), median(plains), median(secures))
 }
 
 func secureRound(b *testing.B, secure bool, pool [][]byte, n, round int) float64 {

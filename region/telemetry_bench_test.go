@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"testing"
 	"time"
 
@@ -33,31 +32,14 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 	// from one start to the next on this machine (disk state), so the
 	// estimate is the median of the per-round on/off ratios (each round
 	// runs both back to back), not a ratio of medians.
-	var ratios, offs, ons []float64
-	for round := range rounds {
-		// Alternate which goes first, so an advantage of the second region
-		// start of a pair does not side with one setting.
-		var off, on float64
-		if round%2 == 0 {
-			off = telemetryRound(b, false, pool, n, 2*round)
-			on = telemetryRound(b, true, pool, n, 2*round+1)
-		} else {
-			on = telemetryRound(b, true, pool, n, 2*round)
-			off = telemetryRound(b, false, pool, n, 2*round+1)
-		}
-		offs, ons, ratios = append(offs, off), append(ons, on), append(ratios, on/off)
-		b.Logf("round %d: telemetry off %.0f msg/s, on %.0f msg/s (on/off %.3f)", round, off, on, on/off)
-	}
-	med := func(xs []float64) float64 {
-		s := slices.Clone(xs)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
-	r := med(ratios)
-	b.ReportMetric(med(offs), "off-msg/s")
-	b.ReportMetric(med(ons), "on-msg/s")
+	offs, ons, ratios := pairedRounds(b, rounds, "telemetry off", "on",
+		func(round int) float64 { return telemetryRound(b, false, pool, n, round) },
+		func(round int) float64 { return telemetryRound(b, true, pool, n, round) })
+	r := median(ratios)
+	b.ReportMetric(median(offs), "off-msg/s")
+	b.ReportMetric(median(ons), "on-msg/s")
 	b.ReportMetric(100*(1-r), "overhead-%")
-	b.Logf("median on/off ratio %.3f: overhead %.1f%% (target <= 5%%); medians off %.0f, on %.0f msg/s", r, 100*(1-r), med(offs), med(ons))
+	b.Logf("median on/off ratio %.3f: overhead %.1f%% (target <= 5%%); medians off %.0f, on %.0f msg/s", r, 100*(1-r), median(offs), median(ons))
 }
 
 func telemetryRound(b *testing.B, on bool, pool [][]byte, n, round int) float64 {
