@@ -1,18 +1,15 @@
 package auth
 
 import (
-	"crypto/ecdsa"
 	"crypto/rsa"
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/isobar-mq/isobar/internal/filewatch"
 	"github.com/isobar-mq/isobar/wire"
 )
 
@@ -48,22 +45,14 @@ func (c TokenConfig) Validate() error {
 type Verifier struct {
 	cfg    TokenConfig
 	source string // the key's source
-	file   string // its file, when it has one
+	key    *filewatch.Value[verifyKey]
+}
 
-	mu      sync.Mutex
+// verifyKey is a loaded key and the signing methods it checks.
+type verifyKey struct {
 	key     any // []byte, *rsa.PublicKey or *ecdsa.PublicKey
 	methods []string
-	stamp   fileStamp
-	checked time.Time
 }
-
-type fileStamp struct {
-	mod  time.Time
-	size int64
-}
-
-// keyRecheck is how often a key file is looked at for a change.
-const keyRecheck = time.Second
 
 // NewVerifier loads the key; a missing or unreadable key is an error now,
 // not at the first token.
@@ -75,89 +64,50 @@ func NewVerifier(cfg TokenConfig) (*Verifier, error) {
 	if v.source == "" {
 		v.source = cfg.PublicKey
 	}
+	var files []string // the key's file, when it has one
 	switch {
 	case strings.HasPrefix(v.source, "file://"):
 		if u, err := url.Parse(v.source); err == nil {
-			v.file = u.Path
+			files = []string{u.Path}
 		}
 	case strings.HasPrefix(v.source, "data:"), strings.HasPrefix(v.source, "env:"):
 	default:
-		v.file = v.source
+		files = []string{v.source}
 	}
 	if v.cfg.RoleClaim == "" {
 		v.cfg.RoleClaim = DefaultRoleClaim
 	}
-	if err := v.load(); err != nil {
+	var err error
+	if v.key, err = filewatch.New(files, v.load); err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
-// load reads and parses the key.
-func (v *Verifier) load() error {
-	var st fileStamp
-	if v.file != "" {
-		fi, err := os.Stat(v.file)
-		if err != nil {
-			return fmt.Errorf("auth: token key: %w", err)
-		}
-		st = fileStamp{fi.ModTime(), fi.Size()}
-	}
+// load reads and parses the key. Its file is read again when it changes
+// (package filewatch); one that does not hold a valid key (half written,
+// say) leaves the previous key in use until it does.
+func (v *Verifier) load() (verifyKey, error) {
 	b, err := ReadKey(v.source)
 	if err != nil {
-		return fmt.Errorf("auth: token key: %w", err)
+		return verifyKey{}, fmt.Errorf("auth: token key: %w", err)
 	}
-	var key any
-	var methods []string
 	if v.cfg.SecretKey != "" {
 		if len(b) == 0 {
-			return errors.New("auth: token secret key is empty")
+			return verifyKey{}, errors.New("auth: token secret key is empty")
 		}
-		key, methods = b, []string{"HS256", "HS384", "HS512"}
-	} else {
-		pk, err := ParsePublicKey(b)
-		if err != nil {
-			return fmt.Errorf("auth: token public key: %w", err)
-		}
-		switch pk.(type) {
-		case *rsa.PublicKey:
-			methods = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512"}
-		case *ecdsa.PublicKey:
-			methods = []string{"ES256", "ES384", "ES512"}
-		}
-		key = pk
+		return verifyKey{b, []string{"HS256", "HS384", "HS512"}}, nil
 	}
-	v.mu.Lock()
-	v.key, v.methods, v.stamp, v.checked = key, methods, st, time.Now()
-	v.mu.Unlock()
-	return nil
-}
-
-// current returns the key, reading its file again when it has changed.
-// A changed file that does not hold a valid key (half written, say)
-// leaves the previous key in use until it does.
-func (v *Verifier) current() (any, []string) {
-	v.mu.Lock()
-	key, methods := v.key, v.methods
-	due := v.file != "" && time.Since(v.checked) >= keyRecheck
-	if due {
-		v.checked = time.Now()
+	pk, err := ParsePublicKey(b)
+	if err != nil {
+		return verifyKey{}, fmt.Errorf("auth: token public key: %w", err)
 	}
-	stamp := v.stamp
-	v.mu.Unlock()
-	if !due {
-		return key, methods
+	switch pk.(type) {
+	case *rsa.PublicKey:
+		return verifyKey{pk, []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512"}}, nil
+	default: // *ecdsa.PublicKey (ParsePublicKey returns no other)
+		return verifyKey{pk, []string{"ES256", "ES384", "ES512"}}, nil
 	}
-	fi, err := os.Stat(v.file)
-	if err != nil || (fi.ModTime().Equal(stamp.mod) && fi.Size() == stamp.size) {
-		return key, methods
-	}
-	if v.load() != nil {
-		return key, methods
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.key, v.methods
 }
 
 // Verify checks a token's signature, expiry (and audience, when
@@ -171,8 +121,9 @@ func (v *Verifier) Verify(token string) (Claims, error) {
 	if len(token) > MaxTokenBytes {
 		return Claims{}, fmt.Errorf("%w: token of %d bytes, more than %d", wire.ErrAuthentication, len(token), MaxTokenBytes)
 	}
-	key, methods := v.current()
-	opts := []jwt.ParserOption{jwt.WithValidMethods(methods)}
+	k := v.key.Get()
+	key := k.key
+	opts := []jwt.ParserOption{jwt.WithValidMethods(k.methods)}
 	if v.cfg.Audience != "" {
 		opts = append(opts, jwt.WithAudience(v.cfg.Audience))
 	}

@@ -12,8 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
+
+	"github.com/isobar-mq/isobar/internal/filewatch"
 )
 
 // Config names a server's TLS files.
@@ -93,63 +94,6 @@ func loadPool(file string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// recheck is how often the files are looked at for a change.
-const recheck = time.Second
-
-// stamp identifies a version of a file.
-type stamp struct {
-	mod  time.Time
-	size int64
-}
-
-func stat(file string) stamp {
-	fi, err := os.Stat(file)
-	if err != nil {
-		return stamp{}
-	}
-	return stamp{fi.ModTime(), fi.Size()}
-}
-
-// files holds the loaded certificate and trust pool, reloading them when
-// their files change. A changed file that does not load (half written,
-// expired) leaves the previous one in use.
-type files struct {
-	cfg Config
-
-	mu      sync.Mutex
-	cert    *tls.Certificate
-	pool    *x509.CertPool
-	stamps  [3]stamp
-	checked time.Time
-}
-
-func (f *files) current() (*tls.Certificate, *x509.CertPool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if time.Since(f.checked) < recheck {
-		return f.cert, f.pool
-	}
-	f.checked = time.Now()
-	now := [3]stamp{stat(f.cfg.CertFile), stat(f.cfg.KeyFile), {}}
-	if f.cfg.TrustCertsFile != "" {
-		now[2] = stat(f.cfg.TrustCertsFile)
-	}
-	if now == f.stamps {
-		return f.cert, f.pool
-	}
-	if cert, err := loadPair(f.cfg.CertFile, f.cfg.KeyFile, time.Now()); err == nil {
-		f.cert = cert
-		f.stamps[0], f.stamps[1] = now[0], now[1]
-	}
-	if f.cfg.TrustCertsFile != "" {
-		if pool, err := loadPool(f.cfg.TrustCertsFile); err == nil {
-			f.pool = pool
-			f.stamps[2] = now[2]
-		}
-	}
-	return f.cert, f.pool
-}
-
 // Server returns a TLS configuration for a server that reads the files
 // again when they change, so certificates rotate without a restart.
 func (c Config) Server() (*tls.Config, error) {
@@ -159,16 +103,26 @@ func (c Config) Server() (*tls.Config, error) {
 	if !c.Enabled() {
 		return nil, errors.New("tls: not configured")
 	}
-	f := &files{cfg: c}
-	if cert, pool := f.current(); cert == nil || (c.TrustCertsFile != "" && pool == nil) {
-		return nil, errors.New("tls: the files changed while they were read; try again")
+	// Each is read again when its files change (package filewatch); files
+	// that do not load (half written, expired) leave the previous one in
+	// use.
+	cert, err := filewatch.New([]string{c.CertFile, c.KeyFile}, func() (*tls.Certificate, error) {
+		return loadPair(c.CertFile, c.KeyFile, time.Now())
+	})
+	if err != nil {
+		return nil, err
+	}
+	var pool *filewatch.Value[*x509.CertPool]
+	if c.TrustCertsFile != "" {
+		if pool, err = filewatch.New([]string{c.TrustCertsFile}, func() (*x509.CertPool, error) { return loadPool(c.TrustCertsFile) }); err != nil {
+			return nil, err
+		}
 	}
 	base := &tls.Config{MinVersion: tls.VersionTLS12}
 	base.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
-		cert, pool := f.current()
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*cert}}
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*cert.Get()}}
 		if pool != nil {
-			cfg.ClientCAs = pool
+			cfg.ClientCAs = pool.Get()
 			cfg.ClientAuth = tls.VerifyClientCertIfGiven
 			if c.RequireClientCert {
 				cfg.ClientAuth = tls.RequireAndVerifyClientCert

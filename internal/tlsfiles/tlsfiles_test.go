@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/isobar-mq/isobar/internal/filewatch"
 )
 
 // pki is a CA and a server certificate on disk.
@@ -146,7 +148,7 @@ func TestServeRefuseAndRotate(t *testing.T) {
 	}
 	// Over two recheck periods (so the change is looked at), every
 	// handshake still gets the old certificate.
-	for start := time.Now(); time.Since(start) < 2*recheck; {
+	for start := time.Now(); time.Since(start) < 2*filewatch.Interval; {
 		if err := roundTrip(addr, &tls.Config{RootCAs: p.pool(t)}); err != nil {
 			t.Fatalf("a broken certificate file replaced the one in use: %v", err)
 		}
