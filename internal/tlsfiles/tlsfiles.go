@@ -106,9 +106,7 @@ func (c Config) Server() (*tls.Config, error) {
 	// Each is read again when its files change (package filewatch); files
 	// that do not load (half written, expired) leave the previous one in
 	// use.
-	cert, err := filewatch.New([]string{c.CertFile, c.KeyFile}, func() (*tls.Certificate, error) {
-		return loadPair(c.CertFile, c.KeyFile, time.Now())
-	})
+	cert, err := watchPair(c.CertFile, c.KeyFile)
 	if err != nil {
 		return nil, err
 	}
