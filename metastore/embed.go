@@ -12,8 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/isobar-mq/isobar/internal/tlsfiles"
 )
 
 // EmbedConfig configures an embedded etcd member: alone (the default) or
@@ -49,6 +52,28 @@ type EmbedConfig struct {
 	// StartTimeout bounds the wait for the member to serve (for a cluster:
 	// for a quorum to form); zero means 60s.
 	StartTimeout time.Duration `yaml:"startTimeout"`
+	// ClientTLS, when its certificate and key are set, serves clients
+	// over TLS only (https:// endpoints); with requireClientCert, only
+	// clients presenting a certificate that chains to trustCertsFile (the
+	// region's own CA) are served. PeerTLS does the same for the links
+	// between members, which then always present and verify
+	// certificates: it needs trustCertsFile, and initialCluster's URLs
+	// must be https://. etcd reads the files again at each handshake, so
+	// certificates rotate without a restart.
+	ClientTLS tlsfiles.Config `yaml:"clientTls"`
+	PeerTLS   tlsfiles.Config `yaml:"peerTls"`
+}
+
+// clientScheme and peerScheme are the URL schemes of the member's
+// listeners.
+func (c EmbedConfig) clientScheme() string { return scheme(c.ClientTLS.Enabled()) }
+func (c EmbedConfig) peerScheme() string   { return scheme(c.PeerTLS.Enabled()) }
+
+func scheme(tls bool) string {
+	if tls {
+		return "https"
+	}
+	return "http"
 }
 
 // Validate reports every problem at once, naming the fields.
@@ -70,6 +95,8 @@ func (c EmbedConfig) Validate() error {
 			n, u, ok := strings.Cut(m, "=")
 			if _, err := url.Parse(u); !ok || n == "" || err != nil || !strings.HasPrefix(u, "http") {
 				errs = append(errs, fmt.Errorf("etcd.initialCluster: %q is not name=http://host:port", m))
+			} else if want := c.peerScheme() + "://"; !strings.HasPrefix(u, want) {
+				errs = append(errs, fmt.Errorf("etcd.initialCluster: %q must use %s (peerTls is %s)", m, want, map[bool]string{true: "on", false: "off"}[c.PeerTLS.Enabled()]))
 			}
 		}
 		if !strings.Contains(","+c.InitialCluster, ","+c.name()+"=") {
@@ -83,6 +110,14 @@ func (c EmbedConfig) Validate() error {
 	}
 	if c.StartTimeout < 0 {
 		errs = append(errs, fmt.Errorf("etcd.startTimeout: %v is negative", c.StartTimeout))
+	}
+	if err := c.ClientTLS.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("etcd.clientTls: %w", err))
+	}
+	if err := c.PeerTLS.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("etcd.peerTls: %w", err))
+	} else if c.PeerTLS.Enabled() && c.PeerTLS.TrustCertsFile == "" {
+		errs = append(errs, errors.New("etcd.peerTls: trustCertsFile is required (members verify each other)"))
 	}
 	return errors.Join(errs...)
 }
@@ -98,6 +133,7 @@ func (c EmbedConfig) name() string {
 type Embedded struct {
 	etcd       *embed.Etcd
 	clientAddr string
+	scheme     string // of the client URL
 	logger     *slog.Logger
 }
 
@@ -148,10 +184,18 @@ func startEmbedded(ctx context.Context, c EmbedConfig, logger *slog.Logger) (*Em
 	cfg := embed.NewConfig()
 	cfg.Name = c.name()
 	cfg.Dir = c.Dir
-	cfg.ListenClientUrls = []url.URL{{Scheme: "http", Host: clientAddr}}
-	cfg.AdvertiseClientUrls = []url.URL{{Scheme: "http", Host: advClient}}
-	cfg.ListenPeerUrls = []url.URL{{Scheme: "http", Host: peerAddr}}
-	cfg.AdvertisePeerUrls = []url.URL{{Scheme: "http", Host: advPeer}}
+	cs, ps := c.clientScheme(), c.peerScheme()
+	cfg.ListenClientUrls = []url.URL{{Scheme: cs, Host: clientAddr}}
+	cfg.AdvertiseClientUrls = []url.URL{{Scheme: cs, Host: advClient}}
+	cfg.ListenPeerUrls = []url.URL{{Scheme: ps, Host: peerAddr}}
+	cfg.AdvertisePeerUrls = []url.URL{{Scheme: ps, Host: advPeer}}
+	if t := c.ClientTLS; t.Enabled() {
+		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.TrustCertsFile, ClientCertAuth: t.RequireClientCert}
+	}
+	if t := c.PeerTLS; t.Enabled() {
+		cfg.PeerTLSInfo = transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.TrustCertsFile, ClientCertAuth: true}
+	}
+	cfg.TlsMinVersion = "TLS1.2"
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	if c.InitialCluster != "" {
 		cfg.InitialCluster = c.InitialCluster
@@ -184,12 +228,13 @@ func startEmbedded(ctx context.Context, c EmbedConfig, logger *slog.Logger) (*Em
 		e.Close()
 		return nil, ctx.Err()
 	}
-	logger.Info("embedded etcd ready", "name", cfg.Name, "dir", c.Dir, "client", "http://"+advClient, "peer", "http://"+advPeer)
-	return &Embedded{etcd: e, clientAddr: advClient, logger: logger}, nil
+	logger.Info("embedded etcd ready", "name", cfg.Name, "dir", c.Dir, "client", cs+"://"+advClient, "peer", ps+"://"+advPeer)
+	return &Embedded{etcd: e, clientAddr: advClient, scheme: cs, logger: logger}, nil
 }
 
-// Endpoints are the client URLs to pass to Connect.
-func (e *Embedded) Endpoints() []string { return []string{"http://" + e.clientAddr} }
+// Endpoints are the client URLs to pass to Connect (https:// with
+// ClientTLS).
+func (e *Embedded) Endpoints() []string { return []string{e.scheme + "://" + e.clientAddr} }
 
 // ClientAddr is the host:port clients connect to.
 func (e *Embedded) ClientAddr() string { return e.clientAddr }

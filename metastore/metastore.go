@@ -10,6 +10,7 @@ package metastore
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,6 +19,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/isobar-mq/isobar/internal/tlsfiles"
 )
 
 // Errors returned by the store.
@@ -45,6 +48,11 @@ type Config struct {
 	// connection at start-up before it gives up with an error; zero means
 	// 30s.
 	StartupTimeout time.Duration `yaml:"startupTimeout"`
+	// TLS connects over TLS (endpoints are then https:// URLs or
+	// host:port pairs): the CAs etcd's certificate must chain to and the
+	// client certificate a member with requireClientCert asks for. The
+	// certificate is read again when its files change.
+	TLS tlsfiles.ClientConfig `yaml:"tls"`
 }
 
 // Validate reports every problem with the config at once.
@@ -63,6 +71,14 @@ func (c Config) Validate() error {
 	}
 	if c.StartupTimeout < 0 {
 		errs = append(errs, fmt.Errorf("metastore.startupTimeout: %v is negative", c.StartupTimeout))
+	}
+	if err := c.TLS.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("metastore.tls: %w", err))
+	}
+	for i, e := range c.Endpoints {
+		if strings.HasPrefix(e, "https://") && !c.TLS.Enabled() || strings.HasPrefix(e, "http://") && c.TLS.Enabled() {
+			errs = append(errs, fmt.Errorf("metastore.endpoints[%d]: %q does not match tls (https:// goes with tls settings, http:// without)", i, e))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -91,6 +107,7 @@ type Listing struct {
 // Store is a connection to the metadata store. It is safe for concurrent use.
 type Store struct {
 	cli *clientv3.Client
+	tls *tls.Config // nil: plaintext
 }
 
 // Connect dials etcd and checks it answers.
@@ -107,6 +124,9 @@ func Connect(ctx context.Context, cfg Config) (*Store, error) {
 	defer cancel()
 	if _, err := s.cli.Get(pctx, "/isobar-ping"); err != nil {
 		s.cli.Close()
+		if why := tlsDiagnosis(cfg.Endpoints[0], s.tls); why != "" {
+			return nil, fmt.Errorf("metastore: etcd at %v does not answer: %w (%s)", cfg.Endpoints, err, why)
+		}
 		return nil, fmt.Errorf("metastore: etcd at %v does not answer: %w", cfg.Endpoints, err)
 	}
 	return s, nil
@@ -123,7 +143,12 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 5 * time.Second
 	}
+	tc, err := cfg.TLS.Client()
+	if err != nil {
+		return nil, fmt.Errorf("metastore.tls: %w", err)
+	}
 	cli, err := clientv3.New(clientv3.Config{
+		TLS:                  tc,
 		Endpoints:            cfg.Endpoints,
 		DialTimeout:          cfg.DialTimeout,
 		DialKeepAliveTime:    5 * time.Second,
@@ -134,7 +159,7 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metastore: connect %v: %w", cfg.Endpoints, err)
 	}
-	return &Store{cli: cli}, nil
+	return &Store{cli: cli, tls: tc}, nil
 }
 
 // Close closes the connection.
