@@ -38,7 +38,7 @@ func (a adminTopics) owned(ctx context.Context, name topic.Name, mode createMode
 			return nil, err
 		}
 		if !r.Self {
-			return nil, &admin.NotOwnerError{URL: r.HTTPURL}
+			return nil, &admin.NotOwnerError{URL: r.HTTPURL, URLTLS: r.HTTPURLTLS}
 		}
 	}
 	t, err := b.getTopic(ctx, name, mode)
@@ -489,7 +489,7 @@ func (a adminTopics) Unload(ctx context.Context, name topic.Name) error {
 			return err
 		}
 		if !r.Self {
-			return &admin.NotOwnerError{URL: r.HTTPURL}
+			return &admin.NotOwnerError{URL: r.HTTPURL, URLTLS: r.HTTPURLTLS}
 		}
 	}
 	return a.b.Unload(ctx, name)
@@ -537,7 +537,7 @@ func (a adminTopics) Lookup(ctx context.Context, name topic.Name) (admin.LookupD
 			if pol.PrimaryWebServiceURL == "" {
 				return admin.LookupData{}, fmt.Errorf("%w: topic %s is active-standby and its primary region %s has no web service URL", wire.ErrServiceNotReady, name, pol.Failover.Primary)
 			}
-			return admin.LookupData{}, &admin.NotOwnerError{URL: strings.TrimRight(pol.PrimaryWebServiceURL, "/")}
+			return admin.LookupData{}, &admin.NotOwnerError{URL: strings.TrimRight(pol.PrimaryWebServiceURL, "/"), URLTLS: strings.TrimRight(pol.PrimaryWebServiceURLTLS, "/")}
 		}
 	}
 	r, err := a.b.deps.Placement.Lookup(ctx, name, false)

@@ -105,12 +105,15 @@ type NamespacePolicy struct {
 	// PrimaryWebServiceURL is the primary region's admin and lookup HTTP
 	// URL, under the same condition: HTTP lookups are redirected there.
 	PrimaryWebServiceURL string
+	// PrimaryServiceURLTLS and PrimaryWebServiceURLTLS are the same over
+	// TLS, for clients that came over TLS ("" when the primary serves none).
+	PrimaryServiceURLTLS, PrimaryWebServiceURLTLS string
 	// TopicFailover are the failover policies of the namespace's topics
 	// that have their own, by base local name, and TopicPrimaryURLs the
 	// broker service and web service URLs of their primaries other than
-	// this region; ForTopic applies them.
+	// this region (then the same over TLS); ForTopic applies them.
 	TopicFailover    map[string]policy.Failover
-	TopicPrimaryURLs map[string][2]string
+	TopicPrimaryURLs map[string][4]string
 }
 
 // ForTopic is the policy of the topic name: the namespace's, with the
@@ -125,7 +128,7 @@ func (p NamespacePolicy) ForTopic(name topic.Name) NamespacePolicy {
 	}
 	p.Failover = f
 	urls := p.TopicPrimaryURLs[f.Primary]
-	p.PrimaryServiceURL, p.PrimaryWebServiceURL = urls[0], urls[1]
+	p.PrimaryServiceURL, p.PrimaryWebServiceURL, p.PrimaryServiceURLTLS, p.PrimaryWebServiceURLTLS = urls[0], urls[1], urls[2], urls[3]
 	return p
 }
 

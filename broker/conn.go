@@ -511,7 +511,7 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 		}
 		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
 			RequestId: &id, Response: pb.CommandLookupTopicResponse_Redirect.Enum(), BrokerServiceUrl: strp(url),
-			Authoritative: boolp(false), ProxyThroughServiceUrl: boolp(false),
+			BrokerServiceUrlTls: optStr(pol.PrimaryServiceURLTLS), Authoritative: boolp(false), ProxyThroughServiceUrl: boolp(false),
 		}})
 		return
 	}

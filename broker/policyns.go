@@ -47,6 +47,7 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	if f := out.Failover; f.Mode == policy.ActiveStandby && f.Primary != p.Store.LocalCluster() {
 		if cd, err := p.Store.Cluster(ctx, f.Primary); err == nil {
 			out.PrimaryServiceURL, out.PrimaryWebServiceURL = cd.BrokerServiceURL, cd.ServiceURL
+			out.PrimaryServiceURLTLS, out.PrimaryWebServiceURLTLS = cd.BrokerServiceURLTLS, cd.ServiceURLTLS
 		}
 	}
 	out.TopicFailover = pol.TopicFailover
@@ -56,9 +57,9 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 		}
 		if cd, err := p.Store.Cluster(ctx, f.Primary); err == nil {
 			if out.TopicPrimaryURLs == nil {
-				out.TopicPrimaryURLs = map[string][2]string{}
+				out.TopicPrimaryURLs = map[string][4]string{}
 			}
-			out.TopicPrimaryURLs[f.Primary] = [2]string{cd.BrokerServiceURL, cd.ServiceURL}
+			out.TopicPrimaryURLs[f.Primary] = [4]string{cd.BrokerServiceURL, cd.ServiceURL, cd.BrokerServiceURLTLS, cd.ServiceURLTLS}
 		}
 	}
 	out.Deduplication = pol.DeduplicationEnabled != nil && *pol.DeduplicationEnabled

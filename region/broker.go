@@ -3,6 +3,7 @@ package region
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/observability"
 	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
 )
 
 // BrokerEndpoints says where one broker listens.
@@ -83,6 +85,7 @@ type Broker struct {
 	// The TLS listeners (nil without TLS) and their configuration.
 	tln, hsln net.Listener
 	tlsCfg    *tls.Config
+	plainHTTP *http.Server // TLSOnly: the plaintext HTTP port's refusals
 	eps       BrokerEndpoints
 	store     *metastore.Store
 	ledgers   *ledger.Client
@@ -310,8 +313,14 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	c.http = &http.Server{Handler: b.Auth().HTTP(mux), ReadHeaderTimeout: 10 * time.Second}
 	c.done = make(chan struct{})
 	hln, bln := c.hln, c.bln
+	plainHTTP := c.http
+	if c.cfg.TLSOnly {
+		plainHTTP = &http.Server{Handler: b.Auth().HTTP(tlsOnlyHTTP(mux, bc.HTTPURLTLS)), ReadHeaderTimeout: 10 * time.Second}
+		c.plainHTTP = plainHTTP
+		go refusePlaintext(bln, bc.ServiceURLTLS, c.logger)
+	}
 	go func() {
-		if err := c.http.Serve(hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := plainHTTP.Serve(hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			c.logger.Error("http server stopped", "err", err)
 		}
 	}()
@@ -323,17 +332,22 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 			}
 		}()
 		go func() {
+			if c.cfg.TLSOnly {
+				defer close(c.done)
+			}
 			if err := b.Serve(tln); err != nil {
 				c.logger.Error("broker TLS listener stopped", "err", err)
 			}
 		}()
 	}
-	go func() {
-		defer close(c.done)
-		if err := b.Serve(bln); err != nil {
-			c.logger.Error("broker listener stopped", "err", err)
-		}
-	}()
+	if !c.cfg.TLSOnly {
+		go func() {
+			defer close(c.done)
+			if err := b.Serve(bln); err != nil {
+				c.logger.Error("broker listener stopped", "err", err)
+			}
+		}()
+	}
 	if err := c.registerCluster(ctx, cluster); err != nil {
 		return err
 	}
@@ -476,6 +490,11 @@ func (c *Broker) Shutdown(ctx context.Context) error {
 	if err := c.http.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("http: %w", err))
 	}
+	if c.plainHTTP != nil {
+		if err := c.plainHTTP.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http: %w", err))
+		}
+	}
 	<-c.done
 	c.release(ctx)
 	return errors.Join(errs...)
@@ -525,4 +544,46 @@ func (c *Broker) release(context.Context) {
 	if c.store != nil {
 		c.store.Close()
 	}
+}
+
+// refusePlaintext answers every connection to a TLS-only broker's
+// plaintext Pulsar port with an error naming its TLS URL, after the
+// client's first frame (its CONNECT), and closes it. It returns when ln
+// is closed.
+func refusePlaintext(ln net.Listener, tlsURL string, logger *slog.Logger) {
+	refusal := fmt.Errorf("%w: this broker serves only TLS: connect to %s", wire.ErrAuthentication, tlsURL)
+	frame, _ := wire.AppendCommand(nil, wire.NewErrorCommand(0, refusal))
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				logger.Warn("plaintext listener stopped", "err", err)
+			}
+			return
+		}
+		go func() {
+			defer nc.Close()
+			_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := wire.ReadFrame(nc, 64<<10, nil); err != nil {
+				return
+			}
+			_, _ = nc.Write(frame)
+		}()
+	}
+}
+
+// tlsOnlyHTTP serves a TLS-only broker's plaintext HTTP port: the health
+// and metrics paths, and for the rest a 403 naming the https:// URL.
+func tlsOnlyHTTP(mux http.Handler, httpsURL string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz", "/readyz", "/metrics":
+			mux.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		b, _ := json.Marshal(map[string]string{"reason": "this broker serves only TLS: use " + httpsURL + r.URL.RequestURI()})
+		_, _ = w.Write(b)
+	})
 }

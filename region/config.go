@@ -107,6 +107,16 @@ type BrokerConfig struct {
 	// HTTPSListenAddr is the HTTP API's TLS listener; empty means
 	// 0.0.0.0:8443 (Pulsar's webServicePortTls).
 	HTTPSListenAddr string `yaml:"httpsListenAddr"`
+	// TLSOnly (with TLS) serves clients only over TLS: the plaintext
+	// Pulsar port answers every connection with an error naming the
+	// pulsar+ssl:// URL, and the plaintext HTTP port serves only /healthz,
+	// /readyz and /metrics and refuses the rest with 403 naming the
+	// https:// URL.
+	TLSOnly bool `yaml:"tlsOnly"`
+	// BookKeeperTLS is how the broker reaches bookies that serve TLS
+	// (bookie.tls): the CAs their certificates chain to and the broker's
+	// client certificate (Pulsar's bookkeeperTLS* settings).
+	BookKeeperTLS tlsfiles.ClientConfig `yaml:"bookkeeperTls"`
 }
 
 // ReplicatorConfig is one replicator worker.
@@ -169,6 +179,12 @@ func (c BrokerConfig) Validate() error {
 		ValidAddr("broker.tlsListenAddr", c.TLSListenAddr), ValidAddr("broker.httpsListenAddr", c.HTTPSListenAddr))
 	if err := c.TLS.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("broker.%w", err))
+	}
+	if c.TLSOnly && !c.TLS.Enabled() {
+		errs = append(errs, errors.New("broker.tlsOnly: needs broker.tls.certFile and keyFile"))
+	}
+	if err := c.BookKeeperTLS.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("broker.bookkeeperTls: %w", err))
 	}
 	if c.LeaseTTL < 0 || c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("broker.leaseTTL: %v must be 0 (default) or at least 1s", c.LeaseTTL))

@@ -196,7 +196,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := wire.HTTPStatusOf(err)
 	var no *NotOwnerError
 	if errors.As(err, &no) {
-		w.Header().Set("Location", no.URL+r.URL.RequestURI())
+		to := no.URL
+		if r.TLS != nil && no.URLTLS != "" {
+			to = no.URLTLS
+		}
+		w.Header().Set("Location", to+r.URL.RequestURI())
 	}
 	if status >= 500 {
 		s.log.Warn("admin request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)

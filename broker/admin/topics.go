@@ -95,8 +95,10 @@ type TopicQuota interface {
 // the request there (307, Location: URL + the request's path and query).
 // It wraps ErrNotOwner.
 type NotOwnerError struct {
-	// URL is the owner's HTTP base URL, e.g. "http://broker-2:8080".
-	URL string
+	// URL is the owner's HTTP base URL, e.g. "http://broker-2:8080", and
+	// URLTLS its HTTPS one ("" when it serves none): a request that came
+	// over TLS is sent there.
+	URL, URLTLS string
 }
 
 func (e *NotOwnerError) Error() string {

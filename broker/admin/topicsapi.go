@@ -693,7 +693,7 @@ func (s *Server) brokers(w http.ResponseWriter, r *http.Request) error {
 		if cd.ServiceURL == "" {
 			return fmt.Errorf("%w: cluster %s has no serviceUrl", ErrPreconditionFailed, cluster)
 		}
-		return &NotOwnerError{URL: cd.ServiceURL}
+		return &NotOwnerError{URL: cd.ServiceURL, URLTLS: cd.ServiceURLTLS}
 	}
 	if s.topics == nil {
 		return errNoTopics
