@@ -15,12 +15,19 @@
 // list every other region, so that any surviving region brings the restarted
 // one back into the mesh.
 //
+// With Config.TLS the client port (and routes) speak TLS, and with
+// requireClientCert take only clients whose certificate chains to the
+// region's CA; with Config.GatewayTLS gateways are mutual TLS between
+// certificates of the federation's CA. Certificates are read again when
+// their files change. Clients connect with ClientOptions.
+//
 // There is no JetStream: NATS is only the transport between regions;
 // durability lives in the ledgers.
 package natsembed
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,9 +35,12 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/isobar-mq/isobar/internal/tlsfiles"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // DefaultHost is the listen host when Config.Host is empty.
@@ -69,6 +79,20 @@ type Config struct {
 	// ("nats://host:port"). It may be empty for a single region or a seed;
 	// the rest of the mesh is discovered through gateway gossip.
 	Gateways map[string]string `yaml:"gateways"`
+	// TLS, when set, is TLS on the client port and on routes. Clients
+	// must then use TLS (see ClientOptions; the client URL stays
+	// nats://); with requireClientCert they must present a certificate
+	// that chains to trustCertsFile (the region's CA). Routes are mutual
+	// TLS: with a ClusterPort, trustCertsFile is required and the
+	// certificate must serve as client and server certificate.
+	TLS tlsfiles.Config `yaml:"tls"`
+	// GatewayTLS, when set, is mutual TLS on gateways: this server and
+	// every other region's present certificates that chain to
+	// trustCertsFile (the federation's CA), which is required;
+	// requireClientCert is implied. The certificate serves as client and
+	// server certificate and must name the host of this server's gateway
+	// URL (or GatewayAdvertise) as other regions dial it.
+	GatewayTLS tlsfiles.Config `yaml:"gatewayTls"`
 }
 
 // Validate reports every problem with c at once, naming the fields.
@@ -119,11 +143,44 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("Gateways[%q]: %v", name, err))
 		}
 	}
-	if len(errs) == 0 {
+	if c.ClusterPort != 0 {
+		errs = append(errs, fieldError("nats.tls", c.TLS.ValidatePeer()))
+	} else {
+		errs = append(errs, fieldError("nats.tls", c.TLS.Validate()))
+	}
+	errs = append(errs, fieldError("nats.gatewayTls", c.GatewayTLS.ValidatePeer()))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("natsembed: invalid config: %w", err)
+	}
+	return nil
+}
+
+// fieldError names field in each of tlsfiles' errors ("tls: ..." becomes
+// "nats.gatewayTls: ..."), keeping them for errors.Is and As.
+func fieldError(field string, err error) error {
+	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("natsembed: invalid config: %w", errors.Join(errs...))
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var errs []error
+		for _, e := range j.Unwrap() {
+			errs = append(errs, fieldError(field, e))
+		}
+		return errors.Join(errs...)
+	}
+	return namedError{field, err}
 }
+
+type namedError struct {
+	field string
+	err   error
+}
+
+func (e namedError) Error() string {
+	return e.field + ": " + strings.TrimPrefix(e.err.Error(), "tls: ")
+}
+
+func (e namedError) Unwrap() error { return e.err }
 
 func validName(s string) bool {
 	for _, r := range s {
@@ -234,6 +291,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error
 		u, _ := gatewayURL(cfg.Gateways[name]) // checked by Validate
 		opts.Gateway.Gateways = append(opts.Gateway.Gateways, &server.RemoteGatewayOpts{Name: name, URLs: []*url.URL{u}})
 	}
+	if err := setTLS(opts, cfg); err != nil {
+		return nil, fmt.Errorf("natsembed: region %s: %w", cfg.Region, err)
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("natsembed: region %s: %w", cfg.Region, err)
@@ -272,6 +332,48 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error
 	}, nil
 }
 
+// tlsTimeout bounds TLS handshakes on every listener (nats-server's default
+// is 2s, short for a loaded machine).
+const tlsTimeout = 5 * time.Second
+
+// setTLS sets the TLS options of the client port, routes and gateways.
+// nats-server takes the tls.Config as given: it does not need Certificates,
+// so tlsfiles' configurations, which read the certificate again when its
+// files change, rotate certificates without a restart.
+func setTLS(opts *server.Options, cfg Config) error {
+	timeout := tlsTimeout.Seconds()
+	if cfg.TLS.Enabled() {
+		tc, err := cfg.TLS.Server()
+		if err != nil {
+			return fieldError("nats.tls", err)
+		}
+		if cfg.TLS.RequireClientCert {
+			// The handshake uses the configuration GetConfigForClient
+			// returns; nats-server reads ClientAuth off this one to tell
+			// clients (INFO tls_verify) that they need a certificate.
+			tc.ClientAuth = tls.RequireAndVerifyClientCert
+		}
+		opts.TLSConfig, opts.TLSVerify, opts.TLSTimeout = tc, cfg.TLS.RequireClientCert, timeout
+		if cfg.ClusterPort != 0 {
+			rc, err := cfg.TLS.Peer()
+			if err != nil {
+				return fieldError("nats.tls", err)
+			}
+			opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = rc, timeout
+		}
+	}
+	if cfg.GatewayTLS.Enabled() {
+		// nats-server clones it for each remote gateway it dials and sets
+		// ServerName to the host of the remote's URL.
+		gc, err := cfg.GatewayTLS.Peer()
+		if err != nil {
+			return fieldError("nats.gatewayTls", err)
+		}
+		opts.Gateway.TLSConfig, opts.Gateway.TLSTimeout = gc, timeout
+	}
+	return nil
+}
+
 // natsPort maps our "0 = pick a free port" to nats-server's, where 0 means
 // the default port (or, for gateways, no listener) and -1 means random.
 func natsPort(p int) int {
@@ -281,10 +383,28 @@ func natsPort(p int) int {
 	return p
 }
 
+// ClientOptions returns the nats.go options of a client of a server whose
+// client port has TLS (Config.TLS): nats.Secure with c's configuration,
+// which verifies the server against c.TrustCertsFile and presents
+// c.CertFile, read again when it changes. The URL stays nats://; nats.go
+// upgrades the connection. With TLS on, a server without TLS is refused.
+// It returns no options when c does not enable TLS.
+func ClientOptions(c tlsfiles.ClientConfig) ([]nats.Option, error) {
+	tc, err := c.Client()
+	if err != nil {
+		return nil, fmt.Errorf("natsembed: client %w", err)
+	}
+	if tc == nil {
+		return nil, nil
+	}
+	return []nats.Option{nats.Secure(tc)}, nil
+}
+
 // Region returns the server's region name.
 func (s *Server) Region() string { return s.region }
 
-// ClientURL returns the URL clients connect to, with the actual port.
+// ClientURL returns the URL clients connect to, with the actual port. It is
+// nats:// with TLS too: clients upgrade as the server asks (ClientOptions).
 func (s *Server) ClientURL() string { return s.clientURL }
 
 // GatewayURL returns the URL other regions' servers list in

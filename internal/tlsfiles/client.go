@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/isobar-mq/isobar/internal/filewatch"
@@ -123,4 +124,45 @@ func peerConfig(cert *filewatch.Value[*tls.Certificate], pool *x509.CertPool) *t
 		ClientCAs:            pool,
 		ClientAuth:           tls.RequireAndVerifyClientCert,
 	}
+}
+
+// ValidatePeer is Validate for a link between peers (Peer): it also needs
+// TrustCertsFile, and a certificate that both a server and a client may
+// present (extended key usages serverAuth and clientAuth, or none), since
+// each end of such a link accepts and dials.
+func (c Config) ValidatePeer() error {
+	errs := []error{c.Validate()}
+	if !c.Enabled() {
+		return errs[0]
+	}
+	if c.TrustCertsFile == "" {
+		errs = append(errs, errors.New("tls: a link between peers needs trustCertsFile"))
+	}
+	if c.CertFile != "" && c.KeyFile != "" {
+		if cert, err := loadPair(c.CertFile, c.KeyFile, time.Now()); err == nil {
+			for _, u := range []struct {
+				usage x509.ExtKeyUsage
+				name  string
+			}{{x509.ExtKeyUsageServerAuth, "serverAuth"}, {x509.ExtKeyUsageClientAuth, "clientAuth"}} {
+				if !hasExtKeyUsage(cert.Leaf, u.usage) {
+					errs = append(errs, fmt.Errorf("tls: certificate %s lacks extended key usage %s, which a link between peers needs", c.CertFile, u.name))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// hasExtKeyUsage reports whether cert may be used for usage: a certificate
+// without extended key usages may be used for any.
+func hasExtKeyUsage(cert *x509.Certificate, usage x509.ExtKeyUsage) bool {
+	if len(cert.ExtKeyUsage) == 0 && len(cert.UnknownExtKeyUsage) == 0 {
+		return true
+	}
+	for _, u := range cert.ExtKeyUsage {
+		if u == usage || u == x509.ExtKeyUsageAny {
+			return true
+		}
+	}
+	return false
 }

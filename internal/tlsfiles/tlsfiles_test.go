@@ -233,3 +233,33 @@ func TestValidate(t *testing.T) {
 		t.Fatal("a non-CA certificate signed one")
 	}
 }
+
+func TestValidatePeer(t *testing.T) {
+	now := time.Now()
+	p := newPKI(t, now.Add(-time.Hour), now.Add(time.Hour)) // a server-only certificate
+	peer, err := Issue(p.ca, "peer", []string{"127.0.0.1"}, true, now.Add(-time.Hour), now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerCert, peerKey := filepath.Join(p.dir, "peer.pem"), filepath.Join(p.dir, "peer-key.pem")
+	os.WriteFile(peerCert, peer.Cert, 0o600)
+	os.WriteFile(peerKey, peer.Key, 0o600)
+	if err := (Config{CertFile: peerCert, KeyFile: peerKey, TrustCertsFile: p.caFile}).ValidatePeer(); err != nil {
+		t.Fatalf("good peer configuration: %v", err)
+	}
+	if err := (Config{}).ValidatePeer(); err != nil {
+		t.Fatalf("no TLS: %v", err)
+	}
+	for name, c := range map[string]struct {
+		cfg  Config
+		want string
+	}{
+		"no trust":    {Config{CertFile: peerCert, KeyFile: peerKey}, "needs trustCertsFile"},
+		"server only": {Config{CertFile: p.certFile, KeyFile: p.keyFile, TrustCertsFile: p.caFile}, "lacks extended key usage clientAuth"},
+		"bad pair":    {Config{CertFile: p.certFile, KeyFile: peerKey, TrustCertsFile: p.caFile}, "private key does not match"},
+	} {
+		if err := c.cfg.ValidatePeer(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
+		}
+	}
+}
