@@ -180,18 +180,24 @@ func NewConn(nc net.Conn, addr string, opts Options) *Conn {
 		pending: make(map[uint64]*call),
 		exited:  make(chan struct{}),
 	}
-	c.spawn(c.readLoop)
-	c.spawn(c.writeLoop)
+	loops := []func(){c.readLoop, c.writeLoop}
 	if opts.RequestTimeout > 0 {
-		c.spawn(c.sweepLoop)
+		loops = append(loops, c.sweepLoop)
+	}
+	// Count them all before any starts: a read loop that fails at once (the
+	// peer already closed) must not see the count reach zero while the
+	// others are still to start.
+	c.running.Store(int32(len(loops)))
+	for _, fn := range loops {
+		c.spawn(fn)
 	}
 	return c
 }
 
-// spawn runs fn on a goroutine owned by the connection (Close waits for it).
+// spawn runs fn on a goroutine owned by the connection (Close waits for
+// it); c.running counts it already.
 func (c *Conn) spawn(fn func()) {
 	c.wg.Add(1)
-	c.running.Add(1)
 	go func() {
 		defer c.wg.Done()
 		defer func() {
