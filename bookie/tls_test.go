@@ -223,6 +223,25 @@ func TestTLSMutual(t *testing.T) {
 	// and on a new one.
 	writeAndRead(t, good, 20)
 	writeAndRead(t, tlsLedgerClient(t, cl, clientTLS(t, a, a)), 20)
+
+	// Dial verifies the bookie's certificate against the host of its
+	// address unless the config names another, and leaves the caller's
+	// config alone.
+	for _, name := range []string{"", "localhost", "elsewhere"} {
+		cfg := clientTLS(t, a, a)
+		cfg.ServerName = name
+		c, err := client.Dial(ctx, addr, client.Options{TLS: cfg})
+		if err == nil {
+			_, err = c.Info(ctx)
+			c.Close()
+		}
+		if cfg.ServerName != name {
+			t.Errorf("Dial changed the config's ServerName to %q", cfg.ServerName)
+		}
+		if wantErr := name == "elsewhere"; (err != nil) != wantErr || wantErr && !strings.Contains(err.Error(), "not elsewhere") {
+			t.Errorf("ServerName %q: %v", name, err)
+		}
+	}
 	if srv := cl.Bookie(0).Server(); srv.Ready() != nil {
 		t.Fatalf("bookie not ready: %v", srv.Ready())
 	}
