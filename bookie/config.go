@@ -12,6 +12,7 @@ import (
 	"github.com/isobar-mq/isobar/bookie/proto"
 	"github.com/isobar-mq/isobar/bookie/storage"
 	"github.com/isobar-mq/isobar/bookie/vfs"
+	"github.com/isobar-mq/isobar/internal/tlsfiles"
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -36,6 +37,12 @@ type Config struct {
 	AdvertiseAddr string `yaml:"advertiseAddr"`
 	// Rack labels the bookie's failure domain; ensembles spread across racks.
 	Rack string `yaml:"rack"`
+	// TLS, when its certificate and key are set, makes the listener serve
+	// the bookie protocol over TLS only; with trustCertsFile (the region's
+	// CA) and requireClientCert, ledger clients must present a certificate
+	// that chains to it (mutual TLS). The files are read again when they
+	// change, so certificates rotate without a restart.
+	TLS tlsfiles.Config `yaml:"tls"`
 	// JournalDir holds the journal. Required.
 	JournalDir string `yaml:"journalDir"`
 	// LedgerDir holds entry logs and the index; may be another disk. Required.
@@ -133,6 +140,16 @@ func (c Config) Validate() error {
 	if c.AdvertiseAddr != "" {
 		if _, _, err := net.SplitHostPort(c.AdvertiseAddr); err != nil {
 			errs = append(errs, fmt.Errorf("bookie.advertiseAddr: %q: %v", c.AdvertiseAddr, err))
+		}
+	}
+	if err := c.TLS.Validate(); err != nil {
+		// Each problem named bookie.tls: ..., as the other fields are.
+		if many, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range many.Unwrap() {
+				errs = append(errs, fmt.Errorf("bookie.%w", e))
+			}
+		} else {
+			errs = append(errs, fmt.Errorf("bookie.%w", err))
 		}
 	}
 	if c.ReadOnlyThreshold < 0 || c.ReadOnlyThreshold > 1 {

@@ -3,6 +3,7 @@ package bookie
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -75,10 +76,15 @@ func (c *conn) serve(parent context.Context) {
 	close(c.resp)
 	<-c.done
 	if c.drainOnClose && parent.Err() == nil {
-		if tc, ok := c.nc.(*net.TCPConn); ok {
+		raw := c.nc
+		if tc, ok := raw.(*tls.Conn); ok {
+			tc.CloseWrite() // close_notify; what follows is discarded unread
+			raw = tc.NetConn()
+		}
+		if tc, ok := raw.(*net.TCPConn); ok {
 			tc.CloseWrite()
-			c.nc.SetReadDeadline(time.Now().Add(time.Second))
-			io.CopyN(io.Discard, c.nc, int64(c.s.cfg.MaxFrameSize)+64<<10)
+			raw.SetReadDeadline(time.Now().Add(time.Second))
+			io.CopyN(io.Discard, raw, int64(c.s.cfg.MaxFrameSize)+64<<10)
 		}
 	}
 	c.nc.Close()

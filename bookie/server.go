@@ -8,9 +8,11 @@ package bookie
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -32,7 +34,15 @@ type Server struct {
 	meta    metastore.Meta // nil: not registered anywhere (tests of the protocol alone)
 	logger  *slog.Logger
 	metrics *metrics
-	ident   identity // the cookie; settled by New, or by StartOn for legacy directories
+	ident   identity    // the cookie; settled by New, or by StartOn for legacy directories
+	tlsCfg  *tls.Config // nil: plaintext
+	// hsTimeout is handshakeTimeout when the server was made.
+	hsTimeout time.Duration
+
+	// lastHandshakeWarn (unix nanoseconds) and quietHandshakeFailures
+	// keep refused TLS handshakes to one warning a minute.
+	lastHandshakeWarn      atomic.Int64
+	quietHandshakeFailures atomic.Int64
 
 	readOnly      atomic.Bool
 	forceReadOnly atomic.Bool
@@ -95,6 +105,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("component", "bookie")
+	var tlsCfg *tls.Config
+	if cfg.TLS.Enabled() {
+		c, err := cfg.TLS.Server()
+		if err != nil {
+			return nil, fmt.Errorf("bookie.%w", err)
+		}
+		tlsCfg = c
+	}
 	ident, err := settleIdentity(cfg, deps.FS, meta)
 	if err != nil {
 		return nil, err
@@ -123,14 +141,16 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	return &Server{
-		cfg:     cfg,
-		store:   st,
-		meta:    meta,
-		logger:  logger,
-		metrics: m,
-		ident:   ident,
-		lacs:    map[uint64]*lacState{},
-		conns:   map[*conn]struct{}{},
+		cfg:       cfg,
+		store:     st,
+		meta:      meta,
+		logger:    logger,
+		metrics:   m,
+		ident:     ident,
+		tlsCfg:    tlsCfg,
+		hsTimeout: handshakeTimeout,
+		lacs:      map[uint64]*lacState{},
+		conns:     map[*conn]struct{}{},
 	}, nil
 }
 
@@ -231,7 +251,7 @@ func (s *Server) StartOn(ctx context.Context, ln net.Listener) error {
 	go func() { defer s.loops.Done(); s.usageLoop(rctx) }()
 	s.loops.Add(1)
 	go func() { defer s.loops.Done(); s.acceptLoop(rctx, cctx, ln) }()
-	s.logger.Info("bookie serving", "id", s.cfg.ID, "addr", ln.Addr().String(),
+	s.logger.Info("bookie serving", "id", s.cfg.ID, "addr", ln.Addr().String(), "tls", s.tlsCfg != nil,
 		"journal", s.cfg.JournalDir, "ledgers", s.cfg.LedgerDir)
 	return nil
 }
@@ -280,10 +300,17 @@ func (s *Server) acceptLoop(ctx, connCtx context.Context, ln net.Listener) {
 }
 
 // ServeConn serves one connection in the background (tests hand it one end
-// of net.Pipe). It returns at once.
+// of net.Pipe). It returns at once. With TLS configured the connection is
+// served over TLS; the handshake runs on the connection's goroutine, never
+// the accept loop's, bounded by handshakeTimeout.
 func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
+	}
+	var tc *tls.Conn
+	if s.tlsCfg != nil {
+		tc = tls.Server(nc, s.tlsCfg)
+		nc = tc
 	}
 	c := s.newConn(nc)
 	s.mu.Lock()
@@ -297,11 +324,53 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		c.serve(ctx)
+		if tc == nil || s.handshake(ctx, c, tc) {
+			c.serve(ctx)
+		}
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
 	}()
+}
+
+// handshakeTimeout bounds a TLS handshake; a client that has not finished
+// it by then is disconnected.
+var handshakeTimeout = 10 * time.Second
+
+// handshake runs the server side of the TLS handshake, bounded by
+// s.hsTimeout and ctx. A failure (a plaintext client, a certificate
+// the region's CA did not sign, none when one is required, a client too
+// slow) closes the connection and nothing else: it is logged at Debug when
+// the peer closed without a word (port probes) or the bookie is shutting
+// down, otherwise at Warn at most once a minute, at Debug in between.
+func (s *Server) handshake(ctx context.Context, c *conn, tc *tls.Conn) bool {
+	hctx, cancel := context.WithTimeout(ctx, s.hsTimeout)
+	defer cancel()
+	err := tc.HandshakeContext(hctx)
+	if err == nil {
+		return true
+	}
+	tc.Close()
+	s.mu.Lock()
+	down := s.shutdown
+	s.mu.Unlock()
+	if errors.Is(hctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("no handshake within %v: %w", s.hsTimeout, err)
+	}
+	if down || errors.Is(err, io.EOF) {
+		c.logger.Debug("TLS handshake failed", "err", err)
+		return false
+	}
+	now := time.Now().UnixNano()
+	last := s.lastHandshakeWarn.Load()
+	if now-last >= int64(time.Minute) && s.lastHandshakeWarn.CompareAndSwap(last, now) {
+		c.logger.Warn("TLS handshake failed; connection refused", "err", err,
+			"alsoRefusedSinceLastWarning", s.quietHandshakeFailures.Swap(0))
+		return false
+	}
+	s.quietHandshakeFailures.Add(1)
+	c.logger.Debug("TLS handshake failed; connection refused", "err", err)
+	return false
 }
 
 // Shutdown stops accepting, deregisters, closes connections once their

@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,6 +47,12 @@ type Options struct {
 	RedialBackoff time.Duration
 	// Logger receives connection failures; nil discards them.
 	Logger *slog.Logger
+	// TLS, when set, makes Dial connect over TLS with (a clone of) it: the
+	// bookie's certificate must chain to its RootCAs, and its client
+	// certificate is what bookies that require one check. An empty
+	// ServerName means the host of the bookie's address. Nil dials
+	// plaintext.
+	TLS *tls.Config
 }
 
 func (o Options) withDefaults() Options {
@@ -95,6 +102,7 @@ type Conn struct {
 	pending map[uint64]*call
 	wbuf    []byte // encoded frames not yet handed to the writer
 	err     error  // why the connection ended; nil while it is up
+	cause   error  // the failure behind an err wrapping ErrDisconnected
 }
 
 // call is one outstanding request.
@@ -104,15 +112,58 @@ type call struct {
 	cb       func(*proto.Response, error)
 }
 
-// Dial connects to the bookie at addr.
+// Dial connects to the bookie at addr, over TLS when opts.TLS is set.
+//
+// Over TLS, Dial also waits for the bookie's answer to an Info request:
+// with TLS 1.3 a client's handshake ends before the bookie has checked its
+// certificate, so a bookie that refuses it (none when one is required, or
+// one another CA signed) would otherwise fail only the first request. Any
+// refusal comes back from Dial as an error wrapping ErrDisconnected that
+// names the bookie, and a Pool then waits RedialBackoff before trying again.
 func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	opts = opts.withDefaults()
 	d := net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 15 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("%w: dial bookie %s: %v", ErrDisconnected, addr, err)
+	if opts.TLS == nil {
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: dial bookie %s: %v", ErrDisconnected, addr, err)
+		}
+		return NewConn(nc, addr, opts), nil
 	}
-	return NewConn(nc, addr, opts), nil
+	cfg := opts.TLS.Clone()
+	if cfg.ServerName == "" {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	// The dialer's timeout covers the handshake too.
+	td := tls.Dialer{NetDialer: &d, Config: cfg}
+	nc, err := td.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dial bookie %s over TLS: %v", ErrDisconnected, addr, err)
+	}
+	c := NewConn(nc, addr, opts)
+	pctx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
+	defer cancel()
+	if _, err := c.Info(pctx); err != nil && !isAnswer(err) {
+		c.Close()
+		if errors.Is(err, ErrDisconnected) {
+			c.mu.Lock()
+			cause := c.cause
+			c.mu.Unlock()
+			return nil, fmt.Errorf("%w: dial bookie %s over TLS: the bookie closed the connection after the handshake "+
+				"(as it does when the client certificate is missing or signed by a CA it does not trust): %v", ErrDisconnected, addr, cause)
+		}
+		return nil, fmt.Errorf("%w: dial bookie %s over TLS: no answer after the handshake: %v", ErrDisconnected, addr, err)
+	}
+	return c, nil
+}
+
+// isAnswer reports whether err is a bookie's answer (a *StatusError): the
+// connection works.
+func isAnswer(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se)
 }
 
 // NewConn runs the protocol over a connection the caller made (tests hand it
@@ -129,18 +180,24 @@ func NewConn(nc net.Conn, addr string, opts Options) *Conn {
 		pending: make(map[uint64]*call),
 		exited:  make(chan struct{}),
 	}
-	c.spawn(c.readLoop)
-	c.spawn(c.writeLoop)
+	loops := []func(){c.readLoop, c.writeLoop}
 	if opts.RequestTimeout > 0 {
-		c.spawn(c.sweepLoop)
+		loops = append(loops, c.sweepLoop)
+	}
+	// Count them all before any starts: a read loop that fails at once (the
+	// peer already closed) must not see the count reach zero while the
+	// others are still to start.
+	c.running.Store(int32(len(loops)))
+	for _, fn := range loops {
+		c.spawn(fn)
 	}
 	return c
 }
 
-// spawn runs fn on a goroutine owned by the connection (Close waits for it).
+// spawn runs fn on a goroutine owned by the connection (Close waits for
+// it); c.running counts it already.
 func (c *Conn) spawn(fn func()) {
 	c.wg.Add(1)
-	c.running.Add(1)
 	go func() {
 		defer c.wg.Done()
 		defer func() {
@@ -255,6 +312,7 @@ func (c *Conn) fail(cause error) {
 		c.err = fmt.Errorf("bookie %s: %w", c.addr, ErrClosed)
 	} else {
 		c.err = fmt.Errorf("%w: bookie %s: %v", ErrDisconnected, c.addr, cause)
+		c.cause = cause
 		c.opts.Logger.Debug("bookie connection failed", "bookie", c.addr, "err", cause)
 	}
 	err := c.err

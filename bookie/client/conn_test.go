@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -329,5 +330,22 @@ func TestPoolConcurrentGetSharesOneDial(t *testing.T) {
 		if c != conns[0] {
 			t.Fatal("concurrent Gets dialed more than one connection")
 		}
+	}
+}
+
+// TestConnOverClosedPeer: a connection whose peer has already closed fails
+// at once and closes cleanly (its read loop may end before the others
+// start).
+func TestConnOverClosedPeer(t *testing.T) {
+	t.Parallel()
+	for range 500 {
+		a, b := net.Pipe()
+		b.Close()
+		c := client.NewConn(a, "closed-peer", client.Options{})
+		<-c.Done()
+		if err := c.Err(); !errors.Is(err, client.ErrDisconnected) {
+			t.Fatalf("err %v, want ErrDisconnected", err)
+		}
+		c.Close()
 	}
 }

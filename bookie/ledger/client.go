@@ -10,6 +10,7 @@ package ledger
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,6 +82,11 @@ type Config struct {
 	ChangeRetryInterval time.Duration
 	// Seed seeds bookie placement; zero means a random seed.
 	Seed uint64
+	// TLS, when set, is how the client connects to bookies that serve TLS
+	// (client.Options.TLS): the region's CA in RootCAs and, for bookies
+	// that require one, a client certificate it signed. Nil connects in
+	// plaintext.
+	TLS *tls.Config
 }
 
 const maxEntryDefault = proto.DefaultMaxFrameSize - proto.HeaderSize - 16 - proto.EntryHeaderSize
@@ -177,6 +183,7 @@ func NewClient(cfg Config) (*Client, error) {
 		pool: client.NewPool(client.Options{
 			RequestTimeout: cfg.RequestTimeout,
 			Logger:         cfg.Logger,
+			TLS:            cfg.TLS,
 		}),
 		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		addrs:   map[string]string{},
