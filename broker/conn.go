@@ -544,12 +544,10 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	ctx, cancel := c.opCtx()
 	defer cancel()
 	pname := cmd.GetProducerName()
-	if !strings.HasPrefix(pname, replication.Prefix) {
-		// (A replicator producer needs a replicator role, checked below.)
-		if err := c.b.authz.Produce(ctx, c.role(), name); err != nil {
-			c.sendError(reqID, err)
-			return
-		}
+	if err := c.authorizeProducer(ctx, name, pname, cmd.GetInitialSubscriptionName()); err != nil {
+		// Before the topic is loaded: a refused producer creates nothing.
+		c.sendError(reqID, err)
+		return
 	}
 	t, err := c.b.getTopic(ctx, name, autoCreate)
 	if err != nil {
@@ -566,8 +564,6 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	if strings.HasPrefix(pname, replication.Prefix) {
 		src, ok := replication.ProducerSource(pname)
 		switch {
-		case c.b.auth.Enabled() && !c.mayReplicate():
-			err = fmt.Errorf("%w: producer names starting %s are replicator producers; role %q is not a replicator role", wire.ErrAuthorization, replication.Prefix, c.role())
 		case !ok:
 			err = fmt.Errorf("%w: replicator producer name %q must be %s<source cluster>[.<worker>]", ErrInvalidArgument, pname, replication.Prefix)
 		case src == c.b.cfg.Cluster:
