@@ -17,13 +17,14 @@ import (
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
-// authEnv is a broker that requires tokens signed with secret.
+// authEnv is a broker that requires tokens signed with secret (modify
+// changes its auth settings: turns authorization on, say).
 type authEnv struct {
 	*env
 	secret []byte
 }
 
-func startAuthEnv(t *testing.T) *authEnv {
+func startAuthEnv(t *testing.T, modify ...func(*auth.Config)) *authEnv {
 	t.Helper()
 	secret := auth.NewSecretKey()
 	keyFile := filepath.Join(t.TempDir(), "secret.key")
@@ -36,6 +37,9 @@ func startAuthEnv(t *testing.T) *authEnv {
 			Token:                 auth.TokenConfig{SecretKey: keyFile},
 			SuperUserRoles:        []string{"admin"},
 			ReplicatorRoles:       []string{"repl"},
+		}
+		for _, m := range modify {
+			m(&s.Config.Auth)
 		}
 	})
 	return &authEnv{env: e, secret: secret}

@@ -353,15 +353,9 @@ func (c *conn) handle(f wire.Frame, derr error) (err error) {
 	case pb.BaseCommand_CONSUMER_STATS:
 		c.handleConsumerStats(cmd.ConsumerStats)
 	case pb.BaseCommand_GET_SCHEMA:
-		id := cmd.GetSchema.GetRequestId()
-		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
-			RequestId: &id, ErrorCode: pb.ServerError_TopicNotFound.Enum(), ErrorMessage: strp("no schema stored for the topic (Isobar has no schema registry)"),
-		}})
+		c.async(cmd.GetSchema.GetRequestId(), func() { c.handleGetSchema(cmd.GetSchema) })
 	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
-		id := cmd.GetOrCreateSchema.GetRequestId()
-		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE.Enum(), GetOrCreateSchemaResponse: &pb.CommandGetOrCreateSchemaResponse{
-			RequestId: &id, SchemaVersion: make([]byte, 8),
-		}})
+		c.async(cmd.GetOrCreateSchema.GetRequestId(), func() { c.handleGetOrCreateSchema(cmd.GetOrCreateSchema) })
 	case pb.BaseCommand_AUTH_RESPONSE:
 		return c.handleAuthResponse(cmd.AuthResponse)
 	case pb.BaseCommand_CONNECT:
@@ -544,12 +538,10 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	ctx, cancel := c.opCtx()
 	defer cancel()
 	pname := cmd.GetProducerName()
-	if !strings.HasPrefix(pname, replication.Prefix) {
-		// (A replicator producer needs a replicator role, checked below.)
-		if err := c.b.authz.Produce(ctx, c.role(), name); err != nil {
-			c.sendError(reqID, err)
-			return
-		}
+	if err := c.authorizeProducer(ctx, name, pname, cmd.GetInitialSubscriptionName()); err != nil {
+		// Before the topic is loaded: a refused producer creates nothing.
+		c.sendError(reqID, err)
+		return
 	}
 	t, err := c.b.getTopic(ctx, name, autoCreate)
 	if err != nil {
@@ -566,8 +558,6 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	if strings.HasPrefix(pname, replication.Prefix) {
 		src, ok := replication.ProducerSource(pname)
 		switch {
-		case c.b.auth.Enabled() && !c.mayReplicate():
-			err = fmt.Errorf("%w: producer names starting %s are replicator producers; role %q is not a replicator role", wire.ErrAuthorization, replication.Prefix, c.role())
 		case !ok:
 			err = fmt.Errorf("%w: replicator producer name %q must be %s<source cluster>[.<worker>]", ErrInvalidArgument, pname, replication.Prefix)
 		case src == c.b.cfg.Cluster:
@@ -1052,6 +1042,58 @@ func (c *conn) handleGetTopics(cmd *pb.CommandGetTopicsOfNamespace) {
 		resp.Changed = boolp(true)
 	}
 	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_TOPICS_OF_NAMESPACE_RESPONSE.Enum(), GetTopicsOfNamespaceResponse: resp})
+}
+
+// handleGetSchema says no schema is stored (Isobar has no schema
+// registry) to a role that may look the topic up.
+func (c *conn) handleGetSchema(cmd *pb.CommandGetSchema) {
+	id := cmd.GetRequestId()
+	fail := func(err error) {
+		err = serverError(err)
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
+			RequestId: &id, ErrorCode: wire.CodeOf(err).Enum(), ErrorMessage: strp(wire.MessageOf(err)),
+		}})
+	}
+	name, err := topic.Parse(cmd.GetTopic())
+	if err != nil {
+		fail(err)
+		return
+	}
+	ctx, cancel := c.opCtx()
+	defer cancel()
+	if err := c.authorizeLookup(ctx, name); err != nil {
+		fail(err)
+		return
+	}
+	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
+		RequestId: &id, ErrorCode: pb.ServerError_TopicNotFound.Enum(), ErrorMessage: strp("no schema stored for the topic (Isobar has no schema registry)"),
+	}})
+}
+
+// handleGetOrCreateSchema accepts a producer's schema, unstored, from a
+// role that may produce to the topic.
+func (c *conn) handleGetOrCreateSchema(cmd *pb.CommandGetOrCreateSchema) {
+	id := cmd.GetRequestId()
+	fail := func(err error) {
+		err = serverError(err)
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE.Enum(), GetOrCreateSchemaResponse: &pb.CommandGetOrCreateSchemaResponse{
+			RequestId: &id, ErrorCode: wire.CodeOf(err).Enum(), ErrorMessage: strp(wire.MessageOf(err)),
+		}})
+	}
+	name, err := topic.Parse(cmd.GetTopic())
+	if err != nil {
+		fail(err)
+		return
+	}
+	ctx, cancel := c.opCtx()
+	defer cancel()
+	if err := c.b.authz.Produce(ctx, c.role(), name); err != nil {
+		fail(err)
+		return
+	}
+	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE.Enum(), GetOrCreateSchemaResponse: &pb.CommandGetOrCreateSchemaResponse{
+		RequestId: &id, SchemaVersion: make([]byte, 8),
+	}})
 }
 
 func msgIDToPosition(id *pb.MessageIdData) mledger.Position {

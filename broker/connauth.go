@@ -154,6 +154,29 @@ func (c *conn) authorizeLookup(ctx context.Context, name topic.Name) error {
 	return c.b.authz.Lookup(ctx, c.role(), name)
 }
 
+// authorizeProducer allows opening producer pname on name. A replicator
+// producer needs a replicator connection; any other needs produce
+// permission and, to create its initial subscription, consume permission
+// on that subscription too (as in Pulsar).
+func (c *conn) authorizeProducer(ctx context.Context, name topic.Name, pname, initialSub string) error {
+	if strings.HasPrefix(pname, replication.Prefix) {
+		if !c.b.auth.Enabled() || c.mayReplicate() {
+			return nil
+		}
+		if c.b.auth.IsReplicator(c.role()) {
+			return fmt.Errorf("%w: producer names starting %s are replicator producers; role %q may open them only on a connection made as %s", wire.ErrAuthorization, replication.Prefix, c.role(), replication.ClientVersion)
+		}
+		return fmt.Errorf("%w: producer names starting %s are replicator producers; role %q is not a replicator role", wire.ErrAuthorization, replication.Prefix, c.role())
+	}
+	if err := c.b.authz.Produce(ctx, c.role(), name); err != nil {
+		return err
+	}
+	if initialSub != "" {
+		return c.b.authz.Consume(ctx, c.role(), name, initialSub)
+	}
+	return nil
+}
+
 // tlsState is the connection's TLS state, nil on a plaintext connection.
 func (c *conn) tlsState() *tls.ConnectionState {
 	if tc, ok := c.nc.(*tls.Conn); ok {

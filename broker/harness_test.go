@@ -81,6 +81,7 @@ func (e *env) startBroker() {
 			Logger:  e.cl.Logger(),
 			Namespaces: broker.PolicyNamespaces{Store: e.pol, Default: policy.AutoTopicCreation{
 				AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned}},
+			AuthPolicies: policy.AuthSource{Store: e.pol}, // (used when a test turns authorization on)
 		},
 	}
 	if e.modify != nil {
