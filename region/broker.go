@@ -206,7 +206,11 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	if c.store, err = connectMeta(ctx, c.meta, "metadata store", c.logger); err != nil {
 		return err
 	}
-	if c.ledgers, err = ledger.NewClient(ledger.Config{Meta: c.store, Region: bc.Region, Logger: c.logger}); err != nil {
+	bkTLS, err := c.cfg.BookKeeperTLS.Client()
+	if err != nil {
+		return fmt.Errorf("broker.bookkeeperTls: %w", err)
+	}
+	if c.ledgers, err = ledger.NewClient(ledger.Config{Meta: c.store, Region: bc.Region, Logger: c.logger, TLS: bkTLS}); err != nil {
 		return fmt.Errorf("ledger client: %w", err)
 	}
 	cluster := bc.Cluster
@@ -315,7 +319,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	hln, bln := c.hln, c.bln
 	plainHTTP := c.http
 	if c.cfg.TLSOnly {
-		plainHTTP = &http.Server{Handler: b.Auth().HTTP(tlsOnlyHTTP(mux, bc.HTTPURLTLS)), ReadHeaderTimeout: 10 * time.Second}
+		plainHTTP = &http.Server{Handler: tlsOnlyHTTP(b.Auth().HTTP(mux), bc.HTTPURLTLS), ReadHeaderTimeout: 10 * time.Second}
 		c.plainHTTP = plainHTTP
 		go refusePlaintext(bln, bc.ServiceURLTLS, c.logger)
 	}
@@ -494,6 +498,7 @@ func (c *Broker) Shutdown(ctx context.Context) error {
 		if err := c.plainHTTP.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http: %w", err))
 		}
+		c.bln.Close() // its refusals (the broker serves only the TLS one)
 	}
 	<-c.done
 	c.release(ctx)
@@ -510,6 +515,10 @@ func (c *Broker) Abort() {
 	c.stopped = true
 	c.b.Abort()
 	c.http.Close()
+	if c.plainHTTP != nil {
+		c.plainHTTP.Close()
+		c.bln.Close()
+	}
 	c.reg.Abort() // its lease is no longer kept alive: it expires, as a crashed broker's would
 	c.gates.Abort()
 	<-c.done

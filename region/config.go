@@ -130,6 +130,10 @@ type ReplicatorConfig struct {
 	// HTTPAddr is where /healthz, /readyz and /metrics are served;
 	// default 0.0.0.0:8090, empty serves none.
 	HTTPAddr string `yaml:"httpAddr"`
+	// NATSTLS is how the worker reaches NATS servers that serve TLS
+	// (nats.tls): the CAs their certificates chain to and the worker's
+	// client certificate.
+	NATSTLS tlsfiles.ClientConfig `yaml:"natsTls"`
 }
 
 // NATSConfig is one NATS server of a region.
@@ -219,6 +223,9 @@ func (c ReplicatorConfig) Validate() error {
 		rc.ServiceURL = "pulsar://placeholder:6650"
 	}
 	errs = append(errs, rc.Validate(), ValidAddr("replicator.httpAddr", c.HTTPAddr))
+	if err := c.NATSTLS.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("replicator.natsTls: %w", err))
+	}
 	return errors.Join(errs...)
 }
 
@@ -230,7 +237,7 @@ func validID(s string) bool { return idRE.MatchString(s) }
 // its templates.
 func (f File) RegionConfig() Config {
 	c := f.Region
-	c.Metastore, c.Global = f.Metastore, f.Global
+	c.Metastore, c.Global, c.Etcd = f.Metastore, f.Global, f.Etcd.EmbedConfig
 	c.Bookie, c.Broker, c.Replicator, c.NATS = f.Bookie.Config, f.Broker, f.Replicator, f.NATS.Config
 	c.TelemetryOff = f.Telemetry.Disabled
 	return c

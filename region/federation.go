@@ -8,11 +8,13 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/natsembed"
+	"github.com/isobar-mq/isobar/internal/secrets"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -40,6 +42,10 @@ type FederationConfig struct {
 	// from each region to the global store through an emulated WAN
 	// (Federation.WAN).
 	WAN *WANConfig
+	// Secrets, when set, secure every link (`isobar dev --secure`): the
+	// global store serves mutual TLS with the federation CA, and each
+	// region is started with them (Config.Secrets).
+	Secrets *secrets.Files
 }
 
 // Federation is a running federation.
@@ -146,6 +152,9 @@ func (f *Federation) Start(ctx context.Context) (err error) {
 		ClientAddr: net.JoinHostPort(cfg.Host, strconv.Itoa(client)),
 		PeerAddr:   net.JoinHostPort(cfg.Host, strconv.Itoa(peer)),
 	}
+	if cfg.Secrets != nil {
+		f.gcfg.ClientTLS = GlobalServer(*cfg.Secrets)
+	}
 	f.global = NewMetastore(f.gcfg, deps.Logger.With("component", "global-store"))
 	if err := f.global.Start(ctx); err != nil {
 		return fmt.Errorf("federation: global store: %w", err)
@@ -165,12 +174,14 @@ func (f *Federation) Start(ctx context.Context) (err error) {
 	for i := range cfg.Regions {
 		rc := &cfg.Regions[i]
 		rc.Global.Endpoints = f.global.Endpoints()
+		rc.Secrets = cfg.Secrets
 		if f.wan != nil {
 			addr, err := f.wan.add(cfg.Host, rc.clusterName(), GlobalStore, f.gcfg.ClientAddr, cfg.WAN.Latency)
 			if err != nil {
 				return fmt.Errorf("federation: %w", err)
 			}
-			rc.Global.Endpoints = []string{"http://" + addr}
+			scheme, _, _ := strings.Cut(rc.Global.Endpoints[0], "://")
+			rc.Global.Endpoints = []string{scheme + "://" + addr}
 		}
 		rc.ReplicatedNamespaces = append(rc.ReplicatedNamespaces, namespaces...)
 		if rc.Host == "" {
@@ -348,6 +359,9 @@ func (f *Federation) Down(name string) bool {
 
 // GlobalEndpoints are the global store's client URLs.
 func (f *Federation) GlobalEndpoints() []string {
+	if f.gcfg.ClientTLS.Enabled() {
+		return []string{"https://" + f.gcfg.ClientAddr}
+	}
 	return []string{"http://" + f.gcfg.ClientAddr}
 }
 

@@ -12,7 +12,10 @@ import (
 // federation owns the block base+100*i .. base+100*i+99, and its brokers'
 // HTTP ports sit at base+1430+100*i+j, so the default base 6650 gives
 // region 0 Pulsar's familiar 6650 and 8080. The global configuration
-// store lives in region 0's block. A federation of N `isobar region`
+// store lives in region 0's block. Brokers that serve TLS take their
+// Pulsar TLS port at base+1443+100*i+j and their HTTPS port at
+// base+1793+100*i+j (8093 and Pulsar's 8443 for region 0 of base 6650:
+// 6651 is broker 1's port in the plan). A federation of N `isobar region`
 // processes with the same base and their indexes is wired exactly like
 // `isobar dev`.
 const (
@@ -23,6 +26,8 @@ const (
 	metastoreShift = 30   // etcd client; +31 peer
 	bookieShift    = 40   // bookie j: +40+j (j < 60)
 	httpShift      = 1430 // broker j's HTTP port: base+1430+100*i+j
+	tlsShift       = 1443 // broker j's Pulsar TLS port: base+1443+100*i+j
+	httpsShift     = 1793 // broker j's HTTPS port: base+1793+100*i+j
 	// MaxBrokers and MaxBookies are how many of each fit in a block.
 	MaxBrokers = globalShift - brokerShift
 	MaxBookies = PortStride - bookieShift
@@ -32,6 +37,8 @@ const (
 type Ports struct {
 	Broker        int // broker j at Broker+j
 	HTTP          int // broker j at HTTP+j
+	BrokerTLS     int // broker j at BrokerTLS+j
+	HTTPS         int // broker j at HTTPS+j
 	NATS          int
 	NATSGateway   int
 	NATSCluster   int
@@ -46,6 +53,8 @@ func PlanPorts(base, index int) Ports {
 	return Ports{
 		Broker:        block + brokerShift,
 		HTTP:          base + httpShift + PortStride*index,
+		BrokerTLS:     base + tlsShift + PortStride*index,
+		HTTPS:         base + httpsShift + PortStride*index,
 		NATS:          block + natsShift,
 		NATSGateway:   block + natsShift + 1,
 		NATSCluster:   block + natsShift + 2,
@@ -70,7 +79,7 @@ func CheckPlan(base, regions int) error {
 	if regions > MaxRegions {
 		return fmt.Errorf("the port plan holds at most %d regions, not %d", MaxRegions, regions)
 	}
-	if base < 1024 || base+httpShift+PortStride*regions > 65535 {
+	if base < 1024 || base+httpsShift+MaxBrokers+PortStride*regions > 65535 {
 		return fmt.Errorf("base port %d leaves no room for %d regions of %d ports", base, regions, PortStride)
 	}
 	return nil

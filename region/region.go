@@ -24,6 +24,7 @@ import (
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/internal/natsembed"
+	"github.com/isobar-mq/isobar/internal/secrets"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/observability"
 )
@@ -80,6 +81,8 @@ type Config struct {
 	BookiePort    int `yaml:"-"`
 	BrokerPort    int `yaml:"-"`
 	HTTPPort      int `yaml:"-"`
+	BrokerTLSPort int `yaml:"-"` // brokers that serve TLS
+	HTTPSPort     int `yaml:"-"`
 
 	// The role templates, from the file's sections.
 	Metastore  metastore.Config `yaml:"-"` // endpoints: an external etcd instead of the embedded member
@@ -88,8 +91,17 @@ type Config struct {
 	Broker     BrokerConfig     `yaml:"-"` // names, addresses and data directories are filled in
 	Replicator ReplicatorConfig `yaml:"-"`
 	NATS       natsembed.Config `yaml:"-"` // region, ports and gateways are filled in when empty
+	// Etcd is the embedded member's template: its clientTls and peerTls
+	// (the file's etcd section).
+	Etcd metastore.EmbedConfig `yaml:"-"`
 	// TelemetryOff disables metrics and traces.
 	TelemetryOff bool `yaml:"-"`
+	// Secrets, when set, secure every link of the region with the
+	// federation's secrets (made by package secrets; `--secure`): mutual
+	// TLS inside the region with its own CA, toward the other regions
+	// with the federation CA, brokers TLS only with tokens. They override
+	// the role templates' TLS and auth settings.
+	Secrets *secrets.Files `yaml:"-"`
 }
 
 func (c Config) clusterName() string {
@@ -154,12 +166,32 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("region.replicatedNamespaces: %q is not tenant/namespace", ns))
 		}
 	}
+	if c.Secrets != nil {
+		if _, ok := c.Secrets.Regions[c.Name]; !ok {
+			errs = append(errs, fmt.Errorf("region.secrets: none for region %q", c.Name))
+		}
+	}
 	if len(c.ReplicatedNamespaces) > 0 && !c.federated() {
 		errs = append(errs, errors.New("region.replicatedNamespaces: need a global configuration store (global.endpoints)"))
 	}
-	for name, p := range map[string]int{"metastorePort": c.MetastorePort, "bookiePort": c.BookiePort, "brokerPort": c.BrokerPort, "httpPort": c.HTTPPort} {
+	for name, p := range map[string]int{"metastorePort": c.MetastorePort, "bookiePort": c.BookiePort, "brokerPort": c.BrokerPort, "httpPort": c.HTTPPort,
+		"brokerTlsPort": c.BrokerTLSPort, "httpsPort": c.HTTPSPort} {
 		if p < 0 || p > 65535 {
 			errs = append(errs, fmt.Errorf("region.%s: %d is not a port", name, p))
+		}
+	}
+	// Each broker takes its port plus its index: the ranges must not meet.
+	ranges := [][2]any{{"brokerPort", c.BrokerPort}, {"httpPort", c.HTTPPort}}
+	if c.Secrets != nil || c.Broker.TLS.Enabled() {
+		ranges = append(ranges, [2]any{"brokerTlsPort", c.BrokerTLSPort}, [2]any{"httpsPort", c.HTTPSPort})
+	}
+	n := max(c.Brokers, 1)
+	for i, a := range ranges {
+		for _, b := range ranges[i+1:] {
+			pa, pb := a[1].(int), b[1].(int)
+			if pa != 0 && pb != 0 && pa < pb+n && pb < pa+n {
+				errs = append(errs, fmt.Errorf("region.%s %d and %s %d: %d brokers would share ports", a[0], pa, b[0], pb, n))
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -168,14 +200,17 @@ func (c Config) Validate() error {
 // Endpoints says where a region's parts listen.
 type Endpoints struct {
 	Name string `json:"name"`
-	// ServiceURL, WebServiceURL and MetricsURL are the first broker's.
-	ServiceURL    string            `json:"serviceUrl,omitempty"`
-	WebServiceURL string            `json:"webServiceUrl,omitempty"`
-	MetricsURL    string            `json:"metricsUrl,omitempty"`
-	MetadataURL   string            `json:"metadataUrl"`
-	NATSURL       string            `json:"natsUrl,omitempty"`
-	Bookies       []string          `json:"bookies"`
-	Brokers       []BrokerEndpoints `json:"brokers"`
+	// ServiceURL, WebServiceURL and MetricsURL are the first broker's,
+	// and so are the TLS URLs when the brokers serve TLS.
+	ServiceURL       string            `json:"serviceUrl,omitempty"`
+	WebServiceURL    string            `json:"webServiceUrl,omitempty"`
+	ServiceURLTLS    string            `json:"serviceUrlTls,omitempty"`
+	WebServiceURLTLS string            `json:"webServiceUrlTls,omitempty"`
+	MetricsURL       string            `json:"metricsUrl,omitempty"`
+	MetadataURL      string            `json:"metadataUrl"`
+	NATSURL          string            `json:"natsUrl,omitempty"`
+	Bookies          []string          `json:"bookies"`
+	Brokers          []BrokerEndpoints `json:"brokers"`
 }
 
 // Region is every role of one region in one process: an embedded etcd
@@ -261,6 +296,22 @@ func (r *Region) build() error {
 	plan := PlanPorts(cfg.BasePort, cfg.Index)
 	r.group = lifecycle.NewGroup("region " + cfg.Name)
 	r.meta = cfg.Metastore
+	sec := newSecure(cfg)
+	// metaFor and globalFor are how a component of kind reaches the
+	// region's metadata store and the global store.
+	metaFor := func(kind string) metastore.Config {
+		m := r.meta
+		if sec != nil {
+			m.TLS = sec.client(kind)
+		}
+		return m
+	}
+	globalFor := func() metastore.Config {
+		if sec != nil && cfg.federated() {
+			return sec.global(cfg.Global)
+		}
+		return cfg.Global
+	}
 	if len(r.meta.Endpoints) == 0 {
 		client, err := r.port(cfg.MetastorePort, plan.Metastore, 0)
 		if err != nil {
@@ -270,11 +321,22 @@ func (r *Region) build() error {
 		if err != nil {
 			return err
 		}
-		r.etcd = NewMetastore(metastore.EmbedConfig{
+		ec := metastore.EmbedConfig{
 			Name: cfg.Name, Dir: filepath.Join(cfg.DataDir, "etcd"),
 			ClientAddr: r.addr(client), PeerAddr: r.addr(peer),
-		}, logger.With("component", "etcd"))
+			ClientTLS: cfg.Etcd.ClientTLS, PeerTLS: cfg.Etcd.PeerTLS,
+		}
+		if sec != nil {
+			ec.ClientTLS, ec.PeerTLS = sec.server("etcd"), sec.server("etcd")
+		}
+		r.etcd = NewMetastore(ec, logger.With("component", "etcd"))
 		r.meta.Endpoints = []string{"http://" + r.addr(client)}
+		if ec.ClientTLS.Enabled() {
+			r.meta.Endpoints = []string{"https://" + r.addr(client)}
+			if !r.meta.TLS.Enabled() {
+				r.meta.TLS.Enable = true
+			}
+		}
 		r.group.Add(r.etcd)
 	}
 	if cfg.federated() {
@@ -305,7 +367,10 @@ func (r *Region) build() error {
 		if bc.Rack == "" {
 			bc.Rack = fmt.Sprintf("rack-%d", i)
 		}
-		b := NewBookie(bc, r.meta, logger.With("bookie", i), r.deps.Telemetry.MeterProvider())
+		if sec != nil {
+			bc.TLS = sec.server("bookie")
+		}
+		b := NewBookie(bc, metaFor("bookie"), logger.With("bookie", i), r.deps.Telemetry.MeterProvider())
 		b.label = fmt.Sprintf("bookie %d", i)
 		r.bookies = append(r.bookies, b)
 		r.group.Add(b)
@@ -330,9 +395,26 @@ func (r *Region) build() error {
 		bc.AdvertisedAddress = ""
 		bc.ServiceURL, bc.HTTPURL = "pulsar://"+r.addr(bp), "http://"+r.addr(hp)
 		bc.DataDir = filepath.Join(cfg.DataDir, fmt.Sprintf("broker-%d", i))
-		b := NewBroker(bc, r.meta, cfg.Global, r.deps)
+		if sec != nil {
+			bc = sec.broker(bc)
+		}
+		ep := BrokerEndpoints{ServiceURL: bc.ServiceURL, WebServiceURL: bc.HTTPURL}
+		if bc.TLS.Enabled() {
+			tp, err := r.port(cfg.BrokerTLSPort, plan.BrokerTLS, i)
+			if err != nil {
+				return err
+			}
+			hsp, err := r.port(cfg.HTTPSPort, plan.HTTPS, i)
+			if err != nil {
+				return err
+			}
+			bc.TLSListenAddr, bc.HTTPSListenAddr = r.addr(tp), r.addr(hsp)
+			bc.ServiceURLTLS, bc.HTTPURLTLS = "pulsar+ssl://"+r.addr(tp), "https://"+r.addr(hsp)
+			ep.ServiceURLTLS, ep.WebServiceURLTLS = bc.ServiceURLTLS, bc.HTTPURLTLS
+		}
+		b := NewBroker(bc, metaFor("broker"), globalFor(), r.deps)
 		b.clusterData = r.clusterData
-		eps = append(eps, BrokerEndpoints{ServiceURL: bc.ServiceURL, WebServiceURL: bc.HTTPURL})
+		eps = append(eps, ep)
 		r.brokers = append(r.brokers, b)
 		r.group.Add(b)
 	}
@@ -342,15 +424,28 @@ func (r *Region) build() error {
 			rc.Region = cfg.clusterName()
 			rc.ID = fmt.Sprintf("%s-replicator-%d", cfg.Name, i)
 			rc.NATSURL = r.natsURL
-			// Every broker, starting at a different one per worker:
-			// lookups move on to the next when one is down.
-			var hosts []string
-			for j := range eps {
-				hosts = append(hosts, strings.TrimPrefix(eps[(i+j)%len(eps)].ServiceURL, "pulsar://"))
+			if sec != nil {
+				rc.TLSTrustCertsFile, rc.TLSCertFile, rc.TLSKeyFile = cfg.Secrets.CA, "", ""
+				rc.TokenFile = sec.region.ReplicatorToken
+				rc.NATSTLS = sec.client("replicator")
 			}
-			rc.ServiceURL = "pulsar://" + strings.Join(hosts, ",")
+			// Every broker, starting at a different one per worker:
+			// lookups move on to the next when one is down. Over TLS
+			// when the brokers serve it.
+			var hosts []string
+			scheme := "pulsar://"
+			for j := range eps {
+				ep := eps[(i+j)%len(eps)]
+				if ep.ServiceURLTLS != "" {
+					scheme = "pulsar+ssl://"
+					hosts = append(hosts, strings.TrimPrefix(ep.ServiceURLTLS, scheme))
+				} else {
+					hosts = append(hosts, strings.TrimPrefix(ep.ServiceURL, scheme))
+				}
+			}
+			rc.ServiceURL = scheme + strings.Join(hosts, ",")
 			rc.DataDir = filepath.Join(cfg.DataDir, fmt.Sprintf("replicator-%d", i))
-			w := NewReplicator(rc, r.meta, cfg.Global, r.deps)
+			w := NewReplicator(rc, metaFor("replicator"), globalFor(), r.deps)
 			r.workers = append(r.workers, w)
 			r.group.Add(w)
 		}
@@ -372,6 +467,9 @@ func (r *Region) buildNATS(plan Ports) error {
 	}
 	nc := cfg.NATS
 	nc.Region = cfg.clusterName()
+	if sec := newSecure(cfg); sec != nil {
+		nc.TLS, nc.GatewayTLS = sec.server("nats"), sec.federation()
+	}
 	if nc.Host == "" {
 		nc.Host = cfg.Host
 	}
@@ -475,6 +573,7 @@ func (r *Region) Endpoints() Endpoints {
 	e.Brokers = r.Brokers()
 	if len(e.Brokers) > 0 {
 		e.ServiceURL, e.WebServiceURL = e.Brokers[0].ServiceURL, e.Brokers[0].WebServiceURL
+		e.ServiceURLTLS, e.WebServiceURLTLS = e.Brokers[0].ServiceURLTLS, e.Brokers[0].WebServiceURLTLS
 		e.MetricsURL = e.WebServiceURL + "/metrics"
 	}
 	return e

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/isobar-mq/isobar/internal/natsembed"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/replicator"
 )
@@ -68,8 +69,13 @@ func (c *Replicator) Start(ctx context.Context) (err error) {
 	}
 	// The worker must come up while NATS is down (it serves the local
 	// side as soon as NATS is back), so the connection retries forever.
-	c.nc, err = nats.Connect(c.cfg.NATSURL, nats.Name(c.cfg.ID), nats.MaxReconnects(-1),
+	opts, err := natsembed.ClientOptions(c.cfg.NATSTLS)
+	if err != nil {
+		return fmt.Errorf("replicator.natsTls: %w", err)
+	}
+	opts = append(opts, nats.Name(c.cfg.ID), nats.MaxReconnects(-1),
 		nats.ReconnectWait(250*time.Millisecond), nats.RetryOnFailedConnect(true))
+	c.nc, err = nats.Connect(c.cfg.NATSURL, opts...)
 	if err != nil {
 		return fmt.Errorf("nats %s: %w", c.cfg.NATSURL, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/isobar-mq/isobar/internal/lifecycle"
+	"github.com/isobar-mq/isobar/internal/secrets"
 	"github.com/isobar-mq/isobar/region"
 )
 
@@ -30,6 +31,42 @@ type devEndpoints struct {
 	// ControlURL is the fault-control API (kill, start, partition,
 	// blackhole, heal a region) for failover drills.
 	ControlURL string `json:"controlUrl,omitempty"`
+	// CAFile and TokenFile (--secure) are the CA the brokers'
+	// certificates chain to and a superuser token.
+	CAFile    string `json:"caFile,omitempty"`
+	TokenFile string `json:"tokenFile,omitempty"`
+}
+
+// secureUsage is the help of dev's and standalone's --secure.
+const secureUsage = "serve only TLS with token authentication: a CA, certificates and a superuser token are made under <data-dir>/secrets (reused on restart)"
+
+// ensureSecrets makes or reuses the secrets of regions under
+// <dataDir>/secrets, for --secure.
+func ensureSecrets(dataDir string, regions []string, host string) (*secrets.Files, error) {
+	var hosts []string
+	if host != "" && host != "127.0.0.1" && host != "localhost" && host != "0.0.0.0" {
+		hosts = append(hosts, host)
+	}
+	f, err := secrets.Ensure(filepath.Join(dataDir, "secrets"), regions, hosts)
+	if err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// secureEndpoints adds the secure federation's client files to eps.
+func (eps *devEndpoints) secure(f *secrets.Files) {
+	if f == nil {
+		return
+	}
+	eps.CAFile, eps.TokenFile = absPath(f.CA), absPath(f.SuperUserToken)
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 func newDevCmd(g *globalFlags) *cobra.Command {
@@ -41,6 +78,7 @@ func newDevCmd(g *globalFlags) *cobra.Command {
 		bookies  int
 		wanDelay time.Duration
 		control  string
+		secure   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -58,7 +96,14 @@ to every other region.
 
 With --wan-latency, every link between regions (NATS gateways) and from
 each region to the global store runs through an emulated WAN (a userspace
-proxy in this process) with that one-way delay.`,
+proxy in this process) with that one-way delay.
+
+With --secure, every link is secured (docs/security.md): a CA, the
+certificates of every part and a superuser token are made under
+<data-dir>/secrets (and reused on the next start); brokers serve only TLS
+(pulsar+ssl://, https://) and require tokens; etcd, bookies and NATS
+require certificates of their region's CA. endpoints.json then names the
+TLS URLs, the CA file and the token file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			names, err := parseRegions(regions)
@@ -84,6 +129,11 @@ proxy in this process) with that one-way delay.`,
 			}
 			for _, name := range names {
 				fc.Regions = append(fc.Regions, region.Config{Name: name, DataDir: filepath.Join(dataDir, name), Bookies: bookies})
+			}
+			if secure {
+				if fc.Secrets, err = ensureSecrets(dataDir, names, ""); err != nil {
+					return err
+				}
 			}
 			if !cmd.Flags().Changed("control-addr") {
 				control = fmt.Sprintf("127.0.0.1:%d", basePort+devControlShift)
@@ -111,12 +161,20 @@ proxy in this process) with that one-way delay.`,
 				for _, r := range f.Regions {
 					eps.Regions = append(eps.Regions, r.Endpoints())
 				}
+				eps.secure(fc.Secrets)
 				fmt.Fprintf(out, "global configuration store: %s\n", strings.Join(f.GlobalEndpoints(), " "))
 				if w := f.WAN(); w != nil {
 					fmt.Fprintf(out, "emulated WAN, %v one way: %s\n", wanDelay, strings.Join(w.Links(), " "))
 				}
 				for _, e := range eps.Regions {
+					if e.ServiceURLTLS != "" {
+						fmt.Fprintf(out, "region %s: service %s, web %s (TLS only), metrics %s, nats %s, metadata %s, bookies %s\n", e.Name, e.ServiceURLTLS, e.WebServiceURLTLS, e.MetricsURL, e.NATSURL, e.MetadataURL, strings.Join(e.Bookies, " "))
+						continue
+					}
 					fmt.Fprintf(out, "region %s: service %s, web %s, metrics %s, nats %s, metadata %s, bookies %s\n", e.Name, e.ServiceURL, e.WebServiceURL, e.MetricsURL, e.NATSURL, e.MetadataURL, strings.Join(e.Bookies, " "))
+				}
+				if eps.CAFile != "" {
+					fmt.Fprintf(out, "clients: trust %s, authenticate with the superuser token in %s\n", eps.CAFile, eps.TokenFile)
 				}
 				path := filepath.Join(dataDir, "endpoints.json")
 				if err := writeJSON(path, eps); err != nil {
@@ -134,6 +192,7 @@ proxy in this process) with that one-way delay.`,
 	fl.IntVar(&basePort, "base-port", 6650, "first port; region i uses base-port+100*i and up")
 	fl.IntVar(&bookies, "bookies", 3, "bookies per region")
 	fl.DurationVar(&wanDelay, "wan-latency", 0, "run links between regions through an emulated WAN with this one-way delay (e.g. 40ms)")
+	fl.BoolVar(&secure, "secure", false, secureUsage)
 	fl.StringVar(&control, "control-addr", "", "address of the fault-control API for failover drills (default 127.0.0.1:<base-port+12>; empty: none)")
 	return cmd
 }

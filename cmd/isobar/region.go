@@ -83,7 +83,12 @@ func (rc *roleCmd) runRegion(cmd *cobra.Command, p process, cfg region.Config, s
 		e := r.Endpoints()
 		show(e)
 		path := filepath.Join(cfg.DataDir, "endpoints.json")
-		if err := writeJSON(path, devEndpoints{Regions: []region.Endpoints{e}}); err != nil {
+		eps := devEndpoints{Regions: []region.Endpoints{e}}
+		eps.secure(cfg.Secrets)
+		if eps.CAFile != "" {
+			logf(cmd, "clients: trust %s, authenticate with the superuser token in %s", eps.CAFile, eps.TokenFile)
+		}
+		if err := writeJSON(path, eps); err != nil {
 			logf(cmd, "could not write %s: %v", path, err)
 		}
 		logf(cmd, "ready. Ctrl-C to stop.")

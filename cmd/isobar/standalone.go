@@ -19,6 +19,9 @@ func newStandaloneCmd(g *globalFlags) *cobra.Command {
 		brokers        int
 		maxMessageSize int
 		cluster        string
+		secure         bool
+		tlsPort        int
+		httpsPort      int
 	)
 	cmd := &cobra.Command{
 		Use:   "standalone",
@@ -29,7 +32,14 @@ bookie ensemble and brokers, with the Pulsar protocol on --broker-port
 tenant "public" and namespace "public/default" exist, and topics are
 created on first use, as in a Pulsar standalone. Data lives under
 --data-dir; a restart on the same directory keeps every topic and
-subscription. Ctrl-C (SIGTERM) stops it gracefully, a second one at once.`,
+subscription. Ctrl-C (SIGTERM) stops it gracefully, a second one at once.
+The endpoints are written to <data-dir>/endpoints.json.
+
+With --secure, the brokers serve only TLS (pulsar+ssl:// on --broker-tls-port,
+6651, https:// on --https-port, 8443) and require tokens, and etcd and the
+bookies require certificates: a CA, the certificates and a superuser
+token are made under <data-dir>/secrets (reused on restart), and
+endpoints.json names the TLS URLs, the CA file and the token file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := rc.load(cmd); err != nil {
@@ -48,12 +58,23 @@ subscription. Ctrl-C (SIGTERM) stops it gracefully, a second one at once.`,
 			cfg.Name, cfg.Cluster, cfg.DataDir, cfg.Host = "standalone", cluster, dataDir, host
 			cfg.Bookies, cfg.Brokers, cfg.BrokerPort, cfg.HTTPPort = bookies, brokers, brokerPort, httpPort
 			cfg.Broker.MaxMessageSize = maxMessageSize
+			cfg.BrokerTLSPort, cfg.HTTPSPort = tlsPort, httpsPort
+			if secure {
+				var err error
+				if cfg.Secrets, err = ensureSecrets(dataDir, []string{cfg.Name}, host); err != nil {
+					return err
+				}
+			}
 			if err := validate(cfg.Validate()); err != nil {
 				return err
 			}
 			p := process{role: "standalone", name: "standalone", region: "standalone", identity: []any{"dataDir", dataDir}}
 			return rc.runRegion(cmd, p, cfg, func(e region.Endpoints) {
 				for _, b := range e.Brokers {
+					if b.ServiceURLTLS != "" && secure {
+						logf(cmd, "broker: service %s, web %s (TLS only)", b.ServiceURLTLS, b.WebServiceURLTLS)
+						continue
+					}
 					logf(cmd, "broker: service %s, web %s", b.ServiceURL, b.WebServiceURL)
 				}
 				logf(cmd, "metadata %s, data %s", e.MetadataURL, dataDir)
@@ -70,5 +91,8 @@ subscription. Ctrl-C (SIGTERM) stops it gracefully, a second one at once.`,
 	fl.IntVar(&brokers, "brokers", 1, "number of brokers")
 	fl.IntVar(&maxMessageSize, "max-message-size", 1<<20, "largest message accepted, advertised to clients")
 	fl.StringVar(&cluster, "cluster", "standalone", "cluster name")
+	fl.BoolVar(&secure, "secure", false, secureUsage)
+	fl.IntVar(&tlsPort, "broker-tls-port", 6651, "Pulsar protocol TLS port of the first broker, when it serves TLS (others follow)")
+	fl.IntVar(&httpsPort, "https-port", 8443, "HTTPS port of the first broker, when it serves TLS (others follow)")
 	return cmd
 }
