@@ -4,7 +4,12 @@
 # localhost:8080 (HTTP), each test in its own process. What each test
 # needs from the broker: docs/compat/pulsar-suite.md.
 #
-# Usage: scripts/pulsar-suite.sh [--start] [--results DIR] [--list] [TestName ...]
+# With --admin it runs instead the tests of the client's admin library
+# (package pulsaradmin/pkg/admin), all of them by default; coverage:
+# docs/compat/admin.md.
+#
+# Usage: scripts/pulsar-suite.sh [--admin] [--start] [--results DIR] [--list] [TestName ...]
+#   --admin        the pulsaradmin suite instead of the client's
 #   --start        start `go run ./cmd/isobar standalone --data-dir <tmp>`
 #                  first and stop it at exit (otherwise a broker must be
 #                  listening already)
@@ -66,20 +71,19 @@ usage() {
 }
 
 start=0
+suite=client
 results=""
 tests=()
 while (($# > 0)); do
 	case $1 in
 	--start) start=1 ;;
+	--admin) suite=admin ;;
 	--results)
 		(($# >= 2)) || usage
 		results=$2
 		shift
 		;;
-	--list)
-		printf '%s\n' "${all_tests[@]}"
-		exit 0
-		;;
+	--list) list=1 ;;
 	-h | --help) usage ;;
 	-*)
 		echo "pulsar-suite: unknown flag $1" >&2
@@ -95,7 +99,15 @@ while (($# > 0)); do
 	esac
 	shift
 done
-if ((${#tests[@]} == 0)); then
+pkg=pulsar
+if [[ $suite == admin ]]; then
+	pkg=pulsaradmin/pkg/admin
+fi
+if ((${list:-0})) && [[ $suite == client ]]; then
+	printf '%s\n' "${all_tests[@]}"
+	exit 0
+fi
+if ((${#tests[@]} == 0)) && [[ $suite == client ]]; then
 	tests=("${all_tests[@]}")
 fi
 
@@ -110,7 +122,7 @@ broker_up() {
 
 # Probe first: without a broker every test would wait out the client's 30 s
 # operation timeout.
-if ((!start)) && ! broker_up; then
+if ((!start)) && ((!${list:-0})) && ! broker_up; then
 	for port in 6650 8080; do
 		port_open localhost "$port" || echo "pulsar-suite: nothing listens on localhost:$port" >&2
 	done
@@ -176,12 +188,20 @@ cp -r "$src" "$work/client"
 chmod -R u+w "$work/client"
 bin="$work/pulsar.test"
 echo "building the client's test binary (a few minutes when the build cache is cold)" >&2
-if ! (cd "$work/client" && GOFLAGS=-mod=mod go test -c -vet=off -o "$bin" ./pulsar) >"$results/build.log" 2>&1; then
+if ! (cd "$work/client" && GOFLAGS=-mod=mod go test -c -vet=off -o "$bin" "./$pkg") >"$results/build.log" 2>&1; then
 	echo "pulsar-suite: building the test binary failed; see $results/build.log" >&2
 	tail -n 20 "$results/build.log" >&2
 	exit 1
 fi
 
+if [[ $suite == admin ]] && { ((${list:-0})) || ((${#tests[@]} == 0)); }; then
+	mapfile -t all_tests < <(cd "$work/client/$pkg" && "$bin" -test.list '^Test' | grep '^Test')
+	if ((${list:-0})); then
+		printf '%s\n' "${all_tests[@]}"
+		exit 0
+	fi
+	tests=("${all_tests[@]}")
+fi
 echo "results in $results" >&2
 passed=0
 failed=()
@@ -196,7 +216,7 @@ for name in "${tests[@]}"; do
 	else
 		# From the package directory: tests read crypto/testdata/... relatively.
 		rc=0
-		(cd "$work/client/pulsar" && "$bin" -test.run "^${name}\$" -test.count=1 \
+		(cd "$work/client/$pkg" && "$bin" -test.run "^${name}\$" -test.count=1 \
 			-test.timeout="$test_timeout" -test.v) >"$log" 2>&1 || rc=$?
 		# Exit status 0 with no "--- PASS" line means no test had that name.
 		if ((rc == 0)) && grep -q -- "^--- PASS: ${name} " "$log"; then

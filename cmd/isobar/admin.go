@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -22,7 +23,8 @@ const defaultAdminURL = "http://localhost:8080"
 
 // adminCmd holds what every `isobar admin` verb shares: the admin URL.
 type adminCmd struct {
-	url string
+	url                   string
+	tokenFile, trustCerts string
 }
 
 // newAdminCmd is `isobar admin <noun> <verb>`, shaped like pulsar-admin:
@@ -33,6 +35,8 @@ func newAdminCmd() *cobra.Command {
 	a := &adminCmd{}
 	cmd := group("admin", "Administer clusters, tenants, namespaces and topics over the admin REST API (like pulsar-admin)")
 	cmd.PersistentFlags().StringVar(&a.url, "admin-url", envOr("ISOBAR_ADMIN_URL", defaultAdminURL), "admin REST URL of a broker (env ISOBAR_ADMIN_URL)")
+	cmd.PersistentFlags().StringVar(&a.tokenFile, "token-file", os.Getenv("ISOBAR_TOKEN_FILE"), "file holding the token to authenticate with, sent as Authorization: Bearer (env ISOBAR_TOKEN_FILE)")
+	cmd.PersistentFlags().StringVar(&a.trustCerts, "tls-trust-certs-file", os.Getenv("ISOBAR_TLS_TRUST_CERTS_FILE"), "PEM file of the CAs an https:// broker's certificate chains to (env ISOBAR_TLS_TRUST_CERTS_FILE)")
 	cmd.AddCommand(a.clustersCmd(), a.tenantsCmd(), a.namespacesCmd(), a.topicsCmd(), a.brokersCmd())
 	return cmd
 }
@@ -95,7 +99,13 @@ func (a *adminCmd) client() (pulsaradmin.Client, error) {
 	if err := validateAdminURL(a.url); err != nil {
 		return nil, usageError{err}
 	}
-	c, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: strings.TrimRight(a.url, "/")})
+	if a.tokenFile != "" {
+		if _, err := os.Stat(a.tokenFile); err != nil {
+			return nil, usageError{fmt.Errorf("--token-file: %w", err)}
+		}
+	}
+	c, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: strings.TrimRight(a.url, "/"),
+		TokenFile: a.tokenFile, TLSTrustCertsFilePath: a.trustCerts})
 	if err != nil {
 		return nil, fmt.Errorf("admin client for %s: %w", a.url, err)
 	}

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -20,7 +23,11 @@ func (a *adminCmd) restClient() (*rest.Client, error) {
 	if err := validateAdminURL(a.url); err != nil {
 		return nil, usageError{err}
 	}
-	return &rest.Client{ServiceURL: strings.TrimRight(a.url, "/"), HTTPClient: http.DefaultClient}, nil
+	hc, err := a.httpClient()
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Client{ServiceURL: strings.TrimRight(a.url, "/"), HTTPClient: hc}, nil
 }
 
 // doREST is do for Isobar's own endpoints.
@@ -215,4 +222,48 @@ func primaryRegion(args []string, activeActive bool) (string, error) {
 		return "", usageError{fmt.Errorf("give a primary region or --active-active, not both or neither")}
 	}
 	return primary, nil
+}
+
+// httpClient is an HTTP client that trusts --tls-trust-certs-file and
+// sends the token of --token-file, read at each request.
+func (a *adminCmd) httpClient() (*http.Client, error) {
+	if a.tokenFile == "" && a.trustCerts == "" {
+		return http.DefaultClient, nil
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if a.trustCerts != "" {
+		b, err := os.ReadFile(a.trustCerts)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--tls-trust-certs-file: %w", err)}
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, usageError{fmt.Errorf("--tls-trust-certs-file: %s holds no PEM certificate", a.trustCerts)}
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	var rt http.RoundTripper = tr
+	if a.tokenFile != "" {
+		if _, err := os.Stat(a.tokenFile); err != nil {
+			return nil, usageError{fmt.Errorf("--token-file: %w", err)}
+		}
+		rt = bearer{file: a.tokenFile, next: tr}
+	}
+	return &http.Client{Transport: rt}, nil
+}
+
+// bearer sends the token in file with every request.
+type bearer struct {
+	file string
+	next http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	tok, err := os.ReadFile(b.file)
+	if err != nil {
+		return nil, fmt.Errorf("token file: %w", err)
+	}
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	return b.next.RoundTrip(r)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -14,6 +15,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const defaultServiceURL = "pulsar://localhost:6650"
@@ -30,7 +32,7 @@ func newClientCmd(g *globalFlags) *cobra.Command {
 }
 
 type clientProduceFlags struct {
-	serviceURL string
+	connFlags
 	messages   []string
 	count      int
 	key        string
@@ -52,7 +54,7 @@ func newClientProduceCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			client, err := newPulsarClient(f.serviceURL, logger, 1)
+			client, err := newPulsarClient(f.connFlags, logger, 1)
 			if err != nil {
 				return err
 			}
@@ -80,7 +82,7 @@ func newClientProduceCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.serviceURL, "service-url", defaultServiceURL, "broker URL (pulsar:// or pulsar+ssl://)")
+	f.bind(fl)
 	fl.StringArrayVarP(&f.messages, "messages", "m", nil, "message payload (repeatable; required)")
 	fl.IntVarP(&f.count, "num-produce", "n", 1, "send the messages this many times")
 	fl.StringVar(&f.key, "key", "", "partition key of every message")
@@ -111,7 +113,7 @@ func (f *clientProduceFlags) validate(topic string) (map[string]string, error) {
 }
 
 type clientConsumeFlags struct {
-	serviceURL   string
+	connFlags
 	subscription string
 	subType      string
 	count        int
@@ -134,7 +136,7 @@ func newClientConsumeCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			client, err := newPulsarClient(f.serviceURL, logger, 1)
+			client, err := newPulsarClient(f.connFlags, logger, 1)
 			if err != nil {
 				return err
 			}
@@ -177,7 +179,7 @@ func newClientConsumeCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.serviceURL, "service-url", defaultServiceURL, "broker URL (pulsar:// or pulsar+ssl://)")
+	f.bind(fl)
 	fl.StringVarP(&f.subscription, "subscription-name", "s", "", "subscription name (required)")
 	fl.StringVarP(&f.subType, "subscription-type", "t", "Exclusive", "Exclusive, Shared, Failover or KeyShared")
 	fl.IntVarP(&f.count, "num-messages", "n", 1, "messages to consume; 0 = until interrupted")
@@ -341,24 +343,46 @@ func parseInitialPosition(s string) (pulsar.SubscriptionInitialPosition, error) 
 	return 0, fmt.Errorf("-p/--subscription-position: %q is not Earliest or Latest", s)
 }
 
-// newPulsarClient connects lazily to serviceURL. The client library logs
-// through logger, one level quieter than Isobar's own logs unless debug is
-// on (its info lines are per producer and consumer).
-func newPulsarClient(serviceURL string, logger *slog.Logger, conns int) (pulsar.Client, error) {
+// connFlags say how a command reaches the brokers: the service URL and,
+// for a secured broker (docs/security.md), the CAs to trust and the token
+// to send, as pulsar-client-go's TLSTrustCertsFilePath and
+// NewAuthenticationTokenFromFile take them.
+type connFlags struct {
+	serviceURL, tokenFile, trustCerts string
+}
+
+func (c *connFlags) bind(fl *pflag.FlagSet) {
+	fl.StringVar(&c.serviceURL, "service-url", defaultServiceURL, "broker URL (pulsar:// or pulsar+ssl://)")
+	fl.StringVar(&c.tokenFile, "token-file", os.Getenv("ISOBAR_TOKEN_FILE"), "file holding the token to authenticate with (env ISOBAR_TOKEN_FILE)")
+	fl.StringVar(&c.trustCerts, "tls-trust-certs-file", os.Getenv("ISOBAR_TLS_TRUST_CERTS_FILE"), "PEM file of the CAs a pulsar+ssl:// broker's certificate chains to (env ISOBAR_TLS_TRUST_CERTS_FILE)")
+}
+
+// newPulsarClient connects lazily to the brokers c names. The client
+// library logs through logger, one level quieter than Isobar's own logs
+// unless debug is on (its info lines are per producer and consumer).
+func newPulsarClient(c connFlags, logger *slog.Logger, conns int) (pulsar.Client, error) {
 	lvl := slog.LevelWarn
 	if logger.Enabled(context.Background(), slog.LevelDebug) {
 		lvl = slog.LevelDebug
 	}
 	quiet := slog.New(minLevelHandler{logger.Handler(), lvl})
-	c, err := pulsar.NewClient(pulsar.ClientOptions{
-		URL:                     serviceURL,
+	opts := pulsar.ClientOptions{
+		URL:                     c.serviceURL,
 		Logger:                  plog.NewLoggerWithSlog(quiet),
 		MaxConnectionsPerBroker: max(conns, 1),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pulsar client for %s: %w", serviceURL, err)
+		TLSTrustCertsFilePath:   c.trustCerts,
 	}
-	return c, nil
+	if c.tokenFile != "" {
+		if _, err := os.Stat(c.tokenFile); err != nil {
+			return nil, usageError{fmt.Errorf("--token-file: %w", err)}
+		}
+		opts.Authentication = pulsar.NewAuthenticationTokenFromFile(c.tokenFile)
+	}
+	client, err := pulsar.NewClient(opts)
+	if err != nil {
+		return nil, fmt.Errorf("pulsar client for %s: %w", c.serviceURL, err)
+	}
+	return client, nil
 }
 
 // minLevelHandler drops records below min.

@@ -28,19 +28,20 @@ func withPulsarPerf(perf *cobra.Command, g *globalFlags) *cobra.Command {
 }
 
 type perfProduceFlags struct {
-	serviceURL, adminURL string
-	rate                 float64
-	size                 int
-	batchMaxMessages     uint
-	batchMaxDelay        time.Duration
-	partitions           int
-	producers            int
-	duration             time.Duration
-	count                int64
-	maxPending           int
-	seed                 uint64
-	interval             time.Duration
-	asJSON               bool
+	connFlags
+	adminURL         string
+	rate             float64
+	size             int
+	batchMaxMessages uint
+	batchMaxDelay    time.Duration
+	partitions       int
+	producers        int
+	duration         time.Duration
+	count            int64
+	maxPending       int
+	seed             uint64
+	interval         time.Duration
+	asJSON           bool
 }
 
 func newPerfProduceCmd(g *globalFlags) *cobra.Command {
@@ -68,7 +69,7 @@ With -n, the run ends after n messages unless --duration is also given.`,
 					return err
 				}
 			}
-			client, err := newPulsarClient(f.serviceURL, logger, min(f.producers, 8))
+			client, err := newPulsarClient(f.connFlags, logger, min(f.producers, 8))
 			if err != nil {
 				return err
 			}
@@ -87,7 +88,7 @@ With -n, the run ends after n messages unless --duration is also given.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.serviceURL, "service-url", defaultServiceURL, "broker URL")
+	f.bind(fl)
 	fl.StringVar(&f.adminURL, "admin-url", "http://localhost:8080", "admin REST URL (for --partitions)")
 	fl.Float64Var(&f.rate, "rate", 0, "total messages per second; 0 = as fast as possible")
 	fl.IntVar(&f.size, "size", 1024, "payload size in bytes")
@@ -284,7 +285,7 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 }
 
 type perfConsumeFlags struct {
-	serviceURL   string
+	connFlags
 	subscription string
 	subType      string
 	position     string
@@ -313,7 +314,7 @@ producer's clock). Progress goes to stderr, the summary to stdout.`,
 			if err != nil {
 				return err
 			}
-			client, err := newPulsarClient(f.serviceURL, logger, 1)
+			client, err := newPulsarClient(f.connFlags, logger, 1)
 			if err != nil {
 				return err
 			}
@@ -326,7 +327,7 @@ producer's clock). Progress goes to stderr, the summary to stdout.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.serviceURL, "service-url", defaultServiceURL, "broker URL")
+	f.bind(fl)
 	fl.StringVarP(&f.subscription, "subscription-name", "s", "isobar-perf", "subscription name")
 	fl.StringVarP(&f.subType, "subscription-type", "t", "Exclusive", "Exclusive, Shared, Failover or KeyShared")
 	fl.StringVarP(&f.position, "subscription-position", "p", "Latest", "where a new subscription starts: Earliest or Latest")

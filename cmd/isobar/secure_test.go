@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,6 +108,24 @@ func TestStandaloneSecure(t *testing.T) {
 		}
 		scancel()
 		c.Close()
+
+		// The CLI, with the same files.
+		cctx, ccancel := context.WithTimeout(context.Background(), 60*time.Second)
+		out, err := run(cctx, "admin", "tenants", "list", "--admin-url", e.WebServiceURLTLS, "--token-file", eps.TokenFile, "--tls-trust-certs-file", eps.CAFile)
+		if err != nil || !strings.Contains(out, tenant) {
+			t.Errorf("isobar admin over HTTPS with a token: %v\n%s", err, out)
+		}
+		if out, err := run(cctx, "admin", "tenants", "list", "--admin-url", e.WebServiceURLTLS, "--tls-trust-certs-file", eps.CAFile); err == nil {
+			t.Errorf("isobar admin without a token: listed\n%s", out)
+		}
+		tls := []string{"--service-url", e.ServiceURLTLS, "--token-file", eps.TokenFile, "--tls-trust-certs-file", eps.CAFile}
+		if out, err := run(cctx, append([]string{"client", "produce", topic, "-m", "cli"}, tls...)...); err != nil {
+			t.Errorf("isobar client produce over TLS: %v\n%s", err, out)
+		}
+		if out, err := run(cctx, append([]string{"client", "consume", topic, "-s", "cli", "-p", "Earliest", "-n", "2"}, tls...)...); err != nil || !strings.Contains(out, "cli") {
+			t.Errorf("isobar client consume over TLS: %v\n%s", err, out)
+		}
+		ccancel()
 
 		cancel()
 		select {
