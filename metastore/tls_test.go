@@ -4,67 +4,24 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/isobar-mq/isobar/internal/tlsfiles"
+	"github.com/isobar-mq/isobar/internal/tlsfiles/tlstest"
 )
-
-// testCA is a CA with certificates issued to files in dir.
-type testCA struct {
-	t    *testing.T
-	dir  string
-	ca   tlsfiles.PEM
-	file string // the CA certificate
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	now := time.Now()
-	ca, err := tlsfiles.NewCA(name, now.Add(-time.Hour), now.Add(24*time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	file := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(file, ca.Cert, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{t: t, dir: dir, ca: ca, file: file}
-}
-
-// issue writes a certificate for name (server and client use) and
-// returns its files.
-func (c *testCA) issue(name string) (cert, key string) {
-	c.t.Helper()
-	now := time.Now()
-	p, err := tlsfiles.Issue(c.ca, name, []string{"127.0.0.1", "localhost"}, true, now.Add(-time.Hour), now.Add(24*time.Hour))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	cert, key = filepath.Join(c.dir, name+".pem"), filepath.Join(c.dir, name+"-key.pem")
-	if err := os.WriteFile(cert, p.Cert, 0o600); err != nil {
-		c.t.Fatal(err)
-	}
-	if err := os.WriteFile(key, p.Key, 0o600); err != nil {
-		c.t.Fatal(err)
-	}
-	return cert, key
-}
 
 // TestClientTLS: a member serving clients over mutual TLS serves a client
 // with a certificate of its CA and refuses, with a clear error, one of
 // another CA (another region's), one without a certificate and a
 // plaintext one, and keeps serving.
 func TestClientTLS(t *testing.T) {
-	region, other := newTestCA(t, "region-a"), newTestCA(t, "region-b")
-	srvCert, srvKey := region.issue("etcd")
+	region, other := tlstest.NewCA(t, "region-a"), tlstest.NewCA(t, "region-b")
+	srvCert, srvKey := region.Issue("etcd")
 	e, err := StartEmbedded(context.Background(), EmbedConfig{
 		Dir:       t.TempDir(),
-		ClientTLS: tlsfiles.Config{CertFile: srvCert, KeyFile: srvKey, TrustCertsFile: region.file, RequireClientCert: true},
+		ClientTLS: tlsfiles.Config{CertFile: srvCert, KeyFile: srvKey, TrustCertsFile: region.File, RequireClientCert: true},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -84,21 +41,21 @@ func TestClientTLS(t *testing.T) {
 		_, err = s.Put(ctx, "/tls-test", []byte("x"))
 		return err
 	}
-	goodCert, goodKey := region.issue("broker-1")
-	good := tlsfiles.ClientConfig{TrustCertsFile: region.file, CertFile: goodCert, KeyFile: goodKey}
+	goodCert, goodKey := region.Issue("broker-1")
+	good := tlsfiles.ClientConfig{TrustCertsFile: region.File, CertFile: goodCert, KeyFile: goodKey}
 	if err := connect(good, e.Endpoints()[0]); err != nil {
 		t.Fatalf("client with the region's certificate: %v", err)
 	}
-	strangerCert, strangerKey := other.issue("broker-1")
+	strangerCert, strangerKey := other.Issue("broker-1")
 	plain := "http://" + e.ClientAddr()
 	for name, tc := range map[string]struct {
 		cfg      tlsfiles.ClientConfig
 		endpoint string
 		says     string
 	}{
-		"another region's certificate": {tlsfiles.ClientConfig{TrustCertsFile: region.file, CertFile: strangerCert, KeyFile: strangerKey}, e.Endpoints()[0], "unknown certificate authority"},
-		"no certificate":               {tlsfiles.ClientConfig{TrustCertsFile: region.file}, e.Endpoints()[0], "certificate required"},
-		"not trusting the server":      {tlsfiles.ClientConfig{TrustCertsFile: other.file, CertFile: goodCert, KeyFile: goodKey}, e.Endpoints()[0], "certificate signed by unknown authority"},
+		"another region's certificate": {tlsfiles.ClientConfig{TrustCertsFile: region.File, CertFile: strangerCert, KeyFile: strangerKey}, e.Endpoints()[0], "unknown certificate authority"},
+		"no certificate":               {tlsfiles.ClientConfig{TrustCertsFile: region.File}, e.Endpoints()[0], "certificate required"},
+		"not trusting the server":      {tlsfiles.ClientConfig{TrustCertsFile: other.File, CertFile: goodCert, KeyFile: goodKey}, e.Endpoints()[0], "certificate signed by unknown authority"},
 		"plaintext":                    {tlsfiles.ClientConfig{}, plain, "speaks TLS: set metastore.tls"},
 	} {
 		err := connect(tc.cfg, tc.endpoint)
@@ -122,7 +79,7 @@ func TestPeerTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three etcd members: -short")
 	}
-	ca := newTestCA(t, "region-a")
+	ca := tlstest.NewCA(t, "region-a")
 	var peers, clients []string
 	for range 3 {
 		peers, clients = append(peers, freeAddr(t)), append(clients, freeAddr(t))
@@ -133,8 +90,8 @@ func TestPeerTLS(t *testing.T) {
 	}
 	cfgs := make([]EmbedConfig, 3)
 	for i := range cfgs {
-		cert, key := ca.issue(fmt.Sprintf("m%d", i))
-		tc := tlsfiles.Config{CertFile: cert, KeyFile: key, TrustCertsFile: ca.file, RequireClientCert: true}
+		cert, key := ca.Issue(fmt.Sprintf("m%d", i))
+		tc := tlsfiles.Config{CertFile: cert, KeyFile: key, TrustCertsFile: ca.File, RequireClientCert: true}
 		cfgs[i] = EmbedConfig{Name: fmt.Sprintf("m%d", i), Dir: t.TempDir(), ClientAddr: clients[i], PeerAddr: peers[i],
 			InitialCluster: strings.Join(initial, ","), ClientTLS: tc, PeerTLS: tc}
 	}
@@ -159,10 +116,10 @@ func TestPeerTLS(t *testing.T) {
 	for e := range members {
 		defer e.Close()
 	}
-	cert, key := ca.issue("client")
+	cert, key := ca.Issue("client")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	tc := tlsfiles.ClientConfig{TrustCertsFile: ca.file, CertFile: cert, KeyFile: key}
+	tc := tlsfiles.ClientConfig{TrustCertsFile: ca.File, CertFile: cert, KeyFile: key}
 	w, err := Connect(ctx, Config{Endpoints: []string{"https://" + clients[0]}, TLS: tc})
 	if err != nil {
 		t.Fatal(err)
@@ -183,13 +140,13 @@ func TestPeerTLS(t *testing.T) {
 }
 
 func TestTLSConfigErrors(t *testing.T) {
-	ca := newTestCA(t, "x")
-	cert, key := ca.issue("m")
+	ca := tlstest.NewCA(t, "x")
+	cert, key := ca.Issue("m")
 	for name, c := range map[string]EmbedConfig{
 		"cert without key":       {Dir: "d", ClientTLS: tlsfiles.Config{CertFile: cert}},
 		"missing file":           {Dir: "d", ClientTLS: tlsfiles.Config{CertFile: cert + ".gone", KeyFile: key}},
 		"peer without trust":     {Dir: "d", PeerTLS: tlsfiles.Config{CertFile: cert, KeyFile: key}},
-		"http peer URL with TLS": {Dir: "d", InitialCluster: "isobar=http://127.0.0.1:1", PeerTLS: tlsfiles.Config{CertFile: cert, KeyFile: key, TrustCertsFile: ca.file}},
+		"http peer URL with TLS": {Dir: "d", InitialCluster: "isobar=http://127.0.0.1:1", PeerTLS: tlsfiles.Config{CertFile: cert, KeyFile: key, TrustCertsFile: ca.File}},
 		"https peer URL no TLS":  {Dir: "d", InitialCluster: "isobar=https://127.0.0.1:1"},
 	} {
 		if err := c.Validate(); err == nil {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,82 +17,16 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/internal/tlsfiles"
+	"github.com/isobar-mq/isobar/internal/tlsfiles/tlstest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
 
-// ca is a certificate authority whose certificate is on disk.
-type ca struct {
-	pem  tlsfiles.PEM
-	file string
-	dir  string
-}
-
-func newCA(t *testing.T, name string) *ca {
-	t.Helper()
-	p, err := tlsfiles.NewCA(name, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	c := &ca{pem: p, dir: dir, file: filepath.Join(dir, name+"-ca.pem")}
-	if err := os.WriteFile(c.file, p.Cert, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// issue writes a certificate for 127.0.0.1 and localhost, good for
-// servers and clients, and returns its files.
-func (c *ca) issue(t *testing.T, name string) (certFile, keyFile string) {
-	t.Helper()
-	certFile, keyFile = filepath.Join(c.dir, name+".pem"), filepath.Join(c.dir, name+"-key.pem")
-	c.reissue(t, name, certFile, keyFile)
-	return certFile, keyFile
-}
-
-// reissue replaces certFile and keyFile with a new certificate, each file
-// by a rename, and returns the certificate.
-func (c *ca) reissue(t *testing.T, name, certFile, keyFile string) *x509.Certificate {
-	t.Helper()
-	p, err := tlsfiles.Issue(c.pem, name, []string{"127.0.0.1", "localhost"}, true, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for f, b := range map[string][]byte{certFile: p.Cert, keyFile: p.Key} {
-		tmp := f + ".tmp"
-		if err := os.WriteFile(tmp, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	block, _ := pem.Decode(p.Cert)
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
-}
-
-// serverTLS is a client port that requires a certificate from c.
-func (c *ca) serverTLS(t *testing.T, name string) tlsfiles.Config {
-	cert, key := c.issue(t, name)
-	return tlsfiles.Config{CertFile: cert, KeyFile: key, TrustCertsFile: c.file, RequireClientCert: true}
-}
-
 // peerTLS is a gateway (or route) configuration with a certificate from c
-// trusting trust.
-func (c *ca) peerTLS(t *testing.T, name string, trust *ca) tlsfiles.Config {
-	cert, key := c.issue(t, name)
-	return tlsfiles.Config{CertFile: cert, KeyFile: key, TrustCertsFile: trust.file}
-}
-
-// clientTLS is a client trusting server's CA with a certificate from c.
-func (c *ca) clientTLS(t *testing.T, name string, server *ca) tlsfiles.ClientConfig {
-	cert, key := c.issue(t, name)
-	return tlsfiles.ClientConfig{TrustCertsFile: server.file, CertFile: cert, KeyFile: key}
+// for name, trusting trust.
+func peerTLS(c *tlstest.CA, name string, trust *tlstest.CA) tlsfiles.Config {
+	cert, key := c.Issue(name)
+	return tlsfiles.Config{CertFile: cert, KeyFile: key, TrustCertsFile: trust.File}
 }
 
 func connectTLS(s *Server, c tlsfiles.ClientConfig) (*nats.Conn, error) {
@@ -162,16 +95,16 @@ func pubSub(t *testing.T, pub, sub *nats.Conn, subject string) {
 // federation's CA and TLS client ports requiring certificates from the
 // region's own CA.
 type federation struct {
-	fedCA, caA, caB *ca
+	fedCA, caA, caB *tlstest.CA
 	a, b            *Server
 }
 
 func startTLSFederation(t *testing.T) *federation {
 	t.Helper()
-	f := &federation{fedCA: newCA(t, "federation"), caA: newCA(t, "region-a"), caB: newCA(t, "region-b")}
-	f.a = start(t, Config{Region: "a", TLS: f.caA.serverTLS(t, "nats-a"), GatewayTLS: f.fedCA.peerTLS(t, "gateway-a", f.fedCA)})
+	f := &federation{fedCA: tlstest.NewCA(t, "federation"), caA: tlstest.NewCA(t, "region-a"), caB: tlstest.NewCA(t, "region-b")}
+	f.a = start(t, Config{Region: "a", TLS: f.caA.Server("nats-a"), GatewayTLS: peerTLS(f.fedCA, "gateway-a", f.fedCA)})
 	f.b = start(t, Config{
-		Region: "b", TLS: f.caB.serverTLS(t, "nats-b"), GatewayTLS: f.fedCA.peerTLS(t, "gateway-b", f.fedCA),
+		Region: "b", TLS: f.caB.Server("nats-b"), GatewayTLS: peerTLS(f.fedCA, "gateway-b", f.fedCA),
 		Gateways: map[string]string{"a": f.a.GatewayURL()},
 	})
 	waitMesh(t, f.a, f.b)
@@ -183,8 +116,8 @@ func TestTLSGatewaysAndClientCertificates(t *testing.T) {
 	if !strings.HasPrefix(f.a.ClientURL(), "nats://") {
 		t.Errorf("ClientURL %q, want nats://", f.a.ClientURL())
 	}
-	ncA := mustConnectTLS(t, f.a, f.caA.clientTLS(t, "replicator-a", f.caA))
-	ncB := mustConnectTLS(t, f.b, f.caB.clientTLS(t, "replicator-b", f.caB))
+	ncA := mustConnectTLS(t, f.a, f.caA.Client("replicator-a", f.caA))
+	ncB := mustConnectTLS(t, f.b, f.caB.Client("replicator-b", f.caB))
 	if cn := peerCert(t, ncA).Subject.CommonName; cn != "nats-a" {
 		t.Errorf("a's client port presented %q", cn)
 	}
@@ -213,9 +146,9 @@ func TestTLSGatewaysAndClientCertificates(t *testing.T) {
 }
 
 func TestTLSClientPortRefusesOthers(t *testing.T) {
-	caA, caB := newCA(t, "region-a"), newCA(t, "region-b")
-	a := start(t, Config{Region: "a", TLS: caA.serverTLS(t, "nats-a")})
-	good := mustConnectTLS(t, a, caA.clientTLS(t, "replicator-a", caA))
+	caA, caB := tlstest.NewCA(t, "region-a"), tlstest.NewCA(t, "region-b")
+	a := start(t, Config{Region: "a", TLS: caA.Server("nats-a")})
+	good := mustConnectTLS(t, a, caA.Client("replicator-a", caA))
 	serve(t, good, "sink.a", "a")
 
 	for name, c := range map[string]struct {
@@ -224,8 +157,8 @@ func TestTLSClientPortRefusesOthers(t *testing.T) {
 		after bool // refused after the client's handshake
 	}{
 		// Trusts a's server certificate, presents one from b's CA.
-		"other region's certificate": {caB.clientTLS(t, "replicator-b", caA), "tls: unknown certificate authority", true},
-		"no certificate":             {tlsfiles.ClientConfig{TrustCertsFile: caA.file}, "tls: certificate required", true},
+		"other region's certificate": {caB.Client("replicator-b", caA), "tls: unknown certificate authority", true},
+		"no certificate":             {tlsfiles.ClientConfig{TrustCertsFile: caA.File}, "tls: certificate required", true},
 		// nats.go switches to TLS as the server asks, and does not
 		// trust a's CA.
 		"no TLS configured": {tlsfiles.ClientConfig{}, "x509: certificate signed by unknown authority", false},
@@ -273,13 +206,13 @@ func TestTLSClientPortRefusesOthers(t *testing.T) {
 	if err := request(good, "sink.a", "still", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := request(mustConnectTLS(t, a, caA.clientTLS(t, "replicator-a2", caA)), "sink.a", "new", "a"); err != nil {
+	if err := request(mustConnectTLS(t, a, caA.Client("replicator-a2", caA)), "sink.a", "new", "a"); err != nil {
 		t.Fatal(err)
 	}
 
 	// A client with TLS refuses a server without.
 	plain := start(t, Config{Region: "plain"})
-	if nc, err := connectTLS(plain, caA.clientTLS(t, "replicator-p", caA)); !errors.Is(err, nats.ErrSecureConnWanted) {
+	if nc, err := connectTLS(plain, caA.Client("replicator-p", caA)); !errors.Is(err, nats.ErrSecureConnWanted) {
 		if err == nil {
 			nc.Close()
 		}
@@ -315,20 +248,20 @@ func (r *logRecorder) find(substr string) string {
 }
 
 func TestTLSGatewayFromUnknownCADoesNotJoin(t *testing.T) {
-	fedCA, rogueCA := newCA(t, "federation"), newCA(t, "rogue")
+	fedCA, rogueCA := tlstest.NewCA(t, "federation"), tlstest.NewCA(t, "rogue")
 	logs := &logRecorder{}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	a, err := Start(ctx, Config{Region: "a", GatewayTLS: fedCA.peerTLS(t, "gateway-a", fedCA)}, slog.New(logs))
+	a, err := Start(ctx, Config{Region: "a", GatewayTLS: peerTLS(fedCA, "gateway-a", fedCA)}, slog.New(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Shutdown)
-	b := start(t, Config{Region: "b", GatewayTLS: fedCA.peerTLS(t, "gateway-b", fedCA), Gateways: map[string]string{"a": a.GatewayURL()}})
+	b := start(t, Config{Region: "b", GatewayTLS: peerTLS(fedCA, "gateway-b", fedCA), Gateways: map[string]string{"a": a.GatewayURL()}})
 	waitMesh(t, a, b)
 
 	// c trusts the federation's CA, but its certificate is the rogue's.
-	c := start(t, Config{Region: "c", GatewayTLS: rogueCA.peerTLS(t, "gateway-c", fedCA), Gateways: map[string]string{"a": a.GatewayURL()}})
+	c := start(t, Config{Region: "c", GatewayTLS: peerTLS(rogueCA, "gateway-c", fedCA), Gateways: map[string]string{"a": a.GatewayURL()}})
 	waitFor(t, 10*time.Second, func() error {
 		if l := logs.find("TLS gateway handshake error"); l != "" {
 			t.Logf("a: %s", l)
@@ -356,14 +289,14 @@ func TestTLSGatewayFromUnknownCADoesNotJoin(t *testing.T) {
 }
 
 func TestTLSClientCertificateRotation(t *testing.T) {
-	caA := newCA(t, "region-a")
-	cfg := caA.serverTLS(t, "nats-a")
+	caA := tlstest.NewCA(t, "region-a")
+	cfg := caA.Server("nats-a")
 	a := start(t, Config{Region: "a", TLS: cfg})
-	client := caA.clientTLS(t, "replicator-a", caA)
+	client := caA.Client("replicator-a", caA)
 	old := mustConnectTLS(t, a, client)
 	before := peerCert(t, old)
 
-	rotated := caA.reissue(t, "nats-a-rotated", cfg.CertFile, cfg.KeyFile)
+	rotated := caA.Reissue("nats-a-rotated", cfg.CertFile, cfg.KeyFile)
 	waitFor(t, 10*time.Second, func() error {
 		nc, err := connectTLS(a, client)
 		if err != nil {
@@ -382,28 +315,28 @@ func TestTLSClientCertificateRotation(t *testing.T) {
 }
 
 func TestTLSRoutes(t *testing.T) {
-	caR := newCA(t, "region-r")
+	caR := tlstest.NewCA(t, "region-r")
 	p1, p2 := freePort(t), freePort(t)
 	cfg := func(name string, routeTo int) Config {
-		c := caR.serverTLS(t, name)
+		c := caR.Server(name)
 		return Config{Region: "r", Name: name, TLS: c, ClusterPort: map[string]int{"r1": p1, "r2": p2}[name],
 			Routes: []string{fmt.Sprintf("nats://127.0.0.1:%d", routeTo)}}
 	}
 	r1 := start(t, cfg("r1", p2))
 	r2 := start(t, cfg("r2", p1))
-	nc1 := mustConnectTLS(t, r1, caR.clientTLS(t, "c1", caR))
-	nc2 := mustConnectTLS(t, r2, caR.clientTLS(t, "c2", caR))
+	nc1 := mustConnectTLS(t, r1, caR.Client("c1", caR))
+	nc2 := mustConnectTLS(t, r2, caR.Client("c2", caR))
 	pubSub(t, nc1, nc2, "route.r1-to-r2")
 }
 
 func TestTLSValidate(t *testing.T) {
-	rca := newCA(t, "region-a")
-	cert, key := rca.issue(t, "nats-a")
-	serverOnly, err := tlsfiles.Issue(rca.pem, "server-only", []string{"127.0.0.1"}, false, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	rca := tlstest.NewCA(t, "region-a")
+	cert, key := rca.Issue("nats-a")
+	serverOnly, err := tlsfiles.Issue(rca.PEM, "server-only", []string{"127.0.0.1"}, false, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	soCert, soKey := filepath.Join(rca.dir, "so.pem"), filepath.Join(rca.dir, "so-key.pem")
+	soCert, soKey := filepath.Join(rca.Dir, "so.pem"), filepath.Join(rca.Dir, "so-key.pem")
 	os.WriteFile(soCert, serverOnly.Cert, 0o600)
 	os.WriteFile(soKey, serverOnly.Key, 0o600)
 
@@ -416,13 +349,13 @@ func TestTLSValidate(t *testing.T) {
 		"routes without trust": {Config{Region: "a", ClusterPort: 4248, TLS: tlsfiles.Config{CertFile: cert, KeyFile: key}},
 			[]string{"nats.tls: a link between peers needs trustCertsFile"}},
 		"gateway without trust": {Config{Region: "a", GatewayTLS: tlsfiles.Config{CertFile: cert, KeyFile: key}}, []string{"nats.gatewayTls: a link between peers needs trustCertsFile"}},
-		"gateway server-only certificate": {Config{Region: "a", GatewayTLS: tlsfiles.Config{CertFile: soCert, KeyFile: soKey, TrustCertsFile: rca.file}},
+		"gateway server-only certificate": {Config{Region: "a", GatewayTLS: tlsfiles.Config{CertFile: soCert, KeyFile: soKey, TrustCertsFile: rca.File}},
 			[]string{"nats.gatewayTls: certificate " + soCert + " lacks extended key usage clientAuth"}},
 		"missing files": {Config{Region: "a",
 			TLS:        tlsfiles.Config{CertFile: "/nonexistent/c.pem", KeyFile: key},
 			GatewayTLS: tlsfiles.Config{CertFile: cert, KeyFile: key, TrustCertsFile: "/nonexistent/rca.pem"}},
 			[]string{"nats.tls: certificate /nonexistent/c.pem", "nats.gatewayTls: trust certificates: open /nonexistent/rca.pem"}},
-		"gateway trust without cert": {Config{Region: "a", GatewayTLS: tlsfiles.Config{TrustCertsFile: rca.file}}, []string{"nats.gatewayTls: trustCertsFile and requireClientCert need certFile and keyFile"}},
+		"gateway trust without cert": {Config{Region: "a", GatewayTLS: tlsfiles.Config{TrustCertsFile: rca.File}}, []string{"nats.gatewayTls: trustCertsFile and requireClientCert need certFile and keyFile"}},
 	} {
 		err := c.cfg.Validate()
 		if err == nil {
