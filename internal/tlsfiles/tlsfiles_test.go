@@ -263,3 +263,44 @@ func TestValidatePeer(t *testing.T) {
 		}
 	}
 }
+
+// TestExpiredCertificates: an expired certificate fails the handshake
+// with the reason on the other side, whichever side presents it, and the
+// server keeps serving good clients.
+func TestExpiredCertificates(t *testing.T) {
+	now := time.Now()
+	p := newPKI(t, now.Add(-time.Hour), now.Add(time.Hour))
+	cfg, err := Config{CertFile: p.certFile, KeyFile: p.keyFile, TrustCertsFile: p.caFile, RequireClientCert: true}.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := echoServer(t, cfg)
+	clientWith := func(nb, na time.Time) *tls.Config {
+		c, err := Issue(p.ca, "app", nil, true, nb, na)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, _ := tls.X509KeyPair(c.Cert, c.Key)
+		return &tls.Config{RootCAs: p.pool(t), GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }}
+	}
+	err = roundTrip(addr, clientWith(now.Add(-2*time.Hour), now.Add(-time.Hour)))
+	if err == nil || !strings.Contains(err.Error(), "expired certificate") {
+		t.Errorf("expired client certificate: %v, want the server's alert", err)
+	}
+	if err := roundTrip(addr, clientWith(now.Add(-time.Hour), now.Add(time.Hour))); err != nil {
+		t.Fatalf("a good client after the refusal: %v", err)
+	}
+
+	// A server whose certificate expired (the files are checked at start
+	// and on reload, but a certificate in use can run out).
+	old, err := Issue(p.ca, "broker", []string{"127.0.0.1"}, false, now.Add(-2*time.Hour), now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, _ := tls.X509KeyPair(old.Cert, old.Key)
+	stale := echoServer(t, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
+	err = roundTrip(stale, &tls.Config{RootCAs: p.pool(t)})
+	if err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("server with an expired certificate: %v, want x509's expiry", err)
+	}
+}
