@@ -495,6 +495,18 @@ func (a adminTopics) Unload(ctx context.Context, name topic.Name) error {
 	return a.b.Unload(ctx, name)
 }
 
+func (a adminTopics) Terminate(ctx context.Context, name topic.Name) (admin.MessageID, error) {
+	t, err := a.owned(ctx, name, mustExist)
+	if err != nil {
+		return admin.MessageID{}, err
+	}
+	p, err := t.terminate(ctx)
+	if err != nil {
+		return admin.MessageID{}, err
+	}
+	return admin.MessageID{LedgerID: p.Ledger, EntryID: p.Entry, PartitionIndex: name.Partition()}, nil
+}
+
 func (a adminTopics) LastMessageID(ctx context.Context, name topic.Name) (admin.MessageID, error) {
 	t, err := a.owned(ctx, name, mustExist)
 	if err != nil {

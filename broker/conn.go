@@ -758,7 +758,10 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 			// reconnections race (the second meets the first's producer:
 			// ProducerBusy, for good). A failure a resend cannot cure is
 			// answered with SEND_ERROR.
-			if err = serverError(err); !wire.ErrorFor(wire.CodeOf(err)).Retriable {
+			// A terminated topic is told on the reconnection: a
+			// SEND_ERROR would make the Go client forget the producer,
+			// and the CLOSE_PRODUCER with it.
+			if err = serverError(err); !wire.ErrorFor(wire.CodeOf(err)).Retriable && wire.KindOf(err) != wire.ErrTopicTerminated {
 				c.sendCmd(wire.NewSendErrorCommand(pid, seq, err))
 			}
 			c.closeProducer(p, true)

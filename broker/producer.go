@@ -40,6 +40,7 @@ type consumer struct {
 	active         bool // Failover: this consumer receives
 	flowed         bool // it sent a FLOW: the client knows it
 	told, toldOnce bool // the activity last notified
+	toldEnd        bool // REACHED_END_OF_TOPIC was sent
 
 	detached bool // guarded by sub.sendMu: nothing more is sent to it
 

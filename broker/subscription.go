@@ -613,6 +613,7 @@ func (s *subscription) resetTo(p Position) {
 	s.delayed = nil
 	for _, k := range s.consumers {
 		clear(k.pending)
+		k.toldEnd = false
 	}
 	s.mu.Unlock()
 	s.kick()
@@ -678,7 +679,12 @@ func (s *subscription) run(stop, done chan struct{}) {
 		if len(s.delayed) > 0 {
 			wait = max(time.Millisecond, time.Until(s.delayed[0].at))
 		}
+		var ended []*consumer
+		if !ok {
+			ended = s.reachedEndLocked()
+		}
 		s.mu.Unlock()
+		s.tellEnd(ended)
 		if !ok {
 			timer.Reset(wait)
 			select {
@@ -1068,5 +1074,31 @@ func (s *subscription) promoteDelayedLocked() {
 		d := heap.Pop(&s.delayed).(delayed)
 		s.addReplayLocked(d.p)
 		s.replayBlocked = false
+	}
+}
+
+// reachedEndLocked returns the consumers to tell that they reached the end
+// of a terminated topic: everything was read (nothing to redeliver either)
+// and they were not told yet.
+func (s *subscription) reachedEndLocked() []*consumer {
+	if s.t.ml == nil || !s.t.ml.Terminated() || len(s.replay) > 0 || s.readPos.Compare(s.t.ml.LastConfirmed()) <= 0 {
+		return nil
+	}
+	var out []*consumer
+	for _, k := range s.consumers {
+		if !k.toldEnd {
+			k.toldEnd = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// tellEnd sends REACHED_END_OF_TOPIC to ks (pulsar-client-go's
+// Consumer.HasReachedEndOfTopic, Reader.HasNext).
+func (s *subscription) tellEnd(ks []*consumer) {
+	for _, k := range ks {
+		id := k.id
+		k.c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_REACHED_END_OF_TOPIC.Enum(), ReachedEndOfTopic: &pb.CommandReachedEndOfTopic{ConsumerId: &id}})
 	}
 }

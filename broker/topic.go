@@ -154,6 +154,9 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 	if t.closed {
 		return 0, fmt.Errorf("%w: topic %s is closing", ErrNotOwner, t.name)
 	}
+	if t.ml != nil && t.ml.Terminated() {
+		return 0, fmt.Errorf("%w: topic %s was terminated", wire.ErrTopicTerminated, t.name)
+	}
 	if err := t.quotaErrLocked(); err != nil {
 		return 0, err
 	}
@@ -415,4 +418,37 @@ func (t *Topic) lastMessageID(ctx context.Context) (mledger.Position, int32, err
 		return last, meta.GetNumMessagesInBatch() - 1, nil
 	}
 	return last, -1, nil
+}
+
+// terminate ends the topic (Pulsar's terminate): the messages already
+// sent are stored, later ones refused; its producers are closed (they
+// reconnect and are refused with TopicTerminatedError, so the client
+// closes them), and consumers are told when they have read everything. It
+// returns the last message's position.
+func (t *Topic) terminate(ctx context.Context) (mledger.Position, error) {
+	if t.ml == nil {
+		return mledger.Position{}, fmt.Errorf("%w: a non-persistent topic cannot be terminated", wire.ErrNotAllowed)
+	}
+	last, err := t.ml.Terminate(ctx)
+	if err != nil {
+		return mledger.Position{}, err
+	}
+	t.mu.Lock()
+	prods := make([]*producer, 0, len(t.producers)+len(t.waiting))
+	for _, p := range t.producers {
+		prods = append(prods, p)
+	}
+	prods = append(prods, t.waiting...)
+	subs := make([]*subscription, 0, len(t.subs))
+	for _, s := range t.subs {
+		subs = append(subs, s)
+	}
+	t.mu.Unlock()
+	for _, p := range prods {
+		p.c.closeProducer(p, true)
+	}
+	for _, s := range subs {
+		s.kick() // a caught-up dispatcher tells its consumers the end
+	}
+	return last, nil
 }

@@ -280,6 +280,11 @@ func TestTopics(t *testing.T) {
 		{"GET", p + "/pt/lastMessageId", "", 405, "", ""},
 		{"PUT", p + "/plain/unload", ``, 204, "", ""},
 		{"PUT", p + "/pt/unload", ``, 204, "", ""},
+		{"POST", p + "/plain/terminate", ``, 200, `{"ledgerId":1,"entryId":-1,"partitionIndex":-1}`, ""},
+		{"POST", p + "/pt/terminate", ``, 405, "", ""},
+		{"POST", p + "/missing/terminate", ``, 404, "", ""},
+		{"POST", p + "/pt/terminate/partitions", ``, 200, `"4":{"ledgerId":1,"entryId":-1,"partitionIndex":4}`, ""},
+		{"POST", p + "/plain/terminate/partitions", ``, 400, "", ""},
 		{"GET", "/lookup/v2/topic/persistent/public/default/plain", "", 200, `{"brokerUrl":"pulsar://127.0.0.1:6650","brokerUrlTls":"","httpUrl":"http://127.0.0.1:8080","httpUrlTls":""}`, ""},
 		{"GET", "/lookup/v2/topic/persistent/public/default/a%2Fb", "", 412, "", ""},
 
@@ -304,6 +309,8 @@ func TestTopics(t *testing.T) {
 		"subscribe persistent://public/default/pt-partition-3 ps at latest",
 		"reset persistent://public/default/pt-partition-4 ps t=5",
 		"unload persistent://public/default/pt-partition-2",
+		"terminate persistent://public/default/plain",
+		"terminate persistent://public/default/pt-partition-4",
 		"delete persistent://public/default/pt-partition-0 force=false",
 		"delete persistent://public/default/plain force=true",
 	} {

@@ -132,6 +132,7 @@ func TestEndpointAuthorization(t *testing.T) {
 		{"DELETE", tt + "/subscription/none", "", "consume"},
 		{"POST", tt + "/subscription/s/skip_all", "", "consume"},
 		{"PUT", tt + "/unload", "", "tadmin"},
+		{"POST", tt + "/terminate", "", "tadmin"},
 		{"GET", tt + "/permissions", "", "tadmin"},
 		{"POST", tt + "/permissions/intruder", `["consume"]`, "tadmin"},
 		{"GET", "/lookup/v2/topic/persistent/acme/app/t", "", "lookup"},

@@ -198,6 +198,16 @@ func (f *fakeTopics) ResetCursorToTime(_ context.Context, name topic.Name, sub s
 	return f.subOp(name, sub, fmt.Sprintf("reset %s %s t=%d", name, sub, t.UnixMilli()))
 }
 
+func (f *fakeTopics) Terminate(_ context.Context, name topic.Name) (admin.MessageID, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.get(name); err != nil {
+		return admin.MessageID{}, err
+	}
+	f.log("terminate %s", name)
+	return admin.MessageID{LedgerID: 1, EntryID: -1, PartitionIndex: name.Partition()}, nil
+}
+
 func (f *fakeTopics) Unload(_ context.Context, name topic.Name) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -328,6 +328,8 @@ func (s *Server) routes() {
 		s.handle("POST "+t+"/subscription/{sub}/resetcursor/{timestamp}", s.topicHandler(d, s.resetCursorToTime))
 		s.handle("POST "+t+"/subscription/{sub}/resetcursor", s.topicHandler(d, s.resetCursor))
 		s.handle("PUT "+t+"/unload", s.topicHandler(d, s.unload))
+		s.handle("POST "+t+"/terminate", s.topicHandler(d, s.terminate))
+		s.handle("POST "+t+"/terminate/partitions", s.topicHandler(d, s.terminatePartitions))
 		s.handle("GET "+t+"/lastMessageId", s.topicHandler(d, s.lastMessageID))
 		s.handle("GET "+t+"/replication", s.topicHandler(d, s.getTopicReplication))
 		s.handle("POST "+t+"/replication", s.topicHandler(d, s.setTopicReplication))

@@ -51,6 +51,9 @@ type Topics interface {
 	ResetCursorToTime(ctx context.Context, name topic.Name, sub string, t time.Time) error
 	// Unload closes a topic on its broker so its clients reconnect.
 	Unload(ctx context.Context, name topic.Name) error
+	// Terminate ends a topic: no more messages are accepted, and it
+	// returns the last one's id (Pulsar's terminate).
+	Terminate(ctx context.Context, name topic.Name) (MessageID, error)
 	// LastMessageID returns the id of the last message (entry -1 of the
 	// current ledger when the topic is empty).
 	LastMessageID(ctx context.Context, name topic.Name) (MessageID, error)

@@ -15,6 +15,9 @@ type addRequest struct {
 	data  []byte
 	cb    func(Position, error)
 	chain *Chain
+	// terminate makes the request a Terminate, ordered after the adds
+	// queued before it (terminate.go).
+	terminate bool
 }
 
 // ErrChainBroken fails an add of a Chain after an earlier add of the same
@@ -86,6 +89,10 @@ func (m *ManagedLedger) addAsync(ctx context.Context, r addRequest) {
 	}
 	if err := m.fencedErr(); err != nil {
 		cb(Position{}, err)
+		return
+	}
+	if m.terminated.Load() && !r.terminate {
+		cb(Position{}, fmt.Errorf("mledger %s: add: %w", m.name, ErrTerminated))
 		return
 	}
 	// The queue is made on first use: an idle managed ledger holds none.
@@ -166,6 +173,14 @@ func (m *ManagedLedger) needRollover() bool {
 func (m *ManagedLedger) issue(r addRequest) {
 	if err := m.fencedErr(); err != nil {
 		r.cb(Position{}, err)
+		return
+	}
+	if r.terminate {
+		m.terminate(r)
+		return
+	}
+	if m.terminated.Load() {
+		m.failAdds([]addRequest{r}, ErrTerminated)
 		return
 	}
 	roll := m.needRollover()

@@ -58,10 +58,12 @@ type topicMeta struct {
 	Version int          `json:"version"`
 	Ledgers []LedgerInfo `json:"ledgers"`
 	Cursors []cursorMeta `json:"cursors"`
+	// Terminated: the log takes no more entries (Terminate).
+	Terminated bool `json:"terminated,omitempty"`
 }
 
 func (m *topicMeta) clone() topicMeta {
-	c := topicMeta{Version: m.Version, Ledgers: append([]LedgerInfo(nil), m.Ledgers...)}
+	c := topicMeta{Version: m.Version, Ledgers: append([]LedgerInfo(nil), m.Ledgers...), Terminated: m.Terminated}
 	for _, cm := range m.Cursors {
 		props := map[string]string(nil)
 		if cm.Properties != nil {

@@ -222,6 +222,8 @@ type ManagedLedger struct {
 
 	// fenced is set once a CAS failed or our ledger was fenced; sticky.
 	fenced atomic.Pointer[error]
+	// terminated is set by Terminate (and at open, from the metadata).
+	terminated atomic.Bool
 
 	// mu guards the confirmed state, updated by add callbacks.
 	mu            sync.Mutex
@@ -348,6 +350,7 @@ func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedg
 	// holds no writer): the last confirmed entry is the last one of the
 	// closed ledgers.
 	m.lastConfirmed = lastPosition(next.Ledgers)
+	m.terminated.Store(next.Terminated)
 	// Write the metadata even when nothing changed: the new revision makes
 	// a previous owner's next CAS fail, so it cannot keep writing.
 	m.metaMu.Lock()
