@@ -411,6 +411,10 @@ func (s *Server) checkTopicQuota(ctx context.Context, name topic.Name, adding in
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request, name topic.Name) error {
 	ctx := r.Context()
+	opts, err := parseStatsOptions(r)
+	if err != nil {
+		return err
+	}
 	ts, partitioned, err := s.targets(ctx, name)
 	if err != nil {
 		return err
@@ -421,9 +425,10 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request, name topic.Name) 
 			return err
 		}
 		normalizeTopicStats(st)
+		opts.apply(st)
 		return ok(w, st)
 	}
-	ps, err := s.aggregate(ctx, ts, false)
+	ps, err := s.aggregate(ctx, ts, false, opts)
 	if err != nil {
 		return err
 	}
@@ -432,6 +437,10 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request, name topic.Name) 
 
 func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request, name topic.Name) error {
 	ctx := r.Context()
+	opts, err := parseStatsOptions(r)
+	if err != nil {
+		return err
+	}
 	ts, partitioned, err := s.targets(ctx, name)
 	if err != nil {
 		return err
@@ -443,14 +452,14 @@ func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request, name t
 	if v := r.URL.Query().Get("perPartition"); v != "" {
 		perPartition, _ = strconv.ParseBool(v)
 	}
-	ps, err := s.aggregate(ctx, ts, perPartition)
+	ps, err := s.aggregate(ctx, ts, perPartition, opts)
 	if err != nil {
 		return err
 	}
 	return ok(w, ps)
 }
 
-func (s *Server) aggregate(ctx context.Context, parts []topic.Name, perPartition bool) (*PartitionedTopicStats, error) {
+func (s *Server) aggregate(ctx context.Context, parts []topic.Name, perPartition bool, opts statsOptions) (*PartitionedTopicStats, error) {
 	stats := make([]*TopicStats, 0, len(parts))
 	names := make([]string, 0, len(parts))
 	for _, p := range parts {
@@ -462,6 +471,7 @@ func (s *Server) aggregate(ctx context.Context, parts []topic.Name, perPartition
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		normalizeTopicStats(st)
+		opts.apply(st)
 		stats = append(stats, st)
 		names = append(names, p.String())
 	}
