@@ -518,17 +518,10 @@ func (a adminTopics) Entry(ctx context.Context, name topic.Name, ledgerID, entry
 		return nil, err
 	}
 	p := Position{Ledger: ledgerID, Entry: entry}
-	if t.ml == nil || !t.ml.Valid(p) {
+	if t.ml == nil {
 		return nil, fmt.Errorf("%w: %s in %s", admin.ErrEntryNotFound, posString(p), name)
 	}
-	es, _, err := t.ml.Read(ctx, p, 1)
-	if err != nil {
-		return nil, err
-	}
-	if len(es) == 0 || es[0].Position != p {
-		return nil, fmt.Errorf("%w: %s in %s", admin.ErrEntryNotFound, posString(p), name)
-	}
-	return es[0].Data, nil
+	return t.readEntry(ctx, p)
 }
 
 func (a adminTopics) Lookup(ctx context.Context, name topic.Name) (admin.LookupData, error) {

@@ -150,8 +150,13 @@ func (s *Server) listPartitioned(d topic.Domain) handlerFunc {
 
 func (s *Server) createTopic(w http.ResponseWriter, r *http.Request, name topic.Name) error {
 	ctx := r.Context()
-	if _, err := readBody(w, r); err != nil { // null, empty or properties: ignored
+	body, err := readBody(w, r)
+	if err != nil {
 		return err
+	}
+	props, err := decodeProperties(body) // null, empty or properties
+	if err != nil {
+		return badRequest(err)
 	}
 	if err := s.namespaceExists(ctx, name); err != nil {
 		return err
@@ -163,6 +168,11 @@ func (s *Server) createTopic(w http.ResponseWriter, r *http.Request, name topic.
 	}
 	if err := s.topics.CreateTopic(ctx, name); err != nil {
 		return err
+	}
+	if len(props) > 0 {
+		if err := s.topics.UpdateProperties(ctx, name, props, nil); err != nil {
+			return fmt.Errorf("%s created, but setting its properties failed: %w", name, err)
+		}
 	}
 	return noContent(w)
 }
@@ -187,6 +197,9 @@ func (s *Server) createPartitioned(w http.ResponseWriter, r *http.Request, name 
 		return err
 	}
 	n, props, err := DecodePartitions(body)
+	if err == nil {
+		err = checkProperties(props)
+	}
 	if err != nil {
 		return badRequest(err)
 	}
@@ -670,16 +683,7 @@ func (s *Server) entry(w http.ResponseWriter, r *http.Request, name topic.Name) 
 	if err != nil {
 		return err
 	}
-	resp, err := decodeEntryResponse(raw, ledger, entryID, s.cfg.Decompress)
-	if err != nil {
-		return fmt.Errorf("entry %d:%d of %s: %w", ledger, entryID, name, err)
-	}
-	for k, v := range resp.header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(http.StatusOK)
-	w.Write(resp.body)
-	return nil
+	return s.writeEntry(w, name, MessageID{LedgerID: ledger, EntryID: entryID}, raw)
 }
 
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request, name topic.Name) error {
