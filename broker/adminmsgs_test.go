@@ -160,3 +160,59 @@ func TestAdminTopicProperties(t *testing.T) {
 		t.Fatalf("properties after unloading: %v %v, want %v", got, err, want)
 	}
 }
+
+// Stats timestamps: none before anything happens, then the last publish,
+// and a consumer's (and its subscription's) last flow, delivery and
+// acknowledgement. The Go client does not say it supports partial
+// producers.
+func TestAdminStatsTimestamps(t *testing.T) {
+	e := startEnv(t, nil)
+	ctx := context.Background()
+	name, _ := topic.Parse("persistent://public/default/stamps")
+	adm := e.b.Admin()
+	if err := adm.CreateTopic(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	st, err := adm.Stats(ctx, name)
+	if err != nil || st.TopicCreationTimeStamp <= 0 || st.LastPublishTimestamp != 0 {
+		t.Fatalf("new topic: created %d, last publish %d, %v", st.TopicCreationTimeStamp, st.LastPublishTimestamp, err)
+	}
+	cl := e.client()
+	c, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: name.String(), SubscriptionName: "s", AckWithResponse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: name.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	start := time.Now().UnixMilli()
+	produce(t, p, "m", 1, nil)
+	ms := receiveN(t, c, 1, false)
+	if err := c.Ack(ms[0]); err != nil {
+		t.Fatal(err)
+	}
+	st, err = adm.Stats(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.LastPublishTimestamp < start || len(st.Publishers) != 1 || st.Publishers[0].IsSupportsPartialProducer {
+		t.Fatalf("after a publish: last publish %d (start %d), publishers %+v", st.LastPublishTimestamp, start, st.Publishers)
+	}
+	sub := st.Subscriptions["s"]
+	if len(sub.Consumers) != 1 {
+		t.Fatalf("consumers %+v", sub.Consumers)
+	}
+	k := sub.Consumers[0]
+	for what, v := range map[string]int64{
+		"subscription lastConsumedFlowTimestamp": sub.LastConsumedFlowTimestamp, "subscription lastConsumedTimestamp": sub.LastConsumedTimestamp,
+		"subscription lastAckedTimestamp": sub.LastAckedTimestamp, "consumer lastConsumedFlowTimestamp": k.LastConsumedFlowTimestamp,
+		"consumer lastConsumedTimestamp": k.LastConsumedTimestamp, "consumer lastAckedTimestamp": k.LastAckedTimestamp,
+	} {
+		if v <= 0 || v > time.Now().UnixMilli() {
+			t.Errorf("%s: %d", what, v)
+		}
+	}
+}
