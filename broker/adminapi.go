@@ -141,6 +141,7 @@ func (t *Topic) stats() *admin.TopicStats {
 		Replication:            map[string]admin.ReplicatorStats{},
 		DeDuplicationStatus:    "Disabled",
 		TopicCreationTimeStamp: t.created.UnixMilli(),
+		LastPublishTimestamp:   t.lastPublish.Load(),
 	}
 	if t.policy.Deduplication {
 		st.DeDuplicationStatus = "Enabled"
@@ -166,7 +167,7 @@ func (t *Topic) stats() *admin.TopicStats {
 			AccessMode: p.access.String(), ProducerID: int64(p.id), ProducerName: p.name,
 			Address: p.c.nc.RemoteAddr().String(), ConnectedSince: p.since.UTC().Format(time.RFC3339Nano),
 			ClientVersion: p.c.clientVersion, Metadata: nonNil(p.metadata),
-			IsSupportsPartialProducer: true,
+			IsSupportsPartialProducer: p.c.partialProducer,
 		})
 	}
 	loaded := map[string]bool{}
@@ -220,6 +221,8 @@ func (s *subscription) stats() admin.SubscriptionStats {
 		SubType: subTypeName(s.subType), IsDurable: s.durable, MsgOutCounter: s.msgOut,
 		Consumers: []admin.ConsumerStats{}, ConsumersAfterMarkDeletePosition: map[string]string{},
 		SubscriptionProperties: map[string]string{}, MsgDelayed: int64(len(s.delayed)),
+		LastConsumedFlowTimestamp: s.lastFlow.Load(), LastConsumedTimestamp: s.lastConsumed.Load(),
+		LastAckedTimestamp: s.lastAcked.Load(),
 	}
 	for _, k := range cons {
 		if s.subType == pb.CommandSubscribe_Failover && k.active || s.subType == pb.CommandSubscribe_Exclusive {
@@ -231,6 +234,8 @@ func (s *subscription) stats() admin.SubscriptionStats {
 			BytesOutCounter: k.bytesOut.Load(), MsgOutCounter: k.msgOut.Load(),
 			Address: k.c.nc.RemoteAddr().String(), ConnectedSince: k.since.UTC().Format(time.RFC3339Nano),
 			ClientVersion: k.c.clientVersion, Metadata: nonNil(k.metadata),
+			LastConsumedFlowTimestamp: k.lastFlow.Load(), LastConsumedTimestamp: k.lastConsumed.Load(),
+			LastAckedTimestamp: k.lastAcked.Load(),
 		})
 	}
 	s.mu.Unlock()
@@ -525,17 +530,10 @@ func (a adminTopics) Entry(ctx context.Context, name topic.Name, ledgerID, entry
 		return nil, err
 	}
 	p := Position{Ledger: ledgerID, Entry: entry}
-	if t.ml == nil || !t.ml.Valid(p) {
+	if t.ml == nil {
 		return nil, fmt.Errorf("%w: %s in %s", admin.ErrEntryNotFound, posString(p), name)
 	}
-	es, _, err := t.ml.Read(ctx, p, 1)
-	if err != nil {
-		return nil, err
-	}
-	if len(es) == 0 || es[0].Position != p {
-		return nil, fmt.Errorf("%w: %s in %s", admin.ErrEntryNotFound, posString(p), name)
-	}
-	return es[0].Data, nil
+	return t.readEntry(ctx, p)
 }
 
 func (a adminTopics) Lookup(ctx context.Context, name topic.Name) (admin.LookupData, error) {

@@ -52,6 +52,7 @@ type conn struct {
 
 	clientVersion   string
 	protocolVersion int32
+	partialProducer bool      // the client's CONNECT says it supports partial producers
 	lastRead        time.Time // reader goroutine only
 	slow            sync.WaitGroup
 	pending         atomic.Int64 // async handlers running (bounded by MaxPendingRequests)
@@ -286,6 +287,7 @@ func (c *conn) handleConnect(cmd *pb.CommandConnect) error {
 		return err
 	}
 	c.clientVersion = cmd.GetClientVersion()
+	c.partialProducer = cmd.GetFeatureFlags().GetSupportsPartialProducer()
 	c.protocolVersion = min(cmd.GetProtocolVersion(), maxProtocolVersion)
 	mms := int32(c.b.cfg.MaxMessageSize)
 	c.sendCmd(&pb.BaseCommand{
@@ -747,6 +749,9 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 		endSpan(err)
 		if err == nil {
 			c.b.recordIn(p.t, int64(nm), int64(len(f.Payload)), arrived, src)
+			if stored {
+				p.t.lastPublish.Store(c.b.deps.Now().UnixMilli())
+			}
 		}
 		if err != nil {
 			// The producer is closed (CLOSE_PRODUCER): the client

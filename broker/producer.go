@@ -45,6 +45,9 @@ type consumer struct {
 	detached bool // guarded by sub.sendMu: nothing more is sent to it
 
 	msgOut, bytesOut, redelivered atomic.Int64
+	// When it last sent a FLOW, was last sent an entry and last
+	// acknowledged, Unix ms (0: never).
+	lastFlow, lastConsumed, lastAcked atomic.Int64
 }
 
 type consumerStats struct {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
@@ -69,6 +70,9 @@ type subscription struct {
 	stop          chan struct{}
 	done          chan struct{}
 	msgOut        int64
+	// When a consumer last sent a FLOW, was last sent an entry and last
+	// acknowledged, Unix ms (0: not since loaded).
+	lastFlow, lastConsumed, lastAcked atomic.Int64
 }
 
 func newSubscription(t *Topic, name string, st pb.CommandSubscribe_SubType, durable bool) *subscription {
@@ -403,6 +407,9 @@ func (s *subscription) kick() {
 }
 
 func (s *subscription) flow(k *consumer, n int64) {
+	now := s.t.b.deps.Now().UnixMilli()
+	k.lastFlow.Store(now)
+	s.lastFlow.Store(now)
 	s.mu.Lock()
 	// Permits only add up: a client sending FLOWs for ever saturates at
 	// the most an int64 holds instead of wrapping to a negative count.
@@ -443,6 +450,7 @@ func (s *subscription) ack(k *consumer, ps []Position, cumulative bool) error {
 	if len(ps) == 0 {
 		return nil
 	}
+	s.acked(k)
 	s.mu.Lock()
 	if cumulative {
 		if s.subType == pb.CommandSubscribe_Shared || s.subType == pb.CommandSubscribe_Key_Shared {
@@ -485,6 +493,13 @@ func (s *subscription) ack(k *consumer, ps []Position, cumulative bool) error {
 	return err
 }
 
+// acked notes that k acknowledged now.
+func (s *subscription) acked(k *consumer) {
+	now := s.t.b.deps.Now().UnixMilli()
+	k.lastAcked.Store(now)
+	s.lastAcked.Store(now)
+}
+
 // ackBatch acknowledges some messages of the batch entry at p: remaining
 // is the client's ack set (bit i set: message i not acknowledged yet).
 // The entry stays with its consumer until no message of it is left; when
@@ -498,6 +513,7 @@ func (s *subscription) ackBatch(k *consumer, p Position, remaining []int64) erro
 	if _, foreign := s.t.splitForeign([]Position{p}); len(foreign) > 0 {
 		return nil
 	}
+	s.acked(k)
 	ctx, cancel := context.WithTimeout(k.c.ctx, 30*time.Second)
 	defer cancel()
 	err := s.cursor.AckBatch(ctx, p, remaining)
@@ -853,6 +869,8 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, a
 		}
 		k.msgOut.Add(n)
 		k.bytesOut.Add(int64(len(e.Data)))
+		k.lastConsumed.Store(now.UnixMilli())
+		s.lastConsumed.Store(now.UnixMilli())
 		s.msgOut += n
 		s.t.b.recordOut(s.t, n, int64(len(e.Data)))
 		s.traceDeliver(meta, k)

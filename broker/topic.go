@@ -64,6 +64,7 @@ type Topic struct {
 	nonPersistent atomic.Int64 // message ids of a non-persistent topic
 
 	msgIn, bytesIn atomic.Int64
+	lastPublish    atomic.Int64             // when an entry was last stored, Unix ms (0: not since loaded)
 	quotaExceeded  atomic.Bool              // a backlog is over its quota (producer policies)
 	sync           subSync                  // subscription state across regions (substate.go)
 	attrs          metric.MeasurementOption // of its metrics

@@ -14,9 +14,10 @@ import (
 //   - tenants: superusers list, create, change and delete them, a
 //     tenant's admin roles read it;
 //   - namespaces, their policies and permissions: the tenant's admins;
-//   - topics: reading a topic's stats, partitions or messages needs
-//     produce or consume permission, a subscription's operations need
-//     consume permission on it, everything else the tenant's admins;
+//   - topics: reading a topic's stats, partitions, messages or
+//     properties needs produce or consume permission, a subscription's
+//     operations (peeking at its messages among them) need consume
+//     permission on it, everything else the tenant's admins;
 //   - lookups: produce or consume permission;
 //   - brokers: any role checks health and readiness, superusers list
 //     them;
@@ -72,7 +73,7 @@ func (s *Server) authorize(r *http.Request, pattern string) error {
 		return a.Consume(ctx, role, name, sub)
 	}
 	if method == http.MethodGet {
-		for _, suffix := range []string{"/stats", "/partitioned-stats", "/internalStats", "/subscriptions", "/partitions", "/lastMessageId", "/ledger/{ledger}/entry/{entry}"} {
+		for _, suffix := range []string{"/stats", "/partitioned-stats", "/internalStats", "/subscriptions", "/partitions", "/lastMessageId", "/ledger/{ledger}/entry/{entry}", "/examinemessage", "/messageid/{timestamp}", "/properties"} {
 			if strings.HasSuffix(path, "/{topic}"+suffix) {
 				return a.Lookup(ctx, role, name)
 			}

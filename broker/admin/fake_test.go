@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -25,7 +26,15 @@ type fakeTopics struct {
 }
 
 type fakeTopic struct {
-	subs map[string]bool
+	subs  map[string]bool
+	msgs  []fakeMsg // in publish order
+	props map[string]string
+}
+
+type fakeMsg struct {
+	id      admin.MessageID
+	raw     []byte
+	publish time.Time
 }
 
 func newFakeTopics() *fakeTopics {
@@ -248,4 +257,85 @@ func (f *fakeTopics) Brokers(context.Context) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.brokers, nil
+}
+
+// addMessage stores raw as the next message of name (which must exist).
+func (f *fakeTopics) addMessage(name topic.Name, id admin.MessageID, raw []byte, publish time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.topics[name.String()]
+	t.msgs = append(t.msgs, fakeMsg{id, raw, publish})
+}
+
+func (f *fakeTopics) nth(name topic.Name, i int64) (admin.MessageID, []byte, error) {
+	t, err := f.get(name)
+	if err != nil {
+		return admin.MessageID{}, nil, err
+	}
+	if i < 0 || i >= int64(len(t.msgs)) {
+		return admin.MessageID{}, nil, fmt.Errorf("%w: message %d", admin.ErrEntryNotFound, i)
+	}
+	return t.msgs[i].id, t.msgs[i].raw, nil
+}
+
+func (f *fakeTopics) PeekMessage(_ context.Context, name topic.Name, sub string, n int64) (admin.MessageID, []byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.nth(name, n-1)
+}
+
+func (f *fakeTopics) ExamineMessage(_ context.Context, name topic.Name, earliest bool, n int64) (admin.MessageID, []byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if earliest {
+		return f.nth(name, n-1)
+	}
+	t, err := f.get(name)
+	if err != nil {
+		return admin.MessageID{}, nil, err
+	}
+	return f.nth(name, int64(len(t.msgs))-n)
+}
+
+func (f *fakeTopics) MessageIDByTime(_ context.Context, name topic.Name, at time.Time) (admin.MessageID, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, err := f.get(name)
+	if err != nil {
+		return admin.MessageID{}, err
+	}
+	for _, m := range t.msgs {
+		if !m.publish.Before(at) {
+			return m.id, nil
+		}
+	}
+	return admin.MessageID{}, fmt.Errorf("%w: none at or after %v", admin.ErrEntryNotFound, at)
+}
+
+func (f *fakeTopics) Properties(_ context.Context, name topic.Name) (map[string]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, err := f.get(name)
+	if err != nil {
+		return nil, err
+	}
+	return maps.Clone(t.props), nil
+}
+
+func (f *fakeTopics) UpdateProperties(_ context.Context, name topic.Name, set map[string]string, remove []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, err := f.get(name)
+	if err != nil {
+		return err
+	}
+	if t.props == nil {
+		t.props = map[string]string{}
+	}
+	maps.Copy(t.props, set)
+	for _, k := range remove {
+		delete(t.props, k)
+	}
+	f.log("properties %s set %v remove %v", name, set, remove)
+	return nil
 }

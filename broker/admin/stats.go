@@ -1,5 +1,51 @@
 package admin
 
+import (
+	"net/http"
+	"strconv"
+)
+
+// statsOptions are the query parameters of GET .../stats and
+// .../partitioned-stats that change what is sent. The others Pulsar takes
+// (getPreciseBacklog, subscriptionBacklogSize, getEarliestTimeInBacklog)
+// change nothing here: backlogs are always counted in entries.
+type statsOptions struct {
+	excludePublishers bool // ?excludePublishers=true: no publishers
+	excludeConsumers  bool // ?excludeConsumers=true: no consumers in any subscription
+}
+
+// parseStatsOptions reads the options; a value that is not a boolean is a
+// bad request.
+func parseStatsOptions(r *http.Request) (statsOptions, error) {
+	var o statsOptions
+	q := r.URL.Query()
+	for name, dst := range map[string]*bool{"excludePublishers": &o.excludePublishers, "excludeConsumers": &o.excludeConsumers} {
+		v := q.Get(name)
+		if v == "" {
+			continue
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return o, badRequestf("%s=%q: want true or false", name, v)
+		}
+		*dst = b
+	}
+	return o, nil
+}
+
+// apply drops what the options exclude from st.
+func (o statsOptions) apply(st *TopicStats) {
+	if o.excludePublishers {
+		st.Publishers = []PublisherStats{}
+	}
+	if o.excludeConsumers {
+		for k, sub := range st.Subscriptions {
+			sub.Consumers = []ConsumerStats{}
+			st.Subscriptions[k] = sub
+		}
+	}
+}
+
 // normalizeTopicStats replaces nil lists and maps with empty ones: clients
 // index into them (the Pulsar client tests read publishers[0] and
 // subscriptions.<sub>.consumers[0] through untyped JSON).

@@ -61,6 +61,25 @@ type Topics interface {
 	// [u32 metadata size][MessageMetadata][payload] (wire.AppendEntry's
 	// format). ErrEntryNotFound if the ledger or entry does not exist.
 	Entry(ctx context.Context, name topic.Name, ledger, entry int64) ([]byte, error)
+	// PeekMessage returns the entry (as Entry does) that is n-th (n >= 1)
+	// among a subscription's entries after its mark-delete position that
+	// are not acknowledged, and its id, without moving the subscription.
+	// For a subscription that does not exist it counts from the first
+	// entry of the topic and creates nothing. ErrEntryNotFound when there
+	// are fewer than n.
+	PeekMessage(ctx context.Context, name topic.Name, sub string, n int64) (MessageID, []byte, error)
+	// ExamineMessage returns the n-th entry (n >= 1) of the topic counting
+	// from its first (earliest) or back from its last; ErrEntryNotFound
+	// when it has fewer.
+	ExamineMessage(ctx context.Context, name topic.Name, earliest bool, n int64) (MessageID, []byte, error)
+	// MessageIDByTime returns the id of the first entry published at or
+	// after t; ErrEntryNotFound when there is none.
+	MessageIDByTime(ctx context.Context, name topic.Name, t time.Time) (MessageID, error)
+	// Properties returns a topic's properties (empty when it has none).
+	Properties(ctx context.Context, name topic.Name) (map[string]string, error)
+	// UpdateProperties sets the properties in set on a topic, then removes
+	// the keys in remove.
+	UpdateProperties(ctx context.Context, name topic.Name, set map[string]string, remove []string) error
 	// Lookup returns the URLs of the broker that owns the topic.
 	Lookup(ctx context.Context, name topic.Name) (LookupData, error)
 	// Brokers lists the live brokers of the local cluster as host:port

@@ -150,8 +150,13 @@ func (s *Server) listPartitioned(d topic.Domain) handlerFunc {
 
 func (s *Server) createTopic(w http.ResponseWriter, r *http.Request, name topic.Name) error {
 	ctx := r.Context()
-	if _, err := readBody(w, r); err != nil { // null, empty or properties: ignored
+	body, err := readBody(w, r)
+	if err != nil {
 		return err
+	}
+	props, err := decodeProperties(body) // null, empty or properties
+	if err != nil {
+		return badRequest(err)
 	}
 	if err := s.namespaceExists(ctx, name); err != nil {
 		return err
@@ -163,6 +168,11 @@ func (s *Server) createTopic(w http.ResponseWriter, r *http.Request, name topic.
 	}
 	if err := s.topics.CreateTopic(ctx, name); err != nil {
 		return err
+	}
+	if len(props) > 0 {
+		if err := s.topics.UpdateProperties(ctx, name, props, nil); err != nil {
+			return fmt.Errorf("%s created, but setting its properties failed: %w", name, err)
+		}
 	}
 	return noContent(w)
 }
@@ -187,6 +197,9 @@ func (s *Server) createPartitioned(w http.ResponseWriter, r *http.Request, name 
 		return err
 	}
 	n, props, err := DecodePartitions(body)
+	if err == nil {
+		err = checkProperties(props)
+	}
 	if err != nil {
 		return badRequest(err)
 	}
@@ -411,6 +424,10 @@ func (s *Server) checkTopicQuota(ctx context.Context, name topic.Name, adding in
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request, name topic.Name) error {
 	ctx := r.Context()
+	opts, err := parseStatsOptions(r)
+	if err != nil {
+		return err
+	}
 	ts, partitioned, err := s.targets(ctx, name)
 	if err != nil {
 		return err
@@ -421,9 +438,10 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request, name topic.Name) 
 			return err
 		}
 		normalizeTopicStats(st)
+		opts.apply(st)
 		return ok(w, st)
 	}
-	ps, err := s.aggregate(ctx, ts, false)
+	ps, err := s.aggregate(ctx, ts, false, opts)
 	if err != nil {
 		return err
 	}
@@ -432,6 +450,10 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request, name topic.Name) 
 
 func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request, name topic.Name) error {
 	ctx := r.Context()
+	opts, err := parseStatsOptions(r)
+	if err != nil {
+		return err
+	}
 	ts, partitioned, err := s.targets(ctx, name)
 	if err != nil {
 		return err
@@ -443,14 +465,14 @@ func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request, name t
 	if v := r.URL.Query().Get("perPartition"); v != "" {
 		perPartition, _ = strconv.ParseBool(v)
 	}
-	ps, err := s.aggregate(ctx, ts, perPartition)
+	ps, err := s.aggregate(ctx, ts, perPartition, opts)
 	if err != nil {
 		return err
 	}
 	return ok(w, ps)
 }
 
-func (s *Server) aggregate(ctx context.Context, parts []topic.Name, perPartition bool) (*PartitionedTopicStats, error) {
+func (s *Server) aggregate(ctx context.Context, parts []topic.Name, perPartition bool, opts statsOptions) (*PartitionedTopicStats, error) {
 	stats := make([]*TopicStats, 0, len(parts))
 	names := make([]string, 0, len(parts))
 	for _, p := range parts {
@@ -462,6 +484,7 @@ func (s *Server) aggregate(ctx context.Context, parts []topic.Name, perPartition
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		normalizeTopicStats(st)
+		opts.apply(st)
 		stats = append(stats, st)
 		names = append(names, p.String())
 	}
@@ -660,16 +683,7 @@ func (s *Server) entry(w http.ResponseWriter, r *http.Request, name topic.Name) 
 	if err != nil {
 		return err
 	}
-	resp, err := decodeEntryResponse(raw, ledger, entryID, s.cfg.Decompress)
-	if err != nil {
-		return fmt.Errorf("entry %d:%d of %s: %w", ledger, entryID, name, err)
-	}
-	for k, v := range resp.header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(http.StatusOK)
-	w.Write(resp.body)
-	return nil
+	return s.writeEntry(w, name, MessageID{LedgerID: ledger, EntryID: entryID}, raw)
 }
 
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request, name topic.Name) error {

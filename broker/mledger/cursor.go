@@ -44,6 +44,16 @@ type Cursor struct {
 // OpenCursor returns the cursor name, restoring it from the metadata or,
 // if it does not exist, creating it at initial and persisting it.
 func (m *ManagedLedger) OpenCursor(ctx context.Context, name string, initial InitialPosition) (*Cursor, error) {
+	return m.openCursor(ctx, name, initial, true)
+}
+
+// OpenExistingCursor returns the cursor name, restoring it from the
+// metadata; ErrNoCursor, creating nothing, if it does not exist.
+func (m *ManagedLedger) OpenExistingCursor(ctx context.Context, name string) (*Cursor, error) {
+	return m.openCursor(ctx, name, Latest, false)
+}
+
+func (m *ManagedLedger) openCursor(ctx context.Context, name string, initial InitialPosition, create bool) (*Cursor, error) {
 	if err := ValidateCursorName(name); err != nil {
 		return nil, err
 	}
@@ -80,6 +90,9 @@ func (m *ManagedLedger) OpenCursor(ctx context.Context, name string, initial Ini
 		c.set.MaxRanges = max(0, m.cfg.MaxAckedRanges)
 		m.cursors[name] = c
 		return c, nil
+	}
+	if !create {
+		return nil, fmt.Errorf("mledger %s: %w: %s", m.name, ErrNoCursor, name)
 	}
 	ls := m.view()
 	md := lastPosition(ls)

@@ -3,6 +3,8 @@ package mledger
 import (
 	"fmt"
 	"time"
+
+	"github.com/isobar-mq/isobar/broker/mledger/ackset"
 )
 
 // The functions in this file are pure: they work on a view of the ledger
@@ -248,4 +250,30 @@ func prevPosition(ls []LedgerInfo, p Position) (Position, bool) {
 		}
 	}
 	return Position{}, false
+}
+
+// nthAfter returns the n-th entry (n >= 1) after p that acked does not
+// cover (acked: sorted, disjoint ranges, all after p); false when the log
+// has fewer such entries. It jumps over the gaps between ranges, so its
+// cost is O(len(acked) * len(ls)), not O(n).
+func nthAfter(ls []LedgerInfo, p Position, acked []ackset.Range, n int64) (Position, bool) {
+	if n < 1 {
+		return Position{}, false
+	}
+	for _, r := range acked {
+		// The entries in (p, r.Start()): after p, before the range.
+		gap := max(0, entriesAfter(ls, p)-entriesAfter(ls, Position{Ledger: r.Ledger, Entry: r.First - 1}))
+		if gap >= n {
+			break
+		}
+		n -= gap
+		if end := r.End(); end.Compare(p) > 0 {
+			p = end
+		}
+	}
+	if entriesAfter(ls, p) < n {
+		return Position{}, false
+	}
+	q := skipPosition(ls, p, n)
+	return q, validEntry(ls, q)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -58,12 +59,15 @@ type topicMeta struct {
 	Version int          `json:"version"`
 	Ledgers []LedgerInfo `json:"ledgers"`
 	Cursors []cursorMeta `json:"cursors"`
+	// Properties are the topic's properties (Pulsar's managed ledger
+	// properties: the admin API's GET/PUT/DELETE .../properties).
+	Properties map[string]string `json:"properties,omitempty"`
 	// Terminated: the log takes no more entries (Terminate).
 	Terminated bool `json:"terminated,omitempty"`
 }
 
 func (m *topicMeta) clone() topicMeta {
-	c := topicMeta{Version: m.Version, Ledgers: append([]LedgerInfo(nil), m.Ledgers...), Terminated: m.Terminated}
+	c := topicMeta{Version: m.Version, Ledgers: append([]LedgerInfo(nil), m.Ledgers...), Properties: maps.Clone(m.Properties), Terminated: m.Terminated}
 	for _, cm := range m.Cursors {
 		props := map[string]string(nil)
 		if cm.Properties != nil {

@@ -62,6 +62,9 @@ var (
 	ErrInvalidConfig = errors.New("mledger: invalid config")
 	// ErrCorruptMeta: the topic metadata cannot be decoded. Persistence.
 	ErrCorruptMeta = wire.Sentinel(wire.ErrPersistence, "mledger: corrupt metadata")
+	// ErrInvalidProperties: topic properties with an empty key, or over
+	// MaxPropertiesBytes. BadRequest.
+	ErrInvalidProperties = wire.Sentinel(wire.ErrBadRequest, "mledger: invalid properties")
 	// ErrNoCursor: no cursor with that name. SubscriptionNotFound.
 	ErrNoCursor = wire.Sentinel(wire.ErrSubscriptionNotFound, "mledger: no such cursor")
 )

@@ -366,6 +366,65 @@ func TestAdminAgainstARegion(t *testing.T) {
 		a.fails(1, []string{"404"}, "topics", "stats", tp)
 	})
 
+	t.Run("messages and properties", func(t *testing.T) {
+		a := adminRunner{t, url}
+		const tp = "acme/ns/msgs"
+		a.ok("topics", "create", tp)
+		a.ok("topics", "create-subscription", tp, "-s", "s", "--messageId", "earliest")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if out, err := run(ctx, "client", "produce", tp, "--service-url", serviceURL, "-m", "x", "-n", "3", "--properties", "k=v", "--log-level", "error"); err != nil {
+			t.Fatalf("produce: %v\n%s", err, out)
+		}
+		backlog := func() int64 {
+			var st struct {
+				Subs map[string]struct {
+					Backlog int64 `json:"msgBacklog"`
+				} `json:"subscriptions"`
+			}
+			a.json(&st, "topics", "stats", tp)
+			return st.Subs["s"].Backlog
+		}
+		before := backlog()
+		type message struct {
+			ID      string            `json:"messageId"`
+			Props   map[string]string `json:"properties"`
+			Payload []byte            `json:"payload"`
+		}
+		var ms []message
+		a.json(&ms, "topics", "peek-messages", tp, "-s", "s", "-n", "3")
+		if len(ms) != 3 || ms[0].Props["k"] != "v" || string(ms[0].Payload) != "x" {
+			t.Errorf("peek-messages: %+v", ms)
+		}
+		if after := backlog(); after != before || before == 0 {
+			t.Errorf("backlog %d after peeking, %d before", after, before)
+		}
+		if out := a.ok("topics", "peek-messages", tp, "-s", "s"); !strings.Contains(out, "k:") || !strings.Contains(out, `"x"`) {
+			t.Errorf("peek-messages:\n%s", out)
+		}
+		var m message
+		a.json(&m, "topics", "examine-message", tp, "-i", "earliest", "-m", "1")
+		if m.ID == "" || m.Props["publish-time"] == "" {
+			t.Errorf("examine-message: %+v", m)
+		}
+		var id struct {
+			Entry int64 `json:"entryId"`
+		}
+		a.json(&id, "topics", "get-message-id", tp, "-d", "10m")
+		if id.Entry != 0 {
+			t.Errorf("get-message-id 10m ago: %+v", id)
+		}
+		a.fails(1, []string{"404"}, "topics", "get-message-id", tp, "-d", time.Now().Add(time.Hour).Format(time.RFC3339))
+		a.ok("topics", "update-properties", tp, "-p", "a=1,b=2")
+		a.ok("topics", "remove-properties", tp, "-k", "a")
+		var props map[string]string
+		a.json(&props, "topics", "get-properties", tp)
+		if len(props) != 1 || props["b"] != "2" {
+			t.Errorf("properties %v, want b=2", props)
+		}
+		a.ok("topics", "delete", tp, "--force")
+	})
+
 	t.Run("primary", func(t *testing.T) {
 		a := adminRunner{t, url}
 		a.ok("namespaces", "create", "acme/prim")
@@ -475,6 +534,13 @@ func TestAdminUsageErrors(t *testing.T) {
 		{[]string{"topics", "reset-cursor", "t", "-s", "s"}, []string{"--time", "--messageId"}},
 		{[]string{"topics", "reset-cursor", "t", "-s", "s", "--time", "1m", "--messageId", "1:2"}, []string{"exactly one"}},
 		{[]string{"topics", "reset-cursor", "t", "-s", "s", "--messageId", "x"}, []string{"ledger:entry"}},
+		{[]string{"topics", "peek-messages", "t", "-n", "0"}, []string{"-s/--subscription", "-n/--count"}},
+		{[]string{"topics", "examine-message", "t", "-i", "middle", "-m", "0"}, []string{"--initialPosition", "--messagePosition"}},
+		{[]string{"topics", "get-message-id", "t"}, []string{"--datetime", "required"}},
+		{[]string{"topics", "get-message-id", "t", "-d", "soon"}, []string{"--datetime"}},
+		{[]string{"topics", "update-properties", "t"}, []string{"--properties"}},
+		{[]string{"topics", "update-properties", "t", "-p", "novalue"}, []string{"key=value"}},
+		{[]string{"topics", "remove-properties", "t"}, []string{"--key"}},
 		{[]string{"topics", "frobnicate"}, []string{"unknown command", "frobnicate"}},
 		{[]string{"topics"}, []string{"missing command"}},
 		{[]string{"bogus"}, []string{"unknown command"}},

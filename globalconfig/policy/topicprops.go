@@ -1,0 +1,79 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/topic"
+)
+
+// MaxTopicPropertiesBytes bounds a partitioned topic's properties (keys
+// and values summed), as the broker bounds a topic's.
+const MaxTopicPropertiesBytes = 16 << 10
+
+// UpdatePartitionedProperties sets the properties in set on a
+// partitioned topic's record, then removes the keys in remove; ErrNotFound
+// if name is not a partitioned topic, ErrInvalid (nothing written) for an
+// empty key or properties over MaxTopicPropertiesBytes.
+func (s *Store) UpdatePartitionedProperties(ctx context.Context, name topic.Name, set map[string]string, remove []string) (err error) {
+	defer s.settle(ctx, &err)
+	what := "partitioned topic " + name.String()
+	if err := checkBase(name); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	for k := range set {
+		if k == "" {
+			return fmt.Errorf("%s: %w: a property with an empty key", what, ErrInvalid)
+		}
+	}
+	for {
+		var m PartitionedMetadata
+		rev, err := s.getJSON(ctx, PartitionedKey(name), what, &m)
+		if err != nil {
+			return err
+		}
+		if err := checkPartitionedRecord(name, m, s.maxPartitions()); err != nil {
+			return s.corrupt(what, PartitionedKey(name), rev, err)
+		}
+		next := maps.Clone(m.Properties)
+		if next == nil {
+			next = map[string]string{}
+		}
+		maps.Copy(next, set)
+		for _, k := range remove {
+			delete(next, k)
+		}
+		size := 0
+		for k, v := range next {
+			size += len(k) + len(v)
+		}
+		if size > MaxTopicPropertiesBytes {
+			return fmt.Errorf("%s: %w: properties of %d bytes, more than %d", what, ErrInvalid, size, MaxTopicPropertiesBytes)
+		}
+		if len(next) == 0 {
+			next = nil
+		}
+		if maps.Equal(next, m.Properties) {
+			return nil
+		}
+		m.Properties = next
+		b, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		_, err = s.meta.CAS(ctx, PartitionedKey(name), b, rev)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, metastore.ErrConflict) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s: %w: %w", what, ErrConflict, err)
+		}
+	}
+}
