@@ -357,6 +357,9 @@ func TestAdminAgainstARegion(t *testing.T) {
 			t.Errorf("after unsubscribe: %v", subs)
 		}
 		a.ok("topics", "unload", tp)
+		if out := a.ok("topics", "terminate", tp); !strings.Contains(out, "terminated topic persistent://"+tp+" at ") {
+			t.Errorf("terminate: %s", out)
+		}
 		var topics []string
 		a.json(&topics, "namespaces", "topics", "acme/ns")
 		if !slices.Equal(topics, []string{"persistent://" + tp}) {

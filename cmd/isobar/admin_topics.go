@@ -280,6 +280,17 @@ func (a *adminCmd) topicsCmd() *cobra.Command {
 			func(ctx context.Context, c pulsaradmin.Client, t utils.TopicName) error {
 				return c.Topics().UnloadWithContext(ctx, t)
 			}),
+		tVerb(verb("terminate <topic>", "Terminate a topic: keep what was sent, refuse further messages for good; prints the last message's id", nil), func(cmd *cobra.Command, t utils.TopicName) error {
+			var id utils.MessageID
+			if err := a.do(cmd, "terminate topic "+t.String(), func(ctx context.Context, c pulsaradmin.Client) (err error) {
+				id, err = c.Topics().TerminateWithContext(ctx, t)
+				return err
+			}); err != nil {
+				return err
+			}
+			done(cmd, "terminated topic %s at %d:%d", t.String(), id.LedgerID, id.EntryID)
+			return nil
+		}),
 		tVerb(readVerb("last-message-id <topic>", "Show the id (ledger:entry) of a topic's last message", &asJSON, nil), func(cmd *cobra.Command, t utils.TopicName) error {
 			var id utils.MessageID
 			if err := a.do(cmd, "get last message id of "+t.String(), func(ctx context.Context, c pulsaradmin.Client) (err error) {
