@@ -48,6 +48,9 @@ type Config struct {
 	// Authz checks each request's role (authz.go); nil allows every
 	// request (authorization off).
 	Authz *auth.Authorizer
+	// TopicDefaults are the broker's values of topic policies
+	// (topicpolicies.go).
+	TopicDefaults TopicDefaults
 }
 
 // DefaultMaxRequestBytes is Config.MaxRequestBytes when zero.
@@ -329,9 +332,7 @@ func (s *Server) routes() {
 		s.handle("POST "+t+"/subscription/{sub}/resetcursor", s.topicHandler(d, s.resetCursor))
 		s.handle("PUT "+t+"/unload", s.topicHandler(d, s.unload))
 		s.handle("GET "+t+"/lastMessageId", s.topicHandler(d, s.lastMessageID))
-		s.handle("GET "+t+"/replication", s.topicHandler(d, s.getTopicReplication))
-		s.handle("POST "+t+"/replication", s.topicHandler(d, s.setTopicReplication))
-		s.handle("DELETE "+t+"/replication", s.topicHandler(d, s.removeTopicReplication))
+		s.topicPolicyRoutes(t, d)
 		s.handle("GET "+t+"/ledger/{ledger}/entry/{entry}", s.topicHandler(d, s.entry))
 		s.handle("GET "+t+"/permissions", s.permissionTopic(d, s.topicPermissions))
 		s.handle("POST "+t+"/permissions/{role}", s.permissionTopic(d, s.grantTopicPermission))
