@@ -679,6 +679,10 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: message of %d bytes exceeds the maximum message size %d", wire.ErrNotAllowed, n, c.b.cfg.MaxMessageSize)))
 		return
 	}
+	if max := p.t.maxMessageSize.Load(); max > 0 && int64(len(f.Payload)) > max {
+		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: message of %d bytes exceeds the maximum message size %d of topic %s (maxMessageSize)", wire.ErrNotAllowed, len(f.Payload), max, p.t.name)))
+		return
+	}
 	nm := int(cmd.GetNumMessages())
 	if nm <= 0 {
 		nm = 1

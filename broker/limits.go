@@ -137,6 +137,20 @@ func (l Limits) WithDefaults() Limits {
 // NotAllowedError on the binary protocol).
 var ErrTooManyTopics = wire.Sentinel(wire.ErrPreconditionFailed, "broker: too many topics in the namespace")
 
+// ErrTooManyProducers and ErrTooManyConsumers: a new producer or
+// consumer would pass the topic's maxProducers, maxConsumers or
+// maxConsumersPerSubscription (ProducerBusy and ConsumerBusy on the
+// binary protocol, as Pulsar).
+var (
+	ErrTooManyProducers = wire.Sentinel(wire.ErrProducerBusy, "broker: too many producers")
+	ErrTooManyConsumers = wire.Sentinel(wire.ErrConsumerBusy, "broker: too many consumers")
+)
+
+// ErrTooManySubscriptions: a new subscription would pass the topic's
+// maxSubscriptionsPerTopic (412; NotAllowedError on the binary
+// protocol, as Pulsar).
+var ErrTooManySubscriptions = wire.Sentinel(wire.ErrPreconditionFailed, "broker: too many subscriptions on the topic")
+
 // CheckTopicQuota reports, when Limits.MaxTopicsPerNamespace is set,
 // whether namespace ns may get adding more topics (a partitioned topic
 // counts its partitions). Concurrent creations may pass it together: the
