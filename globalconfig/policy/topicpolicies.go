@@ -463,6 +463,25 @@ func (s *Store) RemoveTopicReplication(ctx context.Context, name topic.Name) err
 	})
 }
 
+// deleteTopicPoliciesUnder deletes the topic policies, global and local,
+// of the topics of a namespace just deleted, so a namespace created again
+// under the name does not inherit them. Best effort: a record left behind
+// (the store failing meanwhile) is logged; a topic policy update needs
+// the namespace, so none is written meanwhile.
+func (s *Store) deleteTopicPoliciesUnder(ctx context.Context, tenant, ns string) {
+	for _, prefix := range []string{topicPoliciesPrefix, localTopicPoliciesPrefix} {
+		keys, err := s.meta.ListKeys(ctx, prefix+tenant+"/"+ns+"/")
+		for _, k := range keys {
+			if err == nil {
+				err = s.meta.Delete(ctx, k)
+			}
+		}
+		if err != nil {
+			s.log.Warn("deleting the topic policies of a deleted namespace", "namespace", tenant+"/"+ns, "err", err)
+		}
+	}
+}
+
 func mapNotFound(err error) error {
 	if errors.Is(err, metastore.ErrNotFound) {
 		return ErrNotFound
