@@ -100,6 +100,10 @@ type NamespacePolicy struct {
 	// topic's own policies (TopicPolicies).
 	MaxProducers, MaxConsumers, MaxConsumersPerSubscription int
 	MaxSubscriptions, MaxMessageSize                        int
+	// MaxUnackedPerConsumer replaces Limits.MaxUnackedPerConsumer for
+	// the topic (the topic's maxUnackedMessagesOnConsumer): zero keeps the
+	// broker's, negative is no limit.
+	MaxUnackedPerConsumer int
 	// ReplicationClusters are the clusters the namespace's topics live
 	// in; the broker keeps a replication cursor for each one but its own.
 	ReplicationClusters []string

@@ -262,12 +262,12 @@ func rollback(now time.Time, seconds uint64) time.Time {
 
 // canTakeLocked says whether consumer k can be sent an entry now: it has
 // permits and, on a Shared or Key_Shared subscription, holds fewer
-// unacknowledged entries than Limits.MaxUnackedPerConsumer (s.mu held).
+// unacknowledged entries than its topic's limit (s.mu held).
 func (s *subscription) canTakeLocked(k *consumer) bool {
 	if k.permits <= 0 {
 		return false
 	}
-	if max := s.t.b.cfg.Limits.MaxUnackedPerConsumer; max > 0 && s.delayable() && len(k.pending) >= max {
+	if max := s.t.maxUnackedPerConsumer(); max > 0 && s.delayable() && len(k.pending) >= max {
 		return false
 	}
 	return true
@@ -312,4 +312,18 @@ func (s *subscription) checkRangesLocked(k *consumer, st pb.CommandSubscribe_Sub
 		}
 	}
 	return nil
+}
+
+// maxUnackedPerConsumer is the most unacknowledged entries a consumer of
+// a Shared or Key_Shared subscription of t may hold (0: no limit): the
+// topic's own maxUnackedMessagesOnConsumer, else
+// Limits.MaxUnackedPerConsumer.
+func (t *Topic) maxUnackedPerConsumer() int {
+	switch v := t.maxUnacked.Load(); {
+	case v < 0:
+		return 0
+	case v > 0:
+		return int(v)
+	}
+	return t.b.cfg.Limits.MaxUnackedPerConsumer
 }

@@ -72,6 +72,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.policy.MaxProducers, t.policy.MaxConsumers = pol.MaxProducers, pol.MaxConsumers
 	t.policy.MaxConsumersPerSubscription, t.policy.MaxSubscriptions = pol.MaxConsumersPerSubscription, pol.MaxSubscriptions
 	t.maxMessageSize.Store(int64(pol.MaxMessageSize))
+	t.maxUnacked.Store(int64(pol.MaxUnackedPerConsumer))
 	if pol.Failover.Mode == policy.ActiveStandby {
 		t.dedupOn = true
 	}

@@ -96,7 +96,8 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 
 // TopicPolicy implements TopicPolicies: the topic's own policies in
 // force in this cluster (local over global) replace its namespace's
-// replication clusters, retention and message TTL, and set its limits.
+// replication clusters, retention and message TTL, and set its limits
+// (maxUnackedMessagesOnConsumer replacing the broker's).
 // Its rates, persistence, delayed delivery and the other policies are
 // stored only.
 func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol NamespacePolicy) (NamespacePolicy, error) {
@@ -134,6 +135,12 @@ func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol 
 	} {
 		if l.v != nil {
 			*l.dst = *l.v
+		}
+	}
+	if v := tp.MaxUnackedMessagesOnConsumer; v != nil {
+		pol.MaxUnackedPerConsumer = *v
+		if *v == 0 {
+			pol.MaxUnackedPerConsumer = -1 // Pulsar's 0: no limit
 		}
 	}
 	return pol, nil

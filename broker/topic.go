@@ -66,6 +66,7 @@ type Topic struct {
 
 	msgIn, bytesIn atomic.Int64
 	maxMessageSize atomic.Int64             // NamespacePolicy.MaxMessageSize, read on every SEND
+	maxUnacked     atomic.Int64             // NamespacePolicy.MaxUnackedPerConsumer, read on every dispatch
 	quotaExceeded  atomic.Bool              // a backlog is over its quota (producer policies)
 	sync           subSync                  // subscription state across regions (substate.go)
 	attrs          metric.MeasurementOption // of its metrics
@@ -84,6 +85,7 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 		created:   b.deps.Now(),
 	}
 	t.maxMessageSize.Store(int64(pol.MaxMessageSize))
+	t.maxUnacked.Store(int64(pol.MaxUnackedPerConsumer))
 	t.attrs = b.topicAttrs(t)
 	return t
 }

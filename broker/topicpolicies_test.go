@@ -146,6 +146,31 @@ func TestTopicPolicies(t *testing.T) {
 		}
 	})
 
+	t.Run("maxUnackedMessagesOnConsumer", func(t *testing.T) {
+		const tp = "persistent://public/tp/unacked"
+		setTopicPolicies(t, e, tp, policy.LocalScope, func(p *policy.TopicPolicies) { p.MaxUnackedMessagesOnConsumer = intp(2) })
+		cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "s", Type: pulsar.Shared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cons.Close()
+		p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tp, DisableBatching: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		produce(t, p, "u", 5, nil)
+		held := receiveN(t, cons, 2, false)
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		m, err := cons.Receive(rctx)
+		cancel()
+		if err == nil {
+			t.Fatalf("a third message %q while two are unacknowledged", m.Payload())
+		}
+		must(t, cons.Ack(held[0]))
+		receiveN(t, cons, 1, true)
+	})
+
 	t.Run("messageTTL", func(t *testing.T) {
 		// The namespace expires after 10 minutes, the topic after an hour.
 		const tp = "persistent://public/tp/ttl"

@@ -102,7 +102,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName) error {
 				return tp.RemoveMaxMessageSize
 			}},
-		{"max-unacked-messages-per-consumer", "the most unacknowledged messages a consumer holds (stored only)", "max", "the limit; 0 for none (required)",
+		{"max-unacked-messages-per-consumer", "the most unacknowledged messages a consumer of a Shared or Key_Shared subscription holds", "max", "the limit; 0 for none (required)",
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName, bool) (*int, error) {
 				return tp.GetMaxUnackMessagesPerConsumer
 			},
