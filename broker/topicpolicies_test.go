@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -56,9 +57,13 @@ func TestTopicPolicies(t *testing.T) {
 		defer p1.Close()
 		_, err = c.CreateProducer(pulsar.ProducerOptions{Topic: tp})
 		wantRefused(t, err, "limit of 1 producers")
-		// Without the local limit the global one is in force.
+		// Without the local limit the global one is in force, at once
+		// when the admin API says the policies changed.
 		setTopicPolicies(t, e, tp, policy.LocalScope, func(p *policy.TopicPolicies) { p.MaxProducers = nil })
-		e.b.MaintainOnce(ctx)
+		name, _ := topic.Parse(tp)
+		if err := e.b.Admin().(admin.TopicPolicyRefresher).RefreshTopicPolicies(ctx, name); err != nil {
+			t.Fatal(err)
+		}
 		p2, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tp})
 		if err != nil {
 			t.Fatal(err)

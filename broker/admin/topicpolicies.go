@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -403,6 +404,7 @@ func (s *Server) setTopicPolicy(p topicPolicy) topicHandlerFunc {
 		}); err != nil {
 			return err
 		}
+		s.refreshTopicPolicies(r, name)
 		return noContent(w)
 	}
 }
@@ -421,6 +423,26 @@ func (s *Server) removeTopicPolicy(p topicPolicy) topicHandlerFunc {
 		}); err != nil {
 			return err
 		}
+		s.refreshTopicPolicies(r, name)
 		return noContent(w)
+	}
+}
+
+// TopicPolicyRefresher is implemented by Topics that apply a change to a
+// topic's own policies at once (the broker does, for the topics it has
+// loaded); others apply it when they next re-read policies.
+type TopicPolicyRefresher interface {
+	RefreshTopicPolicies(ctx context.Context, name topic.Name) error
+}
+
+// refreshTopicPolicies tells the broker that name's policies changed;
+// the change is stored whatever it answers.
+func (s *Server) refreshTopicPolicies(r *http.Request, name topic.Name) {
+	rf, ok := s.topics.(TopicPolicyRefresher)
+	if !ok {
+		return
+	}
+	if err := rf.RefreshTopicPolicies(r.Context(), name); err != nil {
+		s.log.Warn("topic policies stored but not applied at once; the next maintenance round applies them", "topic", name.String(), "err", err)
 	}
 }
