@@ -189,8 +189,17 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 			go o.c.closeProducer(o, true)
 		}
 	}
-	if max := t.policy.MaxProducers; max > 0 && len(t.producers) >= max {
-		return 0, fmt.Errorf("%w: topic %s has reached its limit of %d producers (maxProducers)", ErrTooManyProducers, t.name, max)
+	if max := t.policy.MaxProducers; max > 0 && p.replFrom == "" {
+		// Other regions' replicators are not counted, nor limited.
+		n := 0
+		for _, o := range t.producers {
+			if o.replFrom == "" {
+				n++
+			}
+		}
+		if n >= max {
+			return 0, fmt.Errorf("%w: topic %s has reached its limit of %d producers (maxProducers)", ErrTooManyProducers, t.name, max)
+		}
 	}
 	t.producers[p.name] = p
 	lastSeq = -1

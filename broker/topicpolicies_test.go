@@ -10,6 +10,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -57,6 +58,12 @@ func TestTopicPolicies(t *testing.T) {
 		defer p1.Close()
 		_, err = c.CreateProducer(pulsar.ProducerOptions{Topic: tp})
 		wantRefused(t, err, "limit of 1 producers")
+		// Another region's replicator is neither counted nor limited.
+		repl, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tp, Name: replication.Prefix + "elsewhere"})
+		if err != nil {
+			t.Fatalf("replicator producer: %v", err)
+		}
+		defer repl.Close()
 		// Without the local limit the global one is in force, at once
 		// when the admin API says the policies changed.
 		setTopicPolicies(t, e, tp, policy.LocalScope, func(p *policy.TopicPolicies) { p.MaxProducers = nil })
