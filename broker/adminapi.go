@@ -23,6 +23,30 @@ func (b *Broker) Admin() admin.Topics { return adminTopics{b} }
 
 type adminTopics struct{ b *Broker }
 
+// RefreshTopicPolicies re-reads the policies of name (of a partitioned
+// topic: of every partition) for the topics loaded on this broker, so a
+// change to a topic's own policies is in force at once rather than at
+// the next maintenance round (which is when other brokers apply it).
+func (a adminTopics) RefreshTopicPolicies(ctx context.Context, name topic.Name) error {
+	b, base := a.b, name.Base()
+	var pol NamespacePolicy
+	read := false
+	for _, t := range b.loadedTopics() {
+		if t.name.Base() != base {
+			continue
+		}
+		if !read {
+			p, err := b.deps.Namespaces.Policy(ctx, base.NamespaceName())
+			if err != nil {
+				return err
+			}
+			pol, read = p, true
+		}
+		t.setPolicy(b.withTopicPolicy(ctx, t.name, pol))
+	}
+	return nil
+}
+
 // BrokerLister is implemented by a Placement that knows the region's live
 // brokers.
 type BrokerLister interface {

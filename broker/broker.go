@@ -92,6 +92,18 @@ type NamespacePolicy struct {
 	// none); BacklogPolicy says what happens beyond it.
 	BacklogLimit  int64
 	BacklogPolicy BacklogPolicy
+	// MaxProducers and MaxConsumers bound the producers and consumers of
+	// a topic, MaxConsumersPerSubscription those of one subscription,
+	// MaxSubscriptions a topic's subscriptions (the broker's own cursors
+	// not counted) and MaxMessageSize its messages, in bytes, below the
+	// broker's Config.MaxMessageSize; zero is no limit. They come from the
+	// topic's own policies (TopicPolicies).
+	MaxProducers, MaxConsumers, MaxConsumersPerSubscription int
+	MaxSubscriptions, MaxMessageSize                        int
+	// MaxUnackedPerConsumer replaces Limits.MaxUnackedPerConsumer for
+	// the topic (the topic's maxUnackedMessagesOnConsumer): zero keeps the
+	// broker's, negative is no limit.
+	MaxUnackedPerConsumer int
 	// ReplicationClusters are the clusters the namespace's topics live
 	// in; the broker keeps a replication cursor for each one but its own.
 	ReplicationClusters []string

@@ -681,6 +681,12 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: message of %d bytes exceeds the maximum message size %d", wire.ErrNotAllowed, n, c.b.cfg.MaxMessageSize)))
 		return
 	}
+	// A replicated message was accepted in its region: the topic's limit
+	// is not applied to it again.
+	if max := p.t.maxMessageSize.Load(); max > 0 && p.replFrom == "" && int64(len(f.Payload)) > max {
+		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: message of %d bytes exceeds the maximum message size %d of topic %s (maxMessageSize)", wire.ErrNotAllowed, len(f.Payload), max, p.t.name)))
+		return
+	}
 	nm := int(cmd.GetNumMessages())
 	if nm <= 0 {
 		nm = 1

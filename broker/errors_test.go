@@ -39,6 +39,9 @@ func TestSentinelKinds(t *testing.T) {
 		{"broker.ErrInvalidArgument", broker.ErrInvalidArgument, wire.ErrBadRequest},
 		{"broker.ErrBusy", broker.ErrBusy, wire.ErrConsumerBusy},
 		{"broker.ErrTooManyTopics", broker.ErrTooManyTopics, wire.ErrPreconditionFailed},
+		{"broker.ErrTooManyProducers", broker.ErrTooManyProducers, wire.ErrProducerBusy},
+		{"broker.ErrTooManyConsumers", broker.ErrTooManyConsumers, wire.ErrConsumerBusy},
+		{"broker.ErrTooManySubscriptions", broker.ErrTooManySubscriptions, wire.ErrPreconditionFailed},
 
 		{"admin.ErrTopicNotFound", admin.ErrTopicNotFound, wire.ErrTopicNotFound},
 		{"admin.ErrSubscriptionNotFound", admin.ErrSubscriptionNotFound, wire.ErrSubscriptionNotFound},

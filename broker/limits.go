@@ -137,6 +137,20 @@ func (l Limits) WithDefaults() Limits {
 // NotAllowedError on the binary protocol).
 var ErrTooManyTopics = wire.Sentinel(wire.ErrPreconditionFailed, "broker: too many topics in the namespace")
 
+// ErrTooManyProducers and ErrTooManyConsumers: a new producer or
+// consumer would pass the topic's maxProducers, maxConsumers or
+// maxConsumersPerSubscription (ProducerBusy and ConsumerBusy on the
+// binary protocol, as Pulsar).
+var (
+	ErrTooManyProducers = wire.Sentinel(wire.ErrProducerBusy, "broker: too many producers")
+	ErrTooManyConsumers = wire.Sentinel(wire.ErrConsumerBusy, "broker: too many consumers")
+)
+
+// ErrTooManySubscriptions: a new subscription would pass the topic's
+// maxSubscriptionsPerTopic (412; NotAllowedError on the binary
+// protocol, as Pulsar).
+var ErrTooManySubscriptions = wire.Sentinel(wire.ErrPreconditionFailed, "broker: too many subscriptions on the topic")
+
 // CheckTopicQuota reports, when Limits.MaxTopicsPerNamespace is set,
 // whether namespace ns may get adding more topics (a partitioned topic
 // counts its partitions). Concurrent creations may pass it together: the
@@ -248,12 +262,12 @@ func rollback(now time.Time, seconds uint64) time.Time {
 
 // canTakeLocked says whether consumer k can be sent an entry now: it has
 // permits and, on a Shared or Key_Shared subscription, holds fewer
-// unacknowledged entries than Limits.MaxUnackedPerConsumer (s.mu held).
+// unacknowledged entries than its topic's limit (s.mu held).
 func (s *subscription) canTakeLocked(k *consumer) bool {
 	if k.permits <= 0 {
 		return false
 	}
-	if max := s.t.b.cfg.Limits.MaxUnackedPerConsumer; max > 0 && s.delayable() && len(k.pending) >= max {
+	if max := s.t.maxUnackedPerConsumer(); max > 0 && s.delayable() && len(k.pending) >= max {
 		return false
 	}
 	return true
@@ -298,4 +312,18 @@ func (s *subscription) checkRangesLocked(k *consumer, st pb.CommandSubscribe_Sub
 		}
 	}
 	return nil
+}
+
+// maxUnackedPerConsumer is the most unacknowledged entries a consumer of
+// a Shared or Key_Shared subscription of t may hold (0: no limit): the
+// topic's own maxUnackedMessagesOnConsumer, else
+// Limits.MaxUnackedPerConsumer.
+func (t *Topic) maxUnackedPerConsumer() int {
+	switch v := t.maxUnacked.Load(); {
+	case v < 0:
+		return 0
+	case v > 0:
+		return int(v)
+	}
+	return t.b.cfg.Limits.MaxUnackedPerConsumer
 }

@@ -52,11 +52,12 @@ func (b *Broker) MaintainOnce(ctx context.Context) {
 			}
 			pol, pols[ns] = p, p
 		}
-		t.setPolicy(b.withTopicPolicy(ctx, t.name, pol))
+		tpol := b.withTopicPolicy(ctx, t.name, pol)
+		t.setPolicy(tpol)
 		if t.ml == nil {
 			continue
 		}
-		if err := t.maintain(ctx, pol); err != nil && !errors.Is(err, mledger.ErrClosed) {
+		if err := t.maintain(ctx, tpol); err != nil && !errors.Is(err, mledger.ErrClosed) {
 			b.log.Warn("topic maintenance", "topic", t.name.String(), "err", err)
 		}
 	}
@@ -68,6 +69,10 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.policy.BacklogLimit, t.policy.BacklogPolicy = pol.BacklogLimit, pol.BacklogPolicy
 	t.policy.ReplicationClusters = pol.ReplicationClusters
 	t.policy.Failover = pol.Failover
+	t.policy.MaxProducers, t.policy.MaxConsumers = pol.MaxProducers, pol.MaxConsumers
+	t.policy.MaxConsumersPerSubscription, t.policy.MaxSubscriptions = pol.MaxConsumersPerSubscription, pol.MaxSubscriptions
+	t.maxMessageSize.Store(int64(pol.MaxMessageSize))
+	t.maxUnacked.Store(int64(pol.MaxUnackedPerConsumer))
 	if pol.Failover.Mode == policy.ActiveStandby {
 		t.dedupOn = true
 	}

@@ -94,13 +94,56 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	return out, nil
 }
 
-// TopicReplication implements TopicReplication.
-func (p PolicyNamespaces) TopicReplication(ctx context.Context, name topic.Name) ([]string, bool, error) {
-	tp, ok, err := p.Store.TopicPolicies(ctx, name)
-	if err != nil || !ok || len(tp.ReplicationClusters) == 0 {
-		return nil, false, err
+// TopicPolicy implements TopicPolicies: the topic's own policies in
+// force in this cluster (local over global) replace its namespace's
+// replication clusters, retention and message TTL, and set its limits
+// (maxUnackedMessagesOnConsumer replacing the broker's).
+// Its rates, persistence, delayed delivery and the other policies are
+// stored only.
+func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol NamespacePolicy) (NamespacePolicy, error) {
+	tp, err := p.Store.EffectiveTopicPolicies(ctx, name)
+	if err != nil {
+		return pol, err
 	}
-	return tp.ReplicationClusters, true, nil
+	if len(tp.ReplicationClusters) > 0 {
+		pol.ReplicationClusters = tp.ReplicationClusters
+	}
+	if r := tp.RetentionPolicies; r != nil {
+		rt, err1 := policy.RetentionTime(r.RetentionTimeInMinutes)
+		rs, err2 := policy.RetentionSize(r.RetentionSizeInMB)
+		if err := errors.Join(err1, err2); err != nil {
+			return pol, fmt.Errorf("topic %s: %w", name.Base(), err)
+		}
+		pol.Retention = mledger.Retention{Time: rt, Size: rs, Set: true}
+	}
+	if tp.MessageTTLInSeconds != nil {
+		ttl, err := policy.MessageTTL(*tp.MessageTTLInSeconds)
+		if err != nil {
+			return pol, fmt.Errorf("topic %s: %w", name.Base(), err)
+		}
+		pol.MessageTTL = ttl
+	}
+	for _, l := range []struct {
+		v   *int
+		dst *int
+	}{
+		{tp.MaxProducers, &pol.MaxProducers},
+		{tp.MaxConsumers, &pol.MaxConsumers},
+		{tp.MaxConsumersPerSubscription, &pol.MaxConsumersPerSubscription},
+		{tp.MaxSubscriptionsPerTopic, &pol.MaxSubscriptions},
+		{tp.MaxMessageSize, &pol.MaxMessageSize},
+	} {
+		if l.v != nil {
+			*l.dst = *l.v
+		}
+	}
+	if v := tp.MaxUnackedMessagesOnConsumer; v != nil {
+		pol.MaxUnackedPerConsumer = *v
+		if *v == 0 {
+			pol.MaxUnackedPerConsumer = -1 // Pulsar's 0: no limit
+		}
+	}
+	return pol, nil
 }
 
 // Partitions implements Namespaces.

@@ -107,28 +107,29 @@ func newReplIn(hwm mledger.Position) *replIn {
 	return &replIn{pushed: hwm, confirmed: hwm, chain: mledger.NewChain()}
 }
 
-// TopicReplication is implemented by Namespaces that know topic-level
-// replication clusters (PolicyNamespaces does).
-type TopicReplication interface {
-	// TopicReplication returns the topic's own replication clusters; ok
-	// is false when it follows its namespace.
-	TopicReplication(ctx context.Context, name topic.Name) (clusters []string, ok bool, err error)
+// TopicPolicies is implemented by Namespaces that know topics' own
+// policies (PolicyNamespaces does).
+type TopicPolicies interface {
+	// TopicPolicy returns pol, the policy of the topic's namespace, with
+	// the topic's own policies in force in this cluster applied.
+	TopicPolicy(ctx context.Context, name topic.Name, pol NamespacePolicy) (NamespacePolicy, error)
 }
 
-// withTopicPolicy applies the topic's own failover policy and
-// replication clusters, if it has any, to its namespace's policy. On
-// error the namespace's clusters stay.
+// withTopicPolicy applies the topic's own failover policy and its other
+// own policies, if it has any, to its namespace's policy. On error the
+// namespace's stay (logged).
 func (b *Broker) withTopicPolicy(ctx context.Context, name topic.Name, pol NamespacePolicy) NamespacePolicy {
 	pol = pol.ForTopic(name)
-	tr, ok := b.deps.Namespaces.(TopicReplication)
+	tp, ok := b.deps.Namespaces.(TopicPolicies)
 	if !ok {
 		return pol
 	}
-	cs, ok, err := tr.TopicReplication(ctx, name)
-	if err == nil && ok {
-		pol.ReplicationClusters = cs
+	out, err := tp.TopicPolicy(ctx, name, pol)
+	if err != nil {
+		b.log.Warn("topic policies unavailable; the topic follows its namespace", "topic", name.String(), "err", err)
+		return pol
 	}
-	return pol
+	return out
 }
 
 // remotes are the other clusters of the topic's replication clusters.

@@ -135,6 +135,22 @@ func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *cons
 	return s.addConsumer(k, st)
 }
 
+// checkConsumerLimitsLocked refuses one more consumer on s beyond the
+// topic's maxConsumers or maxConsumersPerSubscription (s.mu held).
+// Consumers of the broker's own subscriptions are not limited.
+func (s *subscription) checkConsumerLimitsLocked(maxTopic, maxSub, onOthers int) error {
+	if strings.HasPrefix(s.name, ReservedPrefix) {
+		return nil
+	}
+	if maxSub > 0 && len(s.consumers) >= maxSub {
+		return fmt.Errorf("%w: subscription %s of topic %s has reached its limit of %d consumers (maxConsumersPerSubscription)", ErrTooManyConsumers, s.name, s.t.name, maxSub)
+	}
+	if maxTopic > 0 && onOthers+len(s.consumers) >= maxTopic {
+		return fmt.Errorf("%w: topic %s has reached its limit of %d consumers (maxConsumers)", ErrTooManyConsumers, s.t.name, maxTopic)
+	}
+	return nil
+}
+
 // endPosition is the position just after the last entry.
 func (t *Topic) endPosition() Position {
 	last := t.ml.LastConfirmed()
@@ -217,10 +233,14 @@ func (t *Topic) findByTime(ctx context.Context, ts time.Time) (Position, error) 
 
 // addConsumer attaches k, enforcing the subscription type's rules.
 func (s *subscription) addConsumer(k *consumer, st pb.CommandSubscribe_SubType) error {
+	maxTopic, maxSub, onOthers := s.t.consumerLimits(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return fmt.Errorf("%w: subscription %s is closing", ErrNotOwner, s.name)
+	}
+	if err := s.checkConsumerLimitsLocked(maxTopic, maxSub, onOthers); err != nil {
+		return err
 	}
 	if err := s.checkRangesLocked(k, st); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,8 @@ type Topic struct {
 
 	msgIn, bytesIn atomic.Int64
 	lastPublish    atomic.Int64             // when an entry was last stored, Unix ms (0: not since loaded)
+	maxMessageSize atomic.Int64             // NamespacePolicy.MaxMessageSize, read on every SEND
+	maxUnacked     atomic.Int64             // NamespacePolicy.MaxUnackedPerConsumer, read on every dispatch
 	quotaExceeded  atomic.Bool              // a backlog is over its quota (producer policies)
 	sync           subSync                  // subscription state across regions (substate.go)
 	attrs          metric.MeasurementOption // of its metrics
@@ -82,6 +85,8 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 		lastOwn:   noPosition,
 		created:   b.deps.Now(),
 	}
+	t.maxMessageSize.Store(int64(pol.MaxMessageSize))
+	t.maxUnacked.Store(int64(pol.MaxUnackedPerConsumer))
 	t.attrs = b.topicAttrs(t)
 	return t
 }
@@ -186,6 +191,18 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 		for name, o := range t.producers {
 			delete(t.producers, name)
 			go o.c.closeProducer(o, true)
+		}
+	}
+	if max := t.policy.MaxProducers; max > 0 && p.replFrom == "" {
+		// Other regions' replicators are not counted, nor limited.
+		n := 0
+		for _, o := range t.producers {
+			if o.replFrom == "" {
+				n++
+			}
+		}
+		if n >= max {
+			return 0, fmt.Errorf("%w: topic %s has reached its limit of %d producers (maxProducers)", ErrTooManyProducers, t.name, max)
 		}
 	}
 	t.producers[p.name] = p
@@ -366,12 +383,47 @@ func (t *Topic) subscription(name string, create func() (*subscription, error)) 
 	if create == nil {
 		return nil, fmt.Errorf("%w: %s on %s", ErrSubNotFound, name, t.name)
 	}
+	if max := t.policy.MaxSubscriptions; max > 0 && !strings.HasPrefix(name, ReservedPrefix) {
+		n := 0
+		for other := range t.subs {
+			if !strings.HasPrefix(other, ReservedPrefix) {
+				n++
+			}
+		}
+		if n >= max {
+			return nil, fmt.Errorf("%w: topic %s has reached its limit of %d subscriptions (maxSubscriptionsPerTopic)", ErrTooManySubscriptions, t.name, max)
+		}
+	}
 	s, err := create()
 	if err != nil {
 		return nil, err
 	}
 	t.subs[name] = s
 	return s, nil
+}
+
+// consumerLimits are the topic's limits on consumers: of the whole
+// topic (the broker's own subscriptions not counted, nor consumers of
+// subscription except), and of one subscription; the number of the
+// former already attached.
+func (t *Topic) consumerLimits(except *subscription) (maxTopic, maxSub, onTopic int) {
+	t.mu.Lock()
+	maxTopic, maxSub = t.policy.MaxConsumers, t.policy.MaxConsumersPerSubscription
+	var subs []*subscription
+	if maxTopic > 0 {
+		for name, s := range t.subs {
+			if s != except && !strings.HasPrefix(name, ReservedPrefix) {
+				subs = append(subs, s)
+			}
+		}
+	}
+	t.mu.Unlock()
+	for _, s := range subs {
+		s.mu.Lock()
+		onTopic += len(s.consumers)
+		s.mu.Unlock()
+	}
+	return maxTopic, maxSub, onTopic
 }
 
 func (t *Topic) removeSubscription(s *subscription) {

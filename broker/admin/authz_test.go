@@ -141,6 +141,12 @@ func TestEndpointAuthorization(t *testing.T) {
 		{"POST", tt + "/terminate", "", "tadmin"},
 		{"GET", tt + "/permissions", "", "tadmin"},
 		{"POST", tt + "/permissions/intruder", `["consume"]`, "tadmin"},
+		{"POST", tt + "/maxProducers", "3", "tadmin"},
+		{"POST", tt + "/messageTTL?messageTTL=60&isGlobal=true", "", "tadmin"},
+		{"PUT", tt + "/schemaCompatibilityStrategy", `"FORWARD"`, "tadmin"},
+		{"GET", tt + "/retention?applied=true", "", "tadmin"},
+		{"DELETE", tt + "/dispatchRate", "", "tadmin"},
+		{"POST", tt + "/replication", `["standalone"]`, "tadmin"},
 		{"GET", "/lookup/v2/topic/persistent/acme/app/t", "", "lookup"},
 		{"GET", "/admin/v2/brokers/health", "", "any"},
 		{"GET", "/admin/v2/brokers/standalone", "", "super"},
@@ -158,6 +164,11 @@ func TestEndpointAuthorization(t *testing.T) {
 				b, _ := json.Marshal(p)
 				out = append(out, string(b))
 			}
+		}
+		for _, sc := range []policy.TopicScope{policy.LocalScope, policy.GlobalScope} {
+			tpol, _, _ := store.TopicPoliciesIn(ctx, tp, sc)
+			b, _ := json.Marshal(tpol)
+			out = append(out, string(b))
 		}
 		cl, _ := store.Cluster(ctx, "standalone")
 		return append(out, cl)

@@ -1,8 +1,13 @@
 package admin
 
 import (
+	"encoding/json"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 )
 
 var partitionsTests = []struct {
@@ -96,6 +101,30 @@ func FuzzDecodeEntryResponse(f *testing.F) {
 		resp, err := decodeEntryResponse(b, 1, 2, nil)
 		if err == nil && resp.header.Get("X-Pulsar-Message-ID") != "1:2" {
 			t.Fatalf("no message id header: %v", resp.header)
+		}
+	})
+}
+
+// FuzzTopicPolicyBodies feeds every topic policy's decoder any body: it
+// either refuses it or sets a value that encodes, and never panics.
+func FuzzTopicPolicyBodies(f *testing.F) {
+	for _, s := range []string{"3", "-1", "null", `"BACKWARD"`, "BACKWARD", `{"retentionTimeInMinutes":1}`, `["a"]`, `{"active":true,"tickTime":1}`, "", "{", "1e400"} {
+		for i := range topicPolicies {
+			f.Add(i, []byte(s))
+		}
+	}
+	f.Fuzz(func(t *testing.T, i int, body []byte) {
+		if i < 0 {
+			i = -i
+		}
+		p := topicPolicies[i%len(topicPolicies)]
+		r := httptest.NewRequest(http.MethodPost, "/x", nil)
+		var tp policy.TopicPolicies
+		if p.set(r, body, &tp) != nil {
+			return
+		}
+		if _, err := json.Marshal(p.get(&tp)); err != nil {
+			t.Fatalf("%s: %q decoded to a value that does not encode: %v", p.path, body, err)
 		}
 	})
 }

@@ -48,6 +48,9 @@ type Config struct {
 	// Authz checks each request's role (authz.go); nil allows every
 	// request (authorization off).
 	Authz *auth.Authorizer
+	// TopicDefaults are the broker's values of topic policies
+	// (topicpolicies.go).
+	TopicDefaults TopicDefaults
 }
 
 // DefaultMaxRequestBytes is Config.MaxRequestBytes when zero.
@@ -331,9 +334,7 @@ func (s *Server) routes() {
 		s.handle("POST "+t+"/terminate", s.topicHandler(d, s.terminate))
 		s.handle("POST "+t+"/terminate/partitions", s.topicHandler(d, s.terminatePartitions))
 		s.handle("GET "+t+"/lastMessageId", s.topicHandler(d, s.lastMessageID))
-		s.handle("GET "+t+"/replication", s.topicHandler(d, s.getTopicReplication))
-		s.handle("POST "+t+"/replication", s.topicHandler(d, s.setTopicReplication))
-		s.handle("DELETE "+t+"/replication", s.topicHandler(d, s.removeTopicReplication))
+		s.topicPolicyRoutes(t, d)
 		s.handle("GET "+t+"/ledger/{ledger}/entry/{entry}", s.topicHandler(d, s.entry))
 		s.handle("GET "+t+"/subscription/{sub}/position/{n}", s.topicHandler(d, s.peek))
 		s.handle("GET "+t+"/examinemessage", s.topicHandler(d, s.examineMessage))

@@ -741,45 +741,6 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 	return s.health(w, r)
 }
 
-// getTopicReplication answers a topic's own replication clusters (404
-// when it follows its namespace, as Pulsar answers an unset topic policy
-// with no content).
-func (s *Server) getTopicReplication(w http.ResponseWriter, r *http.Request, name topic.Name) error {
-	tp, found, err := s.cfg.Policies.TopicPolicies(r.Context(), name)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return noContent(w)
-	}
-	return ok(w, tp.ReplicationClusters)
-}
-
-// setTopicReplication sets a topic's own replication clusters: a JSON
-// array of cluster names, which must exist and be allowed by the tenant.
-func (s *Server) setTopicReplication(w http.ResponseWriter, r *http.Request, name topic.Name) error {
-	body, err := readBody(w, r)
-	if err != nil {
-		return err
-	}
-	var clusters []string
-	if err := decodeStrict(body, &clusters); err != nil {
-		return badRequest(err)
-	}
-	if err := s.cfg.Policies.SetTopicReplication(r.Context(), name, clusters); err != nil {
-		return err
-	}
-	return noContent(w)
-}
-
-// removeTopicReplication makes the topic follow its namespace again.
-func (s *Server) removeTopicReplication(w http.ResponseWriter, r *http.Request, name topic.Name) error {
-	if err := s.cfg.Policies.RemoveTopicReplication(r.Context(), name); err != nil {
-		return err
-	}
-	return noContent(w)
-}
-
 // primaryTopic is the topic whose failover policy a .../primary request
 // names: a base topic, not a partition (a partitioned topic's policy is
 // all its partitions').

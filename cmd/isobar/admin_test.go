@@ -503,6 +503,55 @@ func TestAdminAgainstARegion(t *testing.T) {
 		a.ok("namespaces", "delete", "acme/prim")
 	})
 
+	t.Run("topic policies", func(t *testing.T) {
+		a := adminRunner{t, url}
+		const tp = "acme/ns/limited"
+		// Unset policies read as null; set ones as set, in their scope.
+		for _, verb := range []string{"get-max-producers", "get-message-ttl", "get-retention", "get-schema-compatibility-strategy"} {
+			if out := a.ok("topics", verb, tp, "--json"); strings.TrimSpace(out) != "null" {
+				t.Errorf("%s of a fresh topic: %q", verb, out)
+			}
+		}
+		a.ok("topics", "set-max-producers", tp, "--max", "3")
+		a.ok("topics", "set-max-producers", tp, "--max", "7", "--global")
+		a.ok("topics", "set-message-ttl", tp, "--ttl", "1h")
+		a.ok("topics", "set-retention", tp, "--time", "2h", "--size", "-1")
+		a.ok("topics", "set-schema-compatibility-strategy", tp, "--strategy", "backward")
+		a.ok("topics", "set-replication-clusters", tp, "--clusters", cluster)
+		var n int
+		if a.json(&n, "topics", "get-max-producers", tp); n != 3 {
+			t.Errorf("local max producers %d, want 3", n)
+		}
+		if a.json(&n, "topics", "get-max-producers", tp, "--global"); n != 7 {
+			t.Errorf("global max producers %d, want 7", n)
+		}
+		if a.json(&n, "topics", "get-message-ttl", tp); n != 3600 {
+			t.Errorf("message TTL %d, want 3600", n)
+		}
+		if out := a.ok("topics", "get-retention", tp); !strings.Contains(out, "120 minutes") {
+			t.Errorf("retention: %q", out)
+		}
+		if out := a.ok("topics", "get-schema-compatibility-strategy", tp); strings.TrimSpace(out) != "BACKWARD" {
+			t.Errorf("schema compatibility strategy: %q", out)
+		}
+		var cl []string
+		if a.json(&cl, "topics", "get-replication-clusters", tp); !slices.Equal(cl, []string{cluster}) {
+			t.Errorf("replication clusters %v", cl)
+		}
+		a.fails(1, []string{"412"}, "topics", "set-max-message-size", tp, "--max", "1000000000")
+		a.ok("topics", "remove-max-producers", tp)
+		if a.json(&n, "topics", "get-max-producers", tp, "--applied"); n != 7 {
+			t.Errorf("applied max producers without the local one: %d, want the global 7", n)
+		}
+		for _, verb := range []string{"remove-message-ttl", "remove-retention", "remove-schema-compatibility-strategy", "remove-replication-clusters"} {
+			a.ok("topics", verb, tp)
+		}
+		a.ok("topics", "remove-max-producers", tp, "--global")
+		if out := a.ok("topics", "get-message-ttl", tp); !strings.Contains(out, "not set") {
+			t.Errorf("removed message TTL: %q", out)
+		}
+	})
+
 	// Cleanup in dependency order, through the CLI.
 	a.ok("namespaces", "delete", "acme/ns")
 	a.ok("tenants", "delete", "acme")
@@ -544,6 +593,12 @@ func TestAdminUsageErrors(t *testing.T) {
 		{[]string{"topics", "update-properties", "t"}, []string{"--properties"}},
 		{[]string{"topics", "update-properties", "t", "-p", "novalue"}, []string{"key=value"}},
 		{[]string{"topics", "remove-properties", "t"}, []string{"--key"}},
+		{[]string{"topics", "set-max-producers", "t"}, []string{"--max"}},
+		{[]string{"topics", "set-max-consumers", "t", "--max", "-1"}, []string{"--max", "negative"}},
+		{[]string{"topics", "set-message-ttl", "t"}, []string{"--ttl"}},
+		{[]string{"topics", "set-retention", "t", "--time", "1h"}, []string{"--size"}},
+		{[]string{"topics", "set-replication-clusters", "t"}, []string{"--clusters"}},
+		{[]string{"topics", "set-schema-compatibility-strategy", "t", "--strategy", "sideways"}, []string{"--strategy"}},
 		{[]string{"topics", "frobnicate"}, []string{"unknown command", "frobnicate"}},
 		{[]string{"topics"}, []string{"missing command"}},
 		{[]string{"bogus"}, []string{"unknown command"}},

@@ -305,6 +305,7 @@ func (a *adminCmd) topicsCmd() *cobra.Command {
 	cmd.AddCommand(a.topicPrimaryVerbs(&asJSON)...)
 	cmd.AddCommand(a.topicPermissionVerbs(tVerb, &asJSON)...)
 	cmd.AddCommand(a.topicMessageVerbs(tVerb, &asJSON)...)
+	cmd.AddCommand(a.topicPolicyVerbs(tVerb, &asJSON)...)
 	return cmd
 }
 

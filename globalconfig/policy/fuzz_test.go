@@ -54,3 +54,43 @@ func TestPoliciesCaseFolding(t *testing.T) {
 		t.Fatalf("policies = %+v", p)
 	}
 }
+
+// FuzzTopicPoliciesJSON checks that a topic policies record the decoder
+// accepts survives a round trip unchanged, and that checking and merging
+// it do not panic.
+func FuzzTopicPoliciesJSON(f *testing.F) {
+	for _, s := range []string{
+		`{}`,
+		`{"replication_clusters":["a"],"maxProducerPerTopic":3,"messageTTLInSeconds":60}`,
+		`{"retentionPolicies":{"retentionTimeInMinutes":-1,"retentionSizeInMB":10},"maxMessageSize":1024}`,
+		`{"dispatchRate":{"dispatchThrottlingRateInMsg":-1,"ratePeriodInSecond":1},"publishRate":{"publishThrottlingRateInMsg":5}}`,
+		`{"delayedDelivery":{"active":true,"tickTime":1000,"maxDelayInMillis":60000}}`,
+		`{"persistence":{"bookkeeperEnsemble":3,"bookkeeperWriteQuorum":2,"bookkeeperAckQuorum":2,"managedLedgerMaxMarkDeleteRate":1.5}}`,
+		`{"offloadPolicies":{"managedLedgerOffloadDriver":"aws-s3"},"schemaCompatibilityStrategy":"FULL"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var p policy.TopicPolicies
+		if json.Unmarshal(b, &p) != nil {
+			return
+		}
+		_ = p.IsZero()
+		_ = p.Over(policy.TopicPolicies{MaxProducers: new(int)})
+		b1, err := json.Marshal(&p)
+		if err != nil {
+			return // a raw offload value that is not JSON: refused on write
+		}
+		var q policy.TopicPolicies
+		if err := json.Unmarshal(b1, &q); err != nil {
+			t.Fatalf("re-decode %s: %v", b1, err)
+		}
+		b2, err := json.Marshal(&q)
+		if err != nil {
+			t.Fatalf("re-marshal: %v", err)
+		}
+		if !bytes.Equal(b1, b2) {
+			t.Fatalf("round trip changed:\n%s\n%s", b1, b2)
+		}
+	})
+}

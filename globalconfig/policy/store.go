@@ -741,8 +741,12 @@ func (s *Store) DeleteNamespace(ctx context.Context, namespace string) (err erro
 	}
 	tp := namespaceTopicsPrefix(tenant, ns)
 	ok, err := s.txn(ctx, what, []metastore.Cmp{metastore.AtRev(key, kv.Rev), metastore.NoneUnder(tp)}, metastore.DeleteOp(key))
-	if err != nil || ok {
+	if err != nil {
 		return err
+	}
+	if ok {
+		s.deleteTopicPoliciesUnder(ctx, tenant, ns)
+		return nil
 	}
 	kvs, err := s.meta.List(ctx, tp)
 	if err != nil {
