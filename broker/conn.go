@@ -1126,12 +1126,10 @@ func (c *conn) handleGetOrCreateSchema(cmd *pb.CommandGetOrCreateSchema) {
 		fail(err)
 		return
 	}
-	v := make([]byte, 8) // no registry: taken unchecked, as version 0
+	// Without a registry a schema is taken unchecked, as version 0; with
+	// one, a message without a schema (BYTES) gets no version.
+	v := make([]byte, 8)
 	if c.b.deps.Schemas != nil {
-		if _, has := schemaInfo(cmd.GetSchema()); !has {
-			fail(fmt.Errorf("%w: no schema given", wire.ErrIncompatibleSchema))
-			return
-		}
 		if v, err = c.b.useSchema(ctx, name, cmd.GetSchema()); err != nil {
 			fail(err)
 			return

@@ -197,14 +197,15 @@ func (s *Store) Latest(ctx context.Context, n topic.Name) (Version, error) {
 }
 
 // Get returns one version of a topic's schema; ErrNotFound when there is
-// no such version or it was deleted.
+// no such version or it was deleted (a deletion hides every version
+// before it, as in Pulsar).
 func (s *Store) Get(ctx context.Context, n topic.Name, version int64) (Version, error) {
-	vs, err := s.read(ctx, n, false)
+	vs, err := s.All(ctx, n)
 	if err != nil {
 		return Version{}, err
 	}
 	for _, v := range vs {
-		if v.Version == version && !v.Deleted {
+		if v.Version == version {
 			return v, nil
 		}
 	}

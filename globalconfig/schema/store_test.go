@@ -104,8 +104,8 @@ func TestStore(t *testing.T) {
 			if _, err := s.Latest(ctx, n); !errors.Is(err, schema.ErrNotFound) {
 				t.Fatalf("Latest after delete: %v", err)
 			}
-			if _, err := s.Get(ctx, n, 0); err != nil {
-				t.Fatalf("Get 0 after delete: %v (old versions stay readable by number)", err)
+			if _, err := s.Get(ctx, n, 0); !errors.Is(err, schema.ErrNotFound) {
+				t.Fatalf("Get 0 after delete: %v, want ErrNotFound", err)
 			}
 			if _, err := s.Delete(ctx, n); !errors.Is(err, schema.ErrNotFound) {
 				t.Fatalf("Delete twice: %v", err)
