@@ -1100,7 +1100,7 @@ func (c *conn) handleGetSchema(cmd *pb.CommandGetSchema) {
 		return
 	}
 	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
-		RequestId: &id, Schema: schemaPB(name, v), SchemaVersion: SchemaVersionBytes(v.Version),
+		RequestId: &id, Schema: schemaPB(name, v), SchemaVersion: schemaVersionBytes(v.Version),
 	}})
 }
 

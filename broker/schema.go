@@ -63,8 +63,8 @@ func schemaPB(name topic.Name, v schema.Version) *pb.Schema {
 	return out
 }
 
-// SchemaVersionBytes encodes a schema version as the protocol carries it.
-func SchemaVersionBytes(v int64) []byte {
+// schemaVersionBytes encodes a schema version as the protocol carries it.
+func schemaVersionBytes(v int64) []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(v))
 }
 
@@ -121,14 +121,14 @@ func (b *Broker) useSchema(ctx context.Context, name topic.Name, s *pb.Schema) (
 		} else if err != nil {
 			return nil, err
 		} else {
-			return SchemaVersionBytes(v), nil
+			return schemaVersionBytes(v), nil
 		}
 	}
 	v, _, err := reg.Add(ctx, name, st.Strategy, info)
 	if err != nil {
 		return nil, incompatible(err)
 	}
-	return SchemaVersionBytes(v), nil
+	return schemaVersionBytes(v), nil
 }
 
 // checkConsumerSchema checks a consumer's schema: one the topic holds,
