@@ -90,9 +90,15 @@ func Validate(s Schema) error {
 }
 
 // parse parses an Avro definition with a cache of its own, so that named
-// types never leak from one schema into another.
-func parse(s Schema) (avro.Schema, error) {
-	sc, err := avro.ParseBytesWithCache(s.Data, "", &avro.SchemaCache{})
+// types never leak from one schema into another. A definition the parser
+// cannot cope with (it panics) is invalid like any other.
+func parse(s Schema) (sc avro.Schema, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			sc, err = nil, fmt.Errorf("%w: %s definition does not parse: %v", ErrInvalid, s.Type, p)
+		}
+	}()
+	sc, err = avro.ParseBytesWithCache(s.Data, "", &avro.SchemaCache{})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s definition does not parse: %w", ErrInvalid, s.Type, err)
 	}
