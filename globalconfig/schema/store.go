@@ -43,6 +43,8 @@ var (
 	ErrTooLarge = wire.Sentinel(wire.ErrRequestTooLarge, "schema: too large") // 413
 	// ErrConflict: concurrent writers kept changing the topic's schema.
 	ErrConflict = wire.Sentinel(wire.ErrConcurrentModification, "schema: concurrent modification") // 409, retriable
+	// ErrTooMany: a topic has MaxVersions versions, tombstones included.
+	ErrTooMany = wire.Sentinel(wire.ErrPreconditionFailed, "schema: too many versions") // 412
 	// ErrCorrupt: a stored version cannot be decoded.
 	ErrCorrupt = wire.Sentinel(wire.ErrUnknown, "schema: corrupt record") // 500
 )
@@ -50,6 +52,10 @@ var (
 // MaxSchemaBytes bounds a schema definition: each version is one key of
 // the global store, whose requests etcd limits to 1.5 MiB.
 const MaxSchemaBytes = 512 << 10
+
+// MaxVersions bounds a topic's versions, tombstones included (a forced
+// deletion starts over): every write reads them all.
+const MaxVersions = 1000
 
 // Prefix is the prefix of every key of the registry.
 const Prefix = policy.Root + "schemas/"
@@ -295,6 +301,9 @@ func (s *Store) Add(ctx context.Context, n topic.Name, st compat.Strategy, info 
 		if err := compat.Check(st, schemas(vs), compat.Schema{Type: info.Type, Data: info.Data}); err != nil {
 			return 0, false, fmt.Errorf("schema of %s: %w", n.Base(), err)
 		}
+		if err := checkRoom(n, all); err != nil {
+			return 0, false, err
+		}
 		v := Version{Version: next(all), Info: info, Timestamp: s.now().UnixMilli()}
 		ok, err := s.append(ctx, n, v)
 		if err != nil {
@@ -312,6 +321,13 @@ func next(all []Version) int64 {
 		return 0
 	}
 	return all[len(all)-1].Version + 1
+}
+
+func checkRoom(n topic.Name, all []Version) error {
+	if len(all) >= MaxVersions {
+		return fmt.Errorf("schema of %s: %w: %d versions, the maximum (a forced deletion starts over)", n.Base(), ErrTooMany, len(all))
+	}
+	return nil
 }
 
 // append writes v if its key is still free; ok false when another writer
@@ -353,6 +369,9 @@ func (s *Store) Delete(ctx context.Context, n topic.Name) (int64, error) {
 		}
 		if len(live(all)) == 0 {
 			return 0, fmt.Errorf("schema of %s: %w", n.Base(), ErrNotFound)
+		}
+		if err := checkRoom(n, all); err != nil {
+			return 0, err
 		}
 		v := Version{Version: next(all), Timestamp: s.now().UnixMilli(), Deleted: true}
 		v.Type = "NONE"

@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -127,6 +128,25 @@ func TestStore(t *testing.T) {
 			}
 		})
 	}
+	// A topic holds at most MaxVersions versions.
+	full := mustParse(t, "persistent://acme/app/full")
+	for v := range schema.MaxVersions {
+		b, _ := json.Marshal(schema.Version{Version: int64(v), Info: schema.Info{Type: "STRING"}, Deleted: v%2 == 1})
+		if _, err := meta.Put(ctx, schema.Key(full, int64(v)), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s0, _ := schema.New(schema.Config{Meta: meta})
+	if _, _, err := s0.Add(ctx, full, compat.AlwaysCompatible, schema.Info{Type: "INT64"}); !errors.Is(err, schema.ErrTooMany) {
+		t.Fatalf("Add beyond MaxVersions: %v", err)
+	}
+	if err := s0.ForceDelete(ctx, full); err != nil {
+		t.Fatalf("ForceDelete of %d versions: %v", schema.MaxVersions, err)
+	}
+	if v, _, err := s0.Add(ctx, full, compat.AlwaysCompatible, schema.Info{Type: "INT64"}); err != nil || v != 0 {
+		t.Fatalf("Add after ForceDelete = %d %v", v, err)
+	}
+
 	// A corrupt record is reported, not used.
 	n := mustParse(t, "persistent://acme/app/corrupt")
 	if _, err := meta.Put(ctx, schema.Key(n, 0), []byte("{")); err != nil {
