@@ -287,6 +287,14 @@ func (s *Store) Add(ctx context.Context, n topic.Name, st compat.Strategy, info 
 		return 0, false, err
 	}
 	info.Properties = maps.Clone(info.Properties)
+	// A schema the topic holds is found in the local copy, so producers
+	// and consumers that bring one keep working while the global store
+	// cannot be reached.
+	if s.cfg.Cache != nil {
+		if v, err := s.Find(ctx, n, info); err == nil {
+			return v, false, nil
+		}
+	}
 	for range maxAttempts {
 		all, err := s.read(ctx, n, true)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/globalconfig/schema/compat"
 	"github.com/isobar-mq/isobar/internal/testcluster"
+	"github.com/isobar-mq/isobar/metastore/metafault"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -182,5 +183,39 @@ func TestSettingsOf(t *testing.T) {
 	}
 	if _, err = schema.SettingsOf(&p); !errors.Is(err, compat.ErrInvalid) {
 		t.Fatalf("unknown strategy: %v", err)
+	}
+}
+
+// TestStoreUnreachable: with the global store failing, a schema the
+// topic holds is still found through the local copy (producers and
+// consumers that bring it keep working) and a new one fails cleanly.
+func TestStoreUnreachable(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Bookies: 0})
+	ctx := context.Background()
+	meta := c.Connect()
+	cache, err := globalconfig.Start(ctx, globalconfig.Config{Meta: meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cache.Close() })
+	faulty := metafault.Wrap(meta, nil)
+	s, err := schema.New(schema.Config{Meta: faulty, Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := mustParse(t, "persistent://acme/app/t")
+	v1 := schema.Info{Type: "AVRO", Data: []byte(userV1)}
+	if _, _, err := s.Add(ctx, n, compat.Full, v1); err != nil {
+		t.Fatal(err)
+	}
+	faulty.Set(metafault.Always(schema.Prefix, metafault.OpList, metafault.OpTxn, metafault.OpGet))
+	if v, created, err := s.Add(ctx, n, compat.Full, v1); err != nil || v != 0 || created {
+		t.Fatalf("Add of a held schema, store down = %d %v %v", v, created, err)
+	}
+	if v, err := s.Latest(ctx, n); err != nil || v.Version != 0 {
+		t.Fatalf("Latest, store down = %+v %v", v, err)
+	}
+	if _, _, err := s.Add(ctx, n, compat.Full, schema.Info{Type: "AVRO", Data: []byte(userV2)}); err == nil {
+		t.Fatal("a new version was added with the store down")
 	}
 }
