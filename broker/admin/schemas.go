@@ -201,3 +201,15 @@ func (s *Server) schemaVersionOf(w http.ResponseWriter, r *http.Request, name to
 	}
 	return ok(w, map[string]int64{"version": v})
 }
+
+// deleteNamespaceSchemas removes a deleted namespace's schemas, so that a
+// namespace created again under its name starts without them. A failure
+// is logged: the namespace is gone either way.
+func (s *Server) deleteNamespaceSchemas(ctx context.Context, ns string) {
+	if s.cfg.Schemas == nil {
+		return
+	}
+	if err := s.cfg.Schemas.DeleteNamespace(ctx, ns); err != nil {
+		s.log.Warn("deleting the schemas of a deleted namespace failed", "namespace", ns, "err", err)
+	}
+}

@@ -139,4 +139,12 @@ func TestSchemaEndpoints(t *testing.T) {
 	expect("DELETE", base+"/schema?force=true", "", 200, "version")
 	expect("GET", base+"/schema", "", 404, "Schema not found")
 	expect("POST", base+"/schema", post("STRING", ""), 200, `"version":0`)
+
+	// A deleted namespace's schemas go with it.
+	expect("PUT", "/admin/v2/namespaces/public/tmp", "", 204, "")
+	expect("POST", "/admin/v2/schemas/public/tmp/t/schema", post("STRING", ""), 200, `"version":0`)
+	expect("DELETE", "/admin/v2/namespaces/public/tmp", "", 204, "")
+	expect("PUT", "/admin/v2/namespaces/public/tmp", "", 204, "")
+	expect("GET", "/admin/v2/schemas/public/tmp/t/schema", "", 404, "Schema not found")
+	expect("GET", base+"/schema", "", 200, `"version":0`)
 }

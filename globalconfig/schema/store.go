@@ -408,7 +408,32 @@ func (s *Store) ForceDelete(ctx context.Context, n topic.Name) error {
 	if len(keys) == 0 {
 		return fmt.Errorf("schema of %s: %w", n.Base(), ErrNotFound)
 	}
-	// etcd bounds the operations of one transaction (128 by default).
+	if err := s.deleteKeys(ctx, keys); err != nil {
+		return fmt.Errorf("schema of %s: %w", n.Base(), err)
+	}
+	return nil
+}
+
+// DeleteNamespace removes the schemas of every topic of a namespace
+// ("tenant/ns"), which is being deleted.
+func (s *Store) DeleteNamespace(ctx context.Context, namespace string) error {
+	tenant, ns, ok := strings.Cut(namespace, "/")
+	if !ok || tenant == "" || ns == "" || strings.Contains(ns, "/") {
+		return fmt.Errorf("%w: namespace %q is not tenant/namespace", compat.ErrInvalid, namespace)
+	}
+	keys, err := s.cfg.Meta.ListKeys(ctx, Prefix+tenant+"/"+ns+"/")
+	if err == nil {
+		err = s.deleteKeys(ctx, keys)
+	}
+	if err != nil {
+		return fmt.Errorf("schemas of namespace %s: %w", namespace, err)
+	}
+	return nil
+}
+
+// deleteKeys deletes keys in transactions of at most 100 operations
+// (etcd allows 128 by default), then waits for the local copy.
+func (s *Store) deleteKeys(ctx context.Context, keys []string) error {
 	var rev int64
 	for len(keys) > 0 {
 		k := min(len(keys), 100)
@@ -418,10 +443,12 @@ func (s *Store) ForceDelete(ctx context.Context, n topic.Name) error {
 		}
 		_, r, err := s.cfg.Meta.Txn(ctx, nil, ops)
 		if err != nil {
-			return fmt.Errorf("schema of %s: %w", n.Base(), err)
+			return err
 		}
 		rev, keys = r, keys[k:]
 	}
-	s.settle(ctx, rev)
+	if rev > 0 {
+		s.settle(ctx, rev)
+	}
 	return nil
 }

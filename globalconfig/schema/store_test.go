@@ -148,6 +148,24 @@ func TestStore(t *testing.T) {
 		t.Fatalf("Add after ForceDelete = %d %v", v, err)
 	}
 
+	// Deleting a namespace's schemas leaves other namespaces' alone.
+	other := mustParse(t, "persistent://acme/other/t")
+	if _, _, err := s0.Add(ctx, other, compat.Full, schema.Info{Type: "STRING"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s0.DeleteNamespace(ctx, "acme/app"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s0.Latest(ctx, full); !errors.Is(err, schema.ErrNotFound) {
+		t.Fatalf("after DeleteNamespace: %v", err)
+	}
+	if _, err := s0.Latest(ctx, other); err != nil {
+		t.Fatalf("another namespace's schema after DeleteNamespace: %v", err)
+	}
+	if err := s0.DeleteNamespace(ctx, "acme"); !errors.Is(err, compat.ErrInvalid) {
+		t.Fatalf("DeleteNamespace(acme): %v", err)
+	}
+
 	// A corrupt record is reported, not used.
 	n := mustParse(t, "persistent://acme/app/corrupt")
 	if _, err := meta.Put(ctx, schema.Key(n, 0), []byte("{")); err != nil {
