@@ -11,6 +11,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/globalconfig/schema"
 )
 
 // adminEnv is a broker with small limits (so that every request stays
@@ -32,8 +33,13 @@ func adminEnv(t testing.TB) (*env, http.Handler) {
 		c.Limits.MaxTopicsPerNamespace = 64
 		c.Limits.MaxAdminRequestBytes = 64 << 10
 	})
+	schemas, err := schema.New(schema.Config{Meta: e.cl.Connect()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := admin.New(admin.Config{Policies: e.pol, Topics: e.b.Admin(), Cluster: "test", MaxRequestBytes: 64 << 10,
-		AutoTopicCreation: policy.AutoTopicCreation{AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned}})
+		AutoTopicCreation: policy.AutoTopicCreation{AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned},
+		Schemas:           schemas})
 	return e, h
 }
 
@@ -85,6 +91,13 @@ var adminSeeds = []struct{ method, path, body string }{
 	{"DELETE", "/admin/v2/persistent/public/default/t-partition-1/permissions/alice", ""},
 	{"GET", "/admin/v2/non-persistent/public/default/t/permissions", ""},
 	{"PUT", "/admin/v2/namespaces/public/auth", `{"auth_policies":{"destination_auth":{"persistent://public/auth/t":{"r":["produce","sinks"]}},"subscription_auth_roles":{"s":[]}}}`},
+	{"POST", "/admin/v2/schemas/public/default/t/schema", `{"type":"AVRO","schema":"{\"type\":\"record\",\"name\":\"U\",\"fields\":[{\"name\":\"a\",\"type\":\"long\"}]}"}`},
+	{"POST", "/admin/v2/schemas/public/default/t/compatibility", `{"type":"AVRO","schema":"{\"type\":\"record\",\"name\":\"U\",\"fields\":[{\"name\":\"b\",\"type\":[\"null\",{\"type\":\"array\",\"items\":\"U\"}]}]}"}`},
+	{"POST", "/admin/v2/schemas/public/default/t/schema", `{"type":"JSON","schema":"{\"type\":\"enum\",\"name\":\"E\",\"symbols\":[]}"}`},
+	{"POST", "/admin/v2/schemas/public/default/t/version", `{"type":"STRING","schema":""}`},
+	{"GET", "/admin/v2/schemas/public/default/t/schema/9223372036854775807", ""},
+	{"GET", "/admin/v2/schemas/public/default/t-partition-1/schemas", ""},
+	{"DELETE", "/admin/v2/schemas/public/default/t/schema?force=true", ""},
 }
 
 // FuzzAdminAPI sends any method, path and body to a real admin server over

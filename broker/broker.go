@@ -28,6 +28,7 @@ import (
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
@@ -250,6 +251,13 @@ type Deps struct {
 	// granted, which authorization checks (Config.Auth); required with
 	// authorization on.
 	AuthPolicies auth.PolicySource
+	// Schemas is the schema registry (docs/schemas.md); nil: clients'
+	// schemas are taken unchecked and unstored, and none are served.
+	Schemas *schema.Store
+	// SchemaSettings returns the schema settings that apply to a topic
+	// (its namespace's); nil means Pulsar's defaults (FULL, validation
+	// not enforced, auto-update allowed).
+	SchemaSettings func(ctx context.Context, name topic.Name) (schema.Settings, error)
 	// OnDrained runs during Shutdown once every topic is unloaded and
 	// before connections close: the place to give up bundle ownership so
 	// that clients reconnect elsewhere.

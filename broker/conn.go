@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -578,6 +580,14 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		c.sendError(reqID, err)
 		return
 	}
+	if p.replFrom == "" {
+		// Replicator producers copy entries whose schema versions the
+		// global registry already holds.
+		if p.schemaV, err = c.b.useSchema(ctx, name, cmd.GetSchema()); err != nil {
+			c.sendError(reqID, err)
+			return
+		}
+	}
 	c.mu.Lock()
 	if _, dup := c.producers[pid]; dup {
 		c.mu.Unlock()
@@ -614,7 +624,7 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		// Not ready yet: the client keeps waiting for a second
 		// PRODUCER_SUCCESS, sent by producerReady.
 		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
-			RequestId: &reqID, ProducerName: &pname, LastSequenceId: proto64(-1), ProducerReady: boolp(false),
+			RequestId: &reqID, ProducerName: &pname, LastSequenceId: proto64(-1), ProducerReady: boolp(false), SchemaVersion: p.schemaV,
 		}})
 		return
 	}
@@ -626,7 +636,7 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		return
 	}
 	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
-		RequestId: &reqID, ProducerName: &pname, LastSequenceId: &lastSeq, ProducerReady: boolp(true),
+		RequestId: &reqID, ProducerName: &pname, LastSequenceId: &lastSeq, ProducerReady: boolp(true), SchemaVersion: p.schemaV,
 	}})
 }
 
@@ -634,7 +644,7 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 func (c *conn) producerReady(p *producer, lastSeq int64) {
 	reqID, name := p.reqID, p.name
 	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
-		RequestId: &reqID, ProducerName: &name, LastSequenceId: &lastSeq, ProducerReady: boolp(true),
+		RequestId: &reqID, ProducerName: &name, LastSequenceId: &lastSeq, ProducerReady: boolp(true), SchemaVersion: p.schemaV,
 	}})
 }
 
@@ -821,6 +831,10 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 			c.sendError(reqID, err)
 			return
 		}
+	}
+	if err := c.b.checkConsumerSchema(ctx, name, cmd.GetSchema()); err != nil {
+		c.sendError(reqID, err)
+		return
 	}
 	k := &consumer{
 		c: c, id: cid, name: cmd.GetConsumerName(), priority: cmd.GetPriorityLevel(),
@@ -1058,8 +1072,8 @@ func (c *conn) handleGetTopics(cmd *pb.CommandGetTopicsOfNamespace) {
 	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_TOPICS_OF_NAMESPACE_RESPONSE.Enum(), GetTopicsOfNamespaceResponse: resp})
 }
 
-// handleGetSchema says no schema is stored (Isobar has no schema
-// registry) to a role that may look the topic up.
+// handleGetSchema serves a topic's schema, the latest or the version
+// asked for, to a role that may look the topic up.
 func (c *conn) handleGetSchema(cmd *pb.CommandGetSchema) {
 	id := cmd.GetRequestId()
 	fail := func(err error) {
@@ -1079,13 +1093,34 @@ func (c *conn) handleGetSchema(cmd *pb.CommandGetSchema) {
 		fail(err)
 		return
 	}
+	reg := c.b.deps.Schemas
+	if reg == nil {
+		fail(fmt.Errorf("%w: no schema stored for the topic (this broker has no schema registry)", wire.ErrTopicNotFound))
+		return
+	}
+	var v schema.Version
+	if b := cmd.GetSchemaVersion(); len(b) == 0 {
+		v, err = reg.Latest(ctx, name)
+	} else if len(b) != 8 {
+		err = fmt.Errorf("%w: a schema version is 8 bytes, not %d", ErrInvalidArgument, len(b))
+	} else {
+		v, err = reg.Get(ctx, name, int64(binary.BigEndian.Uint64(b)))
+	}
+	if errors.Is(err, schema.ErrNotFound) {
+		err = fmt.Errorf("%w: %w", wire.ErrTopicNotFound, err) // what Pulsar answers
+	}
+	if err != nil {
+		fail(err)
+		return
+	}
 	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
-		RequestId: &id, ErrorCode: pb.ServerError_TopicNotFound.Enum(), ErrorMessage: strp("no schema stored for the topic (Isobar has no schema registry)"),
+		RequestId: &id, Schema: schemaPB(name, v), SchemaVersion: schemaVersionBytes(v.Version),
 	}})
 }
 
-// handleGetOrCreateSchema accepts a producer's schema, unstored, from a
-// role that may produce to the topic.
+// handleGetOrCreateSchema returns the version of a producer's schema,
+// adding it if the namespace's strategy allows, for a role that may
+// produce to the topic.
 func (c *conn) handleGetOrCreateSchema(cmd *pb.CommandGetOrCreateSchema) {
 	id := cmd.GetRequestId()
 	fail := func(err error) {
@@ -1105,8 +1140,17 @@ func (c *conn) handleGetOrCreateSchema(cmd *pb.CommandGetOrCreateSchema) {
 		fail(err)
 		return
 	}
+	// Without a registry a schema is taken unchecked, as version 0; with
+	// one, a message without a schema (BYTES) gets no version.
+	v := make([]byte, 8)
+	if c.b.deps.Schemas != nil {
+		if v, err = c.b.useSchema(ctx, name, cmd.GetSchema()); err != nil {
+			fail(err)
+			return
+		}
+	}
 	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE.Enum(), GetOrCreateSchemaResponse: &pb.CommandGetOrCreateSchemaResponse{
-		RequestId: &id, SchemaVersion: make([]byte, 8),
+		RequestId: &id, SchemaVersion: v,
 	}})
 }
 

@@ -18,6 +18,7 @@ type producer struct {
 	since    time.Time
 	reqID    uint64 // the PRODUCER request (answered again when a wait ends)
 	replFrom string // a replicator producer: the source cluster
+	schemaV  []byte // the version of its schema (nil: none), sent in PRODUCER_SUCCESS
 
 	msgIn, bytesIn atomic.Int64
 }

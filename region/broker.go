@@ -21,6 +21,7 @@ import (
 	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/broker/primary"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/observability"
@@ -275,8 +276,27 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	// Schemas live beside the namespaces: in the global store, read
+	// through its cache, or in the region's own store without one.
+	sc := schema.Config{Meta: globalMeta, Logger: c.logger}
+	if c.pol.cache != nil {
+		sc.Cache = c.pol.cache
+	}
+	schemas, err := schema.New(sc)
+	if err != nil {
+		return err
+	}
+	schemaSettings := func(ctx context.Context, name topic.Name) (schema.Settings, error) {
+		p, err := pol.Namespace(ctx, name.NamespaceName())
+		if err != nil {
+			return schema.Settings{}, err
+		}
+		return schema.SettingsOf(p)
+	}
 	autoCreate := policy.AutoTopicCreation{AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned}
 	b, err = broker.New(bc, broker.Deps{
+		Schemas:        schemas,
+		SchemaSettings: schemaSettings,
 		Meta:           c.store,
 		Ledgers:        c.ledgers,
 		Placement:      placement,
@@ -306,6 +326,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		MaxRequestBytes:   limits.MaxAdminRequestBytes,
 		Authz:             b.Authorizer(),
 		TopicDefaults:     admin.TopicDefaults{MaxMessageSize: bc.MaxMessageSize, MaxUnackedPerConsumer: limits.MaxUnackedPerConsumer},
+		Schemas:           schemas,
 	})
 	mux := http.NewServeMux()
 	health := c.deps.Health

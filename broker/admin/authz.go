@@ -19,6 +19,11 @@ import (
 //     operations (peeking at its messages among them) need consume
 //     permission on it, everything else the tenant's admins;
 //   - lookups: produce or consume permission;
+//   - schemas: reading a topic's schema, testing a schema's
+//     compatibility or asking its version needs produce or consume
+//     permission, adding a version produce permission (a producer adds
+//     one through the binary protocol anyway), deleting the schema the
+//     tenant's admins;
 //   - brokers: any role checks health and readiness, superusers list
 //     them;
 //   - anything else: superusers.
@@ -49,6 +54,18 @@ func (s *Server) authorize(r *http.Request, pattern string) error {
 		return a.SuperUser(role, "create, change or delete tenants")
 	case strings.HasPrefix(path, v2+"/namespaces/"):
 		return a.TenantAdmin(ctx, role, tenant, "manage namespaces of tenant "+tenant)
+	case strings.HasPrefix(path, v2+"/schemas/"):
+		name, err := topic.Parse("persistent://" + tenant + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic"))
+		if err != nil {
+			return err // the handler would refuse the name too
+		}
+		switch {
+		case method == http.MethodDelete:
+			return a.TenantAdmin(ctx, role, tenant, "delete the schema of "+name.String())
+		case method == http.MethodPost && strings.HasSuffix(path, "/schema"):
+			return a.Produce(ctx, role, name)
+		}
+		return a.Lookup(ctx, role, name)
 	case path == v2+"/brokers/health" || path == v2+"/brokers/ready":
 		return nil
 	case strings.HasPrefix(path, v2+"/brokers"):

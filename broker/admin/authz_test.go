@@ -17,6 +17,8 @@ import (
 	"github.com/isobar-mq/isobar/auth"
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/globalconfig/schema"
+	"github.com/isobar-mq/isobar/globalconfig/schema/compat"
 	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -68,7 +70,14 @@ func TestEndpointAuthorization(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := admin.Config{Policies: store, Topics: ft, Cluster: "standalone", Authz: auth.NewAuthorizer(srv, policy.AuthSource{Store: store})}
+	schemas, err := schema.New(schema.Config{Meta: c.Connect()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := schemas.Add(ctx, tp, compat.Full, schema.Info{Type: "STRING"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := admin.Config{Policies: store, Topics: ft, Cluster: "standalone", Authz: auth.NewAuthorizer(srv, policy.AuthSource{Store: store}), Schemas: schemas}
 	hs := httptest.NewServer(srv.HTTP(admin.New(cfg)))
 	t.Cleanup(hs.Close)
 
@@ -100,8 +109,9 @@ func TestEndpointAuthorization(t *testing.T) {
 		"tadmin":  {"root", "acme-admin"},
 		"lookup":  {"root", "acme-admin", "writer", "reader"},
 		"consume": {"root", "acme-admin", "reader"},
+		"produce": {"root", "acme-admin", "writer"},
 	}
-	const ns, tt = "/admin/v2/namespaces/acme/app", "/admin/v2/persistent/acme/app/t"
+	const ns, tt, sc = "/admin/v2/namespaces/acme/app", "/admin/v2/persistent/acme/app/t", "/admin/v2/schemas/acme/app/t"
 	endpoints := []struct{ method, path, body, level string }{
 		{"GET", "/admin/v2/clusters", "", "any"},
 		{"GET", "/admin/v2/clusters/standalone", "", "any"},
@@ -148,6 +158,15 @@ func TestEndpointAuthorization(t *testing.T) {
 		{"DELETE", tt + "/dispatchRate", "", "tadmin"},
 		{"POST", tt + "/replication", `["standalone"]`, "tadmin"},
 		{"GET", "/lookup/v2/topic/persistent/acme/app/t", "", "lookup"},
+		{"GET", sc + "/schema", "", "lookup"},
+		{"GET", sc + "/schema/0", "", "lookup"},
+		{"GET", sc + "/schemas", "", "lookup"},
+		{"POST", sc + "/compatibility", `{"type":"INT64","schema":""}`, "lookup"},
+		{"POST", sc + "/version", `{"type":"STRING","schema":""}`, "lookup"},
+		// (Refused as incompatible once allowed, so the order does not
+		// matter.)
+		{"POST", sc + "/schema", `{"type":"INT64","schema":""}`, "produce"},
+		{"DELETE", "/admin/v2/schemas/acme/app/none/schema", "", "tadmin"},
 		{"GET", "/admin/v2/brokers/health", "", "any"},
 		{"GET", "/admin/v2/brokers/standalone", "", "super"},
 	}
@@ -171,7 +190,8 @@ func TestEndpointAuthorization(t *testing.T) {
 			out = append(out, string(b))
 		}
 		cl, _ := store.Cluster(ctx, "standalone")
-		return append(out, cl)
+		vs, _ := schemas.All(ctx, tp)
+		return append(out, cl, vs)
 	}
 
 	// Refusals first: every refused call leaves everything as it was.

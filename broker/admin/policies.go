@@ -255,6 +255,7 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err := s.cfg.Policies.DeleteNamespace(ctx, ns); err != nil {
 		return err
 	}
+	s.deleteNamespaceSchemas(ctx, ns)
 	return noContent(w)
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/isobar-mq/isobar/auth"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
 )
@@ -51,6 +52,9 @@ type Config struct {
 	// TopicDefaults are the broker's values of topic policies
 	// (topicpolicies.go).
 	TopicDefaults TopicDefaults
+	// Schemas is the schema registry; nil makes the schema endpoints
+	// answer 503.
+	Schemas *schema.Store
 }
 
 // DefaultMaxRequestBytes is Config.MaxRequestBytes when zero.
@@ -352,6 +356,15 @@ func (s *Server) routes() {
 		}
 		s.handle("GET /lookup/v2/topic/"+string(d)+"/{tenant}/{namespace}/{topic}", s.topicHandler(d, s.lookup))
 	}
+	// Schemas (schemas.go).
+	sc := v2 + "/schemas/{tenant}/{namespace}/{topic}"
+	s.handle("GET "+sc+"/schema", s.schemaHandler(s.getSchema))
+	s.handle("GET "+sc+"/schema/{version}", s.schemaHandler(s.getSchemaVersion))
+	s.handle("GET "+sc+"/schemas", s.schemaHandler(s.getAllSchemas))
+	s.handle("POST "+sc+"/schema", s.schemaHandler(s.postSchema))
+	s.handle("DELETE "+sc+"/schema", s.schemaHandler(s.deleteSchema))
+	s.handle("POST "+sc+"/compatibility", s.schemaHandler(s.testCompatibility))
+	s.handle("POST "+sc+"/version", s.schemaHandler(s.schemaVersionOf))
 	// Brokers.
 	s.handle("GET "+v2+"/brokers/health", s.health)
 	s.handle("GET "+v2+"/brokers/ready", s.ready)
