@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 
 	"github.com/isobar-mq/isobar/auth"
@@ -289,16 +290,23 @@ func (s *Server) routes() {
 	s.handle("PUT "+ns, s.createNamespace)
 	s.handle("DELETE "+ns, s.deleteNamespace)
 	s.handle("GET "+ns+"/topics", s.namespaceTopics)
-	for _, p := range namespacePolicies {
+	for _, p := range slices.Concat(namespacePolicies, s.settingsPolicies()) {
 		s.handle("GET "+ns+"/"+p.path, s.getNSPolicy(p))
 		if p.set != nil {
-			s.handle("POST "+ns+"/"+p.path, s.setNSPolicy(p))
+			method := p.setMethod
+			if method == "" {
+				method = http.MethodPost
+			}
+			s.handle(method+" "+ns+"/"+p.path, s.setNSPolicy(p))
 		}
 		if p.remove != nil {
 			s.handle("DELETE "+ns+"/"+p.path, s.removeNSPolicy(p))
 		}
 	}
 	s.handle("GET "+ns+"/backlogQuotaMap", s.getNSPolicy(backlogQuotaPolicy))
+	s.handle("GET "+ns+"/property/{key}", s.getProperty)
+	s.handle("PUT "+ns+"/property/{key}/{value}", s.setProperty)
+	s.handle("DELETE "+ns+"/property/{key}", s.removeProperty)
 	s.handle("GET "+ns+"/permissions", s.namespacePermissions)
 	s.handle("POST "+ns+"/permissions/{role}", s.grantNamespacePermission)
 	s.handle("DELETE "+ns+"/permissions/{role}", s.revokeNamespacePermission)
