@@ -27,6 +27,10 @@ type Config struct {
 	Policies *policy.Store
 	// Topics is the broker. Nil makes every topic endpoint answer 503.
 	Topics Topics
+	// Brokers is the broker's view of its region, for the leader and
+	// dynamic configuration endpoints (brokers.go). Nil makes them
+	// answer 503.
+	Brokers Brokers
 	// Cluster is the local cluster name. Required.
 	Cluster string
 	// Logger receives request failures; nil discards them.
@@ -354,5 +358,12 @@ func (s *Server) routes() {
 	// Brokers.
 	s.handle("GET "+v2+"/brokers/health", s.health)
 	s.handle("GET "+v2+"/brokers/ready", s.ready)
+	s.handle("GET "+v2+"/brokers", s.listActiveBrokers)
 	s.handle("GET "+v2+"/brokers/{cluster}", s.brokers)
+	s.handle("GET "+v2+"/brokers/leaderBroker", s.leaderBroker)
+	s.handle("GET "+v2+"/brokers/configuration", s.dynamicConfigNames)
+	s.handle("GET "+v2+"/brokers/configuration/values", s.dynamicConfigValues)
+	s.handle("GET "+v2+"/brokers/configuration/runtime", s.runtimeConfig)
+	s.handle("POST "+v2+"/brokers/configuration/{name}/{value}", s.setDynamicConfig)
+	s.handle("DELETE "+v2+"/brokers/configuration/{name}", s.deleteDynamicConfig)
 }
