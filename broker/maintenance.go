@@ -68,6 +68,8 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.policy.BacklogLimit, t.policy.BacklogPolicy = pol.BacklogLimit, pol.BacklogPolicy
 	t.policy.ReplicationClusters = pol.ReplicationClusters
 	t.policy.Failover = pol.Failover
+	t.policy.MaxProducers, t.policy.MaxConsumers = pol.MaxProducers, pol.MaxConsumers
+	t.policy.MaxSubscriptionConsumers, t.policy.MaxTopics = pol.MaxSubscriptionConsumers, pol.MaxTopics
 	if pol.Failover.Mode == policy.ActiveStandby {
 		t.dedupOn = true
 	}

@@ -63,6 +63,9 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 		}
 	}
 	out.Deduplication = pol.DeduplicationEnabled != nil && *pol.DeduplicationEnabled
+	out.MaxProducers, out.MaxConsumers = pol.MaxProducersPerTopic, pol.MaxConsumersPerTopic
+	out.MaxSubscriptionConsumers, out.MaxTopics = pol.MaxConsumersPerSubscription, pol.MaxTopicsPerNamespace
+	out.Persistence = pol.Persistence
 	// The store refuses values these conversions cannot represent, on
 	// write and on read; they still fail rather than wrap.
 	if r := pol.RetentionPolicies; r != nil {

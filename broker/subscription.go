@@ -96,10 +96,18 @@ func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *cons
 		durable = false
 	}
 	st := cmd.GetSubType()
+	user := !strings.HasPrefix(name, ReservedPrefix) && !strings.HasPrefix(name, replication.Prefix)
+	maxTopic, maxSub := t.consumerLimits()
+	if n := t.consumerCount(); user && maxTopic > 0 && n >= maxTopic {
+		return fmt.Errorf("%w: topic %s has %d consumers (maxConsumersPerTopic %d)", ErrTooManyConsumers, t.name, n, maxTopic)
+	}
 	s, err := t.subscription(name, func() (*subscription, error) {
 		s := newSubscription(t, name, st, durable)
 		if t.ml == nil {
 			return s, nil
+		}
+		if durable && user && !t.b.autoSubscriptionAllowed() && !slices.Contains(t.ml.Cursors(), name) {
+			return nil, fmt.Errorf("%w: %s on %s (allowAutoSubscriptionCreation is false)", ErrNoAutoSubscription, name, t.name)
 		}
 		if durable {
 			initial := mledger.Latest
@@ -128,7 +136,10 @@ func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *cons
 	if err != nil {
 		return err
 	}
-	return s.addConsumer(k, st)
+	if !user {
+		maxSub = 0
+	}
+	return s.addConsumer(k, st, maxSub)
 }
 
 // endPosition is the position just after the last entry.
@@ -212,11 +223,16 @@ func (t *Topic) findByTime(ctx context.Context, ts time.Time) (Position, error) 
 }
 
 // addConsumer attaches k, enforcing the subscription type's rules.
-func (s *subscription) addConsumer(k *consumer, st pb.CommandSubscribe_SubType) error {
+// addConsumer attaches k to the subscription, which may have at most max
+// consumers (0: no limit).
+func (s *subscription) addConsumer(k *consumer, st pb.CommandSubscribe_SubType, max int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return fmt.Errorf("%w: subscription %s is closing", ErrNotOwner, s.name)
+	}
+	if max > 0 && len(s.consumers) >= max {
+		return fmt.Errorf("%w: subscription %s of %s has %d consumers (maxConsumersPerSubscription %d)", ErrTooManySubConsumers, s.name, s.t.name, len(s.consumers), max)
 	}
 	if err := s.checkRangesLocked(k, st); err != nil {
 		return err

@@ -160,6 +160,9 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 	if _, ok := t.producers[p.name]; ok {
 		return 0, fmt.Errorf("%w: producer with name '%s' is already connected to topic %s", wire.ErrProducerBusy, p.name, t.name)
 	}
+	if max := t.maxProducersLocked(); max > 0 && len(t.producers) >= max {
+		return 0, fmt.Errorf("%w: topic %s has %d producers (maxProducersPerTopic %d)", ErrTooManyProducers, t.name, len(t.producers), max)
+	}
 	for _, o := range t.producers {
 		conflict := o.access != pb.ProducerAccessMode_Shared || p.access != pb.ProducerAccessMode_Shared
 		switch {
