@@ -14,14 +14,14 @@ import (
 // (for topics: Limits.MaxTopicsPerNamespace). 0 is no limit. A change to a
 // namespace's policy reaches its loaded topics with the next maintenance
 // round (Config.MaintenanceInterval); a dynamic setting within moments.
-// The errors carry Pulsar's messages.
+// The errors carry Pulsar's messages after their package's name.
 var (
-	ErrTooManyProducers    = wire.Sentinel(wire.ErrProducerBusy, "Topic reached max producers limit")
-	ErrTooManyConsumers    = wire.Sentinel(wire.ErrConsumerBusy, "Topic reached max consumers limit")
-	ErrTooManySubConsumers = wire.Sentinel(wire.ErrConsumerBusy, "Subscription reached max consumers limit")
+	ErrTooManyProducers    = wire.Sentinel(wire.ErrProducerBusy, "broker: Topic reached max producers limit")
+	ErrTooManyConsumers    = wire.Sentinel(wire.ErrConsumerBusy, "broker: Topic reached max consumers limit")
+	ErrTooManySubConsumers = wire.Sentinel(wire.ErrConsumerBusy, "broker: Subscription reached max consumers limit")
 	// ErrNoAutoSubscription: the subscription does not exist and the
 	// dynamic setting allowAutoSubscriptionCreation is false.
-	ErrNoAutoSubscription = wire.Sentinel(wire.ErrSubscriptionNotFound, "Subscription does not exist")
+	ErrNoAutoSubscription = wire.Sentinel(wire.ErrSubscriptionNotFound, "broker: Subscription does not exist")
 )
 
 // dynamicSnapshot is a read of the dynamic settings and the revision of

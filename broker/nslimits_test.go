@@ -55,7 +55,7 @@ func setNS(t *testing.T, e *env, ns string, fn func(p *policy.Policies)) {
 
 func wantRefused(t *testing.T, what string, r *pb.CommandError, code pb.ServerError, msg string) {
 	t.Helper()
-	if r == nil || r.GetError() != code || !strings.HasPrefix(r.GetMessage(), msg) {
+	if r == nil || r.GetError() != code || !strings.Contains(r.GetMessage(), msg) {
 		t.Fatalf("%s: %v, want %v %q", what, r, code, msg)
 	}
 }
