@@ -94,13 +94,17 @@ type NamespacePolicy struct {
 	BacklogLimit  int64
 	BacklogPolicy BacklogPolicy
 	// MaxProducers and MaxConsumers bound the producers and consumers of
-	// a topic, MaxConsumersPerSubscription those of one subscription,
-	// MaxSubscriptions a topic's subscriptions (the broker's own cursors
-	// not counted) and MaxMessageSize its messages, in bytes, below the
-	// broker's Config.MaxMessageSize; zero is no limit. They come from the
-	// topic's own policies (TopicPolicies).
-	MaxProducers, MaxConsumers, MaxConsumersPerSubscription int
-	MaxSubscriptions, MaxMessageSize                        int
+	// a topic, MaxConsumersPerSubscription those of one subscription and
+	// MaxTopics the namespace's topics in the region; 0 is no limit, nil:
+	// the region's dynamic setting of the same name applies
+	// (nslimits.go). The namespace's policies set them; a topic's own
+	// (TopicPolicies) override the first three.
+	MaxProducers, MaxConsumers, MaxConsumersPerSubscription, MaxTopics *int
+	// MaxSubscriptions bounds a topic's subscriptions (the broker's own
+	// cursors not counted) and MaxMessageSize its messages, in bytes,
+	// below the broker's Config.MaxMessageSize; zero is no limit. They
+	// come from the topic's own policies.
+	MaxSubscriptions, MaxMessageSize int
 	// MaxUnackedPerConsumer replaces Limits.MaxUnackedPerConsumer for
 	// the topic (the topic's maxUnackedMessagesOnConsumer): zero keeps the
 	// broker's, negative is no limit.
@@ -127,6 +131,9 @@ type NamespacePolicy struct {
 	// this region (then the same over TLS); ForTopic applies them.
 	TopicFailover    map[string]policy.Failover
 	TopicPrimaryURLs map[string][4]string
+	// Persistence, when set, gives the namespace's new ledgers their
+	// ensemble size and quorums instead of broker.ledger's.
+	Persistence *policy.PersistencePolicies
 }
 
 // ForTopic is the policy of the topic name: the namespace's, with the
@@ -410,6 +417,9 @@ type Broker struct {
 	hb       *mledger.ManagedLedger
 	hbCursor *mledger.Cursor
 
+	// dyn are the region's dynamic settings, as last read (nslimits.go).
+	dyn atomic.Pointer[dynamicSnapshot]
+
 	// syncDue are topics whose subscription states are shipped or
 	// applied in the next round (substate.go).
 	syncMu  sync.Mutex
@@ -417,7 +427,7 @@ type Broker struct {
 	origins sync.Map // region names, interned
 
 	wg    sync.WaitGroup // accept loops and connections
-	maint sync.WaitGroup // the maintenance and subscription-state loops
+	maint sync.WaitGroup // the maintenance, subscription-state and dynamic-settings loops
 }
 
 // topicSlot is a loaded topic or one being loaded (ready closed when done).
@@ -461,9 +471,10 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		cancel()
 		return nil, fmt.Errorf("broker: metrics: %w", err)
 	}
-	b.maint.Add(2)
+	b.maint.Add(3)
 	go func() { defer b.maint.Done(); b.maintain() }()
 	go func() { defer b.maint.Done(); b.subSyncLoop() }()
+	go func() { defer b.maint.Done(); b.watchDynamic() }()
 	return b, nil
 }
 
@@ -785,7 +796,7 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 	}
 	mlName := MLName(name)
 	if mode == create || mode == autoCreate && pol.AutoCreate {
-		if err := b.checkNewTopic(ctx, name); err != nil {
+		if err := b.checkNewTopic(ctx, name, pol); err != nil {
 			return nil, err
 		}
 	}
@@ -808,7 +819,7 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 			return nil, err
 		}
 	}
-	ml, err := mledger.Open(ctx, b.ledgerDeps(), b.cfg.Ledger, mlName)
+	ml, err := mledger.Open(ctx, b.ledgerDeps(), ledgerConfig(b.cfg.Ledger, pol), mlName)
 	if err != nil {
 		return nil, err
 	}
@@ -825,8 +836,9 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 // about to be loaded with permission to create it: when it is not stored
 // yet, and is not a partition of a partitioned topic (whose partitions
 // were counted when it was created), it must fit.
-func (b *Broker) checkNewTopic(ctx context.Context, name topic.Name) error {
-	if b.cfg.Limits.MaxTopicsPerNamespace <= 0 {
+func (b *Broker) checkNewTopic(ctx context.Context, name topic.Name, pol NamespacePolicy) error {
+	max := b.maxTopics(pol)
+	if max <= 0 {
 		return nil
 	}
 	if _, err := b.deps.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, MLName(name))); err == nil {
@@ -843,7 +855,7 @@ func (b *Broker) checkNewTopic(ctx context.Context, name topic.Name) error {
 			return nil
 		}
 	}
-	return b.CheckTopicQuota(ctx, name.NamespaceName(), 1)
+	return b.checkTopicQuota(ctx, name.NamespaceName(), 1, max)
 }
 
 // unloadTopic closes t (clients are told to reconnect) and forgets it.

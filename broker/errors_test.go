@@ -14,6 +14,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/dynconfig"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
@@ -42,6 +43,10 @@ func TestSentinelKinds(t *testing.T) {
 		{"broker.ErrTooManyProducers", broker.ErrTooManyProducers, wire.ErrProducerBusy},
 		{"broker.ErrTooManyConsumers", broker.ErrTooManyConsumers, wire.ErrConsumerBusy},
 		{"broker.ErrTooManySubscriptions", broker.ErrTooManySubscriptions, wire.ErrPreconditionFailed},
+		{"broker.ErrTooManySubConsumers", broker.ErrTooManySubConsumers, wire.ErrConsumerBusy},
+		{"broker.ErrNoAutoSubscription", broker.ErrNoAutoSubscription, wire.ErrSubscriptionNotFound},
+		{"dynconfig.ErrUnknown", dynconfig.ErrUnknown, wire.ErrPreconditionFailed},
+		{"dynconfig.ErrInvalid", dynconfig.ErrInvalid, wire.ErrPreconditionFailed},
 
 		{"admin.ErrTopicNotFound", admin.ErrTopicNotFound, wire.ErrTopicNotFound},
 		{"admin.ErrSubscriptionNotFound", admin.ErrSubscriptionNotFound, wire.ErrSubscriptionNotFound},

@@ -137,26 +137,29 @@ func (l Limits) WithDefaults() Limits {
 // NotAllowedError on the binary protocol).
 var ErrTooManyTopics = wire.Sentinel(wire.ErrPreconditionFailed, "broker: too many topics in the namespace")
 
-// ErrTooManyProducers and ErrTooManyConsumers: a new producer or
-// consumer would pass the topic's maxProducers, maxConsumers or
-// maxConsumersPerSubscription (ProducerBusy and ConsumerBusy on the
-// binary protocol, as Pulsar).
-var (
-	ErrTooManyProducers = wire.Sentinel(wire.ErrProducerBusy, "broker: too many producers")
-	ErrTooManyConsumers = wire.Sentinel(wire.ErrConsumerBusy, "broker: too many consumers")
-)
-
 // ErrTooManySubscriptions: a new subscription would pass the topic's
 // maxSubscriptionsPerTopic (412; NotAllowedError on the binary
 // protocol, as Pulsar).
 var ErrTooManySubscriptions = wire.Sentinel(wire.ErrPreconditionFailed, "broker: too many subscriptions on the topic")
 
-// CheckTopicQuota reports, when Limits.MaxTopicsPerNamespace is set,
-// whether namespace ns may get adding more topics (a partitioned topic
-// counts its partitions). Concurrent creations may pass it together: the
+// CheckTopicQuota reports, when namespace ns has a topic limit (its
+// maxTopicsPerNamespace policy, else the dynamic setting, else
+// Limits.MaxTopicsPerNamespace), whether it may get adding more topics (a
+// partitioned topic counts its partitions). Concurrent creations may pass it together: the
 // limit can be overshot by the creations in flight, as in Pulsar.
 func (b *Broker) CheckTopicQuota(ctx context.Context, ns string, adding int) error {
-	max := b.cfg.Limits.MaxTopicsPerNamespace
+	if adding <= 0 {
+		return nil
+	}
+	pol, err := b.deps.Namespaces.Policy(ctx, ns)
+	if err != nil {
+		return err
+	}
+	return b.checkTopicQuota(ctx, ns, adding, b.maxTopics(pol))
+}
+
+// checkTopicQuota is CheckTopicQuota with the namespace's limit max.
+func (b *Broker) checkTopicQuota(ctx context.Context, ns string, adding, max int) error {
 	if max <= 0 || adding <= 0 {
 		return nil
 	}
@@ -165,7 +168,7 @@ func (b *Broker) CheckTopicQuota(ctx context.Context, ns string, adding int) err
 		return err
 	}
 	if n+adding > max {
-		return fmt.Errorf("%w: namespace %s has %d topics (partitions counted), %d more would pass the limit of %d (broker.limits.maxTopicsPerNamespace)", ErrTooManyTopics, ns, n, adding, max)
+		return fmt.Errorf("%w: namespace %s has %d topics (partitions counted), %d more would pass the limit of %d (maxTopicsPerNamespace)", ErrTooManyTopics, ns, n, adding, max)
 	}
 	return nil
 }

@@ -71,6 +71,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.policy.Failover = pol.Failover
 	t.policy.MaxProducers, t.policy.MaxConsumers = pol.MaxProducers, pol.MaxConsumers
 	t.policy.MaxConsumersPerSubscription, t.policy.MaxSubscriptions = pol.MaxConsumersPerSubscription, pol.MaxSubscriptions
+	t.policy.MaxTopics = pol.MaxTopics
 	t.maxMessageSize.Store(int64(pol.MaxMessageSize))
 	t.maxUnacked.Store(int64(pol.MaxUnackedPerConsumer))
 	if pol.Failover.Mode == policy.ActiveStandby {

@@ -40,7 +40,7 @@ func (b *Broker) partitions(ctx context.Context, name topic.Name, create bool) (
 	} else if !errors.Is(err, metastore.ErrNotFound) {
 		return 0, err
 	}
-	if err := b.CheckTopicQuota(ctx, name.NamespaceName(), pol.AutoCreatePartitions); err != nil {
+	if err := b.checkTopicQuota(ctx, name.NamespaceName(), pol.AutoCreatePartitions, b.maxTopics(pol)); err != nil {
 		return 0, err
 	}
 	if err := b.deps.Namespaces.CreatePartitioned(ctx, name, pol.AutoCreatePartitions); err != nil {

@@ -101,3 +101,17 @@ func (p *OwnershipPlacement) Brokers(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Leader implements BrokerLeader: the HTTP URL of the region's leader
+// broker (ownership.Leader).
+func (p *OwnershipPlacement) Leader(ctx context.Context) (string, error) {
+	infos, err := p.Registry.Brokers(ctx)
+	if err != nil {
+		return "", err
+	}
+	l, ok := ownership.Leader(infos)
+	if !ok {
+		return "", ownership.ErrNoBrokers
+	}
+	return l.HTTPURL, nil
+}

@@ -63,6 +63,9 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 		}
 	}
 	out.Deduplication = pol.DeduplicationEnabled != nil && *pol.DeduplicationEnabled
+	out.MaxProducers, out.MaxConsumers = pol.MaxProducersPerTopic, pol.MaxConsumersPerTopic
+	out.MaxConsumersPerSubscription, out.MaxTopics = pol.MaxConsumersPerSubscription, pol.MaxTopicsPerNamespace
+	out.Persistence = pol.Persistence
 	// The store refuses values these conversions cannot represent, on
 	// write and on read; they still fail rather than wrap.
 	if r := pol.RetentionPolicies; r != nil {
@@ -123,13 +126,24 @@ func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol 
 		}
 		pol.MessageTTL = ttl
 	}
+	// The topic's own limits win over the namespace's.
 	for _, l := range []struct {
 		v   *int
-		dst *int
+		dst **int
 	}{
 		{tp.MaxProducers, &pol.MaxProducers},
 		{tp.MaxConsumers, &pol.MaxConsumers},
 		{tp.MaxConsumersPerSubscription, &pol.MaxConsumersPerSubscription},
+	} {
+		if l.v != nil {
+			v := *l.v
+			*l.dst = &v
+		}
+	}
+	for _, l := range []struct {
+		v   *int
+		dst *int
+	}{
 		{tp.MaxSubscriptionsPerTopic, &pol.MaxSubscriptions},
 		{tp.MaxMessageSize, &pol.MaxMessageSize},
 	} {

@@ -100,10 +100,14 @@ func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *cons
 		durable = false
 	}
 	st := cmd.GetSubType()
+	user := !strings.HasPrefix(name, ReservedPrefix) && !strings.HasPrefix(name, replication.Prefix)
 	s, err := t.subscription(name, func() (*subscription, error) {
 		s := newSubscription(t, name, st, durable)
 		if t.ml == nil {
 			return s, nil
+		}
+		if durable && user && !t.b.autoSubscriptionAllowed() && !slices.Contains(t.ml.Cursors(), name) {
+			return nil, fmt.Errorf("%w: %s on %s (allowAutoSubscriptionCreation is false)", ErrNoAutoSubscription, name, t.name)
 		}
 		if durable {
 			initial := mledger.Latest
@@ -143,7 +147,7 @@ func (s *subscription) checkConsumerLimitsLocked(maxTopic, maxSub, onOthers int)
 		return nil
 	}
 	if maxSub > 0 && len(s.consumers) >= maxSub {
-		return fmt.Errorf("%w: subscription %s of topic %s has reached its limit of %d consumers (maxConsumersPerSubscription)", ErrTooManyConsumers, s.name, s.t.name, maxSub)
+		return fmt.Errorf("%w: subscription %s of topic %s has reached its limit of %d consumers (maxConsumersPerSubscription)", ErrTooManySubConsumers, s.name, s.t.name, maxSub)
 	}
 	if maxTopic > 0 && onOthers+len(s.consumers) >= maxTopic {
 		return fmt.Errorf("%w: topic %s has reached its limit of %d consumers (maxConsumers)", ErrTooManyConsumers, s.t.name, maxTopic)

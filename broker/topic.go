@@ -193,7 +193,7 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 			go o.c.closeProducer(o, true)
 		}
 	}
-	if max := t.policy.MaxProducers; max > 0 && p.replFrom == "" {
+	if max := t.maxProducersLocked(); max > 0 && p.replFrom == "" {
 		// Other regions' replicators are not counted, nor limited.
 		n := 0
 		for _, o := range t.producers {
@@ -408,7 +408,7 @@ func (t *Topic) subscription(name string, create func() (*subscription, error)) 
 // former already attached.
 func (t *Topic) consumerLimits(except *subscription) (maxTopic, maxSub, onTopic int) {
 	t.mu.Lock()
-	maxTopic, maxSub = t.policy.MaxConsumers, t.policy.MaxConsumersPerSubscription
+	maxTopic, maxSub = t.maxConsumersLocked(), t.maxSubConsumersLocked()
 	var subs []*subscription
 	if maxTopic > 0 {
 		for name, s := range t.subs {

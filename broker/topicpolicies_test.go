@@ -30,7 +30,7 @@ func setTopicPolicies(t *testing.T, e *env, tp string, sc policy.TopicScope, fn 
 	}
 }
 
-func wantRefused(t *testing.T, err error, reason string) {
+func wantRefusedErr(t *testing.T, err error, reason string) {
 	t.Helper()
 	if err == nil || !strings.Contains(err.Error(), reason) {
 		t.Fatalf("got %v, want a refusal naming %q", err, reason)
@@ -57,7 +57,7 @@ func TestTopicPolicies(t *testing.T) {
 		}
 		defer p1.Close()
 		_, err = c.CreateProducer(pulsar.ProducerOptions{Topic: tp})
-		wantRefused(t, err, "limit of 1 producers")
+		wantRefusedErr(t, err, "limit of 1 producers")
 		// Another region's replicator is neither counted nor limited.
 		repl, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tp, Name: replication.Prefix + "elsewhere"})
 		if err != nil {
@@ -89,7 +89,7 @@ func TestTopicPolicies(t *testing.T) {
 			defer cons.Close()
 		}
 		_, err := c.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "c"})
-		wantRefused(t, err, "limit of 2 consumers")
+		wantRefusedErr(t, err, "limit of 2 consumers")
 	})
 
 	t.Run("maxConsumersPerSubscription", func(t *testing.T) {
@@ -102,7 +102,7 @@ func TestTopicPolicies(t *testing.T) {
 		}
 		defer cons.Close()
 		_, err = c.Subscribe(opts)
-		wantRefused(t, err, "limit of 1 consumers")
+		wantRefusedErr(t, err, "limit of 1 consumers")
 		other, err := c.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "other", Type: pulsar.Shared})
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func TestTopicPolicies(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = c.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "b"})
-		wantRefused(t, err, "limit of 1 subscriptions")
+		wantRefusedErr(t, err, "limit of 1 subscriptions")
 		cons.Close()
 		// The existing subscription takes consumers again.
 		cons, err = c.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "a"})
@@ -144,7 +144,7 @@ func TestTopicPolicies(t *testing.T) {
 		}
 		defer big.Close()
 		_, err = big.Send(ctx, &pulsar.ProducerMessage{Payload: make([]byte, 2000)})
-		wantRefused(t, err, "")
+		wantRefusedErr(t, err, "")
 		p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tp, DisableBatching: true})
 		if err != nil {
 			t.Fatal(err)

@@ -77,7 +77,7 @@ func TestEndpointAuthorization(t *testing.T) {
 	if _, _, err := schemas.Add(ctx, tp, compat.Full, schema.Info{Type: "STRING"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := admin.Config{Policies: store, Topics: ft, Cluster: "standalone", Authz: auth.NewAuthorizer(srv, policy.AuthSource{Store: store}), Schemas: schemas}
+	cfg := admin.Config{Policies: store, Topics: ft, Cluster: "standalone", Brokers: newFakeBrokers(ft), Authz: auth.NewAuthorizer(srv, policy.AuthSource{Store: store}), Schemas: schemas}
 	hs := httptest.NewServer(srv.HTTP(admin.New(cfg)))
 	t.Cleanup(hs.Close)
 
@@ -129,6 +129,15 @@ func TestEndpointAuthorization(t *testing.T) {
 		{"DELETE", "/admin/v2/namespaces/acme/none", "", "tadmin"},
 		{"POST", ns + "/messageTTL", "60", "tadmin"},
 		{"GET", ns + "/messageTTL", "", "tadmin"},
+		{"POST", ns + "/maxProducersPerTopic", "5", "tadmin"},
+		{"GET", ns + "/maxConsumersPerTopic", "", "tadmin"},
+		{"PUT", ns + "/compactionThreshold", "100", "tadmin"},
+		{"PUT", ns + "/schemaCompatibilityStrategy", `"FULL"`, "tadmin"},
+		{"PUT", ns + "/properties", `{"k":"v"}`, "tadmin"},
+		{"PUT", ns + "/property/k2/v2", "", "tadmin"},
+		{"DELETE", ns + "/property/k", "", "tadmin"},
+		{"POST", ns + "/persistence", `{"bookkeeperEnsemble":1,"bookkeeperWriteQuorum":1,"bookkeeperAckQuorum":1}`, "tadmin"},
+		{"POST", ns + "/persistence/bookieAffinity", `{"bookkeeperAffinityGroupPrimary":"g"}`, "tadmin"},
 		{"GET", ns + "/permissions", "", "tadmin"},
 		{"POST", ns + "/permissions/intruder", `["produce","consume"]`, "tadmin"},
 		{"DELETE", ns + "/permissions/ungranted", "", "tadmin"},
@@ -169,6 +178,13 @@ func TestEndpointAuthorization(t *testing.T) {
 		{"DELETE", "/admin/v2/schemas/acme/app/none/schema", "", "tadmin"},
 		{"GET", "/admin/v2/brokers/health", "", "any"},
 		{"GET", "/admin/v2/brokers/standalone", "", "super"},
+		{"GET", "/admin/v2/brokers", "", "super"},
+		{"GET", "/admin/v2/brokers/leaderBroker", "", "super"},
+		{"GET", "/admin/v2/brokers/configuration", "", "super"},
+		{"GET", "/admin/v2/brokers/configuration/values", "", "super"},
+		{"GET", "/admin/v2/brokers/configuration/runtime", "", "super"},
+		{"POST", "/admin/v2/brokers/configuration/maxProducersPerTopic/5", "", "super"},
+		{"DELETE", "/admin/v2/brokers/configuration/maxProducersPerTopic", "", "super"},
 	}
 
 	snapshot := func() any {

@@ -300,10 +300,13 @@ func (s *Server) namespaceTopics(w http.ResponseWriter, r *http.Request) error {
 
 // nsPolicy is one sub-resource of a namespace's policies.
 type nsPolicy struct {
-	path   string
-	get    func(p *policy.Policies) any
-	set    func(r *http.Request, body []byte, p *policy.Policies) error // nil: read-only
-	remove func(r *http.Request, p *policy.Policies)                    // nil: no DELETE
+	path string
+	// get answers the policy; nil (untyped) when it is not set, which is
+	// answered 204 No Content, as Pulsar answers null.
+	get       func(p *policy.Policies) any
+	set       func(r *http.Request, body []byte, p *policy.Policies) error // nil: read-only
+	setMethod string                                                       // "": POST
+	remove    func(r *http.Request, p *policy.Policies)                    // nil: no DELETE
 }
 
 func decodeStrict(body []byte, v any) error {
@@ -401,11 +404,19 @@ var namespacePolicies = []nsPolicy{
 	},
 	{
 		path: "autoTopicCreation",
-		get:  func(p *policy.Policies) any { return p.AutoTopicCreation },
+		get: func(p *policy.Policies) any {
+			if p.AutoTopicCreation == nil {
+				return nil
+			}
+			return p.AutoTopicCreation
+		},
 		set: func(_ *http.Request, body []byte, p *policy.Policies) error {
 			var v policy.AutoTopicCreation
 			if err := decodeStrict(body, &v); err != nil {
 				return err
+			}
+			if reason := autoCreationReason(v); reason != "" {
+				return refuse(wire.ErrPreconditionFailed, reason)
 			}
 			p.AutoTopicCreation = &v
 			return nil
@@ -464,63 +475,39 @@ var namespacePolicies = []nsPolicy{
 
 func (s *Server) getNSPolicy(p nsPolicy) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if s.cfg.Policies == nil {
-			return errNoPolicies
-		}
-		ns, err := nsName(r)
-		if err != nil {
+		var v any
+		if err := s.readNamespace(r, func(pol *policy.Policies) { v = p.get(pol) }); err != nil {
 			return err
 		}
-		pol, err := s.cfg.Policies.Namespace(r.Context(), ns)
-		if err != nil {
-			return err
+		if v == nil {
+			return noContent(w)
 		}
-		return ok(w, p.get(pol))
+		return ok(w, v)
 	}
 }
 
 func (s *Server) setNSPolicy(p nsPolicy) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if s.cfg.Policies == nil {
-			return errNoPolicies
-		}
-		ns, err := nsName(r)
-		if err != nil {
-			return err
-		}
 		body, err := readBody(w, r)
 		if err != nil {
 			return err
 		}
-		if _, err := s.cfg.Policies.UpdateNamespace(r.Context(), ns, func(pol *policy.Policies) error {
+		return s.updateNamespace(w, r, func(pol *policy.Policies) error {
 			return p.set(r, body, pol)
-		}); err != nil {
-			return err
-		}
-		return noContent(w)
+		})
 	}
 }
 
 func (s *Server) removeNSPolicy(p nsPolicy) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if s.cfg.Policies == nil {
-			return errNoPolicies
-		}
-		ns, err := nsName(r)
-		if err != nil {
-			return err
-		}
 		if p.path == "backlogQuota" {
 			if _, err := quotaType(r); err != nil {
 				return err
 			}
 		}
-		if _, err := s.cfg.Policies.UpdateNamespace(r.Context(), ns, func(pol *policy.Policies) error {
+		return s.updateNamespace(w, r, func(pol *policy.Policies) error {
 			p.remove(r, pol)
 			return nil
-		}); err != nil {
-			return err
-		}
-		return noContent(w)
+		})
 	}
 }

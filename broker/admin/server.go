@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 
 	"github.com/isobar-mq/isobar/auth"
@@ -27,6 +28,10 @@ type Config struct {
 	Policies *policy.Store
 	// Topics is the broker. Nil makes every topic endpoint answer 503.
 	Topics Topics
+	// Brokers is the broker's view of its region, for the leader and
+	// dynamic configuration endpoints (brokers.go). Nil makes them
+	// answer 503.
+	Brokers Brokers
 	// Cluster is the local cluster name. Required.
 	Cluster string
 	// Logger receives request failures; nil discards them.
@@ -296,16 +301,23 @@ func (s *Server) routes() {
 	s.handle("PUT "+ns, s.createNamespace)
 	s.handle("DELETE "+ns, s.deleteNamespace)
 	s.handle("GET "+ns+"/topics", s.namespaceTopics)
-	for _, p := range namespacePolicies {
+	for _, p := range slices.Concat(namespacePolicies, s.settingsPolicies()) {
 		s.handle("GET "+ns+"/"+p.path, s.getNSPolicy(p))
 		if p.set != nil {
-			s.handle("POST "+ns+"/"+p.path, s.setNSPolicy(p))
+			method := p.setMethod
+			if method == "" {
+				method = http.MethodPost
+			}
+			s.handle(method+" "+ns+"/"+p.path, s.setNSPolicy(p))
 		}
 		if p.remove != nil {
 			s.handle("DELETE "+ns+"/"+p.path, s.removeNSPolicy(p))
 		}
 	}
 	s.handle("GET "+ns+"/backlogQuotaMap", s.getNSPolicy(backlogQuotaPolicy))
+	s.handle("GET "+ns+"/property/{key}", s.getNamespaceProperty)
+	s.handle("PUT "+ns+"/property/{key}/{value}", s.setNamespaceProperty)
+	s.handle("DELETE "+ns+"/property/{key}", s.removeNamespaceProperty)
 	s.handle("GET "+ns+"/permissions", s.namespacePermissions)
 	s.handle("POST "+ns+"/permissions/{role}", s.grantNamespacePermission)
 	s.handle("DELETE "+ns+"/permissions/{role}", s.revokeNamespacePermission)
@@ -368,5 +380,12 @@ func (s *Server) routes() {
 	// Brokers.
 	s.handle("GET "+v2+"/brokers/health", s.health)
 	s.handle("GET "+v2+"/brokers/ready", s.ready)
+	s.handle("GET "+v2+"/brokers", s.listActiveBrokers)
 	s.handle("GET "+v2+"/brokers/{cluster}", s.brokers)
+	s.handle("GET "+v2+"/brokers/leaderBroker", s.leaderBroker)
+	s.handle("GET "+v2+"/brokers/configuration", s.dynamicConfigNames)
+	s.handle("GET "+v2+"/brokers/configuration/values", s.dynamicConfigValues)
+	s.handle("GET "+v2+"/brokers/configuration/runtime", s.runtimeConfig)
+	s.handle("POST "+v2+"/brokers/configuration/{name}/{value}", s.setDynamicConfig)
+	s.handle("DELETE "+v2+"/brokers/configuration/{name}", s.deleteDynamicConfig)
 }

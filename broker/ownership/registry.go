@@ -562,3 +562,29 @@ func (r *Registry) markLoadDirty() {
 	default:
 	}
 }
+
+// Leader picks the region's leader among the live brokers: the one
+// registered longest (earliest Started, then lowest id), preferring
+// brokers that are not draining. Every broker reading the same
+// registrations picks the same one, and the choice stays while that
+// broker lives. false when there is no broker.
+func Leader(brokers []BrokerInfo) (BrokerInfo, bool) {
+	var best BrokerInfo
+	found := false
+	for _, b := range brokers {
+		if !found || leaderBefore(b, best) {
+			best, found = b, true
+		}
+	}
+	return best, found
+}
+
+func leaderBefore(a, b BrokerInfo) bool {
+	if a.Draining != b.Draining {
+		return !a.Draining
+	}
+	if !a.Started.Equal(b.Started) {
+		return a.Started.Before(b.Started)
+	}
+	return a.ID < b.ID
+}

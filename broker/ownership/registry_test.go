@@ -460,3 +460,22 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		return n <= before
 	})
 }
+
+func TestLeader(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	bs := []BrokerInfo{
+		{ID: "c", Started: t0.Add(time.Second)},
+		{ID: "b", Started: t0},
+		{ID: "a", Started: t0, Draining: true},
+		{ID: "d", Started: t0},
+	}
+	if l, ok := Leader(bs); !ok || l.ID != "b" {
+		t.Fatalf("leader = %q, want b (oldest, not draining, lowest id)", l.ID)
+	}
+	if l, _ := Leader(bs[2:3]); l.ID != "a" {
+		t.Fatalf("leader of draining brokers only = %q", l.ID)
+	}
+	if _, ok := Leader(nil); ok {
+		t.Fatal("a leader of no brokers")
+	}
+}

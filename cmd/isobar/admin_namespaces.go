@@ -260,6 +260,7 @@ func (a *adminCmd) namespacesCmd() *cobra.Command {
 			return showList(cmd, asJSON, names)
 		}),
 	)
+	cmd.AddCommand(a.namespaceSettingVerbs(nsVerb, &asJSON)...)
 	cmd.AddCommand(a.primaryVerbs(nsVerb, &asJSON)...)
 	cmd.AddCommand(a.namespacePermissionVerbs(nsVerb, &asJSON)...)
 	return cmd

@@ -120,6 +120,33 @@ func TestAdminAgainstARegion(t *testing.T) {
 		if health["status"] != "ok" {
 			t.Errorf("healthcheck --json: %v", health)
 		}
+		var active []string
+		a.json(&active, "brokers", "list-active")
+		if !slices.Equal(active, brokers) {
+			t.Errorf("list-active %v, list %v", active, brokers)
+		}
+		var leader struct {
+			ID  string `json:"brokerId"`
+			URL string `json:"serviceUrl"`
+		}
+		a.json(&leader, "brokers", "leader-broker")
+		if leader.ID != brokers[0] || !strings.Contains(leader.URL, leader.ID) {
+			t.Errorf("leader %+v", leader)
+		}
+		a.ok("brokers", "update-dynamic-config", "--config", "maxProducersPerTopic", "--value", "7")
+		a.ok("brokers", "update-dynamic-config", "--config", "allowAutoSubscriptionCreation", "--value", "a/b")
+		var dyn map[string]string
+		a.json(&dyn, "brokers", "get-all-dynamic-config")
+		if dyn["maxProducersPerTopic"] != "7" || dyn["allowAutoSubscriptionCreation"] != "a/b" {
+			t.Errorf("dynamic config %v", dyn)
+		}
+		a.fails(1, []string{"412", "not a dynamic configuration"}, "brokers", "update-dynamic-config", "--config", "nope", "--value", "1")
+		a.ok("brokers", "delete-dynamic-config", "--config", "maxProducersPerTopic")
+		a.ok("brokers", "delete-dynamic-config", "--config", "allowAutoSubscriptionCreation")
+		a.json(&dyn, "brokers", "get-runtime-config")
+		if dyn["maxProducersPerTopic"] != "0" || dyn["allowAutoSubscriptionCreation"] != "true" {
+			t.Errorf("runtime config %v", dyn)
+		}
 		// The URL also comes from the environment.
 		t.Setenv("ISOBAR_ADMIN_URL", url)
 		if out, err := run(context.Background(), "admin", "clusters", "list"); err != nil || !strings.Contains(out, cluster) {
@@ -209,6 +236,27 @@ func TestAdminAgainstARegion(t *testing.T) {
 			pol.TTL == nil || *pol.TTL != 3600 || pol.Dedup == nil || !*pol.Dedup ||
 			pol.Auto == nil || !pol.Auto.Allow || pol.Auto.Type != "partitioned" || pol.Auto.Partitions != 4 {
 			t.Errorf("policies %+v", pol)
+		}
+		a.ok("namespaces", "set-max-producers-per-topic", "acme/ns", "--max-producers-per-topic", "5")
+		a.ok("namespaces", "set-compaction-threshold", "acme/ns", "--threshold", "10M")
+		a.ok("namespaces", "set-schema-compatibility-strategy", "acme/ns", "--compatibility", "full")
+		a.ok("namespaces", "set-properties", "acme/ns", "-p", "a=1,b=2")
+		a.ok("namespaces", "set-persistence", "acme/ns", "-e", "1", "-w", "1", "-a", "1")
+		a.ok("namespaces", "set-bookie-affinity-group", "acme/ns", "--primary-group", "g1")
+		a.fails(1, []string{"412", "maxConsumersPerTopic must be 0 or more"}, "namespaces", "set-max-consumers-per-topic", "acme/ns", "--max-consumers-per-topic", "-1")
+		for verb, want := range map[string]string{"get-max-producers-per-topic": "5", "get-compaction-threshold": "10485760",
+			"get-max-consumers-per-topic": "null", "get-schema-compatibility-strategy": `"FULL"`, "get-properties": `"b": "2"`,
+			"get-persistence": `"bookkeeperEnsemble": 1`, "get-bookie-affinity-group": `"bookkeeperAffinityGroupPrimary": "g1"`} {
+			if out := a.ok("namespaces", verb, "acme/ns", "--json"); !strings.Contains(out, want) {
+				t.Errorf("%s: %q, want %q", verb, out, want)
+			}
+		}
+		a.ok("namespaces", "remove-max-producers-per-topic", "acme/ns")
+		a.ok("namespaces", "clear-properties", "acme/ns")
+		a.ok("namespaces", "remove-persistence", "acme/ns")
+		a.ok("namespaces", "delete-bookie-affinity-group", "acme/ns")
+		if out := a.ok("namespaces", "get-max-producers-per-topic", "acme/ns"); out != "not set\n" {
+			t.Errorf("after remove: %q", out)
 		}
 		human := a.ok("namespaces", "get-policies", "acme/ns")
 		for _, w := range []string{"time 60 minutes, size 1024 MB", "3600s", "partitioned with 4 partitions"} {

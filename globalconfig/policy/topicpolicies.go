@@ -114,14 +114,6 @@ type SubscribeRate struct {
 	RatePeriodInSecond                 int `json:"ratePeriodInSecond"`
 }
 
-// PersistencePolicies are the replication of a topic's ledgers.
-type PersistencePolicies struct {
-	BookkeeperEnsemble             int     `json:"bookkeeperEnsemble"`
-	BookkeeperWriteQuorum          int     `json:"bookkeeperWriteQuorum"`
-	BookkeeperAckQuorum            int     `json:"bookkeeperAckQuorum"`
-	ManagedLedgerMaxMarkDeleteRate float64 `json:"managedLedgerMaxMarkDeleteRate"`
-}
-
 // DelayedDeliveryPolicies say whether delayed delivery is on, its tick
 // and the longest delay (0: none).
 type DelayedDeliveryPolicies struct {
@@ -165,13 +157,6 @@ func (d DelayedDeliveryPolicies) MarshalJSON() ([]byte, error) {
 // subscriptions.
 type AutoSubscriptionCreation struct {
 	AllowAutoSubscriptionCreation bool `json:"allowAutoSubscriptionCreation"`
-}
-
-// SchemaCompatibilityStrategies are Pulsar's schema compatibility
-// strategies.
-var SchemaCompatibilityStrategies = []string{
-	"UNDEFINED", "ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD", "FORWARD",
-	"FULL", "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE",
 }
 
 // IsZero reports whether tp sets nothing.

@@ -150,6 +150,25 @@ type Policies struct {
 	// auth_policies shape (permissions.go); nil: none.
 	AuthPolicies *AuthPolicies `json:"auth_policies,omitempty"`
 
+	// Limits and settings of nspolicies.go, in Pulsar's names; nil (or
+	// empty): not set, the broker's default applies.
+	MaxProducersPerTopic        *int                 `json:"max_producers_per_topic,omitempty"`
+	MaxConsumersPerTopic        *int                 `json:"max_consumers_per_topic,omitempty"`
+	MaxConsumersPerSubscription *int                 `json:"max_consumers_per_subscription,omitempty"`
+	MaxTopicsPerNamespace       *int                 `json:"max_topics_per_namespace,omitempty"`
+	SubscriptionExpirationTime  *int                 `json:"subscription_expiration_time_minutes,omitempty"`
+	CompactionThreshold         *int64               `json:"compaction_threshold,omitempty"`
+	OffloadThreshold            *int64               `json:"offload_threshold,omitempty"`
+	OffloadThresholdInSeconds   *int64               `json:"offload_threshold_in_seconds,omitempty"`
+	OffloadDeletionLagMs        *int64               `json:"offload_deletion_lag_ms,omitempty"`
+	SchemaCompatibilityStrategy string               `json:"schema_compatibility_strategy,omitempty"`
+	Properties                  map[string]string    `json:"properties,omitempty"`
+	Persistence                 *PersistencePolicies `json:"persistence,omitempty"`
+	// BookieAffinityGroups are the namespace's bookie affinity groups by
+	// cluster (an Isobar extension: Pulsar keeps the group in each
+	// cluster's local policies, since bookies belong to one cluster).
+	BookieAffinityGroups map[string]BookieAffinityGroup `json:"bookieAffinityGroups,omitempty"`
+
 	// Extra holds the fields this type does not model, by JSON name.
 	Extra map[string]json.RawMessage `json:"-"`
 }
@@ -160,6 +179,10 @@ var knownPolicyFields = map[string]bool{
 	"replication_clusters": true, "retention_policies": true, "message_ttl_in_seconds": true,
 	"backlog_quota_map": true, "deduplicationEnabled": true, "autoTopicCreationOverride": true,
 	"bundles": true, "failover": true, "topicFailover": true, "auth_policies": true,
+	"max_producers_per_topic": true, "max_consumers_per_topic": true, "max_consumers_per_subscription": true,
+	"max_topics_per_namespace": true, "subscription_expiration_time_minutes": true, "compaction_threshold": true,
+	"offload_threshold": true, "offload_threshold_in_seconds": true, "offload_deletion_lag_ms": true,
+	"schema_compatibility_strategy": true, "properties": true, "persistence": true, "bookieAffinityGroups": true,
 }
 
 // isKnownPolicyField matches k against the modelled fields the way
@@ -295,6 +318,7 @@ func (p *Policies) validate(defaultBundles int) error {
 		}
 	}
 	errs = append(errs, validateTopicFailover(p.TopicFailover, p.ReplicationClusters)...)
+	errs = append(errs, p.validateSettings()...)
 	if p.AuthPolicies != nil {
 		a, aerrs := p.AuthPolicies.normalized()
 		errs = append(errs, aerrs...)

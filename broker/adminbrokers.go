@@ -1,0 +1,84 @@
+package broker
+
+import (
+	"context"
+	"maps"
+	"strconv"
+
+	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/dynconfig"
+)
+
+// BrokerAdmin returns the broker's implementation of the admin API's
+// brokers endpoints: the region's leader and dynamic configuration.
+func (b *Broker) BrokerAdmin() admin.Brokers { return adminBrokers{b} }
+
+type adminBrokers struct{ b *Broker }
+
+// BrokerLeader is implemented by a Placement that knows the region's
+// leader broker: it returns the leader's HTTP URL.
+type BrokerLeader interface {
+	Leader(ctx context.Context) (string, error)
+}
+
+// LeaderBroker implements admin.Brokers: the leader the placement names,
+// or this broker when the placement knows no other (a single-broker
+// region).
+func (a adminBrokers) LeaderBroker(ctx context.Context) (admin.BrokerInfo, error) {
+	u := a.b.cfg.HTTPURL
+	if l, ok := a.b.deps.Placement.(BrokerLeader); ok {
+		var err error
+		if u, err = l.Leader(ctx); err != nil {
+			return admin.BrokerInfo{}, err
+		}
+	}
+	return admin.BrokerInfo{BrokerID: admin.BrokerID(u), ServiceURL: u}, nil
+}
+
+// DynamicConfigNames implements admin.Brokers.
+func (a adminBrokers) DynamicConfigNames() []string { return dynconfig.Names() }
+
+// DynamicConfig implements admin.Brokers: the settings set in the region,
+// read from the metadata store.
+func (a adminBrokers) DynamicConfig(ctx context.Context) (map[string]string, error) {
+	v, _, err := dynconfig.Read(ctx, a.b.deps.Meta, a.b.cfg.Region)
+	return v, err
+}
+
+// RuntimeConfig implements admin.Brokers: this broker's values in effect.
+func (a adminBrokers) RuntimeConfig(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	for _, s := range dynconfig.Settings {
+		out[s.Name] = s.Default
+	}
+	out[dynconfig.MaxTopicsPerNamespace] = strconv.Itoa(a.b.cfg.Limits.MaxTopicsPerNamespace)
+	maps.Copy(out, a.b.dynamic())
+	return out, nil
+}
+
+// SetDynamicConfig implements admin.Brokers. The broker applies the new
+// values at once; the other brokers of the region when their watch
+// delivers the change.
+func (a adminBrokers) SetDynamicConfig(ctx context.Context, name, value string) error {
+	if err := dynconfig.Set(ctx, a.b.deps.Meta, a.b.cfg.Region, name, value); err != nil {
+		return err
+	}
+	return a.refresh(ctx)
+}
+
+// DeleteDynamicConfig implements admin.Brokers.
+func (a adminBrokers) DeleteDynamicConfig(ctx context.Context, name string) error {
+	if err := dynconfig.Delete(ctx, a.b.deps.Meta, a.b.cfg.Region, name); err != nil {
+		return err
+	}
+	return a.refresh(ctx)
+}
+
+func (a adminBrokers) refresh(ctx context.Context) error {
+	v, rev, err := dynconfig.Read(ctx, a.b.deps.Meta, a.b.cfg.Region)
+	if err != nil {
+		return err
+	}
+	a.b.setDynamic(v, rev)
+	return nil
+}
