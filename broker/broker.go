@@ -105,6 +105,15 @@ type NamespacePolicy struct {
 	// below the broker's Config.MaxMessageSize; zero is no limit. They
 	// come from the topic's own policies.
 	MaxSubscriptions, MaxMessageSize int
+	// AutoSubscriptionCreation, when set, says whether consumers may
+	// create subscriptions (the topic's own override, else the
+	// namespace's); nil: the region's dynamic setting
+	// allowAutoSubscriptionCreation.
+	AutoSubscriptionCreation *bool
+	// SubscriptionExpiration deletes a subscription that has had no
+	// consumer for this long (Pulsar's
+	// subscription_expiration_time_minutes); zero never does.
+	SubscriptionExpiration time.Duration
 	// MaxUnackedPerConsumer replaces Limits.MaxUnackedPerConsumer for
 	// the topic (the topic's maxUnackedMessagesOnConsumer): zero keeps the
 	// broker's, negative is no limit.

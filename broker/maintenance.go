@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
@@ -72,6 +73,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.policy.MaxProducers, t.policy.MaxConsumers = pol.MaxProducers, pol.MaxConsumers
 	t.policy.MaxConsumersPerSubscription, t.policy.MaxSubscriptions = pol.MaxConsumersPerSubscription, pol.MaxSubscriptions
 	t.policy.MaxTopics = pol.MaxTopics
+	t.policy.AutoSubscriptionCreation = pol.AutoSubscriptionCreation
 	t.maxMessageSize.Store(int64(pol.MaxMessageSize))
 	t.maxUnacked.Store(int64(pol.MaxUnackedPerConsumer))
 	if pol.Failover.Mode == policy.ActiveStandby {
@@ -108,8 +110,72 @@ func (t *Topic) maintain(ctx context.Context, pol NamespacePolicy) error {
 	} else {
 		t.quotaExceeded.Store(false)
 	}
+	if pol.SubscriptionExpiration > 0 {
+		errs = append(errs, t.expireSubscriptions(ctx, pol.SubscriptionExpiration))
+	}
 	errs = append(errs, t.syncReplCursors(ctx))
 	errs = append(errs, t.ml.Trim(ctx))
+	return errors.Join(errs...)
+}
+
+// touchSub records that subscription name had a consumer now (one came
+// or went): its expiration counts from the last such moment.
+func (t *Topic) touchSub(name string) {
+	t.subActiveMu.Lock()
+	defer t.subActiveMu.Unlock()
+	if t.subActive == nil {
+		t.subActive = map[string]time.Time{}
+	}
+	t.subActive[name] = t.b.deps.Now()
+}
+
+// expireSubscriptions deletes the durable subscriptions that have had no
+// consumer for longer than after (Pulsar's subscription expiration):
+// their cursors and backlogs go, as by the admin API's delete. Idle time
+// counts from the subscription's last consumer, or from when the topic
+// was loaded here. The broker's own cursors and the replication cursors
+// never expire.
+func (t *Topic) expireSubscriptions(ctx context.Context, after time.Duration) error {
+	now := t.b.deps.Now()
+	var errs []error
+	for _, name := range t.ml.Cursors() {
+		if strings.HasPrefix(name, ReservedPrefix) {
+			continue
+		}
+		t.mu.Lock()
+		s := t.subs[name]
+		t.mu.Unlock()
+		if s != nil {
+			s.mu.Lock()
+			busy := len(s.consumers) > 0
+			s.mu.Unlock()
+			if busy {
+				t.touchSub(name)
+				continue
+			}
+		}
+		t.subActiveMu.Lock()
+		last, ok := t.subActive[name]
+		t.subActiveMu.Unlock()
+		if !ok {
+			last = t.created
+		}
+		if now.Sub(last) < after {
+			continue
+		}
+		if s != nil {
+			t.removeSubscription(s)
+			s.closeAll(true)
+		}
+		if err := t.ml.DeleteCursor(ctx, name); err != nil && !errors.Is(err, mledger.ErrNoCursor) {
+			errs = append(errs, fmt.Errorf("expire subscription %s: %w", name, err))
+			continue
+		}
+		t.subActiveMu.Lock()
+		delete(t.subActive, name)
+		t.subActiveMu.Unlock()
+		t.b.log.Info("subscription expired", "topic", t.name.String(), "subscription", name, "idle", now.Sub(last).Round(time.Second))
+	}
 	return errors.Join(errs...)
 }
 

@@ -87,6 +87,19 @@ func (t *Topic) maxSubConsumersLocked() int {
 	return t.b.limit(t.policy.MaxConsumersPerSubscription, dynconfig.MaxConsumersPerSubscription, 0)
 }
 
+// autoSubscriptionAllowed says whether a consumer may create a
+// subscription on t: the topic's or its namespace's override, else the
+// dynamic setting.
+func (t *Topic) autoSubscriptionAllowed() bool {
+	t.mu.Lock()
+	a := t.policy.AutoSubscriptionCreation
+	t.mu.Unlock()
+	if a != nil {
+		return *a
+	}
+	return t.b.autoSubscriptionAllowed()
+}
+
 // autoSubscriptionAllowed is the dynamic setting
 // allowAutoSubscriptionCreation (default true).
 func (b *Broker) autoSubscriptionAllowed() bool {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -192,4 +193,87 @@ func TestRetention(t *testing.T) {
 	if n := read(); n != 2 {
 		t.Fatalf("after retention: %d messages readable, want the 2 of the open ledger", n)
 	}
+}
+
+// TestSubscriptionExpiration: a namespace's subscription expiration
+// deletes a durable subscription that had no consumer for that long, not
+// one with a consumer, nor one whose consumer left recently.
+func TestSubscriptionExpiration(t *testing.T) {
+	e, clk := policyEnv(t, "public/expiry", &policy.Policies{SubscriptionExpirationTime: intp(10)})
+	const tp = "persistent://public/expiry/t"
+	name, _ := topic.Parse(tp)
+	c := e.client()
+	subscribe := func(sub string) pulsar.Consumer {
+		t.Helper()
+		cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: sub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cons
+	}
+	subscribe("idle").Close()
+	busy := subscribe("busy")
+	defer busy.Close()
+	late := subscribe("late")
+	subs := func() string {
+		t.Helper()
+		s, err := e.b.Admin().Subscriptions(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(s, ",")
+	}
+	clk.advance(8 * time.Minute)
+	late.Close() // idle from now
+	e.b.MaintainOnce(context.Background())
+	if got := subs(); got != "busy,idle,late" {
+		t.Fatalf("before the expiration: %s", got)
+	}
+	clk.advance(3 * time.Minute) // idle 11 minutes; late 3
+	e.b.MaintainOnce(context.Background())
+	if got := subs(); got != "busy,late" {
+		t.Fatalf("after 11 minutes: %s, want idle gone", got)
+	}
+	clk.advance(8 * time.Minute) // late idle 11 minutes, busy still has its consumer
+	e.b.MaintainOnce(context.Background())
+	if got := subs(); got != "busy" {
+		t.Fatalf("after 19 minutes: %s, want only busy", got)
+	}
+}
+
+// TestAutoSubscriptionCreationOverride: a namespace's override refuses a
+// consumer's new subscription (existing ones still open); a topic's own
+// override wins over the namespace's.
+func TestAutoSubscriptionCreationOverride(t *testing.T) {
+	e, _ := policyEnv(t, "public/autosub", &policy.Policies{
+		AutoSubscriptionCreationOverride: &policy.AutoSubscriptionCreation{AllowAutoSubscriptionCreation: false}})
+	name, _ := topic.Parse("persistent://public/autosub/t")
+	ctx := context.Background()
+	if err := e.b.Admin().CreateTopic(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.b.Admin().CreateSubscription(ctx, name, "made", nil); err != nil {
+		t.Fatal(err)
+	}
+	c := e.client()
+	if _, err := c.Subscribe(pulsar.ConsumerOptions{Topic: name.String(), SubscriptionName: "new"}); err == nil || !strings.Contains(err.Error(), "auto subscription creation is off") {
+		t.Fatalf("new subscription under the namespace's override: %v", err)
+	}
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: name.String(), SubscriptionName: "made"})
+	if err != nil {
+		t.Fatalf("existing subscription: %v", err)
+	}
+	cons.Close()
+	// The topic's own override wins.
+	setTopicPolicies(t, e, name.String(), policy.GlobalScope, func(p *policy.TopicPolicies) {
+		p.AutoSubscriptionCreation = &policy.AutoSubscriptionCreation{AllowAutoSubscriptionCreation: true}
+	})
+	if err := e.b.Admin().(admin.TopicPolicyRefresher).RefreshTopicPolicies(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	cons, err = c.Subscribe(pulsar.ConsumerOptions{Topic: name.String(), SubscriptionName: "new"})
+	if err != nil {
+		t.Fatalf("new subscription under the topic's override: %v", err)
+	}
+	cons.Close()
 }

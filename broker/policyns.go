@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
@@ -66,6 +67,12 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	out.MaxProducers, out.MaxConsumers = pol.MaxProducersPerTopic, pol.MaxConsumersPerTopic
 	out.MaxConsumersPerSubscription, out.MaxTopics = pol.MaxConsumersPerSubscription, pol.MaxTopicsPerNamespace
 	out.Persistence = pol.Persistence
+	if a := pol.AutoSubscriptionCreationOverride; a != nil {
+		out.AutoSubscriptionCreation = &a.AllowAutoSubscriptionCreation
+	}
+	if m := pol.SubscriptionExpirationTime; m != nil && *m > 0 {
+		out.SubscriptionExpiration = time.Duration(*m) * time.Minute
+	}
 	// The store refuses values these conversions cannot represent, on
 	// write and on read; they still fail rather than wrap.
 	if r := pol.RetentionPolicies; r != nil {
@@ -125,6 +132,10 @@ func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol 
 			return pol, fmt.Errorf("topic %s: %w", name.Base(), err)
 		}
 		pol.MessageTTL = ttl
+	}
+	if a := tp.AutoSubscriptionCreation; a != nil {
+		allow := a.AllowAutoSubscriptionCreation
+		pol.AutoSubscriptionCreation = &allow
 	}
 	// The topic's own limits win over the namespace's.
 	for _, l := range []struct {

@@ -101,13 +101,14 @@ func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *cons
 	}
 	st := cmd.GetSubType()
 	user := !strings.HasPrefix(name, ReservedPrefix) && !strings.HasPrefix(name, replication.Prefix)
+	autoSub := t.autoSubscriptionAllowed() // (t.mu is held while a subscription is made)
 	s, err := t.subscription(name, func() (*subscription, error) {
 		s := newSubscription(t, name, st, durable)
 		if t.ml == nil {
 			return s, nil
 		}
-		if durable && user && !t.b.autoSubscriptionAllowed() && !slices.Contains(t.ml.Cursors(), name) {
-			return nil, fmt.Errorf("%w: %s on %s (allowAutoSubscriptionCreation is false)", ErrNoAutoSubscription, name, t.name)
+		if durable && user && !autoSub && !slices.Contains(t.ml.Cursors(), name) {
+			return nil, fmt.Errorf("%w: %s on %s (auto subscription creation is off)", ErrNoAutoSubscription, name, t.name)
 		}
 		if durable {
 			initial := mledger.Latest
@@ -261,6 +262,7 @@ func (s *subscription) addConsumer(k *consumer, st pb.CommandSubscribe_SubType) 
 	s.keep = false
 	k.sub = s
 	s.consumers = append(s.consumers, k)
+	s.t.touchSub(s.name)
 	s.keyAddLocked(k)
 	if !s.running {
 		s.running = true
@@ -381,6 +383,7 @@ func (s *subscription) removeConsumer(k *consumer) {
 	if stop != nil {
 		close(stop)
 	}
+	s.t.touchSub(s.name)
 	if empty && !s.durable && !keep {
 		s.t.removeSubscription(s)
 	}

@@ -403,6 +403,26 @@ var namespacePolicies = []nsPolicy{
 		remove: func(_ *http.Request, p *policy.Policies) { p.DeduplicationEnabled = nil },
 	},
 	{
+		// Pulsar's AutoSubscriptionCreationOverride: the broker's
+		// allowAutoSubscriptionCreation for the namespace's topics.
+		path: "autoSubscriptionCreation",
+		get: func(p *policy.Policies) any {
+			if p.AutoSubscriptionCreationOverride == nil {
+				return nil
+			}
+			return p.AutoSubscriptionCreationOverride
+		},
+		set: func(_ *http.Request, body []byte, p *policy.Policies) error {
+			var v policy.AutoSubscriptionCreation
+			if err := decodeStrict(body, &v); err != nil {
+				return err
+			}
+			p.AutoSubscriptionCreationOverride = &v
+			return nil
+		},
+		remove: func(_ *http.Request, p *policy.Policies) { p.AutoSubscriptionCreationOverride = nil },
+	},
+	{
 		path: "autoTopicCreation",
 		get: func(p *policy.Policies) any {
 			if p.AutoTopicCreation == nil {

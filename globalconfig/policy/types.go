@@ -168,6 +168,10 @@ type Policies struct {
 	// cluster (an Isobar extension: Pulsar keeps the group in each
 	// cluster's local policies, since bookies belong to one cluster).
 	BookieAffinityGroups map[string]BookieAffinityGroup `json:"bookieAffinityGroups,omitempty"`
+	// AutoSubscriptionCreationOverride says whether consumers may create
+	// subscriptions on the namespace's topics, over the broker's
+	// allowAutoSubscriptionCreation (a topic's own override wins over it).
+	AutoSubscriptionCreationOverride *AutoSubscriptionCreation `json:"autoSubscriptionCreationOverride,omitempty"`
 
 	// Extra holds the fields this type does not model, by JSON name.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -183,6 +187,7 @@ var knownPolicyFields = map[string]bool{
 	"max_topics_per_namespace": true, "subscription_expiration_time_minutes": true, "compaction_threshold": true,
 	"offload_threshold": true, "offload_threshold_in_seconds": true, "offload_deletion_lag_ms": true,
 	"schema_compatibility_strategy": true, "properties": true, "persistence": true, "bookieAffinityGroups": true,
+	"autoSubscriptionCreationOverride": true,
 }
 
 // isKnownPolicyField matches k against the modelled fields the way
