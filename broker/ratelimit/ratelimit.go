@@ -179,23 +179,27 @@ func (l *Limiter) throttleLocked(d time.Duration) time.Duration {
 	return d
 }
 
-// Available returns how many messages may be used now (math.MaxInt64
-// when messages are not limited), or, when none may (no whole message
-// left, or bytes in debt), 0 and how long until one may.
-func (l *Limiter) Available() (int64, time.Duration) {
+// Available returns how many messages and bytes may be used now
+// (math.MaxInt64 for a dimension not limited), or, when none may (no
+// whole message or byte left), zeros and how long until some may.
+func (l *Limiter) Available() (msgs, bytes int64, wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.rate.Unlimited() {
-		return math.MaxInt64, 0
+		return math.MaxInt64, math.MaxInt64, 0
 	}
 	l.refillLocked(l.now())
 	if d := l.untilLocked(1, 1); d > 0 {
-		return 0, l.throttleLocked(d)
+		return 0, 0, l.throttleLocked(d)
 	}
-	if l.rate.Msgs <= 0 {
-		return math.MaxInt64, 0
+	msgs, bytes = math.MaxInt64, math.MaxInt64
+	if l.rate.Msgs > 0 {
+		msgs = int64(l.msgs)
 	}
-	return int64(l.msgs), 0
+	if l.rate.Bytes > 0 {
+		bytes = int64(l.bytes)
+	}
+	return msgs, bytes, 0
 }
 
 // Wait charges msgs and bytes and sleeps until the debt, if any, is

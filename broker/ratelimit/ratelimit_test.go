@@ -22,8 +22,8 @@ func TestZeroLimiterLimitsNothing(t *testing.T) {
 	if d := l.Charge(1e9, 1e12); d != 0 {
 		t.Fatalf("Charge = %v, want 0", d)
 	}
-	if n, d := l.Available(); n != math.MaxInt64 || d != 0 {
-		t.Fatalf("Available = %d, %v", n, d)
+	if n, b, d := l.Available(); n != math.MaxInt64 || b != math.MaxInt64 || d != 0 {
+		t.Fatalf("Available = %d, %d, %v", n, b, d)
 	}
 	for _, r := range []Rate{{Msgs: -1, Bytes: -1}, {Msgs: 0, Bytes: 0, Period: time.Minute}} {
 		l.SetRate(r)
@@ -35,13 +35,13 @@ func TestZeroLimiterLimitsNothing(t *testing.T) {
 
 func TestMessagesPerPeriod(t *testing.T) {
 	l, c := newAt(Rate{Msgs: 10, Period: 2 * time.Second})
-	if n, _ := l.Available(); n != 10 {
+	if n, _, _ := l.Available(); n != 10 {
 		t.Fatalf("Available = %d, want the full budget 10", n)
 	}
 	if d := l.Charge(10, 0); d != 0 {
 		t.Fatalf("spending the budget waits %v", d)
 	}
-	n, d := l.Available()
+	n, _, d := l.Available()
 	if n != 0 || d != 200*time.Millisecond {
 		t.Fatalf("Available = %d, %v; want 0, 200ms (one message's refill)", n, d)
 	}
@@ -49,11 +49,11 @@ func TestMessagesPerPeriod(t *testing.T) {
 		t.Fatalf("5 messages of debt wait %v, want 1s", d)
 	}
 	c.t = c.t.Add(time.Second)
-	if n, d := l.Available(); n != 0 || d != 200*time.Millisecond {
+	if n, _, d := l.Available(); n != 0 || d != 200*time.Millisecond {
 		t.Fatalf("after the debt: %d, %v", n, d)
 	}
 	c.t = c.t.Add(time.Hour)
-	if n, _ := l.Available(); n != 10 {
+	if n, _, _ := l.Available(); n != 10 {
 		t.Fatalf("budget refills to %d, want at most a period's 10", n)
 	}
 	if s := l.Stats(); s.Msgs != 15 || s.Throttled != 3 {
@@ -66,12 +66,12 @@ func TestBytes(t *testing.T) {
 	if d := l.Charge(1, 3000); d != 2*time.Second {
 		t.Fatalf("2000 bytes of debt wait %v, want 2s", d)
 	}
-	if n, d := l.Available(); n != 0 || d <= 2*time.Second {
-		t.Fatalf("in debt: %d, %v", n, d)
+	if n, b, d := l.Available(); n != 0 || b != 0 || d <= 2*time.Second {
+		t.Fatalf("in debt: %d, %d, %v", n, b, d)
 	}
 	c.t = c.t.Add(3 * time.Second)
-	if n, d := l.Available(); n != math.MaxInt64 || d != 0 {
-		t.Fatalf("messages are not limited: %d, %v", n, d)
+	if n, b, d := l.Available(); n != math.MaxInt64 || b != 1000 || d != 0 {
+		t.Fatalf("messages are not limited: %d, %d, %v", n, b, d)
 	}
 }
 
@@ -79,20 +79,20 @@ func TestSetRate(t *testing.T) {
 	l, c := newAt(Rate{Msgs: 100})
 	l.Charge(90, 0)
 	l.SetRate(Rate{Msgs: 5})
-	if n, _ := l.Available(); n != 5 {
+	if n, _, _ := l.Available(); n != 5 {
 		t.Fatalf("lowered: %d left, want 5", n)
 	}
 	l.SetRate(Rate{Msgs: 100})
-	if n, _ := l.Available(); n != 5 {
+	if n, _, _ := l.Available(); n != 5 {
 		t.Fatalf("raised: %d left, want the 5 still there", n)
 	}
 	c.t = c.t.Add(500 * time.Millisecond)
-	if n, _ := l.Available(); n != 55 {
+	if n, _, _ := l.Available(); n != 55 {
 		t.Fatalf("refilled at the new rate: %d, want 55", n)
 	}
 	l.SetRate(Rate{})
 	l.SetRate(Rate{Msgs: 7})
-	if n, _ := l.Available(); n != 7 {
+	if n, _, _ := l.Available(); n != 7 {
 		t.Fatalf("limited again: %d, want a full 7", n)
 	}
 }
