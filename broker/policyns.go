@@ -42,6 +42,7 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 			out.AutoCreatePartitions = *ac.DefaultNumPartitions
 		}
 	}
+	out.Rates = namespaceRates(pol.NamespaceRates, p.Store.LocalCluster())
 	out.ReplicationClusters = pol.ReplicationClusters
 	out.Failover = policy.FailoverOf(pol)
 	if f := out.Failover; f.Mode == policy.ActiveStandby && f.Primary != p.Store.LocalCluster() {

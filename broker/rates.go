@@ -276,3 +276,14 @@ func (b *Broker) RateStats(name topic.Name) (stats map[string]ratelimit.Stats, o
 	}
 	return stats, true
 }
+
+// namespaceRates are the rates a namespace sets for cluster.
+func namespaceRates(r policy.NamespaceRates, cluster string) Rates {
+	out := Rates{
+		Publish:              PublishRateOf(policy.RateIn(r.PublishMaxMessageRate, cluster)),
+		Dispatch:             DispatchRateOf(r.DispatchRateIn(cluster)),
+		SubscriptionDispatch: DispatchRateOf(policy.RateIn(r.SubscriptionDispatchRate, cluster)),
+		ReplicatorDispatch:   DispatchRateOf(policy.RateIn(r.ReplicatorDispatchRate, cluster)),
+	}
+	return out.withSubscribe(policy.RateIn(r.ClusterSubscribeRate, cluster))
+}

@@ -376,3 +376,50 @@ func BenchmarkRateLimits(b *testing.B) {
 		report("replicator-dispatch-msg", m, limit)
 	}
 }
+
+// A namespace's rates, set for this cluster, apply to its topics; a
+// topic's own rate takes precedence (-1: none, whatever the namespace
+// says).
+func TestNamespaceRates(t *testing.T) {
+	e := rateEnv(t)
+	c := e.client()
+	ctx := context.Background()
+	const n = 40
+	if _, err := e.pol.UpdateNamespace(ctx, "public/rates", func(p *policy.Policies) error {
+		p.PublishMaxMessageRate = map[string]policy.PublishRate{
+			"test":  {PublishThrottlingRateInMsg: n, PublishThrottlingRateInByte: -1},
+			"other": {PublishThrottlingRateInMsg: 1, PublishThrottlingRateInByte: -1}, // another region's
+		}
+		p.ClusterSubscribeRate = map[string]policy.SubscribeRate{"test": {SubscribeThrottlingRatePerConsumer: 1, RatePeriodInSecond: 3600}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const tp = "persistent://public/rates/ns"
+	start := time.Now()
+	fill(t, c, tp, 3*n, 10)
+	if el := time.Since(start); el < 1500*time.Millisecond {
+		t.Errorf("%d messages at %d/s took %v, want about 2s", 3*n, n, el)
+	}
+	st := rateStats(t, e, tp)["publish"]
+	if st.Msgs != 3*n || st.Throttled == 0 {
+		t.Fatalf("publish limiter: %+v", st)
+	}
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "s", Name: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons.Close()
+	if _, err := c.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "s", Name: "k"}); err == nil || !strings.Contains(err.Error(), "subscribe rate") {
+		t.Fatalf("second subscribe: %v, want the namespace's subscribe rate's refusal", err)
+	}
+
+	setRates(t, e, tp, func(p *policy.TopicPolicies) {
+		p.PublishRate = &policy.PublishRate{PublishThrottlingRateInMsg: -1, PublishThrottlingRateInByte: -1}
+	})
+	e.b.MaintainOnce(ctx)
+	fill(t, c, tp, 3*n, 10)
+	if st2 := rateStats(t, e, tp)["publish"]; st2.Throttled != st.Throttled {
+		t.Fatalf("the topic's own rate (none) did not replace the namespace's: %+v", st2)
+	}
+}
