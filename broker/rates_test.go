@@ -10,10 +10,12 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/ratelimit"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
+	"github.com/isobar-mq/isobar/wire"
 )
 
 // The rate tests check the mechanism, not the clock: the limiters' own
@@ -314,6 +316,9 @@ func TestSubscribeRate(t *testing.T) {
 	}
 	if err := sub("other"); err != nil {
 		t.Fatalf("another consumer: %v", err)
+	}
+	if k := wire.KindOf(broker.ErrSubscribeRate); k != wire.ErrServiceNotReady || !k.Retriable {
+		t.Fatalf("the refusal is %v, want ServiceNotReady (retriable, as Pulsar)", k)
 	}
 }
 
