@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/ratelimit"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -710,7 +711,7 @@ func (s *subscription) run(stop, done chan struct{}) {
 		}
 		budget, throttled := s.dispatchBudget()
 		if throttled > 0 {
-			timer.Reset(throttled)
+			timer.Reset(min(throttled, ratelimit.MaxSleep))
 			select {
 			case <-stop:
 				return

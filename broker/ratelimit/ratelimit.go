@@ -202,19 +202,39 @@ func (l *Limiter) Available() (msgs, bytes int64, wait time.Duration) {
 	return msgs, bytes, 0
 }
 
+// Delay returns how long until the debt, if any, is repaid.
+func (l *Limiter) Delay() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rate.Unlimited() {
+		return 0
+	}
+	l.refillLocked(l.now())
+	return l.untilLocked(0, 0)
+}
+
+// MaxSleep bounds one sleep of Wait: a long debt is slept in steps, so
+// that a limit raised or lifted meanwhile takes effect within it.
+const MaxSleep = time.Second
+
 // Wait charges msgs and bytes and sleeps until the debt, if any, is
-// repaid, or ctx ends.
+// repaid (under the limit in force), or ctx ends.
 func (l *Limiter) Wait(ctx context.Context, msgs, bytes int64) error {
 	d := l.Charge(msgs, bytes)
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
+	t := time.NewTimer(min(d, MaxSleep))
 	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if d = l.Delay(); d <= 0 {
+			return nil
+		}
+		t.Reset(min(d, MaxSleep))
 	}
 }

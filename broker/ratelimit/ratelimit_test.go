@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
@@ -112,5 +113,25 @@ func TestLongRunRate(t *testing.T) {
 	rate := float64(msgs) / c.t.Sub(start).Seconds()
 	if rate < 1990 || rate > 2040 { // the first period's full budget
 		t.Fatalf("rate %.0f msg/s, want 2000", rate)
+	}
+}
+
+// A long debt is slept in steps: lifting the limit ends the wait.
+func TestWaitSeesRateChange(t *testing.T) {
+	l := New(Rate{Bytes: 100})
+	done := make(chan error, 1)
+	go func() { done <- l.Wait(context.Background(), 1, 100_000) }() // 1000 s of debt
+	time.Sleep(50 * time.Millisecond)
+	l.SetRate(Rate{})
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait still sleeping off a lifted limit")
+	}
+	if d := l.Delay(); d != 0 {
+		t.Fatalf("Delay %v without a limit", d)
 	}
 }
