@@ -27,6 +27,10 @@ type Rates struct {
 	// SubscriptionDispatch what each one does; ReplicatorDispatch what
 	// each replication cursor (one per remote region) does.
 	Dispatch, SubscriptionDispatch, ReplicatorDispatch ratelimit.Rate
+	// DispatchRelative, SubscriptionDispatchRelative and
+	// ReplicatorDispatchRelative add the topic's publish rate to the
+	// dispatch rate of the same name (Pulsar's relativeToPublishRate).
+	DispatchRelative, SubscriptionDispatchRelative, ReplicatorDispatchRelative bool
 	// SubscribePerConsumer bounds the SUBSCRIBE commands of one consumer
 	// (its client's host and consumer name) per SubscribePeriod; 0 is
 	// none.
@@ -69,19 +73,44 @@ func (r Rates) withTopic(tp policy.TopicPolicies) Rates {
 	if tp.PublishRate != nil {
 		r.Publish = PublishRateOf(tp.PublishRate)
 	}
+	r.setDispatch(tp.DispatchRate, tp.SubscriptionDispatchRate, tp.ReplicatorDispatchRate)
+	return r.withSubscribe(tp.SubscribeRate)
+}
+
+// setDispatch sets the three dispatch rates that are not nil.
+func (r *Rates) setDispatch(topic, sub, repl *policy.DispatchRate) {
 	for _, x := range []struct {
-		d   *policy.DispatchRate
-		dst *ratelimit.Rate
+		d        *policy.DispatchRate
+		dst      *ratelimit.Rate
+		relative *bool
 	}{
-		{tp.DispatchRate, &r.Dispatch},
-		{tp.SubscriptionDispatchRate, &r.SubscriptionDispatch},
-		{tp.ReplicatorDispatchRate, &r.ReplicatorDispatch},
+		{topic, &r.Dispatch, &r.DispatchRelative},
+		{sub, &r.SubscriptionDispatch, &r.SubscriptionDispatchRelative},
+		{repl, &r.ReplicatorDispatch, &r.ReplicatorDispatchRelative},
 	} {
 		if x.d != nil {
-			*x.dst = DispatchRateOf(x.d)
+			*x.dst, *x.relative = DispatchRateOf(x.d), x.d.RelativeToPublishRate
 		}
 	}
-	return r.withSubscribe(tp.SubscribeRate)
+}
+
+// relativeTo returns rate, when relative, with the publish rate (msgs
+// and bytes per second) added to each budget it sets, for its period.
+func relativeTo(rate ratelimit.Rate, relative bool, msgs, bytes float64) ratelimit.Rate {
+	if !relative || rate.Unlimited() {
+		return rate
+	}
+	per := rate.Period.Seconds()
+	if per <= 0 {
+		per = 1
+	}
+	if rate.Msgs > 0 {
+		rate.Msgs += int64(msgs * per)
+	}
+	if rate.Bytes > 0 {
+		rate.Bytes += int64(bytes * per)
+	}
+	return rate
 }
 
 // topicRates are a loaded topic's limiters.
@@ -93,6 +122,13 @@ type topicRates struct {
 	subscribes map[string]*subscribeWindow
 
 	publish, dispatch ratelimit.Limiter
+
+	// The topic's publish rate, for the relative dispatch rates: its
+	// message and byte counters when last sampled, and the rates since
+	// the sample before.
+	pubAt                time.Time
+	pubMsgs, pubBytes    int64
+	pubMsgRate, pubBRate float64
 }
 
 type subscribeWindow struct {
@@ -104,15 +140,27 @@ type subscribeWindow struct {
 func (tr *topicRates) set(r Rates) {
 	tr.mu.Lock()
 	tr.r = r
+	pm, pb := tr.pubMsgRate, tr.pubBRate
 	tr.mu.Unlock()
 	tr.publish.SetRate(r.Publish)
-	tr.dispatch.SetRate(r.Dispatch)
+	tr.dispatch.SetRate(relativeTo(r.Dispatch, r.DispatchRelative, pm, pb))
 }
 
-func (tr *topicRates) get() Rates {
+// rates returns t's rates and its publish rate in messages and bytes per
+// second, sampled at most once a second.
+func (t *Topic) rates() (r Rates, pubMsgs, pubBytes float64) {
+	tr := &t.rl
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return tr.r
+	if now := time.Now(); tr.pubAt.IsZero() || now.Sub(tr.pubAt) >= time.Second {
+		m, b := t.msgIn.Load(), t.bytesIn.Load()
+		if !tr.pubAt.IsZero() {
+			el := now.Sub(tr.pubAt).Seconds()
+			tr.pubMsgRate, tr.pubBRate = float64(m-tr.pubMsgs)/el, float64(b-tr.pubBytes)/el
+		}
+		tr.pubAt, tr.pubMsgs, tr.pubBytes = now, m, b
+	}
+	return tr.r, tr.pubMsgRate, tr.pubBRate
 }
 
 // ErrSubscribeRate refuses a SUBSCRIBE beyond the topic's subscribe rate;
@@ -189,15 +237,18 @@ func (c *conn) throttlePublish(p *producer, msgs, bytes int) {
 // subscription's own and its topic's; the broker's other cursors have
 // none.
 func (s *subscription) dispatchLimiters() []*ratelimit.Limiter {
-	r := s.t.rl.get()
+	r, pm, pb := s.t.rates()
 	switch {
 	case strings.HasPrefix(s.name, replication.Prefix):
-		s.rl.lim.SetRate(r.ReplicatorDispatch)
+		s.rl.lim.SetRate(relativeTo(r.ReplicatorDispatch, r.ReplicatorDispatchRelative, pm, pb))
 		return []*ratelimit.Limiter{&s.rl.lim}
 	case strings.HasPrefix(s.name, ReservedPrefix):
 		return nil
 	}
-	s.rl.lim.SetRate(r.SubscriptionDispatch)
+	s.rl.lim.SetRate(relativeTo(r.SubscriptionDispatch, r.SubscriptionDispatchRelative, pm, pb))
+	if r.DispatchRelative {
+		s.t.rl.dispatch.SetRate(relativeTo(r.Dispatch, true, pm, pb))
+	}
 	return []*ratelimit.Limiter{&s.rl.lim, &s.t.rl.dispatch}
 }
 
@@ -279,11 +330,7 @@ func (b *Broker) RateStats(name topic.Name) (stats map[string]ratelimit.Stats, o
 
 // namespaceRates are the rates a namespace sets for cluster.
 func namespaceRates(r policy.NamespaceRates, cluster string) Rates {
-	out := Rates{
-		Publish:              PublishRateOf(policy.RateIn(r.PublishMaxMessageRate, cluster)),
-		Dispatch:             DispatchRateOf(r.DispatchRateIn(cluster)),
-		SubscriptionDispatch: DispatchRateOf(policy.RateIn(r.SubscriptionDispatchRate, cluster)),
-		ReplicatorDispatch:   DispatchRateOf(policy.RateIn(r.ReplicatorDispatchRate, cluster)),
-	}
+	out := Rates{Publish: PublishRateOf(policy.RateIn(r.PublishMaxMessageRate, cluster))}
+	out.setDispatch(r.DispatchRateIn(cluster), policy.RateIn(r.SubscriptionDispatchRate, cluster), policy.RateIn(r.ReplicatorDispatchRate, cluster))
 	return out.withSubscribe(policy.RateIn(r.ClusterSubscribeRate, cluster))
 }

@@ -428,3 +428,52 @@ func TestNamespaceRates(t *testing.T) {
 		t.Fatalf("the topic's own rate (none) did not replace the namespace's: %+v", st2)
 	}
 }
+
+// A dispatch rate relative to the publish rate (relativeToPublishRate)
+// adds the topic's publish rate, sampled each second, to its budget: a
+// consumer keeps up with producers far beyond the rate's own budget.
+func TestRelativeDispatchRate(t *testing.T) {
+	e := rateEnv(t)
+	c := e.client()
+	const tp, own = "persistent://public/rates/relative", 5
+	setRates(t, e, tp, func(p *policy.TopicPolicies) {
+		p.SubscriptionDispatchRate = &policy.DispatchRate{DispatchThrottlingRateInMsg: own, DispatchThrottlingRateInByte: -1, RatePeriodInSecond: 1, RelativeToPublishRate: true}
+	})
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tp, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// About 100 msg/s for 4 s.
+	const sent = 400
+	go func() {
+		for range sent {
+			p.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: []byte("m")}, func(pulsar.MessageID, *pulsar.ProducerMessage, error) {})
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := 0
+	for got < sent {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			break
+		}
+		cons.Ack(m)
+		got++
+	}
+	// Without the publish rate, 10 s would let through at most
+	// own*11 = 55.
+	if got < sent/2 {
+		t.Fatalf("received %d of %d in 10 s; the rate did not follow the publish rate", got, sent)
+	}
+	if s := rateStats(t, e, tp)["subscription:a"]; s.Msgs != int64(got) {
+		t.Fatalf("limiter charged %+v, want %d messages", s, got)
+	}
+}
