@@ -118,6 +118,8 @@ type NamespacePolicy struct {
 	// the topic (the topic's maxUnackedMessagesOnConsumer): zero keeps the
 	// broker's, negative is no limit.
 	MaxUnackedPerConsumer int
+	// Rates are the topic's rate limits (rates.go).
+	Rates Rates
 	// ReplicationClusters are the clusters the namespace's topics live
 	// in; the broker keeps a replication cursor for each one but its own.
 	ReplicationClusters []string

@@ -761,6 +761,7 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 	}
 	arrived := c.b.deps.Now()
 	endSpan := c.b.tracePublish(p.t, f.Metadata, src)
+	defer c.throttlePublish(p, nm, len(f.Payload))
 	publish(func(pos mledger.Position, stored bool, err error) {
 		endSpan(err)
 		if err == nil {
@@ -833,6 +834,10 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 		}
 	}
 	if err := c.b.checkConsumerSchema(ctx, name, cmd.GetSchema()); err != nil {
+		c.sendError(reqID, err)
+		return
+	}
+	if err := c.checkSubscribeRate(t, cmd); err != nil {
 		c.sendError(reqID, err)
 		return
 	}

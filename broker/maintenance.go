@@ -83,6 +83,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	if t.ml != nil {
 		t.ml.SetRetention(pol.Retention)
 	}
+	t.rl.set(pol.Rates)
 }
 
 // userCursors opens the cursors that policies act on: subscriptions, not

@@ -43,6 +43,7 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 			out.AutoCreatePartitions = *ac.DefaultNumPartitions
 		}
 	}
+	out.Rates = namespaceRates(pol.NamespaceRates, p.Store.LocalCluster())
 	out.ReplicationClusters = pol.ReplicationClusters
 	out.Failover = policy.FailoverOf(pol)
 	if f := out.Failover; f.Mode == policy.ActiveStandby && f.Primary != p.Store.LocalCluster() {
@@ -107,9 +108,9 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 // TopicPolicy implements TopicPolicies: the topic's own policies in
 // force in this cluster (local over global) replace its namespace's
 // replication clusters, retention and message TTL, and set its limits
-// (maxUnackedMessagesOnConsumer replacing the broker's).
-// Its rates, persistence, delayed delivery and the other policies are
-// stored only.
+// (maxUnackedMessagesOnConsumer replacing the broker's) and its rates.
+// Its persistence, delayed delivery and the other policies are stored
+// only.
 func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol NamespacePolicy) (NamespacePolicy, error) {
 	tp, err := p.Store.EffectiveTopicPolicies(ctx, name)
 	if err != nil {
@@ -162,6 +163,7 @@ func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol 
 			*l.dst = *l.v
 		}
 	}
+	pol.Rates = pol.Rates.withTopic(tp)
 	if v := tp.MaxUnackedMessagesOnConsumer; v != nil {
 		pol.MaxUnackedPerConsumer = *v
 		if *v == 0 {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/ratelimit"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -73,6 +74,8 @@ type subscription struct {
 	// When a consumer last sent a FLOW, was last sent an entry and last
 	// acknowledged, Unix ms (0: not since loaded).
 	lastFlow, lastConsumed, lastAcked atomic.Int64
+	// rl is the subscription's dispatch limiter (rates.go).
+	rl subRates
 }
 
 func newSubscription(t *Topic, name string, st pb.CommandSubscribe_SubType, durable bool) *subscription {
@@ -697,6 +700,8 @@ type plan struct {
 type outFrame struct {
 	k     *consumer
 	frame []byte
+	// n messages of bytes bytes, for the dispatch rates
+	n, bytes int64
 }
 
 // run is the dispatcher: it reads entries for consumers with permits and
@@ -711,6 +716,16 @@ func (s *subscription) run(stop, done chan struct{}) {
 			return
 		default:
 		}
+		budget, throttled := s.dispatchBudget()
+		if throttled > 0 {
+			timer.Reset(min(throttled, ratelimit.MaxSleep))
+			select {
+			case <-stop:
+				return
+			case <-timer.C:
+			}
+			continue
+		}
 		s.mu.Lock()
 		s.promoteDelayedLocked()
 		var notify <-chan struct{}
@@ -718,6 +733,7 @@ func (s *subscription) run(stop, done chan struct{}) {
 			notify = s.t.ml.Notify()
 		}
 		pl, ok := s.planLocked()
+		pl = pl.limit(budget)
 		wait := time.Hour
 		if len(s.delayed) > 0 {
 			wait = max(time.Millisecond, time.Until(s.delayed[0].at))
@@ -760,6 +776,7 @@ func (s *subscription) run(stop, done chan struct{}) {
 			}
 		}
 		s.sendMu.Unlock()
+		s.chargeDispatch(frames)
 	}
 }
 
@@ -901,7 +918,7 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, a
 		s.msgOut += n
 		s.t.b.recordOut(s.t, n, int64(len(e.Data)))
 		s.traceDeliver(meta, k)
-		out = append(out, outFrame{k, f})
+		out = append(out, outFrame{k, f, n, int64(len(e.Data))})
 	}
 	if isReplay && !sentReplay {
 		s.replayBlocked = true

@@ -21,14 +21,14 @@ import (
 
 // startFederation starts n regions (r0, r1, ...) with a replicated
 // namespace acme/geo.
-func startFederation(t *testing.T, n int, modify func(i int, c *region.Config)) *region.Federation {
+func startFederation(t testing.TB, n int, modify func(i int, c *region.Config)) *region.Federation {
 	t.Helper()
 	return startFederationWith(t, n, modify, region.Deps{})
 }
 
 // startFederationWith is startFederation with the regions' shared
 // dependencies (the logger is filled in).
-func startFederationWith(t *testing.T, n int, modify func(i int, c *region.Config), deps region.Deps, fedOpts ...func(*region.FederationConfig)) *region.Federation {
+func startFederationWith(t testing.TB, n int, modify func(i int, c *region.Config), deps region.Deps, fedOpts ...func(*region.FederationConfig)) *region.Federation {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := region.FederationConfig{GlobalDir: dir + "/global", Namespaces: []string{"acme/geo"}}
@@ -58,7 +58,7 @@ func startFederationWith(t *testing.T, n int, modify func(i int, c *region.Confi
 	return f
 }
 
-func pulsarClient(t *testing.T, url string) pulsar.Client {
+func pulsarClient(t testing.TB, url string) pulsar.Client {
 	t.Helper()
 	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: url, OperationTimeout: 30 * time.Second, Logger: quietLogger()})
 	if err != nil {
@@ -194,7 +194,7 @@ func quietLogger() plog.Logger {
 }
 
 // testLogger logs to stderr with ISOBAR_TEST_LOG=1, else discards.
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("ISOBAR_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

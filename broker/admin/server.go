@@ -296,6 +296,7 @@ func (s *Server) routes() {
 	s.handle("DELETE "+v2+"/tenants/{tenant}", s.deleteTenant)
 	// Namespaces.
 	ns := v2 + "/namespaces/{tenant}/{namespace}"
+	s.nsRateRoutes(ns)
 	s.handle("GET "+v2+"/namespaces/{tenant}", s.listNamespaces)
 	s.handle("GET "+ns, s.getNamespace)
 	s.handle("PUT "+ns, s.createNamespace)

@@ -101,14 +101,11 @@ func TestTopicPolicies(t *testing.T) {
 		{"GET", tt + "/replication?applied=true", "", 200, `["standalone"]`, ""},
 		{"GET", tt + "/persistence?applied=true", "", 204, "", ""},
 	})
-	// A namespace field is read in Pulsar's JSON name (the store keeps
-	// those it does not model verbatim), per cluster where Pulsar keeps
-	// one value per cluster.
+	// A namespace field (kept verbatim or modelled) is read in Pulsar's
+	// JSON name, per cluster where Pulsar keeps one value per cluster.
 	if _, err := e.store.UpdateNamespace(context.Background(), "public/default", func(p *policy.Policies) error {
 		p.SchemaCompatibilityStrategy = "FORWARD"
-		p.Extra = map[string]json.RawMessage{
-			"topicDispatchRate": json.RawMessage(`{"standalone":{"dispatchThrottlingRateInMsg":42}}`),
-		}
+		p.TopicDispatchRate = map[string]policy.DispatchRate{"standalone": {DispatchThrottlingRateInMsg: 42}}
 		return nil
 	}); err != nil {
 		t.Fatal(err)

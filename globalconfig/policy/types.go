@@ -138,6 +138,8 @@ type Policies struct {
 	DeduplicationEnabled *bool                   `json:"deduplicationEnabled"`
 	AutoTopicCreation    *AutoTopicCreation      `json:"autoTopicCreationOverride"`
 	Bundles              *BundlesData            `json:"bundles"`
+	// NamespaceRates are the namespace's rate limits (nsrates.go).
+	NamespaceRates
 	// Failover is the replication mode and primary region (an Isobar
 	// extension; nil: active-active).
 	Failover *Failover `json:"failover,omitempty"`
@@ -329,6 +331,7 @@ func (p *Policies) validate(defaultBundles int) error {
 		errs = append(errs, aerrs...)
 		p.AuthPolicies = a
 	}
+	errs = append(errs, p.validateRates()...)
 	if p.Bundles == nil {
 		p.Bundles = DefaultBundlesData(defaultBundles)
 	} else if err := p.Bundles.normalize(); err != nil {
