@@ -287,11 +287,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 	schemaSettings := func(ctx context.Context, name topic.Name) (schema.Settings, error) {
-		p, err := pol.Namespace(ctx, name.NamespaceName())
-		if err != nil {
-			return schema.Settings{}, err
-		}
-		return schema.SettingsOf(p)
+		return schema.SettingsFor(ctx, pol, name)
 	}
 	autoCreate := policy.AutoTopicCreation{AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned}
 	b, err = broker.New(bc, broker.Deps{

@@ -66,13 +66,9 @@ func (s *Server) schemaHandler(h schemaHandlerFunc) handlerFunc {
 }
 
 // schemaSettings are the schema settings that apply to a topic: its
-// namespace's (topic-level overrides are not modelled yet).
+// namespace's with its own over them.
 func (s *Server) schemaSettings(ctx context.Context, name topic.Name) (schema.Settings, error) {
-	p, err := s.cfg.Policies.Namespace(ctx, name.NamespaceName())
-	if err != nil {
-		return schema.Settings{}, err
-	}
-	return schema.SettingsOf(p)
+	return schema.SettingsFor(ctx, s.cfg.Policies, name)
 }
 
 // notFound makes a missing schema's reason read as Pulsar's.

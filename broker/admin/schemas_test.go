@@ -104,6 +104,15 @@ func TestSchemaEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("POST", base+"/compatibility", post("AVRO", userV3), 200, `{"compatibility":true,"schemaCompatibilityStrategy":"FORWARD"}`)
+	// A topic's own strategy wins over its namespace's (the local one
+	// over the global one).
+	expect("PUT", "/admin/v2/persistent/public/default/users/schemaCompatibilityStrategy?isGlobal=true", `"ALWAYS_INCOMPATIBLE"`, 204, "")
+	expect("POST", base+"/compatibility", post("AVRO", userV3), 200, `{"compatibility":false,"schemaCompatibilityStrategy":"ALWAYS_INCOMPATIBLE"}`)
+	expect("PUT", "/admin/v2/persistent/public/default/users/schemaCompatibilityStrategy", `"ALWAYS_COMPATIBLE"`, 204, "")
+	expect("POST", base+"/compatibility", post("AVRO", userV3), 200, `{"compatibility":true,"schemaCompatibilityStrategy":"ALWAYS_COMPATIBLE"}`)
+	expect("DELETE", "/admin/v2/persistent/public/default/users/schemaCompatibilityStrategy", "", 204, "")
+	expect("DELETE", "/admin/v2/persistent/public/default/users/schemaCompatibilityStrategy?isGlobal=true", "", 204, "")
+	expect("POST", base+"/compatibility", post("AVRO", userV3), 200, `"schemaCompatibilityStrategy":"FORWARD"`)
 
 	// Bad input: 4xx with a reason, nothing stored.
 	n, _ := topic.Parse("persistent://public/default/users")

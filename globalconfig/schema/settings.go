@@ -1,11 +1,13 @@
 package schema
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema/compat"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // Settings are a namespace's schema policies.
@@ -71,4 +73,39 @@ func SettingsOf(p *policy.Policies) (Settings, error) {
 		out.AutoUpdate = *f.AutoUpdate
 	}
 	return out, nil
+}
+
+// TopicOverrides applies a topic's own schema policies over its
+// namespace's settings s: its schemaCompatibilityStrategy and
+// schemaValidationEnforced, when set.
+func TopicOverrides(s Settings, tp policy.TopicPolicies) (Settings, error) {
+	if st := tp.SchemaCompatibilityStrategy; st != "" && st != "UNDEFINED" {
+		parsed, err := compat.ParseStrategy(st)
+		if err != nil {
+			return s, err
+		}
+		s.Strategy = parsed
+	}
+	if v := tp.SchemaValidationEnforced; v != nil {
+		s.ValidationEnforced = *v
+	}
+	return s, nil
+}
+
+// SettingsFor are the schema settings that apply to topic name: its
+// namespace's with the topic's own (local over global) over them.
+func SettingsFor(ctx context.Context, store *policy.Store, name topic.Name) (Settings, error) {
+	p, err := store.Namespace(ctx, name.NamespaceName())
+	if err != nil {
+		return Settings{}, err
+	}
+	s, err := SettingsOf(p)
+	if err != nil {
+		return s, err
+	}
+	tp, err := store.EffectiveTopicPolicies(ctx, name)
+	if err != nil {
+		return s, err
+	}
+	return TopicOverrides(s, tp)
 }
