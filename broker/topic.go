@@ -63,13 +63,13 @@ type Topic struct {
 	// dedupLoad serializes loading the de-duplication state.
 	dedupLoad     sync.Mutex
 	nonPersistent atomic.Int64 // message ids of a non-persistent topic
-
-	msgIn, bytesIn atomic.Int64
-	lastPublish    atomic.Int64             // when an entry was last stored, Unix ms (0: not since loaded)
 	// subActive is when each subscription last had a consumer come or
 	// go (subscription expiration, maintenance.go).
 	subActiveMu sync.Mutex
 	subActive   map[string]time.Time
+
+	msgIn, bytesIn atomic.Int64
+	lastPublish    atomic.Int64             // when an entry was last stored, Unix ms (0: not since loaded)
 	maxMessageSize atomic.Int64             // NamespacePolicy.MaxMessageSize, read on every SEND
 	maxUnacked     atomic.Int64             // NamespacePolicy.MaxUnackedPerConsumer, read on every dispatch
 	quotaExceeded  atomic.Bool              // a backlog is over its quota (producer policies)
