@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // MaxPropertiesBytes bounds a managed ledger's properties (keys and values
@@ -31,23 +33,9 @@ func (m *ManagedLedger) UpdateProperties(ctx context.Context, set map[string]str
 		}
 	}
 	return m.update(ctx, func(t *topicMeta) error {
-		next := maps.Clone(t.Properties)
-		if next == nil {
-			next = map[string]string{}
-		}
-		maps.Copy(next, set)
-		for _, k := range remove {
-			delete(next, k)
-		}
-		size := 0
-		for k, v := range next {
-			size += len(k) + len(v)
-		}
+		next, size := topic.MergeProperties(t.Properties, set, remove)
 		if size > MaxPropertiesBytes {
 			return fmt.Errorf("mledger %s: %w: %d bytes, more than %d", m.name, ErrInvalidProperties, size, MaxPropertiesBytes)
-		}
-		if len(next) == 0 {
-			next = nil
 		}
 		t.Properties = next
 		return nil

@@ -39,23 +39,9 @@ func (s *Store) UpdatePartitionedProperties(ctx context.Context, name topic.Name
 		if err := checkPartitionedRecord(name, m, s.maxPartitions()); err != nil {
 			return s.corrupt(what, PartitionedKey(name), rev, err)
 		}
-		next := maps.Clone(m.Properties)
-		if next == nil {
-			next = map[string]string{}
-		}
-		maps.Copy(next, set)
-		for _, k := range remove {
-			delete(next, k)
-		}
-		size := 0
-		for k, v := range next {
-			size += len(k) + len(v)
-		}
+		next, size := topic.MergeProperties(m.Properties, set, remove)
 		if size > MaxTopicPropertiesBytes {
 			return fmt.Errorf("%s: %w: properties of %d bytes, more than %d", what, ErrInvalid, size, MaxTopicPropertiesBytes)
-		}
-		if len(next) == 0 {
-			next = nil
 		}
 		if maps.Equal(next, m.Properties) {
 			return nil
