@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/isobar-mq/isobar/bookie/proto"
+	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/bookie/storage"
 	"github.com/isobar-mq/isobar/bookie/vfs"
 	"github.com/isobar-mq/isobar/internal/tlsfiles"
@@ -37,6 +38,10 @@ type Config struct {
 	AdvertiseAddr string `yaml:"advertiseAddr"`
 	// Rack labels the bookie's failure domain; ensembles spread across racks.
 	Rack string `yaml:"rack"`
+	// Group is the bookie group the bookie belongs to, for namespaces'
+	// bookie affinity (docs/ledger.md); empty means none. The region's
+	// racks-info (/admin/v2/bookies/racks-info) overrides it, and its rack.
+	Group string `yaml:"group"`
 	// TLS, when its certificate and key are set, makes the listener serve
 	// the bookie protocol over TLS only; with trustCertsFile (the region's
 	// CA) and requireClientCert, ledger clients must present a certificate
@@ -140,6 +145,11 @@ func (c Config) Validate() error {
 	if c.AdvertiseAddr != "" {
 		if _, _, err := net.SplitHostPort(c.AdvertiseAddr); err != nil {
 			errs = append(errs, fmt.Errorf("bookie.advertiseAddr: %q: %v", c.AdvertiseAddr, err))
+		}
+	}
+	if c.Group != "" {
+		if err := racks.ValidGroup(c.Group); err != nil {
+			errs = append(errs, fmt.Errorf("bookie.group: %w", err))
 		}
 	}
 	if err := c.TLS.Validate(); err != nil {

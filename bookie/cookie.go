@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobar-mq/isobar/bookie/proto"
 	"github.com/isobar-mq/isobar/bookie/vfs"
 	"github.com/isobar-mq/isobar/metastore"
 )
@@ -61,7 +62,7 @@ func (c Cookie) String() string {
 
 // CookiesPrefix is where the copies of a region's bookie cookies live in
 // its metadata store: /isobar/<region>/cookies/.
-func CookiesPrefix(region string) string { return metastore.RegionPrefix(region) + "cookies/" }
+func CookiesPrefix(region string) string { return proto.CookiesPrefix(metastore.RegionPrefix(region)) }
 
 // CookieKey is the metadata key of bookie id's cookie.
 func CookieKey(region, id string) string { return CookiesPrefix(region) + id }

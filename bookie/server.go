@@ -637,7 +637,7 @@ func (s *Server) registration() ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(Registration{
-		ID: s.cfg.ID, Address: s.advertised(), Rack: s.cfg.Rack,
+		ID: s.cfg.ID, Address: s.advertised(), Rack: s.cfg.Rack, Group: s.cfg.Group,
 		TotalBytes: u.LedgerTotal, FreeBytes: u.LedgerFree, ReadOnly: s.ReadOnly(),
 		InstanceID: s.ident.cookie.InstanceID,
 	})

@@ -436,11 +436,11 @@ func TestRegistration(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	err := Config{ListenAddr: "nope", ReadOnlyThreshold: 2, MaxFrameSize: 10, RegistrationTTL: time.Millisecond}.Validate()
+	err := Config{ListenAddr: "nope", ReadOnlyThreshold: 2, MaxFrameSize: 10, RegistrationTTL: time.Millisecond, Group: "a,b"}.Validate()
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
-	for _, field := range []string{"journalDir", "ledgerDir", "listenAddr", "readOnlyThreshold", "maxFrameSize", "registrationTTL"} {
+	for _, field := range []string{"journalDir", "ledgerDir", "listenAddr", "readOnlyThreshold", "maxFrameSize", "registrationTTL", "group"} {
 		if !bytes.Contains([]byte(err.Error()), []byte("bookie."+field)) {
 			t.Errorf("error does not name bookie.%s: %v", field, err)
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie/client"
 	"github.com/isobar-mq/isobar/bookie/proto"
+	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -224,6 +225,10 @@ type CreateOptions struct {
 	AckQuorum int
 	// Properties are kept in the metadata for the ledger's owner.
 	Properties map[string]string
+	// Affinity confines the ledger's bookies to bookie groups, now and in
+	// every ensemble change (it is kept in the metadata). The zero value
+	// places on any bookie.
+	Affinity Affinity
 }
 
 func (o CreateOptions) withDefaults() CreateOptions {
@@ -242,6 +247,9 @@ func (o CreateOptions) withDefaults() CreateOptions {
 // Validate reports every problem with the options at once.
 func (o CreateOptions) Validate() error {
 	errs := checkQuorums(o.Ensemble, o.WriteQuorum, o.AckQuorum)
+	if err := o.Affinity.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	for k := range o.Properties {
 		if k == "" {
 			errs = append(errs, errors.New("properties: empty key"))
@@ -265,11 +273,11 @@ func (c *Client) Create(ctx context.Context, o CreateOptions) (*Writer, error) {
 	}
 	mctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
-	bookies, err := c.listBookies(mctx)
+	bookies, err := c.placementCandidates(mctx)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: create: %w", err)
 	}
-	ensemble, err := Place(bookies, o.Ensemble, nil, c.rand())
+	ensemble, err := Place(bookies, o.Ensemble, nil, o.Affinity, c.rand())
 	if err != nil {
 		return nil, fmt.Errorf("ledger: create: %w", err)
 	}
@@ -291,6 +299,10 @@ func (c *Client) Create(ctx context.Context, o CreateOptions) (*Writer, error) {
 		Ensembles:    []Segment{{FirstEntry: 0, Bookies: ensemble}},
 		CreatedAt:    time.Now().UTC(),
 		Properties:   maps.Clone(o.Properties),
+	}
+	if !o.Affinity.IsZero() {
+		a := o.Affinity.clone()
+		md.Affinity = &a
 	}
 	val, err := EncodeMetadata(&md)
 	if err != nil {
@@ -413,6 +425,23 @@ func (c *Client) listBookies(ctx context.Context) ([]BookieInfo, error) {
 	}
 	c.addrMu.Unlock()
 	return out, nil
+}
+
+// placementCandidates are the live bookie registrations with the groups
+// and racks the region's racks-info gives them. The racks-info is read
+// each time (placement is rare: a new ledger, an ensemble change), so a
+// change applies at once; when it cannot be read nothing is placed,
+// rather than placed outside a namespace's groups.
+func (c *Client) placementCandidates(ctx context.Context) ([]BookieInfo, error) {
+	bookies, err := c.listBookies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := racks.Read(ctx, c.cfg.Meta, c.cfg.Region)
+	if err != nil {
+		return nil, err
+	}
+	return WithRacks(bookies, rc), nil
 }
 
 // refreshAddrs refreshes the address map, ignoring errors (addrOf falls back).
@@ -542,11 +571,11 @@ func (c *Client) changeEnsemble(ctx context.Context, id uint64, md Metadata, rev
 		res, err := func() (changeResult, error) {
 			cctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 			defer cancel()
-			bookies, err := c.listBookies(cctx)
+			bookies, err := c.placementCandidates(cctx)
 			if err != nil {
 				return changeResult{}, err
 			}
-			repl, err := Replace(bookies, req.Ensemble, req.Failed, md.WriteQuorum, exclude, c.rand())
+			repl, err := Replace(bookies, req.Ensemble, req.Failed, md.WriteQuorum, exclude, md.affinity(), c.rand())
 			if err != nil {
 				return changeResult{err: err}, nil
 			}

@@ -53,6 +53,9 @@ type Metadata struct {
 	Ensembles  []Segment         `json:"ensembles"`
 	CreatedAt  time.Time         `json:"createdAt"`
 	Properties map[string]string `json:"properties,omitempty"`
+	// Affinity, when set, confines the ledger's ensembles (the first and
+	// every replacement) to bookie groups.
+	Affinity *Affinity `json:"affinity,omitempty"`
 }
 
 // LedgerKey is the metadata key of ledger id.
@@ -128,6 +131,13 @@ func (m *Metadata) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("unknown state %q", m.State))
 	}
+	if a := m.Affinity; a != nil {
+		if err := a.validate(); err != nil {
+			errs = append(errs, err)
+		} else if a.IsZero() {
+			errs = append(errs, errors.New("affinity: no groups"))
+		}
+	}
 	if len(m.Ensembles) == 0 {
 		errs = append(errs, errors.New("no ensembles"))
 	}
@@ -185,7 +195,19 @@ func (m *Metadata) Clone() Metadata {
 			c.Properties[k] = v
 		}
 	}
+	if m.Affinity != nil {
+		a := m.Affinity.clone()
+		c.Affinity = &a
+	}
 	return c
+}
+
+// affinity is the ledger's affinity; the zero value when it has none.
+func (m *Metadata) affinity() Affinity {
+	if m.Affinity == nil {
+		return Affinity{}
+	}
+	return *m.Affinity
 }
 
 // SegmentFor returns the ensemble that stores entry.

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/isobar-mq/isobar/bookie/racks"
 )
 
 func bookies(spec ...string) []BookieInfo {
@@ -76,7 +78,7 @@ func TestPlace(t *testing.T) {
 			wantRacks: []string{"r1", "r2", "r1", "r2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Place(tc.cands, tc.n, tc.exclude, nil)
+			got, err := Place(tc.cands, tc.n, tc.exclude, Affinity{}, nil)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("err %v, want %v", err, tc.wantErr)
@@ -106,7 +108,7 @@ func TestPlaceRandomized(t *testing.T) {
 	cands := bookies("a1/r1", "a2/r1", "a3/r1", "b1/r2", "b2/r2", "b3/r2", "c1/r3", "c2/r3", "c3/r3", "x/r3/ro")
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 1))
-		got, err := Place(cands, 3, []string{"a1"}, rng)
+		got, err := Place(cands, 3, []string{"a1"}, Affinity{}, rng)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +159,7 @@ func TestReplace(t *testing.T) {
 			want: map[int]string{1: "e"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Replace(tc.cands, tc.ensemble, tc.failed, tc.qw, tc.exclude, nil)
+			got, err := Replace(tc.cands, tc.ensemble, tc.failed, tc.qw, tc.exclude, Affinity{}, nil)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("err %v, want %v", err, tc.wantErr)
@@ -176,5 +178,160 @@ func TestReplace(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// inGroup is bookies(spec...) in group g.
+func inGroup(g string, spec ...string) []BookieInfo {
+	out := bookies(spec...)
+	for i := range out {
+		out[i].Group = g
+	}
+	return out
+}
+
+func groupsOf(cands []BookieInfo, ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		for _, b := range cands {
+			if b.ID == id {
+				out = append(out, b.Group)
+			}
+		}
+	}
+	return out
+}
+
+// TestPlaceAffinity: the tiers of Affinity, as Pulsar's
+// IsolatedBookieEnsemblePlacementPolicy chooses bookies: the primary
+// groups', the secondary groups' only when the primary groups have fewer
+// live bookies than the ensemble, those of no group, never another
+// group's.
+func TestPlaceAffinity(t *testing.T) {
+	g1g2 := slices.Concat(inGroup("g1", "a", "b"), inGroup("g2", "c", "d"))
+	g1 := Affinity{Primary: []string{"g1"}}
+	g1then2 := Affinity{Primary: []string{"g1"}, Secondary: []string{"g2"}}
+	for _, tc := range []struct {
+		name       string
+		cands      []BookieInfo
+		n          int
+		exclude    []string
+		a          Affinity
+		want       []string // nil: only check the groups / error
+		wantGroups []string
+		wantErr    error
+	}{
+		{name: "primary only", cands: g1g2, n: 2, a: g1, want: []string{"a", "b"}},
+		{name: "primary enough: secondary unused", cands: g1g2, n: 2, a: g1then2, want: []string{"a", "b"}},
+		{name: "primary short: secondary fills", cands: g1g2, n: 3, a: g1then2, wantGroups: []string{"g1", "g1", "g2"}},
+		{name: "primary short, no secondary: error", cands: g1g2, n: 3, a: g1, wantErr: ErrNotEnoughBookies},
+		{name: "both short: error, no fallback", cands: slices.Concat(g1g2, inGroup("g3", "e")), n: 5, a: g1then2, wantErr: ErrNotEnoughBookies},
+		{name: "several primary groups", cands: slices.Concat(g1g2, inGroup("g3", "e")), n: 3,
+			a: Affinity{Primary: []string{"g1", "g3"}}, want: []string{"a", "b", "e"}},
+		{name: "no group: after the groups", cands: slices.Concat(g1g2, bookies("x")), n: 3, a: g1, want: []string{"a", "b", "x"}},
+		{name: "no group: after the secondary", cands: slices.Concat(g1g2, bookies("x")), n: 4, a: g1then2, wantGroups: []string{"g1", "g1", "g2", "g2"}},
+		{name: "unknown group: only bookies of no group", cands: slices.Concat(g1g2, bookies("x", "y")), n: 2,
+			a: Affinity{Primary: []string{"nope"}}, want: []string{"x", "y"}},
+		{name: "read-only primary does not count", cands: slices.Concat(inGroup("g1", "a", "b//ro"), inGroup("g2", "c", "d")), n: 2,
+			a: g1then2, wantGroups: []string{"g1", "g2"}},
+		{name: "excluded primary still counts as live", cands: g1g2, n: 2, exclude: []string{"a"}, a: g1then2,
+			wantErr: ErrNotEnoughBookies},
+		{name: "no affinity: any group", cands: g1g2, n: 4, want: []string{"a", "b", "c", "d"}},
+		{name: "racks within the tier", cands: inGroup("g1", "a/r1", "b/r1", "c/r2", "d/r3"), n: 3, a: g1,
+			want: []string{"a", "c", "d"}},
+		{name: "later tier starts on an unused rack",
+			cands: slices.Concat(inGroup("g1", "a/r1", "b/r2"), inGroup("g2", "c/r1", "d/r2", "e/r3")), n: 3, a: g1then2,
+			want: []string{"a", "b", "e"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Place(tc.cands, tc.n, tc.exclude, tc.a, nil)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("got %v, err %v, want %v", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tc.n {
+				t.Fatalf("got %v, want %d bookies", got, tc.n)
+			}
+			if tc.want != nil && !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+			if tc.wantGroups != nil && !slices.Equal(groupsOf(tc.cands, got), tc.wantGroups) {
+				t.Errorf("got %v in groups %v, want %v", got, groupsOf(tc.cands, got), tc.wantGroups)
+			}
+		})
+	}
+}
+
+// TestReplaceAffinity: replacements come from the same tiers, the
+// primary groups' first whatever the racks.
+func TestReplaceAffinity(t *testing.T) {
+	g1then2 := Affinity{Primary: []string{"g1"}, Secondary: []string{"g2"}}
+	for _, tc := range []struct {
+		name     string
+		cands    []BookieInfo
+		ensemble []string
+		failed   []int
+		a        Affinity
+		want     map[int]string
+		wantErr  error
+	}{
+		{name: "primary has a spare", cands: slices.Concat(inGroup("g1", "a", "b", "c"), inGroup("g2", "d")),
+			ensemble: []string{"a", "b"}, failed: []int{1}, a: g1then2, want: map[int]string{1: "c"}},
+		{name: "primary has a spare on the neighbour's rack: still preferred",
+			cands:    slices.Concat(inGroup("g1", "a/r1", "b/r2", "c/r1"), inGroup("g2", "d/r3")),
+			ensemble: []string{"a", "b"}, failed: []int{1}, a: g1then2, want: map[int]string{1: "c"}},
+		{name: "primary bookie dead: secondary", cands: slices.Concat(inGroup("g1", "a"), inGroup("g2", "d")),
+			ensemble: []string{"a", "b"}, failed: []int{1}, a: g1then2, want: map[int]string{1: "d"}},
+		{name: "primary bookie alive but failing: primary counts E live, no secondary",
+			cands:    slices.Concat(inGroup("g1", "a", "b"), inGroup("g2", "d")),
+			ensemble: []string{"a", "b"}, failed: []int{1}, a: g1then2, wantErr: ErrNotEnoughBookies},
+		{name: "no secondary: none", cands: slices.Concat(inGroup("g1", "a"), inGroup("g2", "d")),
+			ensemble: []string{"a", "b"}, failed: []int{1}, a: Affinity{Primary: []string{"g1"}}, wantErr: ErrNotEnoughBookies},
+		{name: "no group before another group: never", cands: slices.Concat(inGroup("g1", "a"), inGroup("g3", "z"), bookies("x")),
+			ensemble: []string{"a", "b"}, failed: []int{1}, a: Affinity{Primary: []string{"g1"}}, want: map[int]string{1: "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Replace(tc.cands, tc.ensemble, tc.failed, 2, nil, tc.a, nil)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("got %v, err %v, want %v", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestWithRacks: racks-info's group and rack win over the configured
+// ones; an entry without a rack keeps the configured rack.
+func TestWithRacks(t *testing.T) {
+	bs := slices.Concat(inGroup("cfg", "a/r1"), bookies("b/r2", "c/r3"))
+	got := WithRacks(bs, racks.Config{"g1": {"a": {Rack: "/x"}}, "g2": {"b": {}}})
+	want := []BookieInfo{
+		{ID: "a", Address: "a", Rack: "/x", Group: "g1"},
+		{ID: "b", Address: "b", Rack: "r2", Group: "g2"},
+		{ID: "c", Address: "c", Rack: "r3"},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	if bs[0].Group != "cfg" || bs[0].Rack != "r1" {
+		t.Fatalf("the input changed: %+v", bs[0])
 	}
 }

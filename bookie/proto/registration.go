@@ -5,9 +5,13 @@ package proto
 // what ledger clients read to place ensembles. It is part of the contract
 // between bookies and ledger clients, like the frames in this package.
 type Registration struct {
-	ID         string `json:"id"`
-	Address    string `json:"address"`
-	Rack       string `json:"rack,omitempty"`
+	ID      string `json:"id"`
+	Address string `json:"address"`
+	Rack    string `json:"rack,omitempty"`
+	// Group is the bookie group the bookie was configured in
+	// (bookie.group), for namespaces' bookie affinity; the region's
+	// racks-info record (package bookie/racks) overrides it.
+	Group      string `json:"group,omitempty"`
 	TotalBytes uint64 `json:"totalBytes"`
 	FreeBytes  uint64 `json:"freeBytes"`
 	ReadOnly   bool   `json:"readOnly"`
@@ -21,3 +25,7 @@ type Registration struct {
 // BookiesPrefix is where bookies register, under a region's metadata prefix
 // (metastore.RegionPrefix).
 func BookiesPrefix(regionPrefix string) string { return regionPrefix + "bookies/" }
+
+// CookiesPrefix is where the copies of bookie cookies live, under a
+// region's metadata prefix.
+func CookiesPrefix(regionPrefix string) string { return regionPrefix + "cookies/" }

@@ -57,6 +57,7 @@ those in flight, deregisters and flushes its storage.`,
 	fl.StringVar(&b.ListenAddr, "listen", "127.0.0.1:3181", "listen address")
 	fl.StringVar(&b.AdvertiseAddr, "advertise", "", "address clients dial (default: listen address)")
 	fl.StringVar(&b.Rack, "rack", "", "rack / failure-domain label")
+	fl.StringVar(&b.Group, "group", "", "bookie group, for namespaces' bookie affinity (racks-info overrides it)")
 	fl.StringVar(&b.JournalDir, "journal-dir", "", "journal directory")
 	fl.StringVar(&b.LedgerDir, "ledger-dir", "", "ledger storage directory (may be another disk)")
 	fl.StringVar(&b.HTTPAddr, "http-addr", "0.0.0.0:8000", "health and metrics listen address (empty: none)")
