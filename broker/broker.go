@@ -145,6 +145,9 @@ type NamespacePolicy struct {
 	// Persistence, when set, gives the namespace's new ledgers their
 	// ensemble size and quorums instead of broker.ledger's.
 	Persistence *policy.PersistencePolicies
+	// Affinity confines the namespace's new ledgers to bookie groups: its
+	// bookie affinity in this cluster (zero: any bookie).
+	Affinity ledger.Affinity
 }
 
 // ForTopic is the policy of the topic name: the namespace's, with the

@@ -74,6 +74,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.policy.MaxConsumersPerSubscription, t.policy.MaxSubscriptions = pol.MaxConsumersPerSubscription, pol.MaxSubscriptions
 	t.policy.MaxTopics = pol.MaxTopics
 	t.policy.AutoSubscriptionCreation = pol.AutoSubscriptionCreation
+	t.policy.Affinity = pol.Affinity
 	t.maxMessageSize.Store(int64(pol.MaxMessageSize))
 	t.maxUnacked.Store(int64(pol.MaxUnackedPerConsumer))
 	if pol.Failover.Mode == policy.ActiveStandby {
@@ -82,6 +83,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.mu.Unlock()
 	if t.ml != nil {
 		t.ml.SetRetention(pol.Retention)
+		t.ml.SetAffinity(pol.Affinity)
 	}
 	t.rl.set(pol.Rates)
 }

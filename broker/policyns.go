@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
@@ -68,6 +70,9 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	out.MaxProducers, out.MaxConsumers = pol.MaxProducersPerTopic, pol.MaxConsumersPerTopic
 	out.MaxConsumersPerSubscription, out.MaxTopics = pol.MaxConsumersPerSubscription, pol.MaxTopicsPerNamespace
 	out.Persistence = pol.Persistence
+	if g, ok := pol.BookieAffinityGroups[p.Store.LocalCluster()]; ok {
+		out.Affinity = ledger.Affinity{Primary: splitGroups(g.Primary), Secondary: splitGroups(g.Secondary)}
+	}
 	if a := pol.AutoSubscriptionCreationOverride; a != nil {
 		out.AutoSubscriptionCreation = &a.AllowAutoSubscriptionCreation
 	}
@@ -103,6 +108,18 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 		}
 	}
 	return out, nil
+}
+
+// splitGroups reads a bookie affinity group as Pulsar does: one or more
+// group names separated by commas.
+func splitGroups(s string) []string {
+	var out []string
+	for _, g := range strings.Split(s, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // TopicPolicy implements TopicPolicies: the topic's own policies in

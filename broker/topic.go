@@ -112,6 +112,7 @@ func (t *Topic) isClosed() bool {
 // replication cursors.
 func (t *Topic) load(ctx context.Context) error {
 	t.ml.SetRetention(t.policy.Retention)
+	t.ml.SetAffinity(t.policy.Affinity)
 	// Active-standby namespaces always de-duplicate: producers resend
 	// across a failover (docs/failover.md).
 	t.dedupOn = t.policy.Deduplication || t.policy.Failover.Mode == policy.ActiveStandby

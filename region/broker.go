@@ -16,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/ownership"
@@ -324,6 +325,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		Authz:             b.Authorizer(),
 		TopicDefaults:     admin.TopicDefaults{MaxMessageSize: bc.MaxMessageSize, MaxUnackedPerConsumer: limits.MaxUnackedPerConsumer},
 		Schemas:           schemas,
+		Bookies:           racks.NewStore(c.store, bc.Region),
 	})
 	mux := http.NewServeMux()
 	health := c.deps.Health

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/testcluster"
@@ -47,7 +48,7 @@ func start(t *testing.T) *env {
 		ServiceURL: "http://127.0.0.1:8080", BrokerServiceURL: "pulsar://127.0.0.1:6650"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := admin.Config{Policies: store, Topics: ft, Cluster: "standalone"}
+	cfg := admin.Config{Policies: store, Topics: ft, Cluster: "standalone", Bookies: racks.NewStore(c.Connect(), "standalone")}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 //     tenant's admins;
 //   - brokers: any role checks health and readiness, superusers list
 //     them;
+//   - bookies (their racks and groups): superusers;
 //   - anything else: superusers.
 //
 // With authorization off every call is allowed.
@@ -70,6 +71,8 @@ func (s *Server) authorize(r *http.Request, pattern string) error {
 		return nil
 	case strings.HasPrefix(path, v2+"/brokers"):
 		return a.SuperUser(role, "list brokers")
+	case strings.HasPrefix(path, v2+"/bookies/"):
+		return a.SuperUser(role, "read or change the bookies' racks")
 	}
 	d, isTopic := topicDomain(path)
 	if !isTopic {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/auth"
+	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
@@ -77,7 +78,8 @@ func TestEndpointAuthorization(t *testing.T) {
 	if _, _, err := schemas.Add(ctx, tp, compat.Full, schema.Info{Type: "STRING"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := admin.Config{Policies: store, Topics: ft, Cluster: "standalone", Brokers: newFakeBrokers(ft), Authz: auth.NewAuthorizer(srv, policy.AuthSource{Store: store}), Schemas: schemas}
+	bookies := racks.NewStore(c.Connect(), "standalone")
+	cfg := admin.Config{Policies: store, Topics: ft, Cluster: "standalone", Brokers: newFakeBrokers(ft), Authz: auth.NewAuthorizer(srv, policy.AuthSource{Store: store}), Schemas: schemas, Bookies: bookies}
 	hs := httptest.NewServer(srv.HTTP(admin.New(cfg)))
 	t.Cleanup(hs.Close)
 
@@ -185,6 +187,11 @@ func TestEndpointAuthorization(t *testing.T) {
 		{"GET", "/admin/v2/brokers/configuration/runtime", "", "super"},
 		{"POST", "/admin/v2/brokers/configuration/maxProducersPerTopic/5", "", "super"},
 		{"DELETE", "/admin/v2/brokers/configuration/maxProducersPerTopic", "", "super"},
+		{"GET", "/admin/v2/bookies/all", "", "super"},
+		{"GET", "/admin/v2/bookies/racks-info", "", "super"},
+		{"GET", "/admin/v2/bookies/racks-info/b1", "", "super"},
+		{"POST", "/admin/v2/bookies/racks-info/b1?group=g1", `{"rack":"/r1"}`, "super"},
+		{"DELETE", "/admin/v2/bookies/racks-info/b2", "", "super"},
 	}
 
 	snapshot := func() any {
@@ -207,7 +214,8 @@ func TestEndpointAuthorization(t *testing.T) {
 		}
 		cl, _ := store.Cluster(ctx, "standalone")
 		vs, _ := schemas.All(ctx, tp)
-		return append(out, cl, vs)
+		ri, _ := bookies.Read(ctx)
+		return append(out, cl, vs, ri)
 	}
 
 	// Refusals first: every refused call leaves everything as it was.

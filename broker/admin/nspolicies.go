@@ -211,7 +211,8 @@ func (s *Server) settingsPolicies() []nsPolicy {
 			remove: func(_ *http.Request, p *policy.Policies) { p.Persistence = nil },
 		},
 		{
-			// Stored per cluster, for this cluster; not acted on.
+			// Kept per cluster, for this cluster; the broker confines
+			// the namespace's new ledgers to the groups (docs/ledger.md).
 			path: "persistence/bookieAffinity",
 			get: func(p *policy.Policies) any {
 				g, ok := p.BookieAffinityGroups[cluster]

@@ -15,6 +15,7 @@ import (
 	"strconv"
 
 	"github.com/isobar-mq/isobar/auth"
+	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/topic"
@@ -60,6 +61,9 @@ type Config struct {
 	// Schemas is the schema registry; nil makes the schema endpoints
 	// answer 503.
 	Schemas *schema.Store
+	// Bookies is the region's bookie rack and group assignments
+	// (bookies.go); nil makes the bookies endpoints answer 503.
+	Bookies *racks.Store
 }
 
 // DefaultMaxRequestBytes is Config.MaxRequestBytes when zero.
@@ -389,4 +393,5 @@ func (s *Server) routes() {
 	s.handle("GET "+v2+"/brokers/configuration/runtime", s.runtimeConfig)
 	s.handle("POST "+v2+"/brokers/configuration/{name}/{value}", s.setDynamicConfig)
 	s.handle("DELETE "+v2+"/brokers/configuration/{name}", s.deleteDynamicConfig)
+	s.bookieRoutes(v2)
 }

@@ -278,7 +278,8 @@ type ManagedLedger struct {
 	readersMu sync.Mutex
 	readers   map[int64]*ledger.Reader
 
-	ret atomic.Pointer[Retention]
+	ret      atomic.Pointer[Retention]
+	affinity atomic.Pointer[ledger.Affinity]
 
 	cursorsMu sync.Mutex
 	cursors   map[string]*Cursor
@@ -378,11 +379,24 @@ func (m *ManagedLedger) createLedger(ctx context.Context) (*ledger.Writer, error
 		WriteQuorum: m.cfg.WriteQuorum,
 		AckQuorum:   m.cfg.AckQuorum,
 		Properties:  map[string]string{"mledger": m.name},
+		Affinity:    m.bookieAffinity(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create ledger: %w", err)
 	}
 	return w, nil
+}
+
+// SetAffinity confines the ledgers created from now on (and their
+// ensemble changes) to bookie groups: the namespace's bookie affinity.
+// The zero value, the default, places them on any bookie.
+func (m *ManagedLedger) SetAffinity(a ledger.Affinity) { m.affinity.Store(&a) }
+
+func (m *ManagedLedger) bookieAffinity() ledger.Affinity {
+	if a := m.affinity.Load(); a != nil {
+		return *a
+	}
+	return ledger.Affinity{}
 }
 
 // discardWriter closes and deletes a ledger that never made it into the

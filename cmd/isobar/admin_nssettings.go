@@ -323,7 +323,7 @@ func (a *adminCmd) namespaceSettingVerbs(nsVerb func(*cobra.Command, func(*cobra
 		}))
 
 	var primaryGroup, secondaryGroup string
-	setAffinity := nsVerb(verb("set-bookie-affinity-group <tenant/namespace>", "Set a namespace's bookie affinity group in this cluster (stored only)", nil), func(cmd *cobra.Command, ns string) error {
+	setAffinity := nsVerb(verb("set-bookie-affinity-group <tenant/namespace>", "Confine a namespace's new ledgers in this cluster to bookie groups (see bookies set-bookie-rack)", nil), func(cmd *cobra.Command, ns string) error {
 		if primaryGroup == "" {
 			return usageError{errors.New("--primary-group: required")}
 		}

@@ -154,6 +154,41 @@ func TestAdminAgainstARegion(t *testing.T) {
 		}
 	})
 
+	t.Run("bookies", func(t *testing.T) {
+		a := adminRunner{t, url}
+		var all struct {
+			Bookies []struct {
+				BookieID string `json:"bookieId"`
+			} `json:"bookies"`
+		}
+		a.json(&all, "bookies", "list-bookies")
+		if len(all.Bookies) == 0 {
+			t.Fatal("list-bookies: none")
+		}
+		b := all.Bookies[0].BookieID
+		if out := a.ok("bookies", "list-bookies"); !strings.Contains(out, b+"\n") {
+			t.Errorf("list-bookies: %q lacks %s", out, b)
+		}
+		a.ok("bookies", "set-bookie-rack", "--bookie", b, "--group", "g1", "--rack", "/rack-1", "--hostname", "bk.example")
+		var rc map[string]map[string]struct{ Rack, Hostname string }
+		a.json(&rc, "bookies", "racks-info")
+		if got := rc["g1"][b]; got.Rack != "/rack-1" || got.Hostname != "bk.example" {
+			t.Errorf("racks-info: %+v", rc)
+		}
+		if out := a.ok("bookies", "racks-info"); !strings.Contains(out, "g1") || !strings.Contains(out, "/rack-1") {
+			t.Errorf("racks-info: %q", out)
+		}
+		if out := a.ok("bookies", "get-bookie-rack", "-b", b, "--json"); !strings.Contains(out, `"rack": "/rack-1"`) {
+			t.Errorf("get-bookie-rack: %q", out)
+		}
+		a.fails(2, []string{"--bookie: required"}, "bookies", "get-bookie-rack")
+		a.fails(2, []string{"rack"}, "bookies", "set-bookie-rack", "-b", b, "--rack", "/a/b")
+		a.fails(2, []string{"--bookie", "bad id"}, "bookies", "set-bookie-rack", "-b", "bad id")
+		a.ok("bookies", "delete-bookie-rack", "--bookie", b)
+		a.fails(1, []string{"404", "Bookie address not found: " + b}, "bookies", "get-bookie-rack", "-b", b)
+		a.fails(1, []string{"404"}, "bookies", "delete-bookie-rack", "-b", b)
+	})
+
 	t.Run("tenant namespace policy round trip", func(t *testing.T) {
 		a := adminRunner{t, url}
 		a.ok("tenants", "create", "acme", "--admin-roles", "ops,dev")

@@ -1,0 +1,126 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/isobar-mq/isobar/bookie/racks"
+	"github.com/isobar-mq/isobar/wire"
+)
+
+// The bookies endpoints: the region's racks-info (package bookie/racks),
+// which bookie placement reads, and its bookies. Superusers only, as in
+// Pulsar.
+
+var errNoBookies = fmt.Errorf("%w: the bookies' rack information is not served by this broker", ErrUnavailable)
+
+// RawBookieInfo and BookiesClusterInfo are Pulsar's answer to
+// GET /admin/v2/bookies/all.
+type RawBookieInfo struct {
+	BookieID string `json:"bookieId"`
+}
+
+// BookiesClusterInfo lists the region's bookies.
+type BookiesClusterInfo struct {
+	Bookies []RawBookieInfo `json:"bookies"`
+}
+
+func (s *Server) bookieRoutes(v2 string) {
+	s.handle("GET "+v2+"/bookies/all", s.allBookies)
+	s.handle("GET "+v2+"/bookies/racks-info", s.racksInfo)
+	s.handle("GET "+v2+"/bookies/racks-info/{bookie}", s.bookieRack)
+	s.handle("POST "+v2+"/bookies/racks-info/{bookie}", s.setBookieRack)
+	s.handle("DELETE "+v2+"/bookies/racks-info/{bookie}", s.deleteBookieRack)
+}
+
+func (s *Server) allBookies(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Bookies == nil {
+		return errNoBookies
+	}
+	ids, err := s.cfg.Bookies.Bookies(r.Context())
+	if err != nil {
+		return err
+	}
+	out := BookiesClusterInfo{Bookies: []RawBookieInfo{}}
+	for _, id := range ids {
+		out.Bookies = append(out.Bookies, RawBookieInfo{BookieID: id})
+	}
+	return ok(w, out)
+}
+
+func (s *Server) racksInfo(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Bookies == nil {
+		return errNoBookies
+	}
+	c, err := s.cfg.Bookies.Read(r.Context())
+	if err != nil {
+		return err
+	}
+	return ok(w, c)
+}
+
+func (s *Server) bookieRack(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Bookies == nil {
+		return errNoBookies
+	}
+	c, err := s.cfg.Bookies.Read(r.Context())
+	if err != nil {
+		return err
+	}
+	b := r.PathValue("bookie")
+	_, info, found := c.Lookup(b)
+	if !found {
+		return refuse(wire.ErrNotFound, "Bookie address not found: "+b)
+	}
+	return ok(w, info)
+}
+
+// setBookieRack serves POST .../racks-info/{bookie}?group=G with a
+// BookieInfo body: the bookie moves to group G (out of any other), with
+// that rack and host name. Answers 204.
+func (s *Server) setBookieRack(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Bookies == nil {
+		return errNoBookies
+	}
+	group, given := r.URL.Query()["group"]
+	if !given {
+		return refuse(wire.ErrPreconditionFailed, "Bookie 'group' parameters is missing")
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var info racks.Info
+	if err := decodeStrict(body, &info); err != nil {
+		return err
+	}
+	if err := s.cfg.Bookies.Set(r.Context(), group[0], r.PathValue("bookie"), info); err != nil {
+		return racksErr(err)
+	}
+	return noContent(w)
+}
+
+func (s *Server) deleteBookieRack(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Bookies == nil {
+		return errNoBookies
+	}
+	if err := s.cfg.Bookies.Remove(r.Context(), r.PathValue("bookie")); err != nil {
+		return racksErr(err)
+	}
+	return noContent(w)
+}
+
+// racksErr answers the racks store's refusals: 412 for a bad bookie id,
+// group, rack or host name (as Pulsar answers a missing group or a bad
+// rack), 404 for a bookie in no group.
+func racksErr(err error) error {
+	switch {
+	case errors.Is(err, racks.ErrInvalid):
+		return refuse(wire.ErrPreconditionFailed, strings.ReplaceAll(err.Error(), racks.ErrInvalid.Error()+": ", ""))
+	case errors.Is(err, racks.ErrNotFound):
+		return refuse(wire.ErrNotFound, strings.ReplaceAll(err.Error(), racks.ErrNotFound.Error()+": ", ""))
+	}
+	return err
+}
