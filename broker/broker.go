@@ -145,6 +145,9 @@ type NamespacePolicy struct {
 	// Persistence, when set, gives the namespace's new ledgers their
 	// ensemble size and quorums instead of broker.ledger's.
 	Persistence *policy.PersistencePolicies
+	// EncryptionRequired refuses producers that declare they do not
+	// encrypt and messages without encryption keys (encryption.go).
+	EncryptionRequired bool
 }
 
 // ForTopic is the policy of the topic name: the namespace's, with the

@@ -68,6 +68,7 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	out.MaxProducers, out.MaxConsumers = pol.MaxProducersPerTopic, pol.MaxConsumersPerTopic
 	out.MaxConsumersPerSubscription, out.MaxTopics = pol.MaxConsumersPerSubscription, pol.MaxTopicsPerNamespace
 	out.Persistence = pol.Persistence
+	out.EncryptionRequired = pol.EncryptionRequired
 	if a := pol.AutoSubscriptionCreationOverride; a != nil {
 		out.AutoSubscriptionCreation = &a.AllowAutoSubscriptionCreation
 	}
