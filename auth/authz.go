@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -31,7 +32,15 @@ type PolicySource interface {
 	// namespace, when the namespace restricts it (ok false: any role with
 	// consume permission may use it).
 	SubscriptionRoles(ctx context.Context, namespace, subscription string) (roles []string, ok bool, err error)
+	// SubscriptionAuthMode is a namespace's subscription auth mode:
+	// SubscriptionAuthPrefix requires a role's subscription names to start
+	// with the role; anything else ("None", "") puts no rule on them.
+	SubscriptionAuthMode(ctx context.Context, namespace string) (string, error)
 }
+
+// SubscriptionAuthPrefix is the subscription auth mode that requires
+// subscription names to start with the role (Pulsar's Prefix).
+const SubscriptionAuthPrefix = "Prefix"
 
 // Authorizer decides what an authenticated role may do, as Pulsar's
 // default authorization provider does: superusers may do anything, a
@@ -127,10 +136,23 @@ func (a *Authorizer) Produce(ctx context.Context, role string, t topic.Name) err
 
 // Consume allows subscribing to t as subscription (empty: any
 // subscription, e.g. for reading stats); a namespace may restrict a
-// subscription to some roles (Pulsar's subscription permissions).
+// subscription to some roles (Pulsar's subscription permissions), and,
+// with the subscription auth mode Prefix, requires every role but the
+// superusers (tenant admins included, as in Pulsar) to use subscription
+// names starting with the role.
 func (a *Authorizer) Consume(ctx context.Context, role string, t topic.Name, subscription string) error {
 	if !a.Enabled() {
 		return nil
+	}
+	if subscription != "" && !a.srv.IsSuperUser(role) && !strings.HasPrefix(subscription, role) {
+		mode, err := a.src.SubscriptionAuthMode(ctx, t.NamespaceName())
+		if err != nil {
+			return err
+		}
+		if mode == SubscriptionAuthPrefix {
+			// Pulsar's message; its check, too, is a plain prefix.
+			return fmt.Errorf("%w: Failed to create consumer - The subscription name needs to be prefixed by the authentication role, like %s-xxxx for topic: %s", wire.ErrAuthorization, role, t)
+		}
 	}
 	ok, err := a.has(ctx, role, t, ActionConsume)
 	if err != nil {

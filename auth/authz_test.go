@@ -15,6 +15,7 @@ type grants struct {
 	ns     map[string]map[string][]string // namespace -> role -> actions
 	topics map[string]map[string][]string // topic -> role -> actions
 	subs   map[string][]string            // "ns/sub" -> roles
+	modes  map[string]string              // namespace -> subscription auth mode
 }
 
 func (g grants) TenantAdminRoles(_ context.Context, tenant string) ([]string, error) {
@@ -39,6 +40,10 @@ func (g grants) TopicPermissions(_ context.Context, t topic.Name) (map[string][]
 func (g grants) SubscriptionRoles(_ context.Context, ns, sub string) ([]string, bool, error) {
 	r, ok := g.subs[ns+"/"+sub]
 	return r, ok, nil
+}
+
+func (g grants) SubscriptionAuthMode(_ context.Context, ns string) (string, error) {
+	return g.modes[ns], nil
 }
 
 // TestAuthorizationTable decides every operation for every kind of role.

@@ -148,6 +148,9 @@ type NamespacePolicy struct {
 	// Affinity confines the namespace's new ledgers to bookie groups: its
 	// bookie affinity in this cluster (zero: any bookie).
 	Affinity ledger.Affinity
+	// EncryptionRequired refuses producers that declare they do not
+	// encrypt and messages without encryption keys (encryption.go).
+	EncryptionRequired bool
 }
 
 // ForTopic is the policy of the topic name: the namespace's, with the

@@ -580,6 +580,10 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		c.sendError(reqID, err)
 		return
 	}
+	if err := checkProducerEncryption(t, cmd, p.replFrom != ""); err != nil {
+		c.sendError(reqID, err)
+		return
+	}
 	if p.replFrom == "" {
 		// Replicator producers copy entries whose schema versions the
 		// global registry already holds.
@@ -695,6 +699,10 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 	// is not applied to it again.
 	if max := p.t.maxMessageSize.Load(); max > 0 && p.replFrom == "" && int64(len(f.Payload)) > max {
 		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: message of %d bytes exceeds the maximum message size %d of topic %s (maxMessageSize)", wire.ErrNotAllowed, len(f.Payload), max, p.t.name)))
+		return
+	}
+	if err := p.checkEncrypted(f.Metadata); err != nil {
+		c.sendCmd(wire.NewSendErrorCommand(pid, seq, err))
 		return
 	}
 	nm := int(cmd.GetNumMessages())

@@ -45,6 +45,9 @@ func TestSentinelKinds(t *testing.T) {
 		{"broker.ErrTooManySubscriptions", broker.ErrTooManySubscriptions, wire.ErrPreconditionFailed},
 		{"broker.ErrTooManySubConsumers", broker.ErrTooManySubConsumers, wire.ErrConsumerBusy},
 		{"broker.ErrNoAutoSubscription", broker.ErrNoAutoSubscription, wire.ErrSubscriptionNotFound},
+		{"broker.ErrSchemaAutoUpdateDisabled", broker.ErrSchemaAutoUpdateDisabled, wire.ErrIncompatibleSchema},
+		{"broker.ErrEncryptionRequired", broker.ErrEncryptionRequired, wire.ErrMetadata},
+		{"broker.ErrNotEncrypted", broker.ErrNotEncrypted, wire.ErrMetadata},
 		{"dynconfig.ErrUnknown", dynconfig.ErrUnknown, wire.ErrPreconditionFailed},
 		{"dynconfig.ErrInvalid", dynconfig.ErrInvalid, wire.ErrPreconditionFailed},
 

@@ -77,6 +77,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.policy.Affinity = pol.Affinity
 	t.maxMessageSize.Store(int64(pol.MaxMessageSize))
 	t.maxUnacked.Store(int64(pol.MaxUnackedPerConsumer))
+	t.encryption.Store(pol.EncryptionRequired)
 	if pol.Failover.Mode == policy.ActiveStandby {
 		t.dedupOn = true
 	}

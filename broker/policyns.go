@@ -73,6 +73,7 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	if g, ok := pol.BookieAffinityGroups[p.Store.LocalCluster()]; ok {
 		out.Affinity = ledger.Affinity{Primary: splitGroups(g.Primary), Secondary: splitGroups(g.Secondary)}
 	}
+	out.EncryptionRequired = pol.EncryptionRequired
 	if a := pol.AutoSubscriptionCreationOverride; a != nil {
 		out.AutoSubscriptionCreation = &a.AllowAutoSubscriptionCreation
 	}

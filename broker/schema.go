@@ -19,6 +19,11 @@ import (
 // numbers, as in Pulsar; producers put them in MessageMetadata
 // themselves, and the broker stores metadata as sent.
 
+// ErrSchemaAutoUpdateDisabled refuses a client's schema that the topic
+// does not hold when its namespace sets is_allow_auto_update_schema to
+// false (Pulsar's IncompatibleSchema and message).
+var ErrSchemaAutoUpdateDisabled = wire.Sentinel(wire.ErrIncompatibleSchema, "broker: Schema not found and schema auto updating is disabled.")
+
 // schemaTypeNames maps the protocol's schema types to the registry's
 // names (Pulsar's SchemaType); AutoConsume has none, BYTES travels as
 // None.
@@ -86,8 +91,8 @@ func incompatible(err error) error {
 }
 
 // useSchema decides a client's schema for a topic: the version that holds
-// it, added if the namespace's strategy allows it (and auto-update is
-// on). A client without a schema gets nil, or IncompatibleSchema when the
+// it, or a new version if auto-update is on and the strategy allows it. A
+// client without a schema gets nil, or IncompatibleSchema when the
 // namespace enforces validation and the topic has a schema.
 func (b *Broker) useSchema(ctx context.Context, name topic.Name, s *pb.Schema) ([]byte, error) {
 	reg := b.deps.Schemas
@@ -113,16 +118,16 @@ func (b *Broker) useSchema(ctx context.Context, name topic.Name, s *pb.Schema) (
 		return nil, fmt.Errorf("%w: topic %s has a schema and its namespace enforces schema validation: a producer must give one", wire.ErrIncompatibleSchema, name.Base())
 	}
 	if !st.AutoUpdate {
+		// Only a version the topic holds, even on a topic without a
+		// schema (Pulsar's addSchema with auto-update off).
 		v, err := reg.Find(ctx, name, info)
 		if errors.Is(err, schema.ErrNotFound) {
-			if _, lerr := reg.Latest(ctx, name); !errors.Is(lerr, schema.ErrNotFound) {
-				return nil, fmt.Errorf("%w: topic %s has no such schema and its namespace does not allow clients to add one", wire.ErrIncompatibleSchema, name.Base())
-			}
-		} else if err != nil {
-			return nil, err
-		} else {
-			return schemaVersionBytes(v), nil
+			return nil, fmt.Errorf("%w (topic %s)", ErrSchemaAutoUpdateDisabled, name.Base())
 		}
+		if err != nil {
+			return nil, err
+		}
+		return schemaVersionBytes(v), nil
 	}
 	v, _, err := reg.Add(ctx, name, st.Strategy, info)
 	if err != nil {
@@ -133,7 +138,8 @@ func (b *Broker) useSchema(ctx context.Context, name topic.Name, s *pb.Schema) (
 
 // checkConsumerSchema checks a consumer's schema: one the topic holds,
 // or one compatible with the topic's under the namespace's strategy; a
-// topic without a schema takes the consumer's when auto-update is on.
+// topic without a schema takes the consumer's when auto-update is on and
+// refuses it otherwise.
 func (b *Broker) checkConsumerSchema(ctx context.Context, name topic.Name, s *pb.Schema) error {
 	info, has := schemaInfo(s)
 	if !has || b.deps.Schemas == nil {
@@ -146,7 +152,7 @@ func (b *Broker) checkConsumerSchema(ctx context.Context, name topic.Name, s *pb
 	}
 	if _, err := reg.Latest(ctx, name); errors.Is(err, schema.ErrNotFound) {
 		if !st.AutoUpdate {
-			return nil
+			return fmt.Errorf("%w (topic %s)", ErrSchemaAutoUpdateDisabled, name.Base())
 		}
 		_, _, err := reg.Add(ctx, name, st.Strategy, info)
 		return incompatible(err)

@@ -73,6 +73,7 @@ type Topic struct {
 	maxMessageSize atomic.Int64             // NamespacePolicy.MaxMessageSize, read on every SEND
 	maxUnacked     atomic.Int64             // NamespacePolicy.MaxUnackedPerConsumer, read on every dispatch
 	quotaExceeded  atomic.Bool              // a backlog is over its quota (producer policies)
+	encryption     atomic.Bool              // NamespacePolicy.EncryptionRequired, read on every SEND
 	rl             topicRates               // NamespacePolicy.Rates and their limiters (rates.go)
 	sync           subSync                  // subscription state across regions (substate.go)
 	attrs          metric.MeasurementOption // of its metrics
@@ -92,6 +93,7 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 	}
 	t.maxMessageSize.Store(int64(pol.MaxMessageSize))
 	t.maxUnacked.Store(int64(pol.MaxUnackedPerConsumer))
+	t.encryption.Store(pol.EncryptionRequired)
 	t.rl.set(pol.Rates)
 	t.attrs = b.topicAttrs(t)
 	return t

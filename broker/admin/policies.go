@@ -184,6 +184,7 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	p.SubscriptionAuthMode = p.AuthMode() // "None" when not set, as Pulsar
 	return ok(w, p)
 }
 

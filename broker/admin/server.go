@@ -306,7 +306,7 @@ func (s *Server) routes() {
 	s.handle("PUT "+ns, s.createNamespace)
 	s.handle("DELETE "+ns, s.deleteNamespace)
 	s.handle("GET "+ns+"/topics", s.namespaceTopics)
-	for _, p := range slices.Concat(namespacePolicies, s.settingsPolicies()) {
+	for _, p := range slices.Concat(namespacePolicies, s.settingsPolicies(), schemaSecurityPolicies) {
 		s.handle("GET "+ns+"/"+p.path, s.getNSPolicy(p))
 		if p.set != nil {
 			method := p.setMethod

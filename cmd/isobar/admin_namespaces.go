@@ -261,6 +261,8 @@ func (a *adminCmd) namespacesCmd() *cobra.Command {
 		}),
 	)
 	cmd.AddCommand(a.namespaceSettingVerbs(nsVerb, &asJSON)...)
+	cmd.AddCommand(a.namespaceSchemaSecurityVerbs(nsVerb, &asJSON)...)
+	cmd.AddCommand(a.namespaceRateVerbs(nsVerb, &asJSON)...)
 	cmd.AddCommand(a.primaryVerbs(nsVerb, &asJSON)...)
 	cmd.AddCommand(a.namespacePermissionVerbs(nsVerb, &asJSON)...)
 	return cmd

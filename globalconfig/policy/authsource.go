@@ -48,6 +48,16 @@ func (a AuthSource) TopicPermissions(ctx context.Context, t topic.Name) (map[str
 	return TopicPermissions(p, t), nil
 }
 
+// SubscriptionAuthMode is the namespace's subscription auth mode ("None"
+// when not set).
+func (a AuthSource) SubscriptionAuthMode(ctx context.Context, namespace string) (string, error) {
+	p, err := a.policies(ctx, namespace)
+	if err != nil {
+		return "", err
+	}
+	return p.AuthMode(), nil
+}
+
 // SubscriptionRoles are the roles a namespace allows on a subscription,
 // when it restricts it.
 func (a AuthSource) SubscriptionRoles(ctx context.Context, namespace, subscription string) ([]string, bool, error) {

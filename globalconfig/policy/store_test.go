@@ -87,13 +87,13 @@ func TestStandaloneAndLifecycle(t *testing.T) {
 	// A namespace with unknown fields keeps them; no replication clusters
 	// means the local cluster.
 	var body policy.Policies
-	must(t, json.Unmarshal([]byte(`{"encryption_required":true,"message_ttl_in_seconds":60}`), &body))
+	must(t, json.Unmarshal([]byte(`{"encryption_required":true,"latency_stats_sample_rate":{"c":5},"message_ttl_in_seconds":60}`), &body))
 	must(t, s.CreateNamespace(ctx, "public/ns1", &body))
 	wantErr(t, s.CreateNamespace(ctx, "public/ns1", &body), policy.ErrExists)
 	p, err = s.Namespace(ctx, "public/ns1")
 	must(t, err)
 	b, _ := json.Marshal(p)
-	if !strings.Contains(string(b), `"encryption_required":true`) || !strings.Contains(string(b), `"replication_clusters":["standalone"]`) || *p.MessageTTLInSeconds != 60 {
+	if !strings.Contains(string(b), `"encryption_required":true`) || !strings.Contains(string(b), `"latency_stats_sample_rate":{"c":5}`) || !strings.Contains(string(b), `"replication_clusters":["standalone"]`) || *p.MessageTTLInSeconds != 60 || !p.EncryptionRequired {
 		t.Fatalf("public/ns1 = %s", b)
 	}
 	nss, err := s.Namespaces(ctx, "public")
@@ -110,7 +110,7 @@ func TestStandaloneAndLifecycle(t *testing.T) {
 		return nil
 	})
 	must(t, err)
-	if p.RetentionPolicies.RetentionTimeInMinutes != 10 || p.Extra["encryption_required"] == nil {
+	if p.RetentionPolicies.RetentionTimeInMinutes != 10 || p.Extra["latency_stats_sample_rate"] == nil || !p.EncryptionRequired {
 		t.Fatalf("updated = %+v", p)
 	}
 	_, err = s.UpdateNamespace(ctx, "public/ns1", func(p *policy.Policies) error {

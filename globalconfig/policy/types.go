@@ -140,6 +140,9 @@ type Policies struct {
 	Bundles              *BundlesData            `json:"bundles"`
 	// NamespaceRates are the namespace's rate limits (nsrates.go).
 	NamespaceRates
+	// SchemaAndSecurity are its schema settings, subscription auth mode
+	// and encryption requirement (nsschema.go).
+	SchemaAndSecurity
 	// Failover is the replication mode and primary region (an Isobar
 	// extension; nil: active-active).
 	Failover *Failover `json:"failover,omitempty"`
@@ -332,6 +335,7 @@ func (p *Policies) validate(defaultBundles int) error {
 		p.AuthPolicies = a
 	}
 	errs = append(errs, p.validateRates()...)
+	errs = append(errs, p.validateSchemaAndSecurity()...)
 	if p.Bundles == nil {
 		p.Bundles = DefaultBundlesData(defaultBundles)
 	} else if err := p.Bundles.normalize(); err != nil {

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/isobar-mq/isobar/globalconfig/policy"
@@ -22,56 +21,31 @@ type Settings struct {
 	AutoUpdate bool
 }
 
-// namespaceFields are the schema fields of a namespace's policies, in
-// Pulsar's JSON names.
-type namespaceFields struct {
-	Strategy           string `json:"schema_compatibility_strategy"`
-	AutoUpdateStrategy string `json:"schema_auto_update_compatibility_strategy"`
-	ValidationEnforced bool   `json:"schema_validation_enforced"`
-	AutoUpdate         *bool  `json:"is_allow_auto_update_schema"`
-}
-
-// autoUpdateStrategies maps Pulsar's older strategy names
-// (schema_auto_update_compatibility_strategy), used when
-// schema_compatibility_strategy is unset.
-var autoUpdateStrategies = map[string]compat.Strategy{
-	"AutoUpdateDisabled": compat.AlwaysIncompatible, "Backward": compat.Backward, "Forward": compat.Forward,
-	"Full": compat.Full, "AlwaysCompatible": compat.AlwaysCompatible, "BackwardTransitive": compat.BackwardTransitive,
-	"ForwardTransitive": compat.ForwardTransitive, "FullTransitive": compat.FullTransitive,
-}
-
-// SettingsOf reads a namespace's schema settings from its policies. The
-// fields are read by their JSON names, whether policy.Policies models
-// them or keeps them in Extra. Unset, the strategy is compat.Default,
+// SettingsOf reads a namespace's schema settings from its policies.
+// The strategy is Pulsar's: schema_compatibility_strategy, else (unset or
+// UNDEFINED) the one schema_auto_update_compatibility_strategy stands for
+// (policy.SchemaAutoUpdateStrategies: AutoUpdateDisabled is
+// ALWAYS_INCOMPATIBLE), else compat.Default, the broker's. Unset,
 // validation is not enforced and auto-update is allowed, as in Pulsar.
 func SettingsOf(p *policy.Policies) (Settings, error) {
 	out := Settings{Strategy: compat.Default, AutoUpdate: true}
 	if p == nil {
 		return out, nil
 	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return out, err
-	}
-	var f namespaceFields
-	if err := json.Unmarshal(b, &f); err != nil {
-		return out, fmt.Errorf("%w: namespace schema settings: %w", compat.ErrInvalid, err)
-	}
-	st := f.Strategy
-	if (st == "" || st == "UNDEFINED") && f.AutoUpdateStrategy != "" {
-		s, ok := autoUpdateStrategies[f.AutoUpdateStrategy]
+	st := p.SchemaCompatibilityStrategy
+	if a := p.SchemaAutoUpdateStrategy; (st == "" || st == policy.SchemaCompatibilityUndefined) && a != "" {
+		mapped, ok := policy.SchemaAutoUpdateStrategies[a]
 		if !ok {
-			return out, fmt.Errorf("%w: unknown schema_auto_update_compatibility_strategy %q", compat.ErrInvalid, f.AutoUpdateStrategy)
+			return out, fmt.Errorf("%w: unknown schema_auto_update_compatibility_strategy %q", compat.ErrInvalid, a)
 		}
-		st = string(s)
+		st = mapped
 	}
+	var err error
 	if out.Strategy, err = compat.ParseStrategy(st); err != nil {
 		return out, err
 	}
-	out.ValidationEnforced = f.ValidationEnforced
-	if f.AutoUpdate != nil {
-		out.AutoUpdate = *f.AutoUpdate
-	}
+	out.ValidationEnforced = p.SchemaValidationEnforced
+	out.AutoUpdate = p.AllowsAutoUpdateSchema()
 	return out, nil
 }
 
