@@ -11,6 +11,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -22,6 +23,22 @@ import (
 func (b *Broker) Admin() admin.Topics { return adminTopics{b} }
 
 type adminTopics struct{ b *Broker }
+
+// TopicDefaults are the broker's values of the topic policies it
+// enforces, for the admin API's ?applied=true answers.
+func (b *Broker) TopicDefaults() admin.TopicDefaults {
+	lc := b.cfg.Ledger.WithDefaults()
+	return admin.TopicDefaults{
+		MaxMessageSize:                b.cfg.MaxMessageSize,
+		MaxUnackedPerConsumer:         b.cfg.Limits.MaxUnackedPerConsumer,
+		MaxUnackedPerSubscription:     b.cfg.Limits.MaxUnackedPerSubscription,
+		DeduplicationSnapshotInterval: b.cfg.DeduplicationSnapshotInterval,
+		MaxDeliveryDelay:              b.cfg.Limits.MaxDeliveryDelay,
+		Persistence: &policy.PersistencePolicies{
+			BookkeeperEnsemble: lc.EnsembleSize, BookkeeperWriteQuorum: lc.WriteQuorum, BookkeeperAckQuorum: lc.AckQuorum,
+		},
+	}
+}
 
 // RefreshTopicPolicies re-reads the policies of name (of a partitioned
 // topic: of every partition) for the topics loaded on this broker, so a

@@ -114,10 +114,23 @@ type NamespacePolicy struct {
 	// consumer for this long (Pulsar's
 	// subscription_expiration_time_minutes); zero never does.
 	SubscriptionExpiration time.Duration
-	// MaxUnackedPerConsumer replaces Limits.MaxUnackedPerConsumer for
-	// the topic (the topic's maxUnackedMessagesOnConsumer): zero keeps the
-	// broker's, negative is no limit.
-	MaxUnackedPerConsumer int
+	// MaxUnackedPerConsumer and MaxUnackedPerSubscription replace
+	// Limits.MaxUnackedPerConsumer and Limits.MaxUnackedPerSubscription
+	// for the topic (the topic's maxUnackedMessagesOnConsumer and
+	// maxUnackedMessagesOnSubscription, else the namespace's
+	// max_unacked_messages_per_consumer and
+	// max_unacked_messages_per_subscription): zero keeps the broker's,
+	// negative is no limit (a policy's 0).
+	MaxUnackedPerConsumer, MaxUnackedPerSubscription int
+	// DedupSnapshotInterval, when set, replaces
+	// Config.DeduplicationSnapshotInterval for the topic, in seconds (0:
+	// no timed snapshots): the topic's deduplicationSnapshotInterval,
+	// else the namespace's.
+	DedupSnapshotInterval *int
+	// DelayedDelivery, when set, replaces the broker's delayed delivery
+	// (on, no tick, Limits.MaxDeliveryDelay): the topic's delayedDelivery,
+	// else the namespace's delayed_delivery_policies.
+	DelayedDelivery *policy.DelayedDeliveryPolicies
 	// Rates are the topic's rate limits (rates.go).
 	Rates Rates
 	// ReplicationClusters are the clusters the namespace's topics live
@@ -142,8 +155,9 @@ type NamespacePolicy struct {
 	// this region (then the same over TLS); ForTopic applies them.
 	TopicFailover    map[string]policy.Failover
 	TopicPrimaryURLs map[string][4]string
-	// Persistence, when set, gives the namespace's new ledgers their
-	// ensemble size and quorums instead of broker.ledger's.
+	// Persistence, when set, gives the topic's new ledgers their
+	// ensemble size and quorums instead of broker.ledger's: the topic's
+	// own persistence policy, else its namespace's.
 	Persistence *policy.PersistencePolicies
 	// Affinity confines the namespace's new ledgers to bookie groups: its
 	// bookie affinity in this cluster (zero: any bookie).
@@ -248,6 +262,14 @@ type Config struct {
 	// backlog may stay still before stats call it stalled and the
 	// maintenance loop logs it; zero means 30s.
 	ReplicationStallAfter time.Duration `yaml:"replicationStallAfter"`
+	// DeduplicationSnapshotInterval snapshots a de-duplicated topic's
+	// state at least this often while entries are written (besides every
+	// 1000 entries), so a topic loaded again replays less of its log; a
+	// namespace's or topic's deduplicationSnapshotInterval replaces it.
+	// Zero means 120s (Pulsar's
+	// brokerDeduplicationSnapshotIntervalSeconds); negative turns the
+	// timed snapshots off.
+	DeduplicationSnapshotInterval time.Duration `yaml:"deduplicationSnapshotInterval"`
 	// Limits bound what clients may ask (docs/limits.md).
 	Limits Limits `yaml:"limits"`
 	// Auth turns on token authentication and authorization
@@ -338,6 +360,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReplicationStallAfter <= 0 {
 		c.ReplicationStallAfter = 30 * time.Second
+	}
+	if c.DeduplicationSnapshotInterval == 0 {
+		c.DeduplicationSnapshotInterval = DefaultDeduplicationSnapshotInterval
 	}
 	c.Limits = c.Limits.WithDefaults()
 	return c

@@ -710,7 +710,7 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 		nm = 1
 	}
 	highest := cmd.GetHighestSequenceId()
-	if err := c.b.checkSend(seq, highest, f.Metadata); err != nil {
+	if err := c.b.checkSend(p.t, seq, highest, f.Metadata); err != nil {
 		c.sendCmd(wire.NewSendErrorCommand(pid, seq, err))
 		return
 	}

@@ -42,13 +42,26 @@ type Limits struct {
 	MaxAdminRequestBytes int `yaml:"maxAdminRequestBytes"`
 	// MaxDeliveryDelay refuses a message whose deliver-at time is further
 	// ahead than this. Zero means no limit, as Pulsar's
-	// delayedDeliveryMaxDelayInMillis.
+	// delayedDeliveryMaxDelayInMillis. A namespace's or topic's
+	// delayedDelivery policy replaces it (and may turn delayed delivery
+	// off).
 	MaxDeliveryDelay time.Duration `yaml:"maxDeliveryDelay"`
 	// MaxUnackedPerConsumer stops dispatching to a consumer of a Shared or
 	// Key_Shared subscription holding this many unacknowledged entries (a
 	// batch counts once) until it acknowledges some. Zero means 50000,
-	// Pulsar's maxUnackedMessagesPerConsumer; negative means no limit.
+	// Pulsar's maxUnackedMessagesPerConsumer; negative means no limit. A
+	// namespace's maxUnackedMessagesPerConsumer or a topic's
+	// maxUnackedMessagesOnConsumer replaces it.
 	MaxUnackedPerConsumer int `yaml:"maxUnackedPerConsumer"`
+	// MaxUnackedPerSubscription stops dispatching to every consumer of a
+	// Shared or Key_Shared subscription while the subscription holds this
+	// many unacknowledged entries (a batch counts once); it resumes as
+	// acknowledgements bring it under. Zero means 200000, Pulsar's
+	// maxUnackedMessagesPerSubscription (four times its per-consumer
+	// default); negative means no limit. A namespace's
+	// maxUnackedMessagesPerSubscription or a topic's
+	// maxUnackedMessagesOnSubscription replaces it.
+	MaxUnackedPerSubscription int `yaml:"maxUnackedPerSubscription"`
 	// HandshakeTimeout bounds the wait for a new connection's CONNECT
 	// (before it, frames are limited to 64 KiB); zero means 10s.
 	HandshakeTimeout time.Duration `yaml:"handshakeTimeout"`
@@ -74,6 +87,12 @@ const (
 	DefaultMaxAdminRequestBytes  = 1 << 20
 	MaxAdminRequestBytes         = 16 << 20
 	DefaultMaxUnackedPerConsumer = 50000
+	// DefaultMaxUnackedPerSubscription is Pulsar's
+	// maxUnackedMessagesPerSubscription: 4 × its per-consumer default.
+	DefaultMaxUnackedPerSubscription = 4 * DefaultMaxUnackedPerConsumer
+	// DefaultDeduplicationSnapshotInterval is Pulsar's
+	// brokerDeduplicationSnapshotIntervalSeconds.
+	DefaultDeduplicationSnapshotInterval = 120 * time.Second
 )
 
 // Validate reports every problem with the limits at once.
@@ -119,6 +138,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxUnackedPerConsumer == 0 {
 		l.MaxUnackedPerConsumer = DefaultMaxUnackedPerConsumer
+	}
+	if l.MaxUnackedPerSubscription == 0 {
+		l.MaxUnackedPerSubscription = DefaultMaxUnackedPerSubscription
 	}
 	if l.HandshakeTimeout == 0 {
 		l.HandshakeTimeout = 10 * time.Second
@@ -226,21 +248,23 @@ func ValidSubscriptionName(sub string) error {
 	return nil
 }
 
-// checkSend checks the numbers of a SEND the broker acts on: sequence ids
-// must fit the int64 de-duplication compares them as (a larger one read
-// as negative would have the message dropped as a duplicate, silently),
-// and a deliver-at time may not be further ahead than
-// Limits.MaxDeliveryDelay.
-func (b *Broker) checkSend(seq, highest uint64, meta *pb.MessageMetadata) error {
+// checkSend checks the numbers of a SEND to t the broker acts on:
+// sequence ids must fit the int64 de-duplication compares them as (a
+// larger one read as negative would have the message dropped as a
+// duplicate, silently), and, while t's delayed delivery is on, a
+// deliver-at time may not be further ahead than its longest delay (the
+// topic's or namespace's delayedDelivery policy, else
+// Limits.MaxDeliveryDelay).
+func (b *Broker) checkSend(t *Topic, seq, highest uint64, meta *pb.MessageMetadata) error {
 	if seq > math.MaxInt64 || highest > math.MaxInt64 {
 		return fmt.Errorf("%w: sequence id %d (highest %d) is more than %d", ErrInvalidArgument, seq, highest, int64(math.MaxInt64))
 	}
-	if max := b.cfg.Limits.MaxDeliveryDelay; max > 0 && meta != nil {
+	if dd := t.delayedDelivery(); !dd.off && dd.max > 0 && meta != nil {
 		if at := meta.GetDeliverAtTime(); at > 0 {
 			now := b.deps.Now().UnixMilli()
-			if at > now && at-now > max.Milliseconds() {
-				return fmt.Errorf("%w: deliver-at time is %v ahead, more than the maximum delivery delay %v (broker.limits.maxDeliveryDelay)",
-					wire.ErrNotAllowed, time.Duration(min(at-now, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond, max)
+			if at > now && at-now > dd.max.Milliseconds() {
+				return fmt.Errorf("%w: deliver-at time is %v ahead, more than the maximum delivery delay %v (%s)",
+					wire.ErrNotAllowed, time.Duration(min(at-now, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond, dd.max, dd.from)
 			}
 		}
 	}
@@ -265,15 +289,31 @@ func rollback(now time.Time, seconds uint64) time.Time {
 
 // canTakeLocked says whether consumer k can be sent an entry now: it has
 // permits and, on a Shared or Key_Shared subscription, holds fewer
-// unacknowledged entries than its topic's limit (s.mu held).
+// unacknowledged entries than its topic's limit per consumer, and the
+// subscription fewer than the limit per subscription (s.mu held).
 func (s *subscription) canTakeLocked(k *consumer) bool {
 	if k.permits <= 0 {
 		return false
 	}
-	if max := s.t.maxUnackedPerConsumer(); max > 0 && s.delayable() && len(k.pending) >= max {
+	if !s.delayable() {
+		return true
+	}
+	if max := s.t.maxUnackedPerConsumer(); max > 0 && len(k.pending) >= max {
 		return false
 	}
-	return true
+	return s.unackedRoomLocked() > 0
+}
+
+// unackedRoomLocked is how many more entries a Shared or Key_Shared
+// subscription may have unacknowledged before its topic's limit per
+// subscription stops its dispatch (math.MaxInt without a limit; s.mu
+// held).
+func (s *subscription) unackedRoomLocked() int {
+	max := s.t.maxUnackedPerSubscription()
+	if max <= 0 || !s.delayable() {
+		return math.MaxInt
+	}
+	return max - len(s.pending)
 }
 
 // checkRangesLocked checks a Key_Shared sticky consumer's hash ranges
@@ -319,14 +359,103 @@ func (s *subscription) checkRangesLocked(k *consumer, st pb.CommandSubscribe_Sub
 
 // maxUnackedPerConsumer is the most unacknowledged entries a consumer of
 // a Shared or Key_Shared subscription of t may hold (0: no limit): the
-// topic's own maxUnackedMessagesOnConsumer, else
+// topic's own maxUnackedMessagesOnConsumer, else its namespace's, else
 // Limits.MaxUnackedPerConsumer.
 func (t *Topic) maxUnackedPerConsumer() int {
-	switch v := t.maxUnacked.Load(); {
+	return unackedLimit(t.maxUnacked.Load(), t.b.cfg.Limits.MaxUnackedPerConsumer)
+}
+
+// maxUnackedPerSubscription is the most unacknowledged entries a Shared
+// or Key_Shared subscription of t may hold (0: no limit): the topic's
+// own maxUnackedMessagesOnSubscription, else its namespace's, else
+// Limits.MaxUnackedPerSubscription.
+func (t *Topic) maxUnackedPerSubscription() int {
+	return unackedLimit(t.maxUnackedSub.Load(), t.b.cfg.Limits.MaxUnackedPerSubscription)
+}
+
+// unackedLimit resolves a NamespacePolicy limit v (0: the broker's,
+// negative: none) over the broker's limit def (negative: none); 0 is no
+// limit.
+func unackedLimit(v int64, def int) int {
+	switch {
 	case v < 0:
 		return 0
 	case v > 0:
 		return int(v)
 	}
-	return t.b.cfg.Limits.MaxUnackedPerConsumer
+	return max(def, 0)
+}
+
+// unackedPolicy is a NamespacePolicy limit from a policy's value: unset
+// (nil) keeps the broker's (0), Pulsar's 0 is no limit (-1).
+func unackedPolicy(v *int) int {
+	switch {
+	case v == nil:
+		return 0
+	case *v == 0:
+		return -1
+	}
+	return *v
+}
+
+// delayPolicy is how a topic's subscriptions treat deliver-at times:
+// off delivers them at once; tick is the granularity of the timer that
+// releases them (a message may come up to one tick late, never early;
+// zero: the deliver-at time itself); max refuses, at SEND, deliver-at
+// times further ahead (zero: no limit), from naming where it was set.
+type delayPolicy struct {
+	off       bool
+	tick, max time.Duration
+	from      string
+}
+
+// delayPolicyOf resolves the delayed delivery of a topic with policy
+// pol: its own or its namespace's delayedDelivery, else the broker's
+// (on, no tick, Limits.MaxDeliveryDelay).
+func (b *Broker) delayPolicyOf(pol NamespacePolicy) *delayPolicy {
+	d := pol.DelayedDelivery
+	if d == nil {
+		return &delayPolicy{max: b.cfg.Limits.MaxDeliveryDelay, from: "broker.limits.maxDeliveryDelay"}
+	}
+	return &delayPolicy{
+		off:  !d.Active,
+		tick: time.Duration(d.TickTime) * time.Millisecond,
+		max:  time.Duration(min(d.MaxDelayInMillis, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond,
+		from: "delayedDelivery.maxDeliveryDelayInMillis",
+	}
+}
+
+// delayedDelivery is t's delayed delivery policy.
+func (t *Topic) delayedDelivery() delayPolicy {
+	if d := t.delay.Load(); d != nil {
+		return *d
+	}
+	return delayPolicy{}
+}
+
+// releaseAt is when a message due at is released: at, rounded up to the
+// tick (on the Unix clock's grid of ticks), so never before it.
+func (d delayPolicy) releaseAt(at time.Time) time.Time {
+	if d.tick <= 0 {
+		return at
+	}
+	ms, tick := at.UnixMilli(), d.tick.Milliseconds()
+	if r := (ms%tick + tick) % tick; r != 0 && ms <= math.MaxInt64-tick {
+		ms += tick - r
+	}
+	if rel := time.UnixMilli(ms); rel.After(at) {
+		return rel
+	}
+	return at
+}
+
+// dedupSnapshotInterval is how often, at least, t's de-duplication
+// state is snapshotted while entries are written (0: never by time):
+// the topic's or its namespace's deduplicationSnapshotInterval, else
+// Config.DeduplicationSnapshotInterval.
+func (b *Broker) dedupSnapshotInterval(pol NamespacePolicy) time.Duration {
+	if s := pol.DedupSnapshotInterval; s != nil {
+		return time.Duration(max(*s, 0)) * time.Second
+	}
+	return max(b.cfg.DeduplicationSnapshotInterval, 0)
 }

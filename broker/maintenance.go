@@ -75,18 +75,32 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.policy.MaxTopics = pol.MaxTopics
 	t.policy.AutoSubscriptionCreation = pol.AutoSubscriptionCreation
 	t.policy.Affinity = pol.Affinity
-	t.maxMessageSize.Store(int64(pol.MaxMessageSize))
-	t.maxUnacked.Store(int64(pol.MaxUnackedPerConsumer))
-	t.encryption.Store(pol.EncryptionRequired)
+	t.policy.MaxUnackedPerConsumer, t.policy.MaxUnackedPerSubscription = pol.MaxUnackedPerConsumer, pol.MaxUnackedPerSubscription
+	t.policy.DedupSnapshotInterval, t.policy.DelayedDelivery = pol.DedupSnapshotInterval, pol.DelayedDelivery
+	t.policy.Persistence = pol.Persistence
 	if pol.Failover.Mode == policy.ActiveStandby {
 		t.dedupOn = true
 	}
+	subs := make([]*subscription, 0, len(t.subs))
+	for _, s := range t.subs {
+		subs = append(subs, s)
+	}
 	t.mu.Unlock()
+	t.storeLimits(pol)
+	t.setDedupInterval(t.b.dedupSnapshotInterval(pol))
 	if t.ml != nil {
 		t.ml.SetRetention(pol.Retention)
 		t.ml.SetAffinity(pol.Affinity)
+		lc := ledgerConfig(t.b.cfg.Ledger, pol)
+		if err := t.ml.SetQuorums(lc.EnsembleSize, lc.WriteQuorum, lc.AckQuorum); err != nil {
+			t.b.log.Warn("persistence policy not applied; new ledgers keep the previous shape", "topic", t.name.String(), "err", err)
+		}
 	}
 	t.rl.set(pol.Rates)
+	// Limits raised or removed: dispatchers held back by them go on.
+	for _, s := range subs {
+		s.kick()
+	}
 }
 
 // userCursors opens the cursors that policies act on: subscriptions, not

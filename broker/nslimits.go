@@ -106,8 +106,10 @@ func (b *Broker) autoSubscriptionAllowed() bool {
 	return b.dynamic().Bool(dynconfig.AllowAutoSubscriptionCreation, true)
 }
 
-// ledgerConfig is the ledger configuration of a topic of a namespace
-// with policy pol: its persistence policy, when set, shapes new ledgers.
+// ledgerConfig is the ledger configuration of a topic with policy pol:
+// its persistence policy (the topic's own, else its namespace's), when
+// set, shapes new ledgers; at load (mledger.Open) and on a loaded topic
+// (setPolicy, mledger.SetQuorums).
 func ledgerConfig(c mledger.Config, pol NamespacePolicy) mledger.Config {
 	if p := pol.Persistence; p != nil {
 		c.EnsembleSize, c.WriteQuorum, c.AckQuorum = p.BookkeeperEnsemble, p.BookkeeperWriteQuorum, p.BookkeeperAckQuorum

@@ -74,6 +74,10 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 		out.Affinity = ledger.Affinity{Primary: splitGroups(g.Primary), Secondary: splitGroups(g.Secondary)}
 	}
 	out.EncryptionRequired = pol.EncryptionRequired
+	out.MaxUnackedPerConsumer = unackedPolicy(pol.MaxUnackedMessagesPerConsumer)
+	out.MaxUnackedPerSubscription = unackedPolicy(pol.MaxUnackedMessagesPerSubscription)
+	out.DedupSnapshotInterval = pol.DeduplicationSnapshotIntervalSeconds
+	out.DelayedDelivery = pol.DelayedDelivery
 	if a := pol.AutoSubscriptionCreationOverride; a != nil {
 		out.AutoSubscriptionCreation = &a.AllowAutoSubscriptionCreation
 	}
@@ -125,10 +129,10 @@ func splitGroups(s string) []string {
 
 // TopicPolicy implements TopicPolicies: the topic's own policies in
 // force in this cluster (local over global) replace its namespace's
-// replication clusters, retention and message TTL, and set its limits
-// (maxUnackedMessagesOnConsumer replacing the broker's) and its rates.
-// Its persistence, delayed delivery and the other policies are stored
-// only.
+// replication clusters, retention, message TTL, limits (unacknowledged
+// messages per consumer and per subscription among them), rates,
+// de-duplication snapshot interval, delayed delivery and persistence.
+// Its offload policies are stored only.
 func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol NamespacePolicy) (NamespacePolicy, error) {
 	tp, err := p.Store.EffectiveTopicPolicies(ctx, name)
 	if err != nil {
@@ -183,10 +187,19 @@ func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol 
 	}
 	pol.Rates = pol.Rates.withTopic(tp)
 	if v := tp.MaxUnackedMessagesOnConsumer; v != nil {
-		pol.MaxUnackedPerConsumer = *v
-		if *v == 0 {
-			pol.MaxUnackedPerConsumer = -1 // Pulsar's 0: no limit
-		}
+		pol.MaxUnackedPerConsumer = unackedPolicy(v)
+	}
+	if v := tp.MaxUnackedMessagesOnSubscription; v != nil {
+		pol.MaxUnackedPerSubscription = unackedPolicy(v)
+	}
+	if v := tp.DeduplicationSnapshotIntervalSeconds; v != nil {
+		pol.DedupSnapshotInterval = v
+	}
+	if d := tp.DelayedDelivery; d != nil {
+		pol.DelayedDelivery = d
+	}
+	if p := tp.Persistence; p != nil {
+		pol.Persistence = p
 	}
 	return pol, nil
 }

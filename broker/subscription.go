@@ -736,7 +736,7 @@ func (s *subscription) run(stop, done chan struct{}) {
 		pl = pl.limit(budget)
 		wait := time.Hour
 		if len(s.delayed) > 0 {
-			wait = max(time.Millisecond, time.Until(s.delayed[0].at))
+			wait = max(time.Millisecond, time.Until(s.t.delayedDelivery().releaseAt(s.delayed[0].at)))
 		}
 		var ended []*consumer
 		if !ok {
@@ -792,7 +792,7 @@ func (s *subscription) planLocked() (plan, bool) {
 	if permits <= 0 || s.t.ml == nil {
 		return plan{}, false
 	}
-	n := int(min(permits, maxReadBatch))
+	n := int(min(permits, maxReadBatch, int64(s.unackedRoomLocked())))
 	pl := plan{epoch: s.epoch}
 	if len(s.replay) > 0 && !s.replayBlocked {
 		cnt := min(n, len(s.replay))
@@ -866,6 +866,7 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, a
 	blocked := map[*consumer]bool{}
 	sentReplay := false
 	now := s.t.b.deps.Now()
+	delay := !s.t.delayedDelivery().off && s.delayable()
 	for _, e := range entries {
 		p := e.Position
 		if e.Data == nil {
@@ -886,7 +887,7 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, a
 			covered = append(covered, p)
 			continue
 		}
-		if at := meta.GetDeliverAtTime(); at > 0 && s.delayable() && !isReplay {
+		if at := meta.GetDeliverAtTime(); at > 0 && delay && !isReplay {
 			if t := time.UnixMilli(at); t.After(now) {
 				heap.Push(&s.delayed, delayed{at: t, p: p})
 				continue
@@ -926,8 +927,10 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, a
 	return out, covered
 }
 
-// delayable says whether deliver-at times are honoured: on Shared and
-// Key_Shared subscriptions, as in Pulsar.
+// delayable says whether deliver-at times are honoured, while the
+// topic's delayed delivery is on: on Shared and Key_Shared
+// subscriptions, as in Pulsar. (The limits on unacknowledged entries
+// apply to the same subscriptions.)
 func (s *subscription) delayable() bool {
 	return s.subType == pb.CommandSubscribe_Shared || s.subType == pb.CommandSubscribe_Key_Shared
 }
@@ -1129,10 +1132,12 @@ func (h *delayHeap) Pop() any {
 	return x
 }
 
-// promoteDelayedLocked moves delayed entries that are due to replay.
+// promoteDelayedLocked moves delayed entries that are due to replay: all
+// of them once the topic's delayed delivery is off.
 func (s *subscription) promoteDelayedLocked() {
 	now := s.t.b.deps.Now()
-	for len(s.delayed) > 0 && !s.delayed[0].at.After(now) {
+	off := s.t.delayedDelivery().off
+	for len(s.delayed) > 0 && (off || !s.delayed[0].at.After(now)) {
 		d := heap.Pop(&s.delayed).(delayed)
 		s.addReplayLocked(d.p)
 		s.replayBlocked = false

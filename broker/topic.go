@@ -26,7 +26,9 @@ import (
 // position says up to where the snapshot covers the log.
 const dedupCursor = "isobar.dedup"
 
-// dedupSnapshotEvery is how many entries pass between snapshots.
+// dedupSnapshotEvery is how many entries pass between snapshots (Pulsar's
+// brokerDeduplicationEntriesInterval); the topic's snapshot interval
+// (Broker.dedupSnapshotInterval) takes one sooner when fewer are written.
 const dedupSnapshotEvery = 1000
 
 // Topic is a loaded topic: its managed ledger (nil for a non-persistent
@@ -54,14 +56,23 @@ type Topic struct {
 	dedupPushed    map[string]int64
 	dedupConfirmed map[string]int64
 	dedupCur       *mledger.Cursor
-	dedupSince     int64
-	dedupOn        bool                // producers are de-duplicated (policy at load)
-	replIn         map[string]*replIn  // by source cluster
-	replOut        map[string]*replOut // by remote cluster
-	lastOwn        Position            // this region's last own entry (noPosition: not known)
-	ownSeqs        map[string]epochSeq // per producer, its first sequence id stored here as the primary of an epoch
+	dedupSince     int64            // entries stored since the last snapshot
+	dedupLast      mledger.Position // the last of them
+	// dedupTimer takes a snapshot once the interval has passed since the
+	// first entry after the last one (nil: none armed); dedupGen tells a
+	// timer that was replaced or stopped from the current one.
+	dedupTimer *time.Timer
+	dedupGen   uint64
+	dedupOn    bool                // producers are de-duplicated (policy at load)
+	replIn     map[string]*replIn  // by source cluster
+	replOut    map[string]*replOut // by remote cluster
+	lastOwn    Position            // this region's last own entry (noPosition: not known)
+	ownSeqs    map[string]epochSeq // per producer, its first sequence id stored here as the primary of an epoch
 	// dedupLoad serializes loading the de-duplication state.
-	dedupLoad     sync.Mutex
+	dedupLoad sync.Mutex
+	// dedupWrite serializes writing snapshots, so an older one never
+	// replaces a newer one.
+	dedupWrite    sync.Mutex
 	nonPersistent atomic.Int64 // message ids of a non-persistent topic
 	// subActive is when each subscription last had a consumer come or
 	// go (subscription expiration, maintenance.go).
@@ -69,14 +80,17 @@ type Topic struct {
 	subActive   map[string]time.Time
 
 	msgIn, bytesIn atomic.Int64
-	lastPublish    atomic.Int64             // when an entry was last stored, Unix ms (0: not since loaded)
-	maxMessageSize atomic.Int64             // NamespacePolicy.MaxMessageSize, read on every SEND
-	maxUnacked     atomic.Int64             // NamespacePolicy.MaxUnackedPerConsumer, read on every dispatch
-	quotaExceeded  atomic.Bool              // a backlog is over its quota (producer policies)
-	encryption     atomic.Bool              // NamespacePolicy.EncryptionRequired, read on every SEND
-	rl             topicRates               // NamespacePolicy.Rates and their limiters (rates.go)
-	sync           subSync                  // subscription state across regions (substate.go)
-	attrs          metric.MeasurementOption // of its metrics
+	lastPublish    atomic.Int64                // when an entry was last stored, Unix ms (0: not since loaded)
+	maxMessageSize atomic.Int64                // NamespacePolicy.MaxMessageSize, read on every SEND
+	maxUnacked     atomic.Int64                // NamespacePolicy.MaxUnackedPerConsumer, read on every dispatch
+	maxUnackedSub  atomic.Int64                // NamespacePolicy.MaxUnackedPerSubscription, likewise
+	dedupInterval  atomic.Int64                // Broker.dedupSnapshotInterval, nanoseconds
+	delay          atomic.Pointer[delayPolicy] // Broker.delayPolicyOf, read on every SEND and dispatch round
+	encryption     atomic.Bool                 // NamespacePolicy.EncryptionRequired, read on every SEND
+	quotaExceeded  atomic.Bool                 // a backlog is over its quota (producer policies)
+	rl             topicRates                  // NamespacePolicy.Rates and their limiters (rates.go)
+	sync           subSync                     // subscription state across regions (substate.go)
+	attrs          metric.MeasurementOption    // of its metrics
 	created        time.Time
 }
 
@@ -91,12 +105,21 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 		lastOwn:   noPosition,
 		created:   b.deps.Now(),
 	}
-	t.maxMessageSize.Store(int64(pol.MaxMessageSize))
-	t.maxUnacked.Store(int64(pol.MaxUnackedPerConsumer))
-	t.encryption.Store(pol.EncryptionRequired)
+	t.storeLimits(pol)
+	t.dedupInterval.Store(int64(b.dedupSnapshotInterval(pol)))
 	t.rl.set(pol.Rates)
 	t.attrs = b.topicAttrs(t)
 	return t
+}
+
+// storeLimits keeps the values of pol that sends and dispatch read
+// without t.mu.
+func (t *Topic) storeLimits(pol NamespacePolicy) {
+	t.maxMessageSize.Store(int64(pol.MaxMessageSize))
+	t.maxUnacked.Store(int64(pol.MaxUnackedPerConsumer))
+	t.maxUnackedSub.Store(int64(pol.MaxUnackedPerSubscription))
+	t.delay.Store(t.b.delayPolicyOf(pol))
+	t.encryption.Store(pol.EncryptionRequired)
 }
 
 // Name is the topic's name.
@@ -135,6 +158,7 @@ func (t *Topic) close(ctx context.Context, notify bool) error {
 		return nil
 	}
 	t.closed = true
+	t.stopDedupTimerLocked()
 	prods := make([]*producer, 0, len(t.producers)+len(t.waiting))
 	for _, p := range t.producers {
 		prods = append(prods, p)
@@ -343,39 +367,118 @@ func (t *Topic) dedupLoaded() bool {
 	return t.dedupCur != nil
 }
 
-// dedupStored counts an entry stored under de-duplication and, every
-// dedupSnapshotEvery entries, snapshots the state (sequence ids and
-// replication high-water marks) into the isobar.dedup cursor, whose
-// mark-delete position then says up to where the snapshot covers the log.
-// Callbacks confirm in log order, so the snapshot taken at pos covers every
-// entry up to pos.
+// dedupStored counts an entry stored under de-duplication and snapshots
+// the state (sequence ids and replication high-water marks) into the
+// isobar.dedup cursor, whose mark-delete position then says up to where
+// the snapshot covers the log: every dedupSnapshotEvery entries, and
+// once the topic's snapshot interval has passed since the first entry
+// after the last snapshot (a timer armed by that entry, so an idle
+// topic holds none). Callbacks confirm in log order, so a snapshot taken
+// at pos covers every entry up to pos.
 func (t *Topic) dedupStored(pos mledger.Position) {
 	t.mu.Lock()
 	t.dedupSince++
+	t.dedupLast = pos
 	var snap map[string]string
 	if t.dedupSince >= dedupSnapshotEvery {
-		t.dedupSince = 0
-		snap = make(map[string]string, len(t.dedupConfirmed)+len(t.replIn))
-		for k, v := range t.dedupConfirmed {
-			snap[k] = strconv.FormatInt(v, 10)
-		}
-		for src, st := range t.replIn {
-			if st.confirmed.Ledger >= 0 {
-				snap[replication.Prefix+src] = FormatSourcePosition(st.confirmed)
-			}
-		}
+		snap = t.dedupSnapshotLocked()
+	} else if t.dedupTimer == nil && !t.closed {
+		t.armDedupTimerLocked(time.Duration(t.dedupInterval.Load()))
 	}
 	cur := t.dedupCur
 	t.mu.Unlock()
 	if snap != nil {
 		// Off the add callback: the callback must not block.
-		go func() {
-			ctx, cancel := context.WithTimeout(t.b.ctx, 10*time.Second)
-			defer cancel()
-			if err := cur.SetProperties(ctx, snap); err == nil {
-				_ = cur.AckCumulative(ctx, pos)
-			}
-		}()
+		go t.writeDedupSnapshot(cur, snap, pos)
+	}
+}
+
+// dedupSnapshotLocked takes the state to snapshot at t.dedupLast and
+// starts counting (and timing) afresh (t.mu held).
+func (t *Topic) dedupSnapshotLocked() map[string]string {
+	t.dedupSince = 0
+	t.stopDedupTimerLocked()
+	snap := make(map[string]string, len(t.dedupConfirmed)+len(t.replIn))
+	for k, v := range t.dedupConfirmed {
+		snap[k] = strconv.FormatInt(v, 10)
+	}
+	for src, st := range t.replIn {
+		if st.confirmed.Ledger >= 0 {
+			snap[replication.Prefix+src] = FormatSourcePosition(st.confirmed)
+		}
+	}
+	return snap
+}
+
+// armDedupTimerLocked arms the snapshot timer to fire after d (none when
+// d is not positive; t.mu held).
+func (t *Topic) armDedupTimerLocked(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t.dedupGen++
+	gen := t.dedupGen
+	t.dedupTimer = time.AfterFunc(d, func() { t.dedupTick(gen) })
+}
+
+// stopDedupTimerLocked disarms the snapshot timer (t.mu held); one that
+// is firing already finds itself replaced and does nothing.
+func (t *Topic) stopDedupTimerLocked() {
+	if t.dedupTimer != nil {
+		t.dedupTimer.Stop()
+		t.dedupTimer = nil
+	}
+	t.dedupGen++
+}
+
+// dedupTick is the snapshot timer of generation gen firing: a snapshot
+// at the last entry stored, if any was since the last snapshot.
+func (t *Topic) dedupTick(gen uint64) {
+	t.mu.Lock()
+	if gen != t.dedupGen || t.closed || t.dedupCur == nil {
+		t.mu.Unlock()
+		return
+	}
+	t.dedupTimer = nil
+	if t.dedupSince == 0 {
+		t.mu.Unlock()
+		return
+	}
+	pos := t.dedupLast
+	snap := t.dedupSnapshotLocked()
+	cur := t.dedupCur
+	t.mu.Unlock()
+	t.writeDedupSnapshot(cur, snap, pos)
+}
+
+// setDedupInterval applies a new snapshot interval: a timer armed with
+// the old one is armed again with the new one, from now.
+func (t *Topic) setDedupInterval(d time.Duration) {
+	if time.Duration(t.dedupInterval.Swap(int64(d))) == d {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dedupTimer != nil {
+		t.stopDedupTimerLocked()
+		t.armDedupTimerLocked(d)
+	}
+}
+
+// writeDedupSnapshot stores snap, the state at pos, in the isobar.dedup
+// cursor: its properties, then its mark-delete position. One at a time,
+// and never over a snapshot of a later position. A failure leaves the
+// previous snapshot in force (the next one covers more).
+func (t *Topic) writeDedupSnapshot(cur *mledger.Cursor, snap map[string]string, pos mledger.Position) {
+	t.dedupWrite.Lock()
+	defer t.dedupWrite.Unlock()
+	if pos.Compare(cur.MarkDelete()) <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(t.b.ctx, 10*time.Second)
+	defer cancel()
+	if err := cur.SetProperties(ctx, snap); err == nil {
+		_ = cur.AckCumulative(ctx, pos)
 	}
 }
 

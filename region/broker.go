@@ -323,7 +323,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		Health:            c.healthCheck,
 		MaxRequestBytes:   limits.MaxAdminRequestBytes,
 		Authz:             b.Authorizer(),
-		TopicDefaults:     admin.TopicDefaults{MaxMessageSize: bc.MaxMessageSize, MaxUnackedPerConsumer: limits.MaxUnackedPerConsumer},
+		TopicDefaults:     b.TopicDefaults(),
 		Schemas:           schemas,
 		Bookies:           racks.NewStore(c.store, bc.Region),
 	})

@@ -121,6 +121,38 @@ func (s *Server) settingsPolicies() []nsPolicy {
 			func(p *policy.Policies) **int { return &p.MaxTopicsPerNamespace }, 0, math.MaxInt32, mustBe0OrMore("maxTopicsPerNamespace"), 0),
 		limitPolicy("subscriptionExpirationTime", http.MethodPost,
 			func(p *policy.Policies) **int { return &p.SubscriptionExpirationTime }, 0, math.MaxInt32, "Invalid value for subscription expiration time", nil),
+		// Unacknowledged messages per consumer and per subscription (a
+		// topic's own maxUnackedMessagesOn* win), the de-duplication
+		// snapshot interval (seconds); all enforced by the broker.
+		limitPolicy("maxUnackedMessagesPerConsumer", http.MethodPost,
+			func(p *policy.Policies) **int { return &p.MaxUnackedMessagesPerConsumer }, 0, math.MaxInt32, mustBe0OrMore("maxUnackedMessagesPerConsumer"), nil),
+		limitPolicy("maxUnackedMessagesPerSubscription", http.MethodPost,
+			func(p *policy.Policies) **int { return &p.MaxUnackedMessagesPerSubscription }, 0, math.MaxInt32, mustBe0OrMore("maxUnackedMessagesPerSubscription"), nil),
+		limitPolicy("deduplicationSnapshotInterval", http.MethodPost,
+			func(p *policy.Policies) **int { return &p.DeduplicationSnapshotIntervalSeconds }, 0, math.MaxInt32, "interval must be 0 or more", nil),
+		{
+			// Pulsar's DelayedDeliveryPolicies; a topic's own
+			// delayedDelivery wins.
+			path: "delayedDelivery",
+			get: func(p *policy.Policies) any {
+				if p.DelayedDelivery == nil {
+					return nil
+				}
+				return p.DelayedDelivery
+			},
+			set: func(_ *http.Request, body []byte, p *policy.Policies) error {
+				var v policy.DelayedDeliveryPolicies
+				if err := decodeValue(body, &v); err != nil {
+					return err
+				}
+				if err := v.Validate(); err != nil {
+					return badRequest(err)
+				}
+				p.DelayedDelivery = &v
+				return nil
+			},
+			remove: func(_ *http.Request, p *policy.Policies) { p.DelayedDelivery = nil },
+		},
 		limitPolicy("compactionThreshold", http.MethodPut,
 			func(p *policy.Policies) **int64 { return &p.CompactionThreshold }, 0, math.MaxInt64, mustBe0OrMore("compactionThreshold"), nil),
 		// Offloading: stored only (Isobar has no tiered storage). -1

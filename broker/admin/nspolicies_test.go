@@ -27,6 +27,21 @@ func TestNamespaceSettings(t *testing.T) {
 		{"GET", ns + "/persistence", "", 204, "", ""},
 		{"GET", ns + "/persistence/bookieAffinity", "", 204, "", ""},
 		{"GET", ns + "/autoTopicCreation", "", 204, "", ""},
+		{"GET", ns + "/maxUnackedMessagesPerConsumer", "", 204, "", ""},
+		{"GET", ns + "/maxUnackedMessagesPerSubscription", "", 204, "", ""},
+		{"GET", ns + "/deduplicationSnapshotInterval", "", 204, "", ""},
+		{"GET", ns + "/delayedDelivery", "", 204, "", ""},
+
+		{"POST", ns + "/maxUnackedMessagesPerConsumer", "100", 204, "", ""},
+		{"GET", ns + "/maxUnackedMessagesPerConsumer", "", 200, "100", ""},
+		{"POST", ns + "/maxUnackedMessagesPerSubscription", "400", 204, "", ""},
+		{"GET", ns + "/maxUnackedMessagesPerSubscription", "", 200, "400", ""},
+		{"POST", ns + "/deduplicationSnapshotInterval", "30", 204, "", ""},
+		{"GET", ns + "/deduplicationSnapshotInterval", "", 200, "30", ""},
+		{"POST", ns + "/delayedDelivery", `{"active":false,"tickTime":500,"maxDeliveryDelayInMillis":60000}`, 204, "", ""},
+		{"GET", ns + "/delayedDelivery", "", 200, `"active":false,"tickTime":500,"maxDeliveryDelayInMillis":60000`, ""},
+		{"POST", ns + "/delayedDelivery", `{"active":true,"tickTime":1000,"maxDelayInMillis":5000}`, 204, "", ""}, // pulsaradmin's name
+		{"GET", ns + "/delayedDelivery", "", 200, `"maxDeliveryDelayInMillis":5000`, ""},
 
 		{"POST", ns + "/maxProducersPerTopic", "5", 204, "", ""},
 		{"GET", ns + "/maxProducersPerTopic", "", 200, "5", ""},
@@ -71,7 +86,9 @@ func TestNamespaceSettings(t *testing.T) {
 	// The whole document carries them in Pulsar's field names.
 	_, body, _ := e.do("GET", ns, "")
 	for _, f := range []string{`"max_consumers_per_subscription":3`, `"max_topics_per_namespace":100`, `"subscription_expiration_time_minutes":60`,
-		`"compaction_threshold":1048576`, `"offload_threshold":-1`, `"offload_threshold_in_seconds":3600`, `"offload_deletion_lag_ms":0`} {
+		`"compaction_threshold":1048576`, `"offload_threshold":-1`, `"offload_threshold_in_seconds":3600`, `"offload_deletion_lag_ms":0`,
+		`"max_unacked_messages_per_consumer":100`, `"max_unacked_messages_per_subscription":400`, `"deduplicationSnapshotIntervalSeconds":30`,
+		`"delayed_delivery_policies":{"active":true,"tickTime":1000,"maxDeliveryDelayInMillis":5000`} {
 		if !strings.Contains(body, f) {
 			t.Errorf("namespace document lacks %s: %s", f, body)
 		}
@@ -79,6 +96,16 @@ func TestNamespaceSettings(t *testing.T) {
 	if strings.Contains(body, "schema_compatibility_strategy") || strings.Contains(body, "bookieAffinityGroups") {
 		t.Errorf("unset settings in the namespace document: %s", body)
 	}
+	e.run([]step{
+		{"DELETE", ns + "/maxUnackedMessagesPerConsumer", "", 204, "", ""},
+		{"GET", ns + "/maxUnackedMessagesPerConsumer", "", 204, "", ""},
+		{"DELETE", ns + "/maxUnackedMessagesPerSubscription", "", 204, "", ""},
+		{"GET", ns + "/maxUnackedMessagesPerSubscription", "", 204, "", ""},
+		{"DELETE", ns + "/deduplicationSnapshotInterval", "", 204, "", ""},
+		{"GET", ns + "/deduplicationSnapshotInterval", "", 204, "", ""},
+		{"DELETE", ns + "/delayedDelivery", "", 204, "", ""},
+		{"GET", ns + "/delayedDelivery", "", 204, "", ""},
+	})
 }
 
 // TestNamespaceSettingsBadInput sends bad input to each new endpoint: each
@@ -115,7 +142,19 @@ func TestNamespaceSettingsBadInput(t *testing.T) {
 		{"POST", ns + "/persistence", `{"bookkeeperEnsemble":2,"bookkeeperWriteQuorum":2,"bookkeeperAckQuorum":0}`, 400, "", ""},
 		{"POST", ns + "/persistence", `{"bookkeeperEnsemble":1,"bookkeeperWriteQuorum":1,"bookkeeperAckQuorum":1,"managedLedgerMaxMarkDeleteRate":-1}`, 400, "managedLedgerMaxMarkDeleteRate", ""},
 		{"POST", ns + "/persistence", `nope`, 400, "", ""},
+		{"POST", ns + "/persistence", `{"bookkeeperEnsemble":3,"bookkeeperWriteQuorum":1,"bookkeeperAckQuorum":2}`, 400, "bookkeeperAckQuorum", ""},
+		{"POST", ns + "/persistence", `{"bookkeeperEnsemble":101,"bookkeeperWriteQuorum":1,"bookkeeperAckQuorum":1}`, 400, "more than 100", ""},
 		{"POST", ns + "/persistence/bookieAffinity", `{"bookkeeperAffinityGroupSecondary":"s"}`, 400, "bookkeeperAffinityGroupPrimary", ""},
+		{"POST", ns + "/maxUnackedMessagesPerConsumer", "-1", 412, `"maxUnackedMessagesPerConsumer must be 0 or more"`, ""},
+		{"POST", ns + "/maxUnackedMessagesPerSubscription", "-1", 412, `"maxUnackedMessagesPerSubscription must be 0 or more"`, ""},
+		{"POST", ns + "/maxUnackedMessagesPerSubscription", "ten", 400, "", ""},
+		{"POST", ns + "/deduplicationSnapshotInterval", "-1", 412, `"interval must be 0 or more"`, ""},
+		{"POST", ns + "/deduplicationSnapshotInterval", "2147483648", 412, "at most", ""},
+		{"POST", ns + "/delayedDelivery", `{"active":true,"tickTime":-1}`, 400, "tickTime", ""},
+		{"POST", ns + "/delayedDelivery", `{"active":true,"tickTime":86400001}`, 400, "tickTime", ""},
+		{"POST", ns + "/delayedDelivery", `{"active":true,"maxDeliveryDelayInMillis":-5}`, 400, "maxDeliveryDelayInMillis", ""},
+		{"POST", ns + "/delayedDelivery", `{"active":"yes"}`, 400, "", ""},
+		{"POST", ns + "/delayedDelivery", `null`, 400, "DELETE", ""},
 		{"POST", ns + "/autoTopicCreation", `{"allowAutoTopicCreation":true,"topicType":"partitioned"}`, 412,
 			`"Invalid configuration for autoTopicCreationOverride. the detail is [defaultNumPartitions] cannot be null when the type is partitioned."`, ""},
 		{"POST", ns + "/autoTopicCreation", `{"allowAutoTopicCreation":true,"topicType":"partitioned","defaultNumPartitions":0}`, 412,

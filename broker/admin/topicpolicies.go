@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
@@ -27,6 +28,32 @@ type TopicDefaults struct {
 	// MaxUnackedPerConsumer is broker.Limits.MaxUnackedPerConsumer (zero:
 	// 50000; negative: no limit, answered 0).
 	MaxUnackedPerConsumer int
+	// MaxUnackedPerSubscription is broker.Limits.MaxUnackedPerSubscription
+	// (zero: 200000; negative: no limit, answered 0).
+	MaxUnackedPerSubscription int
+	// DeduplicationSnapshotInterval is the broker's
+	// (broker.Config.DeduplicationSnapshotInterval; zero: 120s;
+	// negative: off, answered 0), answered in whole seconds.
+	DeduplicationSnapshotInterval time.Duration
+	// MaxDeliveryDelay is broker.Limits.MaxDeliveryDelay: the broker's
+	// delayed delivery is on, without a tick, with this longest delay
+	// (zero: none).
+	MaxDeliveryDelay time.Duration
+	// Persistence is the shape of the broker's new ledgers (broker.ledger);
+	// nil: not known, answered 204.
+	Persistence *policy.PersistencePolicies
+}
+
+// unackedDefault is a broker limit on unacknowledged messages as the
+// admin API answers it: def when zero, 0 (no limit) when negative.
+func unackedDefault(n, def int) any {
+	switch {
+	case n < 0:
+		return 0
+	case n == 0:
+		return def
+	}
+	return n
 }
 
 func (d TopicDefaults) maxMessageSize() int {
@@ -56,7 +83,8 @@ type topicPolicy struct {
 	remove func(tp *policy.TopicPolicies)
 	// nsField is the namespace's field of the same policy (Pulsar's JSON
 	// name; "" for none), perCluster when the namespace keeps one value
-	// per cluster; def is the broker's value (nil: none).
+	// per cluster; def is the broker's value (nil, or nil returned:
+	// none).
 	nsField    string
 	perCluster bool
 	def        func(s *Server) any
@@ -97,6 +125,23 @@ func decodeValue(body []byte, v any) error {
 }
 
 func constant(v any) func(*Server) any { return func(*Server) any { return v } }
+
+// validated makes p refuse, with 400 as Pulsar does for persistence, a
+// body that decodes but that valid rejects (the store would refuse it
+// too, with 412).
+func validated(p topicPolicy, valid func(*policy.TopicPolicies) error) topicPolicy {
+	set := p.set
+	p.set = func(r *http.Request, body []byte, tp *policy.TopicPolicies) error {
+		if err := set(r, body, tp); err != nil {
+			return err
+		}
+		if err := valid(tp); err != nil {
+			return badRequest(fmt.Errorf("%s: %w", p.path, err))
+		}
+		return nil
+	}
+	return p
+}
 
 // perCluster marks p's namespace field as a map by cluster.
 func perCluster(p topicPolicy) topicPolicy {
@@ -143,13 +188,12 @@ var topicPolicies = []topicPolicy{
 		"max_consumers_per_subscription", constant(0)),
 	ptrPolicy("maxUnackedMessagesOnConsumer", func(tp *policy.TopicPolicies) **int { return &tp.MaxUnackedMessagesOnConsumer },
 		"max_unacked_messages_per_consumer", func(s *Server) any {
-			if n := s.cfg.TopicDefaults.MaxUnackedPerConsumer; n != 0 {
-				return max(n, 0)
-			}
-			return 50000
+			return unackedDefault(s.cfg.TopicDefaults.MaxUnackedPerConsumer, 50000)
 		}),
 	ptrPolicy("maxUnackedMessagesOnSubscription", func(tp *policy.TopicPolicies) **int { return &tp.MaxUnackedMessagesOnSubscription },
-		"max_unacked_messages_per_subscription", constant(0)),
+		"max_unacked_messages_per_subscription", func(s *Server) any {
+			return unackedDefault(s.cfg.TopicDefaults.MaxUnackedPerSubscription, 200000)
+		}),
 	ptrPolicy("maxSubscriptionsPerTopic", func(tp *policy.TopicPolicies) **int { return &tp.MaxSubscriptionsPerTopic },
 		"max_subscriptions_per_topic", constant(0)),
 	func() topicPolicy {
@@ -164,7 +208,16 @@ var topicPolicies = []topicPolicy{
 		return p
 	}(),
 	ptrPolicy("deduplicationSnapshotInterval", func(tp *policy.TopicPolicies) **int { return &tp.DeduplicationSnapshotIntervalSeconds },
-		"deduplicationSnapshotIntervalSeconds", nil),
+		"deduplicationSnapshotIntervalSeconds", func(s *Server) any {
+			switch d := s.cfg.TopicDefaults.DeduplicationSnapshotInterval; {
+			case d < 0:
+				return 0
+			case d == 0:
+				return 120
+			default:
+				return int(d / time.Second)
+			}
+		}),
 	ptrPolicy("schemaValidationEnforced", func(tp *policy.TopicPolicies) **bool { return &tp.SchemaValidationEnforced },
 		"schema_validation_enforced", constant(false)),
 	{
@@ -207,10 +260,17 @@ var topicPolicies = []topicPolicy{
 		"publishMaxMessageRate", constant(policy.PublishRate{}))),
 	perCluster(ptrPolicy("subscribeRate", func(tp *policy.TopicPolicies) **policy.SubscribeRate { return &tp.SubscribeRate },
 		"clusterSubscribeRate", constant(policy.SubscribeRate{RatePeriodInSecond: 30}))),
-	ptrPolicy("persistence", func(tp *policy.TopicPolicies) **policy.PersistencePolicies { return &tp.Persistence },
-		"persistence", nil),
-	ptrPolicy("delayedDelivery", func(tp *policy.TopicPolicies) **policy.DelayedDeliveryPolicies { return &tp.DelayedDelivery },
-		"delayed_delivery_policies", nil),
+	validated(ptrPolicy("persistence", func(tp *policy.TopicPolicies) **policy.PersistencePolicies { return &tp.Persistence },
+		"persistence", func(s *Server) any {
+			if p := s.cfg.TopicDefaults.Persistence; p != nil {
+				return *p
+			}
+			return nil
+		}), func(tp *policy.TopicPolicies) error { return tp.Persistence.Validate() }),
+	validated(ptrPolicy("delayedDelivery", func(tp *policy.TopicPolicies) **policy.DelayedDeliveryPolicies { return &tp.DelayedDelivery },
+		"delayed_delivery_policies", func(s *Server) any {
+			return policy.DelayedDeliveryPolicies{Active: true, MaxDelayInMillis: s.cfg.TopicDefaults.MaxDeliveryDelay.Milliseconds()}
+		}), func(tp *policy.TopicPolicies) error { return tp.DelayedDelivery.Validate() }),
 	ptrPolicy("autoSubscriptionCreation", func(tp *policy.TopicPolicies) **policy.AutoSubscriptionCreation { return &tp.AutoSubscriptionCreation },
 		"autoSubscriptionCreationOverride", constant(policy.AutoSubscriptionCreation{AllowAutoSubscriptionCreation: true})),
 	{
@@ -337,7 +397,9 @@ func (s *Server) getTopicPolicy(p topicPolicy) topicHandlerFunc {
 			return ok(w, v)
 		}
 		if p.def != nil {
-			return ok(w, p.def(s))
+			if v := p.def(s); v != nil {
+				return ok(w, v)
+			}
 		}
 		return noContent(w)
 	}

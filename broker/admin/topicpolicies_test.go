@@ -100,6 +100,19 @@ func TestTopicPolicies(t *testing.T) {
 		{"GET", tt + "/schemaCompatibilityStrategy?applied=true", "", 200, `"FULL"`, ""},
 		{"GET", tt + "/replication?applied=true", "", 200, `["standalone"]`, ""},
 		{"GET", tt + "/persistence?applied=true", "", 204, "", ""},
+		{"GET", tt + "/maxUnackedMessagesOnSubscription?applied=true", "", 200, "200000", ""},
+		{"GET", tt + "/deduplicationSnapshotInterval?applied=true", "", 200, "120", ""},
+		{"GET", tt + "/delayedDelivery?applied=true", "", 200, `"active":true,"tickTime":0,"maxDeliveryDelayInMillis":0`, ""},
+		// The namespace's new settings, then the topic's over them.
+		{"POST", "/admin/v2/namespaces/public/default/maxUnackedMessagesPerSubscription", "7", 204, "", ""},
+		{"GET", tt + "/maxUnackedMessagesOnSubscription?applied=true", "", 200, "7", ""},
+		{"POST", "/admin/v2/namespaces/public/default/deduplicationSnapshotInterval", "5", 204, "", ""},
+		{"GET", tt + "/deduplicationSnapshotInterval?applied=true", "", 200, "5", ""},
+		{"POST", "/admin/v2/namespaces/public/default/delayedDelivery", `{"active":false}`, 204, "", ""},
+		{"GET", tt + "/delayedDelivery?applied=true", "", 200, `"active":false`, ""},
+		{"POST", tt + "/delayedDelivery", `{"active":true,"tickTime":250}`, 204, "", ""},
+		{"GET", tt + "/delayedDelivery?applied=true", "", 200, `"active":true,"tickTime":250`, ""},
+		{"DELETE", tt + "/delayedDelivery", "", 204, "", ""},
 	})
 	// A namespace field (kept verbatim or modelled) is read in Pulsar's
 	// JSON name, per cluster where Pulsar keeps one value per cluster.
@@ -169,10 +182,19 @@ func TestTopicPolicyBadInput(t *testing.T) {
 		{"POST", "replicatorDispatchRate", `{"dispatchThrottlingRateInByte":-7}`, 412, "replicatorDispatchRate"},
 		{"POST", "publishRate", `{"publishThrottlingRateInMsg":-2}`, 412, "publishRate"},
 		{"POST", "subscribeRate", `{"subscribeThrottlingRatePerConsumer":-2}`, 412, "subscribeRate"},
-		{"POST", "persistence", `{"bookkeeperEnsemble":1,"bookkeeperWriteQuorum":2,"bookkeeperAckQuorum":1}`, 412, "ensemble"},
-		{"POST", "persistence", `{"bookkeeperEnsemble":0,"bookkeeperWriteQuorum":0,"bookkeeperAckQuorum":0}`, 412, "ensemble"},
-		{"POST", "persistence", `{"bookkeeperEnsemble":1,"bookkeeperWriteQuorum":1,"bookkeeperAckQuorum":1,"managedLedgerMaxMarkDeleteRate":-1}`, 412, "managedLedgerMaxMarkDeleteRate"},
-		{"POST", "delayedDelivery", `{"active":true,"tickTime":-1}`, 412, "delayedDelivery"},
+		// Persistence and delayed delivery: 400, as Pulsar refuses a bad
+		// persistence policy.
+		{"POST", "persistence", `{"bookkeeperEnsemble":1,"bookkeeperWriteQuorum":2,"bookkeeperAckQuorum":1}`, 400, "bookkeeperEnsemble"},
+		{"POST", "persistence", `{"bookkeeperEnsemble":3,"bookkeeperWriteQuorum":1,"bookkeeperAckQuorum":2}`, 400, "bookkeeperAckQuorum"},
+		{"POST", "persistence", `{"bookkeeperEnsemble":0,"bookkeeperWriteQuorum":0,"bookkeeperAckQuorum":0}`, 400, "bookkeeperEnsemble"},
+		{"POST", "persistence", `{"bookkeeperEnsemble":-1,"bookkeeperWriteQuorum":-1,"bookkeeperAckQuorum":-1}`, 400, "bookkeeperEnsemble"},
+		{"POST", "persistence", `{"bookkeeperEnsemble":101,"bookkeeperWriteQuorum":2,"bookkeeperAckQuorum":2}`, 400, "more than 100"},
+		{"POST", "persistence", `{"bookkeeperEnsemble":1,"bookkeeperWriteQuorum":1,"bookkeeperAckQuorum":1,"managedLedgerMaxMarkDeleteRate":-1}`, 400, "managedLedgerMaxMarkDeleteRate"},
+		{"POST", "persistence", `{"bookkeeperEnsemble":"three"}`, 400, "body"},
+		{"POST", "delayedDelivery", `{"active":true,"tickTime":-1}`, 400, "tickTime"},
+		{"POST", "delayedDelivery", `{"active":true,"tickTime":1000,"maxDeliveryDelayInMillis":-1}`, 400, "maxDeliveryDelayInMillis"},
+		{"POST", "delayedDelivery", `{"active":true,"maxDelayInMillis":-1}`, 400, "maxDeliveryDelayInMillis"},
+		{"POST", "delayedDelivery", `{"active":true,"tickTime":1.5}`, 400, "body"},
 		{"POST", "delayedDelivery", `{"active":"yes"}`, 400, "body"},
 		{"POST", "autoSubscriptionCreation", `true`, 400, "body"},
 		{"POST", "offloadPolicies", `"aws-s3"`, 400, "body"},

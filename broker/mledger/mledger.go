@@ -280,6 +280,8 @@ type ManagedLedger struct {
 
 	ret      atomic.Pointer[Retention]
 	affinity atomic.Pointer[ledger.Affinity]
+	// quorums, when set (SetQuorums), replace cfg's for new ledgers.
+	quorums atomic.Pointer[quorums]
 
 	cursorsMu sync.Mutex
 	cursors   map[string]*Cursor
@@ -373,11 +375,33 @@ func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedg
 // Name is the managed ledger's name.
 func (m *ManagedLedger) Name() string { return m.name }
 
+// quorums are the shape of new ledgers: ensemble size, write and ack
+// quorum.
+type quorums struct{ ensemble, write, ack int }
+
+// SetQuorums shapes the ledgers created from now on (the current one
+// keeps its shape until it rolls over): ensemble size, write quorum and
+// ack quorum, zero values meaning the defaults of Config. The result must
+// hold ensemble >= write >= ack >= 1, else nothing changes.
+func (m *ManagedLedger) SetQuorums(ensemble, write, ack int) error {
+	c := Config{EnsembleSize: ensemble, WriteQuorum: write, AckQuorum: ack}.withDefaults()
+	if c.AckQuorum < 1 || c.WriteQuorum < c.AckQuorum || c.EnsembleSize < c.WriteQuorum {
+		return fmt.Errorf("%w: ensemble %d, write quorum %d, ack quorum %d: want ensemble >= write >= ack >= 1",
+			ErrInvalidConfig, c.EnsembleSize, c.WriteQuorum, c.AckQuorum)
+	}
+	m.quorums.Store(&quorums{c.EnsembleSize, c.WriteQuorum, c.AckQuorum})
+	return nil
+}
+
 func (m *ManagedLedger) createLedger(ctx context.Context) (*ledger.Writer, error) {
+	q := quorums{m.cfg.EnsembleSize, m.cfg.WriteQuorum, m.cfg.AckQuorum}
+	if p := m.quorums.Load(); p != nil {
+		q = *p
+	}
 	w, err := m.deps.Ledgers.Create(ctx, ledger.CreateOptions{
-		Ensemble:    m.cfg.EnsembleSize,
-		WriteQuorum: m.cfg.WriteQuorum,
-		AckQuorum:   m.cfg.AckQuorum,
+		Ensemble:    q.ensemble,
+		WriteQuorum: q.write,
+		AckQuorum:   q.ack,
 		Properties:  map[string]string{"mledger": m.name},
 		Affinity:    m.bookieAffinity(),
 	})

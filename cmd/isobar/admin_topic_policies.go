@@ -112,7 +112,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName) error {
 				return tp.RemoveMaxUnackMessagesPerConsumer
 			}},
-		{"max-unacked-messages-per-subscription", "the most unacknowledged messages of a subscription (stored only)", "max", "the limit; 0 for none (required)",
+		{"max-unacked-messages-per-subscription", "the most unacknowledged messages of a Shared or Key_Shared subscription", "max", "the limit; 0 for none (required)",
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName, bool) (*int, error) {
 				return tp.GetMaxUnackMessagesPerSubscription
 			},

@@ -41,12 +41,18 @@ type PersistencePolicies struct {
 	ManagedLedgerMaxMarkDeleteRate float64 `json:"managedLedgerMaxMarkDeleteRate"`
 }
 
-// Validate checks ensemble >= write quorum >= ack quorum >= 1 and a rate
-// that is a non-negative number.
+// MaxEnsembleSize bounds PersistencePolicies.BookkeeperEnsemble.
+const MaxEnsembleSize = 100
+
+// Validate checks MaxEnsembleSize >= ensemble >= write quorum >= ack
+// quorum >= 1 and a rate that is a non-negative number.
 func (p PersistencePolicies) Validate() error {
 	if p.BookkeeperAckQuorum < 1 || p.BookkeeperWriteQuorum < p.BookkeeperAckQuorum || p.BookkeeperEnsemble < p.BookkeeperWriteQuorum {
 		return fmt.Errorf("bookkeeperEnsemble (%d) >= bookkeeperWriteQuorum (%d) >= bookkeeperAckQuorum (%d) >= 1 does not hold",
 			p.BookkeeperEnsemble, p.BookkeeperWriteQuorum, p.BookkeeperAckQuorum)
+	}
+	if p.BookkeeperEnsemble > MaxEnsembleSize {
+		return fmt.Errorf("bookkeeperEnsemble %d is more than %d", p.BookkeeperEnsemble, MaxEnsembleSize)
 	}
 	if r := p.ManagedLedgerMaxMarkDeleteRate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
 		return fmt.Errorf("managedLedgerMaxMarkDeleteRate %v: want a number 0 or more", r)
@@ -90,6 +96,9 @@ func (p *Policies) validateSettings() []error {
 		{"max_consumers_per_subscription", p.MaxConsumersPerSubscription},
 		{"max_topics_per_namespace", p.MaxTopicsPerNamespace},
 		{"subscription_expiration_time_minutes", p.SubscriptionExpirationTime},
+		{"max_unacked_messages_per_consumer", p.MaxUnackedMessagesPerConsumer},
+		{"max_unacked_messages_per_subscription", p.MaxUnackedMessagesPerSubscription},
+		{"deduplicationSnapshotIntervalSeconds", p.DeduplicationSnapshotIntervalSeconds},
 	} {
 		if f.v != nil && (*f.v < 0 || *f.v > math.MaxInt32) {
 			errs = append(errs, fmt.Errorf("%s: %d is not in [0, %d]", f.name, *f.v, math.MaxInt32))
@@ -125,6 +134,11 @@ func (p *Policies) validateSettings() []error {
 	if pp := p.Persistence; pp != nil {
 		if err := pp.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("persistence: %w", err))
+		}
+	}
+	if d := p.DelayedDelivery; d != nil {
+		if err := d.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("delayed_delivery_policies: %w", err))
 		}
 	}
 	for c, g := range p.BookieAffinityGroups {

@@ -114,12 +114,31 @@ type SubscribeRate struct {
 	RatePeriodInSecond                 int `json:"ratePeriodInSecond"`
 }
 
-// DelayedDeliveryPolicies say whether delayed delivery is on, its tick
-// and the longest delay (0: none).
+// DelayedDeliveryPolicies say whether delayed delivery is on (off:
+// messages are delivered at once, whatever their deliver-at time), the
+// granularity of its timer in milliseconds (0: none) and the longest
+// delay a message may ask for in milliseconds (0: no limit).
 type DelayedDeliveryPolicies struct {
 	Active           bool  `json:"active"`
 	TickTime         int64 `json:"tickTime"`
 	MaxDelayInMillis int64 `json:"maxDeliveryDelayInMillis"`
+}
+
+// MaxTickTime bounds DelayedDeliveryPolicies.TickTime: a day, in
+// milliseconds.
+const MaxTickTime = 24 * 60 * 60 * 1000
+
+// Validate checks a tick of 0 to MaxTickTime and a longest delay that
+// is not negative.
+func (d DelayedDeliveryPolicies) Validate() error {
+	var errs []error
+	if d.TickTime < 0 || d.TickTime > MaxTickTime {
+		errs = append(errs, fmt.Errorf("tickTime %d is not within 0..%d ms", d.TickTime, MaxTickTime))
+	}
+	if d.MaxDelayInMillis < 0 {
+		errs = append(errs, fmt.Errorf("maxDeliveryDelayInMillis %d is negative", d.MaxDelayInMillis))
+	}
+	return errors.Join(errs...)
 }
 
 // UnmarshalJSON accepts the longest delay as Pulsar's
@@ -236,18 +255,14 @@ func (tp *TopicPolicies) validate() error {
 		}
 	}
 	if p := tp.Persistence; p != nil {
-		if !(p.BookkeeperEnsemble >= p.BookkeeperWriteQuorum && p.BookkeeperWriteQuorum >= p.BookkeeperAckQuorum && p.BookkeeperAckQuorum > 0) {
-			errs = append(errs, fmt.Errorf("persistence: want ensemble (%d) >= write quorum (%d) >= ack quorum (%d) > 0", p.BookkeeperEnsemble, p.BookkeeperWriteQuorum, p.BookkeeperAckQuorum))
-		}
-		if p.BookkeeperEnsemble > 100 {
-			errs = append(errs, fmt.Errorf("persistence: ensemble %d is more than 100", p.BookkeeperEnsemble))
-		}
-		if !(p.ManagedLedgerMaxMarkDeleteRate >= 0) || math.IsInf(p.ManagedLedgerMaxMarkDeleteRate, 0) {
-			errs = append(errs, fmt.Errorf("persistence: managedLedgerMaxMarkDeleteRate %v is not a non-negative number", p.ManagedLedgerMaxMarkDeleteRate))
+		if err := p.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("persistence: %w", err))
 		}
 	}
-	if d := tp.DelayedDelivery; d != nil && (d.TickTime < 0 || d.MaxDelayInMillis < 0) {
-		errs = append(errs, fmt.Errorf("delayedDelivery: tickTime %d, maxDeliveryDelayInMillis %d: negative", d.TickTime, d.MaxDelayInMillis))
+	if d := tp.DelayedDelivery; d != nil {
+		if err := d.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("delayedDelivery: %w", err))
+		}
 	}
 	if o := tp.OffloadPolicies; len(o) > 0 {
 		var m map[string]json.RawMessage

@@ -169,6 +169,19 @@ type Policies struct {
 	SchemaCompatibilityStrategy string               `json:"schema_compatibility_strategy,omitempty"`
 	Properties                  map[string]string    `json:"properties,omitempty"`
 	Persistence                 *PersistencePolicies `json:"persistence,omitempty"`
+	// MaxUnackedMessagesPerConsumer and MaxUnackedMessagesPerSubscription
+	// bound the unacknowledged messages of a Shared or Key_Shared
+	// consumer and subscription (0: no limit); a topic's own
+	// maxUnackedMessagesOn* win over them.
+	MaxUnackedMessagesPerConsumer     *int `json:"max_unacked_messages_per_consumer,omitempty"`
+	MaxUnackedMessagesPerSubscription *int `json:"max_unacked_messages_per_subscription,omitempty"`
+	// DeduplicationSnapshotIntervalSeconds is how often, at least, a
+	// topic's de-duplication state is snapshotted while entries are
+	// written (0: only every broker-configured number of entries).
+	DeduplicationSnapshotIntervalSeconds *int `json:"deduplicationSnapshotIntervalSeconds,omitempty"`
+	// DelayedDelivery turns delayed delivery on or off for the
+	// namespace's topics, with its tick and longest delay.
+	DelayedDelivery *DelayedDeliveryPolicies `json:"delayed_delivery_policies,omitempty"`
 	// BookieAffinityGroups are the namespace's bookie affinity groups by
 	// cluster (an Isobar extension: Pulsar keeps the group in each
 	// cluster's local policies, since bookies belong to one cluster).
@@ -192,7 +205,9 @@ var knownPolicyFields = map[string]bool{
 	"max_topics_per_namespace": true, "subscription_expiration_time_minutes": true, "compaction_threshold": true,
 	"offload_threshold": true, "offload_threshold_in_seconds": true, "offload_deletion_lag_ms": true,
 	"schema_compatibility_strategy": true, "properties": true, "persistence": true, "bookieAffinityGroups": true,
-	"autoSubscriptionCreationOverride": true,
+	"autoSubscriptionCreationOverride": true, "max_unacked_messages_per_consumer": true,
+	"max_unacked_messages_per_subscription": true, "deduplicationSnapshotIntervalSeconds": true,
+	"delayed_delivery_policies": true,
 }
 
 // isKnownPolicyField matches k against the modelled fields the way
