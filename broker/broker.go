@@ -145,6 +145,9 @@ type NamespacePolicy struct {
 	// Persistence, when set, gives the namespace's new ledgers their
 	// ensemble size and quorums instead of broker.ledger's.
 	Persistence *policy.PersistencePolicies
+	// Inactive is the topic's own inactive topic policy, else its
+	// namespace's; nil: the region's dynamic settings (inactive.go).
+	Inactive *policy.InactiveTopicPolicies
 }
 
 // ForTopic is the policy of the topic name: the namespace's, with the

@@ -68,6 +68,7 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	out.MaxProducers, out.MaxConsumers = pol.MaxProducersPerTopic, pol.MaxConsumersPerTopic
 	out.MaxConsumersPerSubscription, out.MaxTopics = pol.MaxConsumersPerSubscription, pol.MaxTopicsPerNamespace
 	out.Persistence = pol.Persistence
+	out.Inactive = pol.InactiveTopicPolicies
 	if a := pol.AutoSubscriptionCreationOverride; a != nil {
 		out.AutoSubscriptionCreation = &a.AllowAutoSubscriptionCreation
 	}
@@ -137,6 +138,9 @@ func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol 
 	if a := tp.AutoSubscriptionCreation; a != nil {
 		allow := a.AllowAutoSubscriptionCreation
 		pol.AutoSubscriptionCreation = &allow
+	}
+	if tp.InactiveTopicPolicies != nil {
+		pol.Inactive = tp.InactiveTopicPolicies
 	}
 	// The topic's own limits win over the namespace's.
 	for _, l := range []struct {

@@ -245,6 +245,14 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 				_ = b.UnloadMatching(ctx, func(n topic.Name) bool { return placement.InBundle(n, ns, bd) })
 			}()
 		},
+		AntiAffinity: func(ctx context.Context, ns string) ([]string, error) {
+			p, err := pol.Namespace(ctx, ns)
+			if err != nil || p.AntiAffinityGroup == "" {
+				return nil, err
+			}
+			tenant, _, _ := topic.ParseNamespace(ns)
+			return pol.AntiAffinityNamespaces(ctx, tenant, p.AntiAffinityGroup)
+		},
 	})
 	if err != nil {
 		return err
@@ -324,6 +332,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		Authz:             b.Authorizer(),
 		TopicDefaults:     admin.TopicDefaults{MaxMessageSize: bc.MaxMessageSize, MaxUnackedPerConsumer: limits.MaxUnackedPerConsumer},
 		Schemas:           schemas,
+		PeerClient:        peerClient(c.cfg.TLS),
 	})
 	mux := http.NewServeMux()
 	health := c.deps.Health

@@ -60,6 +60,10 @@ type Config struct {
 	// Schemas is the schema registry; nil makes the schema endpoints
 	// answer 503.
 	Schemas *schema.Store
+	// PeerClient calls the region's other brokers: namespace operations
+	// forward each bundle's part to the broker owning it (nsops.go),
+	// with the caller's Authorization header. Nil: http.DefaultClient.
+	PeerClient *http.Client
 }
 
 // DefaultMaxRequestBytes is Config.MaxRequestBytes when zero.
@@ -325,6 +329,7 @@ func (s *Server) routes() {
 	s.handle("GET "+ns+"/permissions/subscription", s.subscriptionPermissions)
 	s.handle("POST "+ns+"/permissions/subscription/{subscription}", s.grantSubscriptionPermission)
 	s.handle("DELETE "+ns+"/permissions/{subscription}/{role}", s.revokeSubscriptionPermission)
+	s.nsOpRoutes(ns)
 	// Topics, in both domains.
 	for _, d := range []topic.Domain{topic.Persistent, topic.NonPersistent} {
 		base := v2 + "/" + string(d) + "/{tenant}/{namespace}"

@@ -213,6 +213,7 @@ var topicPolicies = []topicPolicy{
 		"delayed_delivery_policies", nil),
 	ptrPolicy("autoSubscriptionCreation", func(tp *policy.TopicPolicies) **policy.AutoSubscriptionCreation { return &tp.AutoSubscriptionCreation },
 		"autoSubscriptionCreationOverride", constant(policy.AutoSubscriptionCreation{AllowAutoSubscriptionCreation: true})),
+	inactiveTopicPolicy, // nsops.go
 	{
 		path: "offloadPolicies",
 		get: func(tp *policy.TopicPolicies) any {

@@ -174,6 +174,9 @@ type Policies struct {
 	// subscriptions on the namespace's topics, over the broker's
 	// allowAutoSubscriptionCreation (a topic's own override wins over it).
 	AutoSubscriptionCreationOverride *AutoSubscriptionCreation `json:"autoSubscriptionCreationOverride,omitempty"`
+	// InactiveTopicPolicies and AntiAffinityGroup: nsops.go.
+	InactiveTopicPolicies *InactiveTopicPolicies `json:"inactive_topic_policies,omitempty"`
+	AntiAffinityGroup     string                 `json:"antiAffinityGroup,omitempty"`
 
 	// Extra holds the fields this type does not model, by JSON name.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -189,7 +192,7 @@ var knownPolicyFields = map[string]bool{
 	"max_topics_per_namespace": true, "subscription_expiration_time_minutes": true, "compaction_threshold": true,
 	"offload_threshold": true, "offload_threshold_in_seconds": true, "offload_deletion_lag_ms": true,
 	"schema_compatibility_strategy": true, "properties": true, "persistence": true, "bookieAffinityGroups": true,
-	"autoSubscriptionCreationOverride": true,
+	"autoSubscriptionCreationOverride": true, "inactive_topic_policies": true, "antiAffinityGroup": true,
 }
 
 // isKnownPolicyField matches k against the modelled fields the way
@@ -326,6 +329,7 @@ func (p *Policies) validate(defaultBundles int) error {
 	}
 	errs = append(errs, validateTopicFailover(p.TopicFailover, p.ReplicationClusters)...)
 	errs = append(errs, p.validateSettings()...)
+	errs = append(errs, p.validateOps()...)
 	if p.AuthPolicies != nil {
 		a, aerrs := p.AuthPolicies.normalized()
 		errs = append(errs, aerrs...)
