@@ -309,3 +309,40 @@ func TestAntiAffinityPlacement(t *testing.T) {
 		t.Fatalf("g2 placed on broker %d, which owns g1; the other (%d bundles against %d) owns no namespace of the group", got, ly, lx)
 	}
 }
+
+// TestInactiveTopicDeletedByTheMaintenanceLoop: with a short
+// broker.maintenanceInterval, the broker's own maintenance loop deletes a
+// topic its namespace's inactive topic policy lets go, and keeps one
+// that has a subscription.
+func TestInactiveTopicDeletedByTheMaintenanceLoop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := region.Config{Name: "idle", DataDir: t.TempDir()}
+	cfg.Broker.MaintenanceInterval = 200 * time.Millisecond
+	r, err := region.Start(ctx, cfg, region.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Shutdown(context.Background())
+	const ns = "public/idle"
+	if err := r.Policies().CreateNamespace(ctx, ns, &policy.Policies{InactiveTopicPolicies: &policy.InactiveTopicPolicies{
+		InactiveTopicDeleteMode: policy.DeleteWhenNoSubscriptions, MaxInactiveDurationSeconds: 1, DeleteWhileInactive: true}}); err != nil {
+		t.Fatal(err)
+	}
+	adm := adminOf(t, r, 0)
+	gone, _ := utils.GetTopicName("persistent://" + ns + "/gone")
+	kept, _ := utils.GetTopicName("persistent://" + ns + "/kept")
+	for _, tn := range []*utils.TopicName{gone, kept} {
+		if err := adm.Topics().Create(*tn, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := adm.Subscriptions().Create(*kept, "s", utils.Latest); err != nil {
+		t.Fatal(err)
+	}
+	nsn, _ := utils.GetNamespaceName(ns)
+	waitFor(t, time.Minute, "the unused topic deleted", func() bool {
+		_, names, err := adm.Topics().List(*nsn)
+		return err == nil && slices.Contains(names, kept.String()) && !slices.Contains(names, gone.String())
+	})
+}
