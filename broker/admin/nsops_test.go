@@ -143,6 +143,11 @@ func TestNamespaceOpsBadInput(t *testing.T) {
 		{"PUT", ns + "/unload", "", 503, "bundles", ""},
 		{"POST", ns + "/clearBacklog", "", 503, "bundles", ""},
 		{"POST", ns + "/somethingElse/x", "", 404, "Not found", ""},
+		// The same checks on a whole policies document.
+		{"PUT", "/admin/v2/namespaces/public/bad", `{"inactive_topic_policies":{"maxInactiveDurationSeconds":-1}}`, 412, "inactive_topic_policies", ""},
+		{"PUT", "/admin/v2/namespaces/public/bad", `{"inactive_topic_policies":{"inactiveTopicDeleteMode":"never"}}`, 412, "inactiveTopicDeleteMode", ""},
+		{"PUT", "/admin/v2/namespaces/public/bad", `{"antiAffinityGroup":"a\u0001b"}`, 412, "antiAffinityGroup", ""},
+		{"GET", "/admin/v2/namespaces/public/bad", "", 404, "", ""},
 	}
 	_, before, _ := e.do("GET", ns, "")
 	_, tBefore, _ := e.do("GET", tp, "")
