@@ -144,7 +144,13 @@ func (a adminTopics) DeleteTopic(ctx context.Context, name topic.Name, force boo
 		return err
 	}
 	// Closed by the unload; Delete removes the metadata and the ledgers.
-	return t.ml.Delete(ctx)
+	if err := t.ml.Delete(ctx); err != nil {
+		return err
+	}
+	if t.reported.Load() {
+		_ = a.b.deps.Meta.Delete(ctx, inactivePartitionKey(a.b.cfg.Region, name)) // inactive.go
+	}
+	return nil
 }
 
 // CheckTopicQuota implements admin.TopicQuota.

@@ -165,6 +165,9 @@ type NamespacePolicy struct {
 	// EncryptionRequired refuses producers that declare they do not
 	// encrypt and messages without encryption keys (encryption.go).
 	EncryptionRequired bool
+	// Inactive is the topic's own inactive topic policy, else its
+	// namespace's; nil: the region's dynamic settings (inactive.go).
+	Inactive *policy.InactiveTopicPolicies
 }
 
 // ForTopic is the policy of the topic name: the namespace's, with the

@@ -27,11 +27,14 @@ func (b *Broker) maintain() {
 }
 
 // MaintainOnce re-reads the namespace policies of the loaded topics and
-// applies message TTL, backlog quotas and retention once (the maintenance
-// loop calls it every MaintenanceInterval; tests call it directly).
+// applies message TTL, backlog quotas, retention and the deletion of
+// inactive topics once (the maintenance loop calls it every
+// MaintenanceInterval; tests call it directly).
 func (b *Broker) MaintainOnce(ctx context.Context) {
 	pols := map[string]NamespacePolicy{}
 	skip := map[string]bool{} // namespaces whose policies could not be read
+	var idle []*Topic         // partitions that may be deleted as inactive (inactive.go)
+	defer func() { b.deleteInactivePartitions(ctx, idle) }()
 	for _, t := range b.loadedTopics() {
 		if ctx.Err() != nil {
 			return
@@ -60,6 +63,9 @@ func (b *Broker) MaintainOnce(ctx context.Context) {
 		}
 		if err := t.maintain(ctx, tpol); err != nil && !errors.Is(err, mledger.ErrClosed) {
 			b.log.Warn("topic maintenance", "topic", t.name.String(), "err", err)
+		}
+		if b.checkInactive(ctx, t, tpol) {
+			idle = append(idle, t)
 		}
 	}
 }
@@ -145,6 +151,7 @@ func (t *Topic) touchSub(name string) {
 		t.subActive = map[string]time.Time{}
 	}
 	t.subActive[name] = t.b.deps.Now()
+	t.touch()
 }
 
 // expireSubscriptions deletes the durable subscriptions that have had no

@@ -27,19 +27,29 @@ type OwnershipPlacement struct {
 }
 
 func (p *OwnershipPlacement) bundleFor(ctx context.Context, name topic.Name) (topic.Bundle, bool, error) {
-	ns := name.NamespaceName()
+	bs, ok, err := p.bundlesOf(ctx, name.NamespaceName())
+	if !ok || err != nil {
+		return topic.Bundle{}, ok, err
+	}
+	return topic.BundleFor(name, bs), true, nil
+}
+
+// bundlesOf returns the bundles of namespace ns, read once from its
+// policies and then cached; with a nil ctx it does not read (false when
+// not cached).
+func (p *OwnershipPlacement) bundlesOf(ctx context.Context, ns string) ([]topic.Bundle, bool, error) {
 	p.mu.Lock()
 	bs, ok := p.bundles[ns]
 	p.mu.Unlock()
 	if !ok {
 		if ctx == nil {
-			return topic.Bundle{}, false, nil
+			return nil, false, nil
 		}
 		n := DefaultBundles
 		if p.Policies != nil {
 			pol, err := p.Policies.Namespace(ctx, ns)
 			if err != nil {
-				return topic.Bundle{}, false, err
+				return nil, false, err
 			}
 			if pol.Bundles != nil && pol.Bundles.NumBundles > 0 {
 				n = pol.Bundles.NumBundles
@@ -53,7 +63,7 @@ func (p *OwnershipPlacement) bundleFor(ctx context.Context, name topic.Name) (to
 		p.bundles[ns] = bs
 		p.mu.Unlock()
 	}
-	return topic.BundleFor(name, bs), true, nil
+	return bs, true, nil
 }
 
 // Lookup implements Placement.

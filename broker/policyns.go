@@ -78,6 +78,7 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	out.MaxUnackedPerSubscription = unackedPolicy(pol.MaxUnackedMessagesPerSubscription)
 	out.DedupSnapshotInterval = pol.DeduplicationSnapshotIntervalSeconds
 	out.DelayedDelivery = pol.DelayedDelivery
+	out.Inactive = pol.InactiveTopicPolicies
 	if a := pol.AutoSubscriptionCreationOverride; a != nil {
 		out.AutoSubscriptionCreation = &a.AllowAutoSubscriptionCreation
 	}
@@ -159,6 +160,9 @@ func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol 
 	if a := tp.AutoSubscriptionCreation; a != nil {
 		allow := a.AllowAutoSubscriptionCreation
 		pol.AutoSubscriptionCreation = &allow
+	}
+	if tp.InactiveTopicPolicies != nil {
+		pol.Inactive = tp.InactiveTopicPolicies
 	}
 	// The topic's own limits win over the namespace's.
 	for _, l := range []struct {

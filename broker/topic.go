@@ -81,6 +81,9 @@ type Topic struct {
 
 	msgIn, bytesIn atomic.Int64
 	lastPublish    atomic.Int64                // when an entry was last stored, Unix ms (0: not since loaded)
+	activeAt       atomic.Int64                // when a producer or consumer last came or went, Unix ns (inactive.go)
+	reported       atomic.Bool                 // this broker reported the partition idle (inactive.go)
+	reportCleared  atomic.Bool                 // a report of the partition was cleared since the load (inactive.go)
 	maxMessageSize atomic.Int64                // NamespacePolicy.MaxMessageSize, read on every SEND
 	maxUnacked     atomic.Int64                // NamespacePolicy.MaxUnackedPerConsumer, read on every dispatch
 	maxUnackedSub  atomic.Int64                // NamespacePolicy.MaxUnackedPerSubscription, likewise
@@ -249,6 +252,7 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 }
 
 func (t *Topic) removeProducer(p *producer) {
+	t.touch()
 	t.mu.Lock()
 	if t.producers[p.name] == p {
 		delete(t.producers, p.name)

@@ -246,6 +246,14 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 				_ = b.UnloadMatching(ctx, func(n topic.Name) bool { return placement.InBundle(n, ns, bd) })
 			}()
 		},
+		AntiAffinity: func(ctx context.Context, ns string) ([]string, error) {
+			p, err := pol.Namespace(ctx, ns)
+			if err != nil || p.AntiAffinityGroup == "" {
+				return nil, err
+			}
+			tenant, _, _ := topic.ParseNamespace(ns)
+			return pol.AntiAffinityNamespaces(ctx, tenant, p.AntiAffinityGroup)
+		},
 	})
 	if err != nil {
 		return err
@@ -326,6 +334,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		TopicDefaults:     b.TopicDefaults(),
 		Schemas:           schemas,
 		Bookies:           racks.NewStore(c.store, bc.Region),
+		PeerClient:        peerClient(c.cfg.TLS),
 	})
 	mux := http.NewServeMux()
 	health := c.deps.Health

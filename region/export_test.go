@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/globalconfig"
 	"github.com/isobar-mq/isobar/replicator"
 )
@@ -15,6 +16,9 @@ import (
 
 // Broker returns broker i.
 func (r *Region) Broker(i int) *broker.Broker { return r.brokers[i].Broker() }
+
+// Owned lists the bundles broker i owns.
+func (r *Region) Owned(i int) []ownership.OwnedBundle { return r.brokers[i].reg.Owned() }
 
 // KillBroker stops broker i as a crash would (lifecycle Abort).
 func (r *Region) KillBroker(i int) { r.brokers[i].Abort() }

@@ -14,6 +14,9 @@ import (
 //   - tenants: superusers list, create, change and delete them, a
 //     tenant's admin roles read it;
 //   - namespaces, their policies and permissions: the tenant's admins;
+//     unloading a namespace or bundle: superusers (as Pulsar); listing an
+//     anti-affinity group's namespaces: the admins of the tenant named
+//     by ?property=;
 //   - topics: reading a topic's stats, partitions, messages or
 //     properties needs produce or consume permission, a subscription's
 //     operations (peeking at its messages among them) need consume
@@ -53,6 +56,11 @@ func (s *Server) authorize(r *http.Request, pattern string) error {
 			return a.TenantAdmin(ctx, role, tenant, "read tenant "+tenant)
 		}
 		return a.SuperUser(role, "create, change or delete tenants")
+	case strings.HasPrefix(path, v2+"/namespaces/") && strings.HasSuffix(path, "/unload"):
+		return a.SuperUser(role, "unload namespaces and bundles")
+	case path == v2+"/namespaces/{tenant}/{namespace}/{policy}" && r.PathValue("namespace") == "antiAffinity":
+		t := r.URL.Query().Get("property")
+		return a.TenantAdmin(ctx, role, t, "list the anti-affinity groups of tenant "+t)
 	case strings.HasPrefix(path, v2+"/namespaces/"):
 		return a.TenantAdmin(ctx, role, tenant, "manage namespaces of tenant "+tenant)
 	case strings.HasPrefix(path, v2+"/schemas/"):

@@ -64,6 +64,10 @@ type Config struct {
 	// Bookies is the region's bookie rack and group assignments
 	// (bookies.go); nil makes the bookies endpoints answer 503.
 	Bookies *racks.Store
+	// PeerClient calls the region's other brokers: namespace operations
+	// forward each bundle's part to the broker owning it (nsops.go),
+	// with the caller's Authorization header. Nil: http.DefaultClient.
+	PeerClient *http.Client
 }
 
 // DefaultMaxRequestBytes is Config.MaxRequestBytes when zero.
@@ -329,6 +333,7 @@ func (s *Server) routes() {
 	s.handle("GET "+ns+"/permissions/subscription", s.subscriptionPermissions)
 	s.handle("POST "+ns+"/permissions/subscription/{subscription}", s.grantSubscriptionPermission)
 	s.handle("DELETE "+ns+"/permissions/{subscription}/{role}", s.revokeSubscriptionPermission)
+	s.nsOpRoutes(ns)
 	// Topics, in both domains.
 	for _, d := range []topic.Domain{topic.Persistent, topic.NonPersistent} {
 		base := v2 + "/" + string(d) + "/{tenant}/{namespace}"

@@ -273,6 +273,7 @@ var topicPolicies = []topicPolicy{
 		}), func(tp *policy.TopicPolicies) error { return tp.DelayedDelivery.Validate() }),
 	ptrPolicy("autoSubscriptionCreation", func(tp *policy.TopicPolicies) **policy.AutoSubscriptionCreation { return &tp.AutoSubscriptionCreation },
 		"autoSubscriptionCreationOverride", constant(policy.AutoSubscriptionCreation{AllowAutoSubscriptionCreation: true})),
+	inactiveTopicPolicy, // nsops.go
 	{
 		path: "offloadPolicies",
 		get: func(tp *policy.TopicPolicies) any {

@@ -33,6 +33,8 @@ const (
 	Bool Kind = iota
 	// Int values are decimal integers of at least 0.
 	Int
+	// Enum values are one of the setting's Values.
+	Enum
 )
 
 // Setting is one dynamic setting.
@@ -45,6 +47,8 @@ type Setting struct {
 	Default string
 	// Doc says what the setting does in Isobar.
 	Doc string
+	// Values are the values an Enum setting takes.
+	Values []string
 }
 
 // Names of the settings, as Pulsar names them.
@@ -54,16 +58,25 @@ const (
 	MaxConsumersPerSubscription   = "maxConsumersPerSubscription"
 	MaxTopicsPerNamespace         = "maxTopicsPerNamespace"
 	AllowAutoSubscriptionCreation = "allowAutoSubscriptionCreation"
+	// The deletion of inactive topics (docs/admin.md, "Inactive
+	// topics"), for namespaces and topics without inactive topic
+	// policies of their own.
+	DeleteInactiveTopicsEnabled            = "brokerDeleteInactiveTopicsEnabled"
+	DeleteInactiveTopicsMode               = "brokerDeleteInactiveTopicsMode"
+	DeleteInactiveTopicsMaxInactiveSeconds = "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds"
 )
 
 // Settings are the dynamic settings, in name order. Each takes effect on
 // every broker of the region within moments of being set.
 var Settings = []Setting{
-	{AllowAutoSubscriptionCreation, Bool, "true", "subscribing creates a durable subscription that does not exist; false refuses such a subscribe (SubscriptionNotFound)"},
-	{MaxConsumersPerSubscription, Int, "0", "the most consumers a subscription may have, for namespaces without their own limit (0: no limit)"},
-	{MaxConsumersPerTopic, Int, "0", "the most consumers a topic may have, for namespaces without their own limit (0: no limit)"},
-	{MaxProducersPerTopic, Int, "0", "the most producers a topic may have, for namespaces without their own limit (0: no limit)"},
-	{MaxTopicsPerNamespace, Int, "", "the most topics a namespace may have in the region, for namespaces without their own limit; overrides broker.limits.maxTopicsPerNamespace (0: no limit)"},
+	{AllowAutoSubscriptionCreation, Bool, "true", "subscribing creates a durable subscription that does not exist; false refuses such a subscribe (SubscriptionNotFound)", nil},
+	{DeleteInactiveTopicsEnabled, Bool, "false", "delete topics that have been inactive for brokerDeleteInactiveTopicsMaxInactiveDurationSeconds, for namespaces and topics without inactive topic policies (Pulsar's default is true)", nil},
+	{DeleteInactiveTopicsMaxInactiveSeconds, Int, "60", "how long a topic must be inactive before it is deleted, in seconds", nil},
+	{DeleteInactiveTopicsMode, Enum, "delete_when_no_subscriptions", "which inactive topics are deleted: those without subscriptions, or those whose subscriptions have caught up", []string{"delete_when_no_subscriptions", "delete_when_subscriptions_caught_up"}},
+	{MaxConsumersPerSubscription, Int, "0", "the most consumers a subscription may have, for namespaces without their own limit (0: no limit)", nil},
+	{MaxConsumersPerTopic, Int, "0", "the most consumers a topic may have, for namespaces without their own limit (0: no limit)", nil},
+	{MaxProducersPerTopic, Int, "0", "the most producers a topic may have, for namespaces without their own limit (0: no limit)", nil},
+	{MaxTopicsPerNamespace, Int, "", "the most topics a namespace may have in the region, for namespaces without their own limit; overrides broker.limits.maxTopicsPerNamespace (0: no limit)", nil},
 }
 
 // Lookup returns the setting called name.
@@ -97,6 +110,9 @@ func Check(name, value string) error {
 	if len(value) > MaxValueLen {
 		return fmt.Errorf("%w: %s: %d bytes, more than %d", ErrInvalid, name, len(value), MaxValueLen)
 	}
+	if s.Kind == Enum && !slices.Contains(s.Values, value) {
+		return fmt.Errorf("%w: %s: %q is not one of %s", ErrInvalid, name, value, strings.Join(s.Values, ", "))
+	}
 	if s.Kind == Int {
 		v, err := strconv.ParseInt(value, 10, 32)
 		if err != nil || v < 0 {
@@ -121,6 +137,14 @@ func (v Values) Int(name string) (int, bool) {
 		return 0, false
 	}
 	return int(n), true
+}
+
+// String returns the value of a setting, or def when it is not set.
+func (v Values) String(name, def string) string {
+	if s, ok := v[name]; ok {
+		return s
+	}
+	return def
 }
 
 // Bool returns the value of a Bool setting, or def when it is not set.

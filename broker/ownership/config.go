@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,6 +63,12 @@ type Config struct {
 	// goroutines, one call at a time; it must not block for long and must
 	// not call Close. It is not called for bundles given up by Release or Close.
 	OnLost func(ns string, b topic.Bundle)
+	// AntiAffinity, when set, returns the other namespaces ("tenant/ns")
+	// of ns's anti-affinity group (none when it is in no group). Placing
+	// an unowned bundle of ns then prefers the brokers owning bundles of
+	// the fewest of them (Place). It is called on lookups of unowned
+	// bundles only.
+	AntiAffinity func(ctx context.Context, ns string) ([]string, error)
 }
 
 // Validate reports every problem with the config at once.

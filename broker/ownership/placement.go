@@ -5,11 +5,19 @@ package ownership
 type Candidate struct {
 	ID   string
 	Load int
+	// AntiAffinity is how many other namespaces of the bundle's
+	// namespace's anti-affinity group the broker owns bundles of (0 when
+	// the namespace is in no group).
+	AntiAffinity int
 }
 
 // Place chooses the broker that should own the bundle whose ownership key
-// suffix is key ("tenant/namespace/0x00000000_0x40000000"): the candidate
-// with the fewest owned bundles; among equally loaded candidates the one
+// suffix is key ("tenant/namespace/0x00000000_0x40000000"). Anti-affinity
+// comes first, as Pulsar's anti-affinity-group filter: only the
+// candidates owning bundles of the fewest other namespaces of the
+// namespace's group are considered (those owning none, when there are
+// any; all of them when no namespace is in a group). Among those, the
+// candidate with the fewest owned bundles; among equally loaded ones the one
 // with the highest rendezvous score hash(key, id), so different bundles
 // spread over equally loaded brokers and every broker computes the same
 // answer from the same view; a (vanishingly unlikely) score tie goes to the
@@ -25,6 +33,10 @@ func Place(key string, cands []Candidate) (string, bool) {
 		}
 		b := cands[best]
 		switch {
+		case c.AntiAffinity != b.AntiAffinity:
+			if c.AntiAffinity < b.AntiAffinity {
+				best, bestScore = i, s
+			}
 		case c.Load < b.Load,
 			c.Load == b.Load && s > bestScore,
 			c.Load == b.Load && s == bestScore && c.ID < b.ID:

@@ -20,12 +20,12 @@ func TestPlace(t *testing.T) {
 		ok    bool
 	}{
 		{"none", nil, "", false},
-		{"one", []Candidate{{"a", 7}}, "a", true},
-		{"fewest wins", []Candidate{{"a", 3}, {"b", 1}, {"c", 2}}, "b", true},
-		{"fewest wins whatever the order", []Candidate{{"c", 2}, {"b", 1}, {"a", 3}}, "b", true},
-		{"tie broken by hash", []Candidate{{"a", 1}, {"b", 1}}, tieWinner, true},
-		{"tie broken by hash, reversed", []Candidate{{"b", 1}, {"a", 1}}, tieWinner, true},
-		{"loaded loser of the tie still loses", []Candidate{{"a", 1}, {"b", 1}, {"c", 2}}, tieWinner, true},
+		{"one", []Candidate{{"a", 7, 0}}, "a", true},
+		{"fewest wins", []Candidate{{"a", 3, 0}, {"b", 1, 0}, {"c", 2, 0}}, "b", true},
+		{"fewest wins whatever the order", []Candidate{{"c", 2, 0}, {"b", 1, 0}, {"a", 3, 0}}, "b", true},
+		{"tie broken by hash", []Candidate{{"a", 1, 0}, {"b", 1, 0}}, tieWinner, true},
+		{"tie broken by hash, reversed", []Candidate{{"b", 1, 0}, {"a", 1, 0}}, tieWinner, true},
+		{"loaded loser of the tie still loses", []Candidate{{"a", 1, 0}, {"b", 1, 0}, {"c", 2, 0}}, tieWinner, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,8 +68,8 @@ func TestPlaceSpreads(t *testing.T) {
 // TestPlaceStable checks the rendezvous property: removing a broker moves
 // only the bundles it would have had.
 func TestPlaceStable(t *testing.T) {
-	all := []Candidate{{"a", 0}, {"b", 0}, {"c", 0}}
-	without := []Candidate{{"a", 0}, {"c", 0}}
+	all := []Candidate{{ID: "a"}, {ID: "b"}, {ID: "c"}}
+	without := []Candidate{{ID: "a"}, {ID: "c"}}
 	for i := 0; i < 500; i++ {
 		key := fmt.Sprintf("t/n/%d", i)
 		before, _ := Place(key, all)
@@ -77,5 +77,36 @@ func TestPlaceStable(t *testing.T) {
 		if before != "b" && after != before {
 			t.Fatalf("%s moved from %s to %s when b left", key, before, after)
 		}
+	}
+}
+
+// TestPlaceAntiAffinity: a bundle of a namespace in an anti-affinity
+// group goes to a broker that owns no bundle of another namespace of the
+// group, however loaded; when every broker owns some, to those owning the
+// fewest, and then by load as usual.
+func TestPlaceAntiAffinity(t *testing.T) {
+	key := "t/ns/0x00000000_0x40000000"
+	tests := []struct {
+		name  string
+		cands []Candidate
+		want  string
+	}{
+		{"the only free broker wins over lighter ones",
+			[]Candidate{{ID: "a", Load: 0, AntiAffinity: 1}, {ID: "b", Load: 9, AntiAffinity: 0}, {ID: "c", Load: 1, AntiAffinity: 2}}, "b"},
+		{"among free brokers, the least loaded",
+			[]Candidate{{ID: "a", Load: 5}, {ID: "b", Load: 9}, {ID: "c", Load: 1, AntiAffinity: 1}}, "a"},
+		{"every broker has one: the fewest, then load",
+			[]Candidate{{ID: "a", Load: 0, AntiAffinity: 2}, {ID: "b", Load: 7, AntiAffinity: 1}, {ID: "c", Load: 3, AntiAffinity: 1}}, "c"},
+		{"order does not matter",
+			[]Candidate{{ID: "c", Load: 3, AntiAffinity: 1}, {ID: "b", Load: 7, AntiAffinity: 1}, {ID: "a", Load: 0, AntiAffinity: 2}}, "c"},
+		{"no group: load alone",
+			[]Candidate{{ID: "a", Load: 2}, {ID: "b", Load: 1}}, "b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, ok := Place(key, tt.cands); got != tt.want || !ok {
+				t.Errorf("Place = %q, %v; want %q", got, ok, tt.want)
+			}
+		})
 	}
 }

@@ -60,6 +60,7 @@ type Registry struct {
 	logger    *slog.Logger
 	now       func() time.Time
 	onLost    func(ns string, b topic.Bundle)
+	affinity  func(ctx context.Context, ns string) ([]string, error)
 	ttl       time.Duration
 	self      BrokerInfo // Started set, Load unused
 	selfKey   string
@@ -98,6 +99,7 @@ func Start(ctx context.Context, cfg Config) (*Registry, error) {
 		logger:    cfg.Logger,
 		now:       cfg.Now,
 		onLost:    cfg.OnLost,
+		affinity:  cfg.AntiAffinity,
 		ttl:       cfg.LeaseTTL,
 		self:      cfg.Self,
 		selfKey:   BrokerKey(cfg.Region, cfg.Self.ID),
@@ -257,6 +259,7 @@ func (r *Registry) Lookup(ctx context.Context, ns string, b topic.Bundle, author
 			return owner, nil
 		}
 		lease, cands := r.candidates()
+		r.countAntiAffinity(ctx, ns, cands)
 		id, ok := Place(bk, cands)
 		if !ok {
 			return BrokerInfo{}, fmt.Errorf("%w: %s", ErrNoBrokers, bk)
@@ -286,6 +289,16 @@ func (r *Registry) Lookup(ctx context.Context, ns string, b topic.Bundle, author
 		}
 	}
 	return BrokerInfo{}, fmt.Errorf("%w: %s", ErrContended, bk)
+}
+
+// Owner returns the owner of bundle b of ns without placing it: found
+// false when no broker owns it.
+func (r *Registry) Owner(ctx context.Context, ns string, b topic.Bundle) (BrokerInfo, bool, error) {
+	bk, err := bundleKey(ns, b)
+	if err != nil {
+		return BrokerInfo{}, false, err
+	}
+	return r.readOwner(ctx, r.ownPrefix+bk, ns, b)
 }
 
 // readOwner reads the ownership key. A key of ours under the current lease
@@ -342,6 +355,46 @@ func (r *Registry) candidates() (*metastore.Lease, []Candidate) {
 		cands = append(cands, Candidate{ID: r.self.ID, Load: r.ownedCountLocked()})
 	}
 	return lease, cands
+}
+
+// countAntiAffinity sets each candidate's AntiAffinity: how many other
+// namespaces of ns's anti-affinity group it owns bundles of, read from
+// their ownership keys. When the group or the keys cannot be read the
+// counts stay zero (placement by load alone) and the failure is logged:
+// a lookup does not fail for a preference.
+func (r *Registry) countAntiAffinity(ctx context.Context, ns string, cands []Candidate) {
+	if r.affinity == nil {
+		return
+	}
+	peers, err := r.affinity(ctx, ns)
+	if err != nil {
+		r.logger.Warn("anti-affinity group unknown; placing by load", "namespace", ns, "err", err)
+		return
+	}
+	owned := map[string]map[string]bool{} // broker id -> namespaces of the group it owns bundles of
+	for _, p := range peers {
+		if p == ns {
+			continue
+		}
+		kvs, err := r.meta.List(ctx, r.ownPrefix+p+"/")
+		if err != nil {
+			r.logger.Warn("anti-affinity: cannot read the owners of a namespace of the group; placing by load", "namespace", ns, "other", p, "err", err)
+			return
+		}
+		for _, kv := range kvs {
+			var o Ownership
+			if json.Unmarshal(kv.Value, &o) != nil {
+				continue
+			}
+			if owned[o.Broker] == nil {
+				owned[o.Broker] = map[string]bool{}
+			}
+			owned[o.Broker][p] = true
+		}
+	}
+	for i := range cands {
+		cands[i].AntiAffinity = len(owned[cands[i].ID])
+	}
 }
 
 // liveBroker confirms with etcd that broker id is registered (the cache
@@ -444,6 +497,18 @@ func (r *Registry) Owned() []OwnedBundle {
 // the ownership key is deleted if it is still ours. The caller stops
 // serving the bundle's topics first. ErrNotOwned when we do not own it.
 func (r *Registry) Release(ctx context.Context, ns string, b topic.Bundle) error {
+	return r.Unload(ctx, ns, b, nil)
+}
+
+// Unload gives up bundle b of ns in the order an unload wants: Owns turns
+// false at once, so none of the bundle's topics can be loaded here any
+// more; then stop (when not nil) closes the ones that are, telling their
+// clients to reconnect; then the ownership key is deleted if it is still
+// ours, and the clients' next lookup places the bundle afresh. Lookups
+// meanwhile still name this broker, which refuses the topics (a
+// retriable error) until the key is gone. ErrNotOwned when we do not own
+// the bundle; stop's error is returned once the key is deleted.
+func (r *Registry) Unload(ctx context.Context, ns string, b topic.Bundle, stop func(context.Context) error) error {
 	bk, err := bundleKey(ns, b)
 	if err != nil {
 		return err
@@ -458,20 +523,24 @@ func (r *Registry) Release(ctx context.Context, ns string, b topic.Bundle) error
 	e.releasing = true
 	r.mu.Unlock()
 
+	var stopErr error
+	if stop != nil {
+		stopErr = stop(ctx)
+	}
 	err = r.meta.DeleteIf(ctx, key, e.rev)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.owned[key] != e {
-		return nil // lost or closed meanwhile: not ours either way
+		return stopErr // lost or closed meanwhile: not ours either way
 	}
 	if err != nil && !errors.Is(err, metastore.ErrConflict) {
 		e.releasing = false
-		return fmt.Errorf("ownership: release %s: %w", bk, err)
+		return errors.Join(fmt.Errorf("ownership: release %s: %w", bk, err), stopErr)
 	}
 	delete(r.owned, key)
 	r.markLoadDirty()
 	r.logger.Info("bundle released", "namespace", ns, "bundle", b.String())
-	return nil
+	return stopErr
 }
 
 // Registered reports whether the broker's registration is live (its lease

@@ -265,6 +265,7 @@ func (a *adminCmd) namespacesCmd() *cobra.Command {
 	cmd.AddCommand(a.namespaceRateVerbs(nsVerb, &asJSON)...)
 	cmd.AddCommand(a.primaryVerbs(nsVerb, &asJSON)...)
 	cmd.AddCommand(a.namespacePermissionVerbs(nsVerb, &asJSON)...)
+	cmd.AddCommand(a.namespaceOpVerbs(nsVerb, &asJSON)...)
 	return cmd
 }
 

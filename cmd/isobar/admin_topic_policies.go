@@ -314,8 +314,28 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 		return nil
 	}))
 
+	setInactive, getInactive, removeInactive := inactiveVerbs(tVerb, "<topic>", asJSON,
+		func(cmd *cobra.Command, t utils.TopicName, p utils.InactiveTopicPolicies) error {
+			return run(cmd, "set "+scope()+"inactive topic policies of "+t.String(), func(ctx context.Context, tp pulsaradmin.TopicPolicies) error {
+				return tp.SetInactiveTopicPolicies(ctx, t, p)
+			})
+		},
+		func(cmd *cobra.Command, t utils.TopicName) (p *utils.InactiveTopicPolicies, err error) {
+			err = run(cmd, "get "+scope()+"inactive topic policies of "+t.String(), func(ctx context.Context, tp pulsaradmin.TopicPolicies) (err error) {
+				p, err = tp.GetInactiveTopicPolicies(ctx, t, applied)
+				return err
+			})
+			return p, err
+		},
+		func(cmd *cobra.Command, t utils.TopicName) error {
+			return run(cmd, "remove "+scope()+"inactive topic policies of "+t.String(), func(ctx context.Context, tp pulsaradmin.TopicPolicies) error {
+				return tp.RemoveInactiveTopicPolicies(ctx, t)
+			})
+		})
+
 	return append(out, setTTL, getTTL, removeTTL, setRet, getRet, removeRet,
-		setClusters, getClusters, removeClusters, setSchema, getSchema, removeSchema)
+		setClusters, getClusters, removeClusters, setSchema, getSchema, removeSchema,
+		scoped(setInactive), readable(getInactive), scoped(removeInactive))
 }
 
 // formatOptional prints an optional number: "not set" for null.

@@ -88,6 +88,7 @@ type TopicPolicies struct {
 	Persistence                 *PersistencePolicies      `json:"persistence,omitempty"`
 	DelayedDelivery             *DelayedDeliveryPolicies  `json:"delayedDelivery,omitempty"`
 	AutoSubscriptionCreation    *AutoSubscriptionCreation `json:"autoSubscriptionCreationOverride,omitempty"`
+	InactiveTopicPolicies       *InactiveTopicPolicies    `json:"inactiveTopicPolicies,omitempty"`
 	// OffloadPolicies are kept as the JSON object given (Isobar does not
 	// offload).
 	OffloadPolicies json.RawMessage `json:"offloadPolicies,omitempty"`
@@ -262,6 +263,11 @@ func (tp *TopicPolicies) validate() error {
 	if d := tp.DelayedDelivery; d != nil {
 		if err := d.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("delayedDelivery: %w", err))
+		}
+	}
+	if ip := tp.InactiveTopicPolicies; ip != nil {
+		if err := ip.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("inactiveTopicPolicies: %w", err))
 		}
 	}
 	if o := tp.OffloadPolicies; len(o) > 0 {

@@ -190,6 +190,9 @@ type Policies struct {
 	// subscriptions on the namespace's topics, over the broker's
 	// allowAutoSubscriptionCreation (a topic's own override wins over it).
 	AutoSubscriptionCreationOverride *AutoSubscriptionCreation `json:"autoSubscriptionCreationOverride,omitempty"`
+	// InactiveTopicPolicies and AntiAffinityGroup: nsops.go.
+	InactiveTopicPolicies *InactiveTopicPolicies `json:"inactive_topic_policies,omitempty"`
+	AntiAffinityGroup     string                 `json:"antiAffinityGroup,omitempty"`
 
 	// Extra holds the fields this type does not model, by JSON name.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -208,6 +211,7 @@ var knownPolicyFields = map[string]bool{
 	"autoSubscriptionCreationOverride": true, "max_unacked_messages_per_consumer": true,
 	"max_unacked_messages_per_subscription": true, "deduplicationSnapshotIntervalSeconds": true,
 	"delayed_delivery_policies": true,
+	"inactive_topic_policies":   true, "antiAffinityGroup": true,
 }
 
 // isKnownPolicyField matches k against the modelled fields the way
@@ -344,6 +348,7 @@ func (p *Policies) validate(defaultBundles int) error {
 	}
 	errs = append(errs, validateTopicFailover(p.TopicFailover, p.ReplicationClusters)...)
 	errs = append(errs, p.validateSettings()...)
+	errs = append(errs, p.validateOps()...)
 	if p.AuthPolicies != nil {
 		a, aerrs := p.AuthPolicies.normalized()
 		errs = append(errs, aerrs...)
