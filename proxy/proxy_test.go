@@ -234,7 +234,12 @@ func TestProxyRefusals(t *testing.T) {
 		{"an outside address", connectCmd("example.com:6650", "", nil), pb.ServerError_ServiceNotReady, "is not a live broker"},
 		{"the proxy itself", connectCmd(strings.TrimPrefix(url, "pulsar://"), "", nil), pb.ServerError_ServiceNotReady, "is not a live broker"},
 		{"not CONNECT first", &pb.BaseCommand{Type: pb.BaseCommand_PING.Enum(), Ping: &pb.CommandPing{}}, pb.ServerError_NotAllowedError, "expected CONNECT first"},
-		{"protocol 5", func() *pb.BaseCommand { c := connectCmd("", "", nil); v := int32(5); c.Connect.ProtocolVersion = &v; return c }(), pb.ServerError_UnsupportedVersionError, "needs 10 or later"},
+		{"protocol 5", func() *pb.BaseCommand {
+			c := connectCmd("", "", nil)
+			v := int32(5)
+			c.Connect.ProtocolVersion = &v
+			return c
+		}(), pb.ServerError_UnsupportedVersionError, "needs 10 or later"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := dialRaw(t, url)
