@@ -41,7 +41,18 @@ type env struct {
 	meta    metastore.Config
 	setup   setup
 	brokers []*region.Broker
+	killed  map[int]bool // brokers stopped as by a crash
 	proxies []*region.Proxy
+}
+
+// kill stops broker i as a crash would (its topics stay loaded in the
+// dead process, its lease expires by itself).
+func (e *env) kill(i int) {
+	if e.killed == nil {
+		e.killed = map[int]bool{}
+	}
+	e.killed[i] = true
+	e.brokers[i].Abort()
 }
 
 func startEnv(t *testing.T, modify func(*setup)) *env {
@@ -140,10 +151,11 @@ func (e *env) client(opts pulsar.ClientOptions) pulsar.Client {
 	return c
 }
 
-// owner is the index of the broker that has topic loaded (-1: none).
+// owner is the index of the live broker that has topic loaded (-1:
+// none).
 func (e *env) owner(topic string) int {
 	for i, b := range e.brokers {
-		if b.Broker() == nil {
+		if b.Broker() == nil || e.killed[i] {
 			continue
 		}
 		for _, name := range b.Broker().Topics() {
