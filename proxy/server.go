@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/metric"
 	noopmetric "go.opentelemetry.io/otel/metric/noop"
@@ -114,6 +115,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		delete(s.listeners, ln)
 		s.mu.Unlock()
 	}()
+	var backoff time.Duration // after failed accepts: 5ms doubling to 1s
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -125,11 +127,17 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
-				s.log.Warn("accept failed; retrying", "err", err)
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "err", err, "in", backoff)
+				select {
+				case <-s.ctx.Done():
+				case <-time.After(backoff):
+				}
 				continue
 			}
 			return fmt.Errorf("proxy: accept: %w", err)
 		}
+		backoff = 0
 		s.m.newConn(s.ctx)
 		if s.conns.Add(1) > int64(s.cfg.MaxConnections) {
 			s.conns.Add(-1)
