@@ -303,12 +303,14 @@ func (s *Server) HTTP(next http.Handler) http.Handler {
 				return
 			}
 		}
+		status := http.StatusUnauthorized
 		id, err := s.authenticateHTTP(r)
 		if err == nil {
-			id, err = s.Delegate(id, r.Header.Get(OriginalPrincipalHeader), "", "")
+			if id, err = s.Delegate(id, r.Header.Get(OriginalPrincipalHeader), "", ""); err != nil {
+				status = wire.HTTPStatusOf(err) // 403 for a pair not allowed
+			}
 		}
 		if err != nil {
-			status := wire.HTTPStatusOf(err)
 			if status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="isobar"`)
 			}
