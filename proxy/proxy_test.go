@@ -250,10 +250,75 @@ func TestProxyRefusals(t *testing.T) {
 			}
 		})
 	}
+	// Not the Pulsar protocol at all: an HTTP request reads as a frame far
+	// larger than a CONNECT may be.
+	r0 := dialRaw(t, url)
+	if _, err := r0.nc.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if last := r0.expectClosed(); last.GetError().GetError() != pb.ServerError_NotAllowedError {
+		t.Fatalf("HTTP on the Pulsar port: %v", last)
+	}
 	// A broker's own address is accepted and the broker answers.
 	r := dialRaw(t, url)
 	r.send(connectCmd(strings.TrimPrefix(e.brokers[0].Endpoints().ServiceURL, "pulsar://"), "", nil))
 	if cmd := r.recv(); cmd.GetType() != pb.BaseCommand_CONNECTED || cmd.Connected.GetMaxMessageSize() == 0 {
 		t.Fatalf("CONNECT to the broker: %v", cmd)
+	}
+}
+
+// TestProxyLimits: the proxy holds no more client connections than
+// proxy.maxConnections (more are closed at accept, and a place freed is
+// taken again) and no HTTP body larger than proxy.maxRequestBytes (413,
+// nothing forwarded).
+func TestProxyLimits(t *testing.T) {
+	e := startEnv(t, func(s *setup) {
+		s.proxy.MaxConnections = 2
+		s.proxy.MaxRequestBytes = 1024
+	})
+	p := e.proxies[0]
+	url := p.Endpoints().ServiceURL
+	var held []*rawConn
+	for range 2 {
+		r := dialRaw(t, url)
+		r.send(connectCmd("", "", nil))
+		if cmd := r.recv(); cmd.GetType() != pb.BaseCommand_CONNECTED {
+			t.Fatalf("CONNECT: %v", cmd)
+		}
+		held = append(held, r)
+	}
+	extra := dialRaw(t, url)
+	extra.send(connectCmd("", "", nil))
+	if last := extra.expectClosed(); last != nil {
+		t.Fatalf("a third connection was answered: %v", last)
+	}
+	held[0].nc.Close()
+	waitFor(t, 10*time.Second, "the closed connection's place", func() bool { return p.Server().Connections() < 2 })
+	again := dialRaw(t, url)
+	again.send(connectCmd("", "", nil))
+	if cmd := again.recv(); cmd.GetType() != pb.BaseCommand_CONNECTED {
+		t.Fatalf("CONNECT after a place was freed: %v", cmd)
+	}
+
+	web := p.Endpoints().WebServiceURL
+	body := strings.NewReader(`{"allowedClusters":["` + regionName + `"],"adminRoles":["` + strings.Repeat("x", 2048) + `"]}`)
+	req, _ := http.NewRequest(http.MethodPut, web+"/admin/v2/tenants/big", body)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "proxy.maxRequestBytes") {
+		t.Fatalf("a 2 KiB body: %d %s, want 413", resp.StatusCode, b)
+	}
+	resp, err = http.Get(web + "/admin/v2/tenants/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("tenant big after the refusal: %d, want 404", resp.StatusCode)
 	}
 }
