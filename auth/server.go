@@ -34,6 +34,11 @@ type Config struct {
 	// authenticate with: only they (and superusers) may write replicated
 	// entries or bypass a standby region's redirect.
 	ReplicatorRoles []string `yaml:"replicatorRoles"`
+	// ProxyRoles are the roles Isobar proxies authenticate with (Pulsar's
+	// proxyRoles): only they may act for a client (CONNECT's
+	// original_principal, HTTP's X-Original-Principal header), and they
+	// must; what is then authorized is the client's role, not the proxy's.
+	ProxyRoles []string `yaml:"proxyRoles"`
 	// AuthenticateMetrics requires a token for /metrics as well (Pulsar's
 	// authenticateMetricsEndpoint); /healthz and /readyz are always open.
 	AuthenticateMetrics bool `yaml:"authenticateMetrics"`
@@ -58,7 +63,7 @@ func (c Config) Validate() error {
 	if c.AuthorizationEnabled && !c.AuthenticationEnabled {
 		errs = append(errs, errors.New("auth.authorizationEnabled needs auth.authenticationEnabled"))
 	}
-	for _, r := range append(slices.Clone(c.SuperUserRoles), c.ReplicatorRoles...) {
+	for _, r := range slices.Concat(c.SuperUserRoles, c.ReplicatorRoles, c.ProxyRoles) {
 		if err := ValidRole(r); err != nil {
 			errs = append(errs, fmt.Errorf("auth: role %q: %w", r, err))
 		}
@@ -85,6 +90,9 @@ type Identity struct {
 	Role string
 	// Expires is when the credential stops being valid (zero: never).
 	Expires time.Time
+	// Proxy is the role of the proxy that acts for Role (Delegate); empty
+	// for a client that connected directly.
+	Proxy string
 }
 
 // Server checks credentials for one server (a broker). A nil *Server, or
@@ -94,6 +102,7 @@ type Server struct {
 	verifier   *Verifier
 	super      map[string]bool
 	replicator map[string]bool
+	proxy      map[string]bool
 }
 
 // NewServer builds the checks from cfg, loading the token key.
@@ -101,7 +110,10 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, super: map[string]bool{}, replicator: map[string]bool{}}
+	s := &Server{cfg: cfg, super: map[string]bool{}, replicator: map[string]bool{}, proxy: map[string]bool{}}
+	for _, r := range cfg.ProxyRoles {
+		s.proxy[r] = true
+	}
 	for _, r := range cfg.SuperUserRoles {
 		s.super[r] = true
 	}
@@ -137,6 +149,55 @@ func (s *Server) IsSuperUser(role string) bool {
 // back to what the peer says it is.
 func (s *Server) IsReplicator(role string) bool {
 	return !s.Enabled() || s.super[role] || s.replicator[role]
+}
+
+// IsProxy reports whether role is a proxy role (never with
+// authentication off: then nobody acts for anybody).
+func (s *Server) IsProxy(role string) bool { return s.Enabled() && s.proxy[role] }
+
+// OriginalPrincipalHeader carries, on an admin or lookup request a proxy
+// forwards, the role of the client it acts for (Pulsar's header).
+const OriginalPrincipalHeader = "X-Original-Principal"
+
+// Delegate turns id, the identity a peer proved, into the identity to
+// authorize when the peer says it acts for original (CONNECT's
+// original_principal, the X-Original-Principal header): a proxy role must
+// name a client that is not itself a proxy, anyone else may not name one
+// (as Pulsar's isValidOriginalPrincipal, and a refusal where Pulsar 2.x
+// only warns). The result is the client's role, with Proxy set. When the
+// proxy forwards the client's token as well (originalMethod "token",
+// originalData), it is checked too: it must be valid and for original,
+// and its expiry becomes the identity's. With authentication off, id is
+// returned as is.
+func (s *Server) Delegate(id Identity, original, originalMethod, originalData string) (Identity, error) {
+	if !s.Enabled() {
+		return id, nil
+	}
+	switch {
+	case original == "" && s.proxy[id.Role]:
+		return Identity{}, fmt.Errorf("%w: role %q is a proxy role (auth.proxyRoles): it connects only on behalf of a client (original principal)", wire.ErrAuthorization, id.Role)
+	case original == "":
+		return id, nil
+	case !s.proxy[id.Role]:
+		return Identity{}, fmt.Errorf("%w: role %q is not a proxy role (auth.proxyRoles), so it may not act for %q", wire.ErrAuthorization, id.Role, truncate(original, 64))
+	case s.proxy[original]:
+		return Identity{}, fmt.Errorf("%w: the original principal %q is a proxy role", wire.ErrAuthorization, original)
+	}
+	if err := ValidRole(original); err != nil {
+		return Identity{}, fmt.Errorf("%w: original principal: %w", wire.ErrAuthentication, err)
+	}
+	out := Identity{Role: original, Expires: id.Expires, Proxy: id.Role}
+	if originalMethod == TokenMethod && originalData != "" && s.verifier != nil {
+		c, err := s.verifier.Verify(originalData)
+		if err != nil {
+			return Identity{}, fmt.Errorf("original credentials: %w", err)
+		}
+		if c.Role != original {
+			return Identity{}, fmt.Errorf("%w: the original credentials are for role %q, not the original principal %q", wire.ErrAuthentication, c.Role, original)
+		}
+		out.Expires = c.Expires
+	}
+	return out, nil
 }
 
 // TokenMethod and TLSMethod are the auth_method_names of token and
@@ -224,7 +285,9 @@ func IdentityFrom(ctx context.Context) (Identity, bool) {
 // HTTP wraps next: every request but /healthz, /readyz and (unless
 // AuthenticateMetrics) /metrics must carry "Authorization: Bearer
 // <token>"; one that does not gets 401 with the reason, in the admin
-// API's JSON error shape. The identity is in the request's context.
+// API's JSON error shape. A proxy role's request names the client it
+// acts for in the X-Original-Principal header (Delegate; 403 when the
+// pair is not allowed). The identity is in the request's context.
 func (s *Server) HTTP(next http.Handler) http.Handler {
 	if !s.Enabled() {
 		return next
@@ -240,11 +303,19 @@ func (s *Server) HTTP(next http.Handler) http.Handler {
 				return
 			}
 		}
+		status := http.StatusUnauthorized
 		id, err := s.authenticateHTTP(r)
+		if err == nil {
+			if id, err = s.Delegate(id, r.Header.Get(OriginalPrincipalHeader), "", ""); err != nil {
+				status = wire.HTTPStatusOf(err) // 403 for a pair not allowed
+			}
+		}
 		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="isobar"`)
+			if status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="isobar"`)
+			}
 			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
+			w.WriteHeader(status)
 			json.NewEncoder(w).Encode(struct {
 				Reason string `json:"reason"`
 			}{wire.MessageOf(err)})

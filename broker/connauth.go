@@ -46,6 +46,11 @@ func (c *conn) authenticate(cmd *pb.CommandConnect) error {
 	if err != nil {
 		return err
 	}
+	// A proxy connects for a client: the client's role is the one
+	// authorized from here on (auth.Server.Delegate).
+	if id, err = c.b.auth.Delegate(id, cmd.GetOriginalPrincipal(), cmd.GetOriginalAuthMethod(), cmd.GetOriginalAuthData()); err != nil {
+		return err
+	}
 	if c.b.auth.Enabled() && strings.HasPrefix(cmd.GetClientVersion(), replication.ClientVersion) && !c.b.auth.IsReplicator(id.Role) {
 		return fmt.Errorf("%w: role %q is not a replicator role (broker.auth.replicatorRoles), so it may not connect as %s", wire.ErrAuthorization, id.Role, replication.ClientVersion)
 	}
@@ -55,6 +60,9 @@ func (c *conn) authenticate(cmd *pb.CommandConnect) error {
 	c.scheduleRefresh(id.Expires)
 	if id.Role != "" {
 		c.log = c.log.With("role", id.Role)
+	}
+	if id.Proxy != "" {
+		c.log = c.log.With("proxy", id.Proxy)
 	}
 	return nil
 }
@@ -116,6 +124,7 @@ func (c *conn) handleAuthResponse(cmd *pb.CommandAuthResponse) error {
 		return fmt.Errorf("broker: auth response: %w", err)
 	}
 	c.auth.mu.Lock()
+	id.Proxy = c.auth.id.Proxy // a proxied client refreshes through its proxy's pipe
 	c.auth.id = id
 	c.auth.mu.Unlock()
 	c.scheduleRefresh(id.Expires)

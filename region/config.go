@@ -39,6 +39,8 @@ type File struct {
 	Replicator ReplicatorConfig `yaml:"replicator"`
 	// NATS is the server `isobar nats` runs.
 	NATS NATSConfig `yaml:"nats"`
+	// Proxy is the proxy `isobar proxy` runs.
+	Proxy ProxyConfig `yaml:"proxy"`
 	// Region is what `isobar region` runs: every role of one region.
 	Region Config `yaml:"region"`
 	// Telemetry configures metrics and traces.

@@ -8,11 +8,14 @@
 # (package pulsaradmin/pkg/admin), all of them by default; coverage:
 # docs/compat/admin.md.
 #
-# Usage: scripts/pulsar-suite.sh [--admin] [--start] [--results DIR] [--list] [TestName ...]
+# Usage: scripts/pulsar-suite.sh [--admin] [--start] [--proxy] [--results DIR] [--list] [TestName ...]
 #   --admin        the pulsaradmin suite instead of the client's
 #   --start        start `go run ./cmd/isobar standalone --data-dir <tmp>`
 #                  first and stop it at exit (otherwise a broker must be
 #                  listening already)
+#   --proxy        with --start: the standalone's broker listens on 16650
+#                  and 18080 instead, and an `isobar proxy` in front of it
+#                  on 6650 and 8080, so every test goes through the proxy
 #   --results DIR  keep the per-test logs in DIR (default: a new temp dir)
 #   --list         print the test names and exit
 #   TestName ...   run only these tests (default: all 37)
@@ -77,6 +80,7 @@ tests=()
 while (($# > 0)); do
 	case $1 in
 	--start) start=1 ;;
+	--proxy) proxy=1 ;;
 	--admin) suite=admin ;;
 	--results)
 		(($# >= 2)) || usage
@@ -99,6 +103,10 @@ while (($# > 0)); do
 	esac
 	shift
 done
+if ((${proxy:-0})) && ((!start)); then
+	echo "pulsar-suite: --proxy needs --start" >&2
+	exit 2
+fi
 pkg=pulsar
 if [[ $suite == admin ]]; then
 	pkg=pulsaradmin/pkg/admin
@@ -133,16 +141,23 @@ fi
 
 work=$(mktemp -d)
 broker_pid=""
+proxy_pid=""
+# stop_group PID: stop a process started in its own session (setsid):
+# `go run` or the binary and what it started, nothing else.
+stop_group() {
+	kill -TERM -- "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null || true
+	for _ in $(seq 50); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.2
+	done
+	kill -KILL -- "-$1" 2>/dev/null || true
+}
 cleanup() {
+	if [[ -n $proxy_pid ]]; then
+		stop_group "$proxy_pid"
+	fi
 	if [[ -n $broker_pid ]]; then
-		# The broker runs in its own session (setsid), so this stops
-		# `go run` and the binary it started, nothing else.
-		kill -TERM -- "-$broker_pid" 2>/dev/null || kill -TERM "$broker_pid" 2>/dev/null || true
-		for _ in $(seq 50); do
-			kill -0 "$broker_pid" 2>/dev/null || break
-			sleep 0.2
-		done
-		kill -KILL -- "-$broker_pid" 2>/dev/null || true
+		stop_group "$broker_pid"
 	fi
 	rm -rf "$work"
 }
@@ -162,10 +177,19 @@ if ((start)); then
 	data_dir="$work/data"
 	mkdir -p "$data_dir"
 	echo "starting isobar standalone (data $data_dir, log $results/standalone.log)" >&2
-	(cd "$repo" && exec setsid go run ./cmd/isobar standalone --data-dir "$data_dir") >"$results/standalone.log" 2>&1 &
-	broker_pid=$!
+	if ((${proxy:-0})); then
+		# One build for both processes; the broker off the suite's ports.
+		(cd "$repo" && go build -o "$work/isobar" ./cmd/isobar)
+		setsid "$work/isobar" standalone --data-dir "$data_dir" --broker-port 16650 --http-port 18080 >"$results/standalone.log" 2>&1 &
+		broker_pid=$!
+		standalone_up() { port_open localhost 16650 && port_open localhost 18080 && [[ -s $data_dir/endpoints.json ]]; }
+	else
+		(cd "$repo" && exec setsid go run ./cmd/isobar standalone --data-dir "$data_dir") >"$results/standalone.log" 2>&1 &
+		broker_pid=$!
+		standalone_up() { broker_up; }
+	fi
 	deadline=$((SECONDS + 300))
-	until broker_up; do
+	until standalone_up; do
 		if ! kill -0 "$broker_pid" 2>/dev/null; then
 			echo "pulsar-suite: isobar standalone exited before listening; last lines of its log:" >&2
 			tail -n 20 "$results/standalone.log" >&2
@@ -178,6 +202,26 @@ if ((start)); then
 		fi
 		sleep 0.5
 	done
+	if ((${proxy:-0})); then
+		meta=$(sed -n 's/.*"metadataUrl": *"\([^"]*\)".*/\1/p' "$data_dir/endpoints.json" | head -n 1)
+		echo "starting isobar proxy on 6650/8080 (metadata store $meta, log $results/proxy.log)" >&2
+		setsid "$work/isobar" proxy --region standalone --metastore "$meta" --name suite-proxy \
+			--listen 127.0.0.1:6650 --http-listen 127.0.0.1:8080 >"$results/proxy.log" 2>&1 &
+		proxy_pid=$!
+		until broker_up && [[ $(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8080/readyz) == 200 ]]; do
+			if ! kill -0 "$proxy_pid" 2>/dev/null; then
+				echo "pulsar-suite: isobar proxy exited before serving; last lines of its log:" >&2
+				tail -n 20 "$results/proxy.log" >&2
+				proxy_pid=""
+				exit 2
+			fi
+			if ((SECONDS > deadline)); then
+				echo "pulsar-suite: isobar proxy is not ready on :6650 and :8080 after 300s" >&2
+				exit 2
+			fi
+			sleep 0.5
+		done
+	fi
 fi
 
 src="$(go env GOMODCACHE)/github.com/apache/pulsar-client-go@$ver"

@@ -42,7 +42,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("ISOBAR_LOG_FORMAT", "text"), "log format: text or json")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newDevCmd(g), newStandaloneCmd(g), newRegionCmd(g), newMetastoreCmd(g), newBookieCmd(g),
-		newBrokerCmd(g), newReplicatorCmd(g), newNATSCmd(g), withPulsarPerf(newPerfCmd(g), g), newClientCmd(g), newAdminCmd(), newVersionCmd(), newProbeCmd())
+		newBrokerCmd(g), newProxyCmd(g), newReplicatorCmd(g), newNATSCmd(g), withPulsarPerf(newPerfCmd(g), g), newClientCmd(g), newAdminCmd(), newVersionCmd(), newProbeCmd())
 	root.AddCommand(newDrillCmd(g), newFaultControlCmd(g), newTokensCmd())
 	return root
 }

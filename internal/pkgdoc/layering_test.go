@@ -125,6 +125,9 @@ func TestLayering(t *testing.T) {
 		"topic":             {"*"},
 		"bookie":            {"broker", "replicator", "region", "globalconfig"},
 		"broker":            {"replicator", "region"},
+		// The proxy forwards bytes to brokers it finds in the region's
+		// registrations: it links no broker, storage or policy code.
+		"proxy": {"broker", "broker/mledger", "broker/admin", "bookie", "bookie/ledger", "bookie/client", "replicator", "region", "globalconfig", "globalconfig/policy"},
 		// The Terraform provider is a client of the admin REST API: it
 		// links no server part.
 		"terraform/provider": {"broker", "broker/admin", "bookie", "replicator", "region", "globalconfig", "globalconfig/policy", "metastore"},
