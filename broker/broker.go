@@ -93,6 +93,11 @@ type NamespacePolicy struct {
 	// none); BacklogPolicy says what happens beyond it.
 	BacklogLimit  int64
 	BacklogPolicy BacklogPolicy
+	// BacklogAge bounds the age of a subscription's oldest unacknowledged
+	// message (the message_age quota; zero: none); BacklogAgePolicy says
+	// what happens beyond it.
+	BacklogAge       time.Duration
+	BacklogAgePolicy BacklogPolicy
 	// MaxProducers and MaxConsumers bound the producers and consumers of
 	// a topic, MaxConsumersPerSubscription those of one subscription and
 	// MaxTopics the namespace's topics in the region; 0 is no limit, nil:

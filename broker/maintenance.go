@@ -74,6 +74,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.mu.Lock()
 	t.policy.Retention, t.policy.MessageTTL = pol.Retention, pol.MessageTTL
 	t.policy.BacklogLimit, t.policy.BacklogPolicy = pol.BacklogLimit, pol.BacklogPolicy
+	t.policy.BacklogAge, t.policy.BacklogAgePolicy = pol.BacklogAge, pol.BacklogAgePolicy
 	t.policy.ReplicationClusters = pol.ReplicationClusters
 	t.policy.Failover = pol.Failover
 	t.policy.MaxProducers, t.policy.MaxConsumers = pol.MaxProducers, pol.MaxConsumers
@@ -129,7 +130,7 @@ func (t *Topic) maintain(ctx context.Context, pol NamespacePolicy) error {
 	if pol.MessageTTL > 0 {
 		errs = append(errs, t.expire(ctx, t.b.deps.Now().Add(-pol.MessageTTL)))
 	}
-	if pol.BacklogLimit > 0 {
+	if pol.BacklogLimit > 0 || pol.BacklogAge > 0 {
 		errs = append(errs, t.checkBacklog(ctx, pol))
 	} else {
 		t.quotaExceeded.Store(false)
@@ -240,28 +241,66 @@ func (t *Topic) backlogBytes(c *mledger.Cursor) (entries, bytes, avg int64) {
 	return entries, entries * avg, avg
 }
 
-// checkBacklog applies the backlog quota: eviction moves subscriptions
-// over it forward; the other policies flag the topic so producers are
-// refused until the backlog shrinks.
+// checkBacklog applies the backlog quotas, by size and by age: eviction
+// moves subscriptions over one forward; the other policies flag the
+// topic so producers are refused until the backlog shrinks.
 func (t *Topic) checkBacklog(ctx context.Context, pol NamespacePolicy) error {
 	exceeded := false
 	var errs []error
-	for _, c := range t.userCursors(ctx) {
-		_, bytes, avg := t.backlogBytes(c)
-		if bytes <= pol.BacklogLimit {
-			continue
+	cursors := t.userCursors(ctx)
+	if pol.BacklogLimit > 0 {
+		for _, c := range cursors {
+			_, bytes, avg := t.backlogBytes(c)
+			if bytes <= pol.BacklogLimit {
+				continue
+			}
+			if pol.BacklogPolicy != BacklogConsumerEviction {
+				exceeded = true
+				continue
+			}
+			drop := (bytes - pol.BacklogLimit + avg - 1) / avg
+			target := t.ml.Skip(c.MarkDelete(), drop)
+			t.b.log.Info("backlog quota: evicting the oldest entries", "topic", t.name.String(), "subscription", c.Name(), "entries", drop)
+			errs = append(errs, c.AckCumulative(ctx, target))
 		}
-		if pol.BacklogPolicy != BacklogConsumerEviction {
-			exceeded = true
-			continue
-		}
-		drop := (bytes - pol.BacklogLimit + avg - 1) / avg
-		target := t.ml.Skip(c.MarkDelete(), drop)
-		t.b.log.Info("backlog quota: evicting the oldest entries", "topic", t.name.String(), "subscription", c.Name(), "entries", drop)
-		errs = append(errs, c.AckCumulative(ctx, target))
+	}
+	if pol.BacklogAge > 0 && len(cursors) > 0 {
+		over, err := t.checkBacklogAge(ctx, cursors, pol)
+		exceeded = exceeded || over
+		errs = append(errs, err)
 	}
 	t.quotaExceeded.Store(exceeded)
 	return errors.Join(errs...)
+}
+
+// checkBacklogAge applies the message_age quota, as Pulsar's precise
+// time-based check: a subscription whose oldest unacknowledged message
+// was published more than pol.BacklogAge ago is over it. Eviction
+// acknowledges the messages older than that; the other policies report
+// the topic over its quota.
+func (t *Topic) checkBacklogAge(ctx context.Context, cursors []*mledger.Cursor, pol NamespacePolicy) (bool, error) {
+	first, err := t.findByTime(ctx, t.b.deps.Now().Add(-pol.BacklogAge))
+	if err != nil {
+		return false, fmt.Errorf("backlog quota by age: %w", err)
+	}
+	last, ok := t.ml.Prev(first) // the newest message over the age
+	if !ok {
+		return false, nil
+	}
+	over := false
+	var errs []error
+	for _, c := range cursors {
+		if c.MarkDelete().Compare(last) >= 0 {
+			continue
+		}
+		if pol.BacklogAgePolicy != BacklogConsumerEviction {
+			over = true
+			continue
+		}
+		t.b.log.Info("backlog quota: evicting messages older than the age limit", "topic", t.name.String(), "subscription", c.Name(), "limit", pol.BacklogAge)
+		errs = append(errs, c.AckCumulative(ctx, last))
+	}
+	return over, errors.Join(errs...)
 }
 
 // quotaErr is the error for a producer or a send while the backlog quota
@@ -284,10 +323,16 @@ func (t *Topic) quotaErrLocked() error {
 }
 
 func (t *Topic) quotaErrOf(creating bool) error {
-	limit := t.policy.BacklogLimit
+	var quota []string
+	if t.policy.BacklogLimit > 0 {
+		quota = append(quota, fmt.Sprintf("%d bytes", t.policy.BacklogLimit))
+	}
+	if t.policy.BacklogAge > 0 {
+		quota = append(quota, fmt.Sprintf("messages %s old", t.policy.BacklogAge))
+	}
 	e := wire.ErrProducerBlockedQuotaExceeded
 	if creating {
 		e = wire.ErrProducerBlockedQuotaExceededException
 	}
-	return fmt.Errorf("%w: topic %s has a subscription backlog over its quota of %d bytes", e, t.name, limit)
+	return fmt.Errorf("%w: topic %s has a subscription backlog over its quota of %s", e, t.name, strings.Join(quota, " or "))
 }

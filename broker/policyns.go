@@ -103,17 +103,25 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 		out.MessageTTL = ttl
 	}
 	if q, ok := pol.BacklogQuotaMap[policy.DestinationStorage]; ok && q.LimitSize > 0 {
-		out.BacklogLimit = q.LimitSize
-		switch q.Policy {
-		case policy.ConsumerBacklogEviction:
-			out.BacklogPolicy = BacklogConsumerEviction
-		case policy.ProducerRequestHold:
-			out.BacklogPolicy = BacklogProducerHold
-		default:
-			out.BacklogPolicy = BacklogProducerException
-		}
+		out.BacklogLimit, out.BacklogPolicy = q.LimitSize, backlogPolicyOf(q.Policy)
+	}
+	if q, ok := pol.BacklogQuotaMap[policy.MessageAge]; ok && q.LimitTime > 0 {
+		out.BacklogAge, out.BacklogAgePolicy = time.Duration(q.LimitTime)*time.Second, backlogPolicyOf(q.Policy)
 	}
 	return out, nil
+}
+
+// backlogPolicyOf is the broker's reading of a backlog quota's policy
+// name (producer_exception when not set, as Pulsar).
+func backlogPolicyOf(name string) BacklogPolicy {
+	switch name {
+	case policy.ConsumerBacklogEviction:
+		return BacklogConsumerEviction
+	case policy.ProducerRequestHold:
+		return BacklogProducerHold
+	default:
+		return BacklogProducerException
+	}
 }
 
 // splitGroups reads a bookie affinity group as Pulsar does: one or more
