@@ -638,6 +638,11 @@ func (s *Server) bundleTopicsOp(ctx context.Context, op, sub string, names []top
 // bundle is unloaded. As Pulsar, a namespace that replicates to other
 // clusters is refused (412): its topics live in every region.
 func (s *Server) deleteBundle(w http.ResponseWriter, r *http.Request) error {
+	if seg := r.PathValue("bundle"); !strings.Contains(seg, "_") {
+		// Not a bundle at all: one of the namespace's settings, most of
+		// which have no DELETE (Pulsar: 405).
+		return refuse(wire.ErrNotAllowed, "Method Not Allowed: DELETE "+r.URL.Path)
+	}
 	ns, pol, api, err := s.opNamespace(r)
 	if err != nil {
 		return err
