@@ -145,6 +145,10 @@ type NamespacePolicy struct {
 	// Persistence, when set, gives the namespace's new ledgers their
 	// ensemble size and quorums instead of broker.ledger's.
 	Persistence *policy.PersistencePolicies
+	// CompactionThreshold compacts a topic once the backlog its compactor
+	// has not read exceeds this many bytes (the topic's own
+	// compactionThreshold, else the namespace's); zero never does.
+	CompactionThreshold int64
 }
 
 // ForTopic is the policy of the topic name: the namespace's, with the

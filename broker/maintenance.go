@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobar-mq/isobar/broker/compactor"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/wire"
@@ -74,6 +75,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.policy.MaxConsumersPerSubscription, t.policy.MaxSubscriptions = pol.MaxConsumersPerSubscription, pol.MaxSubscriptions
 	t.policy.MaxTopics = pol.MaxTopics
 	t.policy.AutoSubscriptionCreation = pol.AutoSubscriptionCreation
+	t.policy.CompactionThreshold = pol.CompactionThreshold
 	t.maxMessageSize.Store(int64(pol.MaxMessageSize))
 	t.maxUnacked.Store(int64(pol.MaxUnackedPerConsumer))
 	if pol.Failover.Mode == policy.ActiveStandby {
@@ -87,11 +89,12 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 }
 
 // userCursors opens the cursors that policies act on: subscriptions, not
-// the broker's own (de-duplication).
+// the broker's own (de-duplication, compaction: its position is the
+// compaction horizon, which only the compactor moves).
 func (t *Topic) userCursors(ctx context.Context) []*mledger.Cursor {
 	var out []*mledger.Cursor
 	for _, name := range t.ml.Cursors() {
-		if name == dedupCursor {
+		if name == dedupCursor || name == compactor.CursorName {
 			continue
 		}
 		if c, err := t.ml.OpenCursor(ctx, name, mledger.Latest); err == nil {
@@ -115,6 +118,7 @@ func (t *Topic) maintain(ctx context.Context, pol NamespacePolicy) error {
 		errs = append(errs, t.expireSubscriptions(ctx, pol.SubscriptionExpiration))
 	}
 	errs = append(errs, t.syncReplCursors(ctx))
+	errs = append(errs, t.maybeCompact(ctx, pol.CompactionThreshold))
 	errs = append(errs, t.ml.Trim(ctx))
 	return errors.Join(errs...)
 }
@@ -140,7 +144,7 @@ func (t *Topic) expireSubscriptions(ctx context.Context, after time.Duration) er
 	now := t.b.deps.Now()
 	var errs []error
 	for _, name := range t.ml.Cursors() {
-		if strings.HasPrefix(name, ReservedPrefix) {
+		if strings.HasPrefix(name, ReservedPrefix) || name == compactor.CursorName {
 			continue
 		}
 		t.mu.Lock()

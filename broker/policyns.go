@@ -68,6 +68,9 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	out.MaxProducers, out.MaxConsumers = pol.MaxProducersPerTopic, pol.MaxConsumersPerTopic
 	out.MaxConsumersPerSubscription, out.MaxTopics = pol.MaxConsumersPerSubscription, pol.MaxTopicsPerNamespace
 	out.Persistence = pol.Persistence
+	if v := pol.CompactionThreshold; v != nil {
+		out.CompactionThreshold = *v
+	}
 	if a := pol.AutoSubscriptionCreationOverride; a != nil {
 		out.AutoSubscriptionCreation = &a.AllowAutoSubscriptionCreation
 	}
@@ -164,6 +167,9 @@ func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol 
 		}
 	}
 	pol.Rates = pol.Rates.withTopic(tp)
+	if v := tp.CompactionThreshold; v != nil {
+		pol.CompactionThreshold = *v
+	}
 	if v := tp.MaxUnackedMessagesOnConsumer; v != nil {
 		pol.MaxUnackedPerConsumer = *v
 		if *v == 0 {

@@ -211,6 +211,8 @@ var topicPolicies = []topicPolicy{
 		"persistence", nil),
 	ptrPolicy("delayedDelivery", func(tp *policy.TopicPolicies) **policy.DelayedDeliveryPolicies { return &tp.DelayedDelivery },
 		"delayed_delivery_policies", nil),
+	ptrPolicy("compactionThreshold", func(tp *policy.TopicPolicies) **int64 { return &tp.CompactionThreshold },
+		"compaction_threshold", constant(0)),
 	ptrPolicy("autoSubscriptionCreation", func(tp *policy.TopicPolicies) **policy.AutoSubscriptionCreation { return &tp.AutoSubscriptionCreation },
 		"autoSubscriptionCreationOverride", constant(policy.AutoSubscriptionCreation{AllowAutoSubscriptionCreation: true})),
 	{

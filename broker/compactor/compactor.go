@@ -32,6 +32,10 @@ type Options struct {
 	Ensemble, WriteQuorum, AckQuorum int
 	// Logger receives the run's progress; nil discards it.
 	Logger *slog.Logger
+	// Switched, if set, is called once the topic's state names the new
+	// compacted ledger, before the previous one is deleted: readers of
+	// the previous view move to the new one.
+	Switched func(State)
 }
 
 // Result is what a run did.
@@ -135,6 +139,9 @@ func Compact(ctx context.Context, ml *mledger.ManagedLedger, lc *ledger.Client, 
 		return res, fmt.Errorf("compactor: record compacted ledger %d (outcome unknown, ledger kept): %w", next.Ledger, err)
 	}
 	res.State, res.Compacted = next, true
+	if o.Switched != nil {
+		o.Switched(next)
+	}
 	log.Info("compacted", "ledger", next.Ledger, "horizon", end.String(), "read", res.Read, "kept", res.Kept, "took", time.Since(start).Round(time.Millisecond))
 	if prev.Valid() && prev.Ledger != next.Ledger {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -61,6 +61,9 @@ func (v *View) Horizon() Position { return v.st.Horizon }
 // Len is the number of entries in the compacted ledger.
 func (v *View) Len() int64 { return v.n }
 
+// Size is the compacted ledger's size in bytes.
+func (v *View) Size() int64 { return int64(v.r.Length()) }
+
 // read reads compacted entries first..last.
 func (v *View) read(ctx context.Context, first, last int64) ([]Entry, error) {
 	es, err := v.r.Read(ctx, first, last)

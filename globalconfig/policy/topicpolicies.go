@@ -88,6 +88,9 @@ type TopicPolicies struct {
 	Persistence                 *PersistencePolicies      `json:"persistence,omitempty"`
 	DelayedDelivery             *DelayedDeliveryPolicies  `json:"delayedDelivery,omitempty"`
 	AutoSubscriptionCreation    *AutoSubscriptionCreation `json:"autoSubscriptionCreationOverride,omitempty"`
+	// CompactionThreshold compacts the topic once its compactor's
+	// backlog exceeds this many bytes; 0 never does.
+	CompactionThreshold *int64 `json:"compactionThreshold,omitempty"`
 	// OffloadPolicies are kept as the JSON object given (Isobar does not
 	// offload).
 	OffloadPolicies json.RawMessage `json:"offloadPolicies,omitempty"`
@@ -245,6 +248,9 @@ func (tp *TopicPolicies) validate() error {
 		if !(p.ManagedLedgerMaxMarkDeleteRate >= 0) || math.IsInf(p.ManagedLedgerMaxMarkDeleteRate, 0) {
 			errs = append(errs, fmt.Errorf("persistence: managedLedgerMaxMarkDeleteRate %v is not a non-negative number", p.ManagedLedgerMaxMarkDeleteRate))
 		}
+	}
+	if v := tp.CompactionThreshold; v != nil && *v < 0 {
+		errs = append(errs, fmt.Errorf("compactionThreshold: %d is negative", *v))
 	}
 	if d := tp.DelayedDelivery; d != nil && (d.TickTime < 0 || d.MaxDelayInMillis < 0) {
 		errs = append(errs, fmt.Errorf("delayedDelivery: tickTime %d, maxDeliveryDelayInMillis %d: negative", d.TickTime, d.MaxDelayInMillis))
