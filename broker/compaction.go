@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,7 +38,7 @@ type CompactionStatus struct {
 // one's status and the compacted view that subscriptions reading
 // compacted use.
 type topicCompaction struct {
-	// mu guards the fields below.
+	// mu guards the fields below. Lock order: Topic.mu, then mu.
 	mu      sync.Mutex
 	running bool
 	status  CompactionStatus
@@ -64,21 +65,23 @@ func (t *Topic) startCompaction() error {
 	if t.ml == nil {
 		return fmt.Errorf("%w: a non-persistent topic cannot be compacted", wire.ErrNotAllowed)
 	}
+	// t.mu is taken before c.mu, never under it (a subscription is made
+	// under t.mu and may open the compacted view).
+	if t.isClosed() {
+		return fmt.Errorf("%w: topic %s is closing", ErrNotOwner, t.name)
+	}
+	opts := t.compactionOptions()
+	opts.Switched = t.compactionSwitched
 	c := &t.cmp
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.running {
 		return ErrCompactionRunning
 	}
-	if t.isClosed() {
-		return fmt.Errorf("%w: topic %s is closing", ErrNotOwner, t.name)
-	}
 	ctx, cancel := context.WithCancel(t.b.ctx)
 	c.running, c.cancel, c.done = true, cancel, make(chan struct{})
 	c.status = CompactionStatus{Status: CompactionRunning}
 	done := c.done
-	opts := t.compactionOptions()
-	opts.Switched = t.compactionSwitched
 	go func() {
 		defer close(done)
 		defer cancel()
@@ -359,4 +362,12 @@ func intersectAckSets(a, b []int64) []int64 {
 		out[i] = a[i] & b[i]
 	}
 	return out
+}
+
+// ownCursor reports whether a cursor is the broker's own rather than a
+// subscription's: under ReservedPrefix, or the compaction cursor. Their
+// states are never shipped to other regions (each region compacts its
+// own copy of a topic).
+func ownCursor(name string) bool {
+	return strings.HasPrefix(name, ReservedPrefix) || name == compactor.CursorName
 }

@@ -111,9 +111,9 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 // TopicPolicy implements TopicPolicies: the topic's own policies in
 // force in this cluster (local over global) replace its namespace's
 // replication clusters, retention and message TTL, and set its limits
-// (maxUnackedMessagesOnConsumer replacing the broker's) and its rates.
-// Its persistence, delayed delivery and the other policies are stored
-// only.
+// (maxUnackedMessagesOnConsumer replacing the broker's), its rates and
+// its compaction threshold. Its persistence, delayed delivery and the
+// other policies are stored only.
 func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol NamespacePolicy) (NamespacePolicy, error) {
 	tp, err := p.Store.EffectiveTopicPolicies(ctx, name)
 	if err != nil {
