@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/compactor"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/metastore"
@@ -140,6 +141,7 @@ func (a adminTopics) DeleteTopic(ctx context.Context, name topic.Name, force boo
 			return fmt.Errorf("%w: topic %s has active producers or consumers", admin.ErrPreconditionFailed, name)
 		}
 	}
+	cst, _ := t.compactionState(ctx) // (a state that cannot be read leaves its ledger, if any)
 	if err := a.b.unloadTopic(ctx, t); err != nil || t.ml == nil {
 		return err
 	}
@@ -147,6 +149,7 @@ func (a adminTopics) DeleteTopic(ctx context.Context, name topic.Name, force boo
 	if err := t.ml.Delete(ctx); err != nil {
 		return err
 	}
+	t.deleteCompactedLedger(cst) // the compacted ledger is the topic's too
 	if t.reported.Load() {
 		_ = a.b.deps.Meta.Delete(ctx, inactivePartitionKey(a.b.cfg.Region, name)) // inactive.go
 	}
@@ -335,13 +338,24 @@ func (a adminTopics) InternalStats(ctx context.Context, name topic.Name) (*admin
 		for _, r := range c.AckedRanges() {
 			ranges = append(ranges, fmt.Sprintf("(%d:%d..%d:%d]", r.Ledger, r.First-1, r.Ledger, r.Last))
 		}
-		st.Cursors[name] = admin.CursorStats{
+		cs := admin.CursorStats{
 			MarkDeletePosition: posString(md), ReadPosition: posString(Position{Ledger: md.Ledger, Entry: md.Entry + 1}),
 			CursorLedger: -1, CursorLedgerLastEntry: -1, State: "Open",
 			IndividuallyDeletedMessages:            "[" + strings.Join(ranges, ",") + "]",
 			TotalNonContiguousDeletedMessagesRange: len(ranges), Properties: map[string]int64{},
 			NumberOfEntriesSinceFirstNotAckedMessage: c.Backlog(),
 		}
+		if name == compactor.CursorName {
+			// Pulsar shows the compacted ledger in the cursor's properties.
+			if cst, err := compactor.StateOf(c.Properties()); err == nil && cst.Valid() {
+				cs.Properties[compactor.LedgerProperty] = cst.Ledger
+			}
+		}
+		st.Cursors[name] = cs
+	}
+	st.CompactedLedger = admin.CompactedLedger{LedgerID: -1}
+	if v, err := t.compactedView(ctx); err == nil && v != nil {
+		st.CompactedLedger = admin.CompactedLedger{LedgerID: v.State().Ledger, Entries: v.Len(), Size: v.Size()}
 	}
 	return st, nil
 }
@@ -613,4 +627,23 @@ func (a adminTopics) Brokers(ctx context.Context) ([]string, error) {
 		return []string{strings.TrimPrefix(a.b.cfg.ServiceURL, "pulsar://")}, nil
 	}
 	return []string{u.Host}, nil
+}
+
+// Compact implements admin.Compactor.
+func (a adminTopics) Compact(ctx context.Context, name topic.Name) error {
+	t, err := a.owned(ctx, name, mustExist)
+	if err != nil {
+		return err
+	}
+	return t.startCompaction()
+}
+
+// CompactionStatus implements admin.Compactor.
+func (a adminTopics) CompactionStatus(ctx context.Context, name topic.Name) (admin.LongRunningProcessStatus, error) {
+	t, err := a.owned(ctx, name, mustExist)
+	if err != nil {
+		return admin.LongRunningProcessStatus{}, err
+	}
+	st := t.compactionStatus()
+	return admin.LongRunningProcessStatus{Status: st.Status, LastError: st.LastError}, nil
 }

@@ -173,6 +173,10 @@ type NamespacePolicy struct {
 	// Inactive is the topic's own inactive topic policy, else its
 	// namespace's; nil: the region's dynamic settings (inactive.go).
 	Inactive *policy.InactiveTopicPolicies
+	// CompactionThreshold compacts a topic once the backlog its compactor
+	// has not read exceeds this many bytes (the topic's own
+	// compactionThreshold, else the namespace's); zero never does.
+	CompactionThreshold int64
 }
 
 // ForTopic is the policy of the topic name: the namespace's, with the

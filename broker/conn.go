@@ -959,6 +959,9 @@ func (c *conn) handleGetLastMessageID(cmd *pb.CommandGetLastMessageId) {
 	ctx, cancel := c.opCtx()
 	defer cancel()
 	last, batchIdx, err := k.sub.t.lastMessageID(ctx)
+	if err == nil && k.compacted {
+		last, batchIdx, err = k.sub.t.lastCompactedMessageID(ctx, last, batchIdx)
+	}
 	if err != nil {
 		c.sendError(reqID, err)
 		return

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobar-mq/isobar/broker/compactor"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/wire"
@@ -85,6 +86,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.policy.MaxUnackedPerConsumer, t.policy.MaxUnackedPerSubscription = pol.MaxUnackedPerConsumer, pol.MaxUnackedPerSubscription
 	t.policy.DedupSnapshotInterval, t.policy.DelayedDelivery = pol.DedupSnapshotInterval, pol.DelayedDelivery
 	t.policy.Persistence = pol.Persistence
+	t.policy.CompactionThreshold = pol.CompactionThreshold
 	if pol.Failover.Mode == policy.ActiveStandby {
 		t.dedupOn = true
 	}
@@ -111,11 +113,12 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 }
 
 // userCursors opens the cursors that policies act on: subscriptions, not
-// the broker's own (de-duplication).
+// the broker's own (de-duplication, compaction: its position is the
+// compaction horizon, which only the compactor moves).
 func (t *Topic) userCursors(ctx context.Context) []*mledger.Cursor {
 	var out []*mledger.Cursor
 	for _, name := range t.ml.Cursors() {
-		if name == dedupCursor {
+		if name == dedupCursor || name == compactor.CursorName {
 			continue
 		}
 		if c, err := t.ml.OpenCursor(ctx, name, mledger.Latest); err == nil {
@@ -139,6 +142,7 @@ func (t *Topic) maintain(ctx context.Context, pol NamespacePolicy) error {
 		errs = append(errs, t.expireSubscriptions(ctx, pol.SubscriptionExpiration))
 	}
 	errs = append(errs, t.syncReplCursors(ctx))
+	errs = append(errs, t.maybeCompact(ctx, pol.CompactionThreshold))
 	errs = append(errs, t.ml.Trim(ctx))
 	return errors.Join(errs...)
 }
@@ -165,7 +169,7 @@ func (t *Topic) expireSubscriptions(ctx context.Context, after time.Duration) er
 	now := t.b.deps.Now()
 	var errs []error
 	for _, name := range t.ml.Cursors() {
-		if strings.HasPrefix(name, ReservedPrefix) {
+		if strings.HasPrefix(name, ReservedPrefix) || name == compactor.CursorName {
 			continue
 		}
 		t.mu.Lock()

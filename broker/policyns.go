@@ -79,6 +79,9 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	out.DedupSnapshotInterval = pol.DeduplicationSnapshotIntervalSeconds
 	out.DelayedDelivery = pol.DelayedDelivery
 	out.Inactive = pol.InactiveTopicPolicies
+	if v := pol.CompactionThreshold; v != nil {
+		out.CompactionThreshold = *v
+	}
 	if a := pol.AutoSubscriptionCreationOverride; a != nil {
 		out.AutoSubscriptionCreation = &a.AllowAutoSubscriptionCreation
 	}
@@ -140,8 +143,8 @@ func splitGroups(s string) []string {
 // force in this cluster (local over global) replace its namespace's
 // replication clusters, retention, message TTL, limits (unacknowledged
 // messages per consumer and per subscription among them), rates,
-// de-duplication snapshot interval, delayed delivery and persistence.
-// Its offload policies are stored only.
+// de-duplication snapshot interval, delayed delivery, persistence and
+// compaction threshold. Its offload policies are stored only.
 func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol NamespacePolicy) (NamespacePolicy, error) {
 	tp, err := p.Store.EffectiveTopicPolicies(ctx, name)
 	if err != nil {
@@ -198,6 +201,9 @@ func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol 
 		}
 	}
 	pol.Rates = pol.Rates.withTopic(tp)
+	if v := tp.CompactionThreshold; v != nil {
+		pol.CompactionThreshold = *v
+	}
 	if v := tp.MaxUnackedMessagesOnConsumer; v != nil {
 		pol.MaxUnackedPerConsumer = unackedPolicy(v)
 	}

@@ -34,6 +34,9 @@ type consumer struct {
 	since    time.Time
 	ranges   [][2]int32 // Key_Shared sticky hash ranges (inclusive)
 	sub      *subscription
+	// compacted: it reads the compacted view (read_compacted); set
+	// before it is attached.
+	compacted bool
 
 	// Guarded by sub.mu.
 	permits        int64

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/isobar-mq/isobar/broker/compactor"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/broker/ratelimit"
 	"github.com/isobar-mq/isobar/replication"
@@ -97,7 +98,13 @@ func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *cons
 		}
 	} else if strings.HasPrefix(name, ReservedPrefix) {
 		return fmt.Errorf("%w: subscription names starting with %q are reserved", ErrInvalidArgument, ReservedPrefix)
+	} else if name == compactor.CursorName {
+		return fmt.Errorf("%w: subscription name %s is reserved for compaction", ErrInvalidArgument, name)
 	}
+	if err := t.checkReadCompacted(cmd); err != nil {
+		return err
+	}
+	k.compacted = cmd.GetReadCompacted()
 	durable := cmd.Durable == nil || cmd.GetDurable()
 	if t.ml == nil {
 		durable = false
@@ -125,6 +132,11 @@ func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *cons
 			s.cursor = cur
 			md := cur.MarkDelete()
 			s.readPos = Position{Ledger: md.Ledger, Entry: md.Entry + 1}
+			if k.compacted && md.Entry == -1 {
+				// Nothing consumed (created at Earliest, or reset there):
+				// the compacted view's entries before the log are unread.
+				s.readPos = t.compactedStart(ctx, Position{}, s.readPos)
+			}
 			t.subChanged(name) // it exists in every region of the namespace
 			return s, nil
 		}
@@ -133,6 +145,13 @@ func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *cons
 			if p, err := t.findByTime(ctx, rollback(t.b.deps.Now(), d)); err == nil {
 				s.readPos = p
 			}
+		}
+		if k.compacted {
+			want := s.readPos
+			if startsEarliest(cmd.GetStartMessageId(), cmd.GetInitialPosition()) {
+				want = Position{}
+			}
+			s.readPos = t.compactedStart(ctx, want, s.readPos)
 		}
 		s.startPos = s.readPos
 		return s, nil
@@ -511,6 +530,14 @@ func (s *subscription) ack(k *consumer, ps []Position, cumulative bool) error {
 	if s.cursor == nil {
 		return nil
 	}
+	// Positions at or before the mark-delete position are acknowledged
+	// already (a consumer reading compacted gets entries of ledgers
+	// trimmed since, which the cursor can no longer name).
+	md := s.cursor.MarkDelete()
+	ps = slices.DeleteFunc(slices.Clone(ps), func(p Position) bool { return p.Compare(md) <= 0 })
+	if len(ps) == 0 {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(k.c.ctx, 30*time.Second)
 	defer cancel()
 	var err error
@@ -627,6 +654,9 @@ func (s *subscription) seek(ctx context.Context, p Position) error {
 			return err
 		}
 	}
+	if s.readsCompacted() {
+		to = s.t.compactedStart(ctx, p, to)
+	}
 	s.resetTo(to)
 	return nil
 }
@@ -643,6 +673,11 @@ func (s *subscription) seekTime(ctx context.Context, ts time.Time) error {
 		if err := s.cursor.ResetTo(ctx, p); err != nil {
 			return err
 		}
+	}
+	if first, ok := s.t.ml.FirstPosition(); ok && p == first && s.readsCompacted() {
+		// Before the log's first entry: from the compacted view's first
+		// (the view is not searched by time).
+		p = s.t.compactedStart(ctx, Position{}, p)
 	}
 	s.resetTo(p)
 	return nil
@@ -695,6 +730,8 @@ type plan struct {
 	replay []Position
 	from   Position
 	n      int
+	// compacted: the consumer reads the compacted view (read_compacted).
+	compacted bool
 }
 
 type outFrame struct {
@@ -755,7 +792,7 @@ func (s *subscription) run(stop, done chan struct{}) {
 			}
 			continue
 		}
-		entries, next, err := s.read(pl)
+		entries, masks, next, err := s.read(pl)
 		if err != nil {
 			s.t.b.log.Warn("dispatch read failed", "topic", s.t.name.String(), "subscription", s.name, "err", err)
 			timer.Reset(100 * time.Millisecond)
@@ -765,7 +802,7 @@ func (s *subscription) run(stop, done chan struct{}) {
 			case <-timer.C:
 			}
 		}
-		frames, covered := s.assign(pl, entries, next, err == nil)
+		frames, covered := s.assign(pl, entries, masks, next, err == nil)
 		if len(covered) > 0 {
 			s.ackCovered(covered)
 		}
@@ -794,6 +831,11 @@ func (s *subscription) planLocked() (plan, bool) {
 	}
 	n := int(min(permits, maxReadBatch, int64(s.unackedRoomLocked())))
 	pl := plan{epoch: s.epoch}
+	for _, k := range s.consumers {
+		if k.compacted && s.eligibleLocked(k) {
+			pl.compacted = true
+		}
+	}
 	if len(s.replay) > 0 && !s.replayBlocked {
 		cnt := min(n, len(s.replay))
 		pl.replay = slices.Clone(s.replay[:cnt])
@@ -819,32 +861,74 @@ func (s *subscription) eligibleLocked(k *consumer) bool {
 	return true
 }
 
-// read reads what pl names, outside the lock.
-func (s *subscription) read(pl plan) ([]mledger.Entry, Position, error) {
+// read reads what pl names, outside the lock: from the topic, or, for a
+// consumer reading compacted, from the compacted view up to its horizon.
+// masks are the ack sets of compacted batches some of whose messages
+// were removed (by position).
+func (s *subscription) read(pl plan) (_ []mledger.Entry, masks map[Position][]int64, _ Position, _ error) {
 	ctx, cancel := context.WithTimeout(s.t.b.ctx, 30*time.Second)
 	defer cancel()
+	var view *compactor.View
+	if pl.compacted {
+		v, err := s.t.compactedView(ctx)
+		if err != nil {
+			return nil, nil, Position{}, err
+		}
+		view = v
+	}
+	inView := func(p Position) bool { return view != nil && p.Compare(view.Horizon()) <= 0 }
+	keep := func(e compactor.Entry) mledger.Entry {
+		if e.AckSet != nil {
+			if masks == nil {
+				masks = map[Position][]int64{}
+			}
+			masks[e.Position] = e.AckSet
+		}
+		return mledger.Entry{Position: e.Position, Data: e.Data}
+	}
 	if len(pl.replay) > 0 {
 		var out []mledger.Entry
 		for _, p := range pl.replay {
+			if inView(p) {
+				e, ok, err := view.Find(ctx, p)
+				if err != nil {
+					return out, masks, Position{}, err
+				}
+				if !ok {
+					out = append(out, mledger.Entry{Position: p}) // compacted away: dropped in assign
+					continue
+				}
+				out = append(out, keep(e))
+				continue
+			}
 			es, _, err := s.t.ml.Read(ctx, p, 1)
 			if errors.Is(err, mledger.ErrInvalidPosition) || err == nil && (len(es) == 0 || es[0].Position != p) {
 				out = append(out, mledger.Entry{Position: p}) // gone: dropped in assign
 				continue
 			}
 			if err != nil {
-				return out, Position{}, err
+				return out, masks, Position{}, err
 			}
 			out = append(out, es[0])
 		}
-		return out, Position{}, nil
+		return out, masks, Position{}, nil
 	}
-	return s.t.ml.Read(ctx, pl.from, pl.n)
+	if inView(pl.from) {
+		es, next, err := view.Read(ctx, pl.from, pl.n)
+		out := make([]mledger.Entry, 0, len(es))
+		for _, e := range es {
+			out = append(out, keep(e))
+		}
+		return out, masks, next, err
+	}
+	es, next, err := s.t.ml.Read(ctx, pl.from, pl.n)
+	return es, nil, next, err
 }
 
 // assign hands the entries read to consumers and builds their frames.
 // covered are entries another region's state acknowledges (still waiting
 // to be applied here): not sent, acknowledged by the caller.
-func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, advance bool) (out []outFrame, covered []Position) {
+func (s *subscription) assign(pl plan, entries []mledger.Entry, masks map[Position][]int64, next Position, advance bool) (out []outFrame, covered []Position) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if pl.epoch != s.epoch || s.closed {
@@ -873,7 +957,9 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, a
 			delete(s.redeliveries, p)
 			continue
 		}
-		if s.cursor != nil && s.cursor.IsAcked(p) || s.pending[p] != nil {
+		if s.cursor != nil && s.cursor.IsAcked(p) && !(pl.compacted && s.t.goneFromLog(p)) || s.pending[p] != nil {
+			// (A compacted entry whose own is trimmed from the log is not
+			// acknowledged by a mark-delete position past it.)
 			delete(s.redeliveries, p)
 			continue
 		}
@@ -908,7 +994,7 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, next Position, a
 		if isReplay {
 			sentReplay = true
 		}
-		f, err := s.messageFrame(k, p, e.Data)
+		f, err := s.messageFrame(k, p, e.Data, masks[p])
 		if err != nil {
 			continue
 		}
@@ -935,7 +1021,9 @@ func (s *subscription) delayable() bool {
 	return s.subType == pb.CommandSubscribe_Shared || s.subType == pb.CommandSubscribe_Key_Shared
 }
 
-func (s *subscription) messageFrame(k *consumer, p Position, data []byte) ([]byte, error) {
+// messageFrame builds the MESSAGE frame of the entry at p for k. mask,
+// when set, is the ack set of the messages a compacted batch kept.
+func (s *subscription) messageFrame(k *consumer, p Position, data []byte, mask []int64) ([]byte, error) {
 	part := int32(s.t.name.Partition())
 	cmd := &pb.BaseCommand{Type: pb.BaseCommand_MESSAGE.Enum(), Message: &pb.CommandMessage{
 		ConsumerId: &k.id,
@@ -947,6 +1035,10 @@ func (s *subscription) messageFrame(k *consumer, p Position, data []byte) ([]byt
 	if s.cursor != nil {
 		// A partly acknowledged batch: the client skips what was.
 		cmd.Message.AckSet = s.cursor.BatchRemaining(p)
+	}
+	if mask != nil {
+		// A compacted batch: the client skips what compaction removed.
+		cmd.Message.AckSet = intersectAckSets(cmd.Message.AckSet, mask)
 	}
 	return wire.AppendEntryCommand(nil, cmd, nil, data)
 }
@@ -1007,7 +1099,7 @@ func (s *subscription) offerNonPersistent(p Position, entry []byte) {
 		return
 	}
 	k.permits -= int64(max(1, meta.GetNumMessagesInBatch()))
-	f, err := s.messageFrame(k, p, entry)
+	f, err := s.messageFrame(k, p, entry, nil)
 	s.mu.Unlock()
 	if err == nil {
 		s.sendMu.Lock()

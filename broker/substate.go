@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,7 +108,7 @@ func (b *Broker) subSyncDue(t *Topic) {
 
 // subChanged notes that a durable subscription's acknowledgements changed.
 func (t *Topic) subChanged(name string) {
-	if t.ml == nil || strings.HasPrefix(name, ReservedPrefix) {
+	if t.ml == nil || ownCursor(name) {
 		return
 	}
 	t.sync.mu.Lock()
@@ -164,7 +163,7 @@ func (t *Topic) syncSubscriptions(ctx context.Context) {
 	if all {
 		names = map[string]bool{}
 		for _, n := range t.ml.Cursors() {
-			if !strings.HasPrefix(n, ReservedPrefix) {
+			if !ownCursor(n) {
 				names[n] = true
 			}
 		}
@@ -374,7 +373,7 @@ func (t *Topic) receiveSubState(ctx context.Context, src string, meta *pb.Messag
 	if err := ValidSubscriptionName(st.Subscription); err != nil {
 		return err
 	}
-	if strings.HasPrefix(st.Subscription, ReservedPrefix) {
+	if ownCursor(st.Subscription) {
 		return fmt.Errorf("%w: subscription state for reserved subscription %s", ErrInvalidArgument, st.Subscription)
 	}
 	waiting, err := t.applySubState(ctx, st)
@@ -731,7 +730,7 @@ func (t *Topic) shipAllTo(k *consumer) {
 	ctx, cancel := context.WithTimeout(t.b.ctx, 10*time.Second)
 	defer cancel()
 	for _, name := range t.ml.Cursors() {
-		if strings.HasPrefix(name, ReservedPrefix) {
+		if ownCursor(name) {
 			continue
 		}
 		m, err := t.subStateMessage(ctx, name)

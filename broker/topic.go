@@ -93,6 +93,7 @@ type Topic struct {
 	quotaExceeded  atomic.Bool                 // a backlog is over its quota (producer policies)
 	rl             topicRates                  // NamespacePolicy.Rates and their limiters (rates.go)
 	sync           subSync                     // subscription state across regions (substate.go)
+	cmp            topicCompaction             // compaction and the compacted view (compaction.go)
 	attrs          metric.MeasurementOption    // of its metrics
 	created        time.Time
 }
@@ -182,6 +183,7 @@ func (t *Topic) close(ctx context.Context, notify bool) error {
 	if t.ml == nil {
 		return nil
 	}
+	t.stopCompaction()
 	err := t.ml.Close(ctx)
 	if errors.Is(err, mledger.ErrFenced) {
 		err = nil // another owner took over: nothing of ours to close

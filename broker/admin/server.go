@@ -372,6 +372,7 @@ func (s *Server) routes() {
 		s.handle("POST "+t+"/permissions/{role}", s.permissionTopic(d, s.grantTopicPermission))
 		s.handle("DELETE "+t+"/permissions/{role}", s.permissionTopic(d, s.revokeTopicPermission))
 		if d == topic.Persistent {
+			s.compactionRoutes(t)
 			s.handle("GET "+t+"/primary", s.topicHandler(d, s.getTopicPrimary))
 			s.handle("POST "+t+"/primary", s.topicHandler(d, s.setTopicPrimary))
 			s.handle("DELETE "+t+"/primary", s.topicHandler(d, s.removeTopicPrimary))

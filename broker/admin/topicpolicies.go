@@ -271,6 +271,8 @@ var topicPolicies = []topicPolicy{
 		"delayed_delivery_policies", func(s *Server) any {
 			return policy.DelayedDeliveryPolicies{Active: true, MaxDelayInMillis: s.cfg.TopicDefaults.MaxDeliveryDelay.Milliseconds()}
 		}), func(tp *policy.TopicPolicies) error { return tp.DelayedDelivery.Validate() }),
+	ptrPolicy("compactionThreshold", func(tp *policy.TopicPolicies) **int64 { return &tp.CompactionThreshold },
+		"compaction_threshold", constant(0)),
 	ptrPolicy("autoSubscriptionCreation", func(tp *policy.TopicPolicies) **policy.AutoSubscriptionCreation { return &tp.AutoSubscriptionCreation },
 		"autoSubscriptionCreationOverride", constant(policy.AutoSubscriptionCreation{AllowAutoSubscriptionCreation: true})),
 	inactiveTopicPolicy, // nsops.go

@@ -89,7 +89,7 @@ func intSettings() []intSetting {
 			remove: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName) error {
 				return n.RemoveSubscriptionExpirationTimeWithContext(ctx, ns)
 			}, unset: -1},
-		{name: "compaction-threshold", what: "compaction threshold (bytes)", flag: "threshold", usage: "backlog size that triggers compaction: bytes, or 10M, 1G (stored only) (required)", parse: parseSize,
+		{name: "compaction-threshold", what: "compaction threshold (bytes)", flag: "threshold", usage: "backlog size that triggers compaction of each topic: bytes, or 10M, 1G; 0 turns it off (required)", parse: parseSize,
 			get: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName) (int64, error) {
 				return n.GetCompactionThresholdWithContext(ctx, ns)
 			},

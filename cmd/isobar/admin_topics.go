@@ -306,6 +306,7 @@ func (a *adminCmd) topicsCmd() *cobra.Command {
 	cmd.AddCommand(a.topicPermissionVerbs(tVerb, &asJSON)...)
 	cmd.AddCommand(a.topicMessageVerbs(tVerb, &asJSON)...)
 	cmd.AddCommand(a.topicPolicyVerbs(tVerb, &asJSON)...)
+	cmd.AddCommand(a.topicCompactionVerbs(tVerb, &asJSON)...)
 	return cmd
 }
 

@@ -89,6 +89,9 @@ type TopicPolicies struct {
 	DelayedDelivery             *DelayedDeliveryPolicies  `json:"delayedDelivery,omitempty"`
 	AutoSubscriptionCreation    *AutoSubscriptionCreation `json:"autoSubscriptionCreationOverride,omitempty"`
 	InactiveTopicPolicies       *InactiveTopicPolicies    `json:"inactiveTopicPolicies,omitempty"`
+	// CompactionThreshold compacts the topic once its compactor's
+	// backlog exceeds this many bytes; 0 never does.
+	CompactionThreshold *int64 `json:"compactionThreshold,omitempty"`
 	// OffloadPolicies are kept as the JSON object given (Isobar does not
 	// offload).
 	OffloadPolicies json.RawMessage `json:"offloadPolicies,omitempty"`
@@ -259,6 +262,9 @@ func (tp *TopicPolicies) validate() error {
 		if err := p.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("persistence: %w", err))
 		}
+	}
+	if v := tp.CompactionThreshold; v != nil && *v < 0 {
+		errs = append(errs, fmt.Errorf("compactionThreshold: %d is negative", *v))
 	}
 	if d := tp.DelayedDelivery; d != nil {
 		if err := d.Validate(); err != nil {
