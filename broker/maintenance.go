@@ -100,6 +100,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	if t.ml != nil {
 		t.ml.SetRetention(pol.Retention)
 		t.ml.SetAffinity(pol.Affinity)
+		t.ml.SetMarkDeleteRate(markDeleteRate(pol))
 		lc := ledgerConfig(t.b.cfg.Ledger, pol)
 		if err := t.ml.SetQuorums(lc.EnsembleSize, lc.WriteQuorum, lc.AckQuorum); err != nil {
 			t.b.log.Warn("persistence policy not applied; new ledgers keep the previous shape", "topic", t.name.String(), "err", err)

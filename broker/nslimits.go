@@ -117,6 +117,16 @@ func ledgerConfig(c mledger.Config, pol NamespacePolicy) mledger.Config {
 	return c
 }
 
+// markDeleteRate is pol's managedLedgerMaxMarkDeleteRate: how many times
+// a second a subscription's acknowledgements are written (0: every one,
+// before it is answered; mledger.SetMarkDeleteRate).
+func markDeleteRate(pol NamespacePolicy) float64 {
+	if p := pol.Persistence; p != nil {
+		return p.ManagedLedgerMaxMarkDeleteRate
+	}
+	return 0
+}
+
 // dynamicRetry is how soon a failed read of the dynamic settings is
 // tried again.
 const dynamicRetry = 5 * time.Second

@@ -142,6 +142,7 @@ func (t *Topic) isClosed() bool {
 func (t *Topic) load(ctx context.Context) error {
 	t.ml.SetRetention(t.policy.Retention)
 	t.ml.SetAffinity(t.policy.Affinity)
+	t.ml.SetMarkDeleteRate(markDeleteRate(t.policy))
 	// Active-standby namespaces always de-duplicate: producers resend
 	// across a failover (docs/failover.md).
 	t.dedupOn = t.policy.Deduplication || t.policy.Failover.Mode == policy.ActiveStandby

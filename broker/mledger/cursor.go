@@ -25,7 +25,8 @@ const (
 // Cursor is a durable subscription position: a mark-delete position plus
 // the entries individually acknowledged after it. Every change is persisted
 // in the topic metadata by CAS before the call returns (see docs/mledger.md
-// for the cost). It is safe for concurrent use.
+// for the cost), unless the managed ledger's mark-delete rate defers it
+// (markrate.go). It is safe for concurrent use.
 type Cursor struct {
 	m    *ManagedLedger
 	name string
@@ -39,6 +40,7 @@ type Cursor struct {
 	partial atomic.Int32
 	props   map[string]string
 	deleted bool
+	rate    markRate // writes deferred by the mark-delete rate (markrate.go)
 }
 
 // OpenCursor returns the cursor name, restoring it from the metadata or,
@@ -86,6 +88,7 @@ func (m *ManagedLedger) openCursor(ctx context.Context, name string, initial Ini
 			return nil, fmt.Errorf("mledger %s: cursor %s: %w", m.name, name, err)
 		}
 		c.set, c.props, c.batch = set, maps.Clone(stored.Properties), batch
+		c.rate.written = set.MarkDelete()
 		c.partial.Store(int32(len(batch)))
 		c.set.MaxRanges = max(0, m.cfg.MaxAckedRanges)
 		m.cursors[name] = c
@@ -252,6 +255,9 @@ func (c *Cursor) apply(ctx context.Context, fn func(*ackset.Set) (bool, error)) 
 	}
 	old := c.set
 	c.set = next
+	if c.deferLocked() {
+		return nil
+	}
 	if err := c.persistLocked(ctx); err != nil {
 		c.set = old
 		return err
@@ -281,6 +287,7 @@ func (c *Cursor) persistLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("mledger %s: cursor %s: persist: %w", c.m.name, c.name, err)
 	}
+	c.wroteLocked()
 	return nil
 }
 

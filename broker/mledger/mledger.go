@@ -282,6 +282,8 @@ type ManagedLedger struct {
 	affinity atomic.Pointer[ledger.Affinity]
 	// quorums, when set (SetQuorums), replace cfg's for new ledgers.
 	quorums atomic.Pointer[quorums]
+	// markRate is the mark-delete rate's float64 bits (markrate.go).
+	markRate atomic.Uint64
 
 	cursorsMu sync.Mutex
 	cursors   map[string]*Cursor
@@ -542,6 +544,7 @@ func (m *ManagedLedger) Next(p Position) (Position, bool) {
 // only until Close returns. A fenced managed ledger's Close returns
 // ErrFenced and writes nothing.
 func (m *ManagedLedger) Close(ctx context.Context) error {
+	m.flushCursors() // acknowledgements the mark-delete rate deferred
 	m.addMu.Lock()
 	if m.closing {
 		m.addMu.Unlock()
