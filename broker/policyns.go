@@ -105,13 +105,25 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 		}
 		out.MessageTTL = ttl
 	}
-	if q, ok := pol.BacklogQuotaMap[policy.DestinationStorage]; ok && q.LimitSize > 0 {
-		out.BacklogLimit, out.BacklogPolicy = q.LimitSize, backlogPolicyOf(q.Policy)
-	}
-	if q, ok := pol.BacklogQuotaMap[policy.MessageAge]; ok && q.LimitTime > 0 {
-		out.BacklogAge, out.BacklogAgePolicy = time.Duration(q.LimitTime)*time.Second, backlogPolicyOf(q.Policy)
-	}
+	out.setBacklogQuotas(pol.BacklogQuotaMap)
 	return out, nil
+}
+
+// setBacklogQuotas applies the quotas of m (a namespace's or a topic's
+// backlog quota map) by type: each type m holds replaces pol's.
+func (pol *NamespacePolicy) setBacklogQuotas(m map[string]policy.BacklogQuota) {
+	if q, ok := m[policy.DestinationStorage]; ok {
+		pol.BacklogLimit, pol.BacklogPolicy = 0, BacklogProducerException
+		if q.LimitSize > 0 {
+			pol.BacklogLimit, pol.BacklogPolicy = q.LimitSize, backlogPolicyOf(q.Policy)
+		}
+	}
+	if q, ok := m[policy.MessageAge]; ok {
+		pol.BacklogAge, pol.BacklogAgePolicy = 0, BacklogProducerException
+		if q.LimitTime > 0 {
+			pol.BacklogAge, pol.BacklogAgePolicy = time.Duration(q.LimitTime)*time.Second, backlogPolicyOf(q.Policy)
+		}
+	}
 }
 
 // backlogPolicyOf is the broker's reading of a backlog quota's policy
@@ -219,6 +231,10 @@ func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol 
 	if p := tp.Persistence; p != nil {
 		pol.Persistence = p
 	}
+	if v := tp.DeduplicationEnabled; v != nil {
+		pol.Deduplication = *v
+	}
+	pol.setBacklogQuotas(tp.BackLogQuotaMap)
 	return pol, nil
 }
 

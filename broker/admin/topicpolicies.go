@@ -79,8 +79,10 @@ type topicPolicy struct {
 	// result against the broker's configuration.
 	set   func(r *http.Request, body []byte, tp *policy.TopicPolicies) error
 	check func(s *Server, tp *policy.TopicPolicies) error
-	// remove unsets the value.
-	remove func(tp *policy.TopicPolicies)
+	// remove unsets the value; removeFor, when set, instead unsets the
+	// part the request names (a backlog quota's type).
+	remove    func(tp *policy.TopicPolicies)
+	removeFor func(r *http.Request, tp *policy.TopicPolicies) error
 	// nsField is the namespace's field of the same policy (Pulsar's JSON
 	// name; "" for none), perCluster when the namespace keeps one value
 	// per cluster; def is the broker's value (nil, or nil returned:
@@ -271,6 +273,9 @@ var topicPolicies = []topicPolicy{
 		"delayed_delivery_policies", func(s *Server) any {
 			return policy.DelayedDeliveryPolicies{Active: true, MaxDelayInMillis: s.cfg.TopicDefaults.MaxDeliveryDelay.Milliseconds()}
 		}), func(tp *policy.TopicPolicies) error { return tp.DelayedDelivery.Validate() }),
+	ptrPolicy("deduplicationEnabled", func(tp *policy.TopicPolicies) **bool { return &tp.DeduplicationEnabled },
+		"deduplicationEnabled", constant(false)),
+	topicBacklogQuota,
 	ptrPolicy("compactionThreshold", func(tp *policy.TopicPolicies) **int64 { return &tp.CompactionThreshold },
 		"compaction_threshold", constant(0)),
 	ptrPolicy("autoSubscriptionCreation", func(tp *policy.TopicPolicies) **policy.AutoSubscriptionCreation { return &tp.AutoSubscriptionCreation },
@@ -334,6 +339,9 @@ func (s *Server) topicPolicyRoutes(t string, d topic.Domain) {
 		s.handle(set+" "+t+"/"+p.path, s.permissionTopic(d, s.setTopicPolicy(p)))
 		s.handle("DELETE "+t+"/"+p.path, s.permissionTopic(d, s.removeTopicPolicy(p)))
 	}
+	// Pulsar reads a topic's backlog quotas at .../backlogQuotaMap and
+	// sets them at .../backlogQuota.
+	s.handle("GET "+t+"/backlogQuotaMap", s.permissionTopic(d, s.getTopicPolicy(topicBacklogQuota)))
 }
 
 // strictBool reads a boolean query parameter: absent is false, anything
@@ -482,7 +490,16 @@ func (s *Server) removeTopicPolicy(p topicPolicy) topicHandlerFunc {
 		if err != nil {
 			return err
 		}
+		if p.removeFor != nil {
+			// Check the request before touching the store.
+			if err := p.removeFor(r, &policy.TopicPolicies{}); err != nil {
+				return err
+			}
+		}
 		if err := s.cfg.Policies.UpdateTopicPolicies(r.Context(), name, sc, func(tp *policy.TopicPolicies) error {
+			if p.removeFor != nil {
+				return p.removeFor(r, tp)
+			}
 			p.remove(tp)
 			return nil
 		}); err != nil {

@@ -89,6 +89,13 @@ type TopicPolicies struct {
 	DelayedDelivery             *DelayedDeliveryPolicies  `json:"delayedDelivery,omitempty"`
 	AutoSubscriptionCreation    *AutoSubscriptionCreation `json:"autoSubscriptionCreationOverride,omitempty"`
 	InactiveTopicPolicies       *InactiveTopicPolicies    `json:"inactiveTopicPolicies,omitempty"`
+	// DeduplicationEnabled, when set, replaces the namespace's
+	// deduplicationEnabled for this topic.
+	DeduplicationEnabled *bool `json:"deduplicationEnabled,omitempty"`
+	// BackLogQuotaMap holds the topic's own backlog quotas by type
+	// (DestinationStorage, MessageAge), each replacing the namespace's of
+	// that type (Pulsar's spelling of the field).
+	BackLogQuotaMap map[string]BacklogQuota `json:"backLogQuotaMap,omitempty"`
 	// CompactionThreshold compacts the topic once its compactor's
 	// backlog exceeds this many bytes; 0 never does.
 	CompactionThreshold *int64 `json:"compactionThreshold,omitempty"`
@@ -261,6 +268,13 @@ func (tp *TopicPolicies) validate() error {
 	if p := tp.Persistence; p != nil {
 		if err := p.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("persistence: %w", err))
+		}
+	}
+	for k, q := range tp.BackLogQuotaMap {
+		if k != DestinationStorage && k != MessageAge {
+			errs = append(errs, fmt.Errorf("backLogQuotaMap: unknown quota type %q (want %q or %q)", k, DestinationStorage, MessageAge))
+		} else if err := q.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("backLogQuotaMap[%s]: %w", k, err))
 		}
 	}
 	if v := tp.CompactionThreshold; v != nil && *v < 0 {
