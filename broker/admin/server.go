@@ -349,6 +349,7 @@ func (s *Server) routes() {
 		s.handle("GET "+t+"/stats", s.topicHandler(d, s.stats))
 		s.handle("GET "+t+"/partitioned-stats", s.topicHandler(d, s.partitionedStats))
 		s.handle("GET "+t+"/internalStats", s.topicHandler(d, s.internalStats))
+		s.handle("GET "+t+"/internal-info", s.topicHandler(d, s.internalInfo))
 		s.handle("GET "+t+"/subscriptions", s.topicHandler(d, s.subscriptions))
 		s.handle("PUT "+t+"/subscription/{sub}", s.topicHandler(d, s.createSubscription))
 		s.handle("DELETE "+t+"/subscription/{sub}", s.topicHandler(d, s.deleteSubscription))
@@ -378,6 +379,7 @@ func (s *Server) routes() {
 			s.handle("DELETE "+t+"/primary", s.topicHandler(d, s.removeTopicPrimary))
 		}
 		s.handle("GET /lookup/v2/topic/"+string(d)+"/{tenant}/{namespace}/{topic}", s.topicHandler(d, s.lookup))
+		s.handle("GET /lookup/v2/topic/"+string(d)+"/{tenant}/{namespace}/{topic}/bundle", s.topicHandler(d, s.bundleOfTopic))
 	}
 	// Schemas (schemas.go).
 	sc := v2 + "/schemas/{tenant}/{namespace}/{topic}"
