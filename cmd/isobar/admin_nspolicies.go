@@ -245,7 +245,7 @@ func backlogQuotaFlags(limit, limitTime, pol, typ string) (utils.BacklogQuota, u
 	if pol == "" {
 		errs = append(errs, errors.New("--policy: required"))
 	} else if err := (policy.BacklogQuota{LimitSize: q.LimitSize, LimitTime: q.LimitTime, Policy: pol}).Validate(); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("--policy: %v", err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return q, qt, usageError{err}
