@@ -263,6 +263,7 @@ func (a *adminCmd) namespacesCmd() *cobra.Command {
 	cmd.AddCommand(a.namespaceSettingVerbs(nsVerb, &asJSON)...)
 	cmd.AddCommand(a.namespaceSchemaSecurityVerbs(nsVerb, &asJSON)...)
 	cmd.AddCommand(a.namespaceRateVerbs(nsVerb, &asJSON)...)
+	cmd.AddCommand(a.namespaceBacklogQuotaVerbs(nsVerb, &asJSON)...)
 	cmd.AddCommand(a.primaryVerbs(nsVerb, &asJSON)...)
 	cmd.AddCommand(a.namespacePermissionVerbs(nsVerb, &asJSON)...)
 	cmd.AddCommand(a.namespaceOpVerbs(nsVerb, &asJSON)...)

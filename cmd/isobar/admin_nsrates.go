@@ -12,15 +12,32 @@ import (
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 )
 
-// rateVerb is one of a namespace's rates: its pulsar-admin verb suffix,
-// its endpoint, and how its set verb's flags make the body.
+// rateVerb is one of a namespace's settings that pulsaradmin cannot
+// read, set or remove faithfully (the rates, admin_nspolicies.go's): its
+// pulsar-admin verb suffix, its endpoint, and how its set verb's flags
+// make the body.
 type rateVerb struct {
 	name, path, what string
+	// perCluster says the setting is kept for each cluster: the verbs act
+	// on the entry of the cluster of the broker that answers.
+	perCluster bool
 	// flags adds the set verb's flags and returns the body they make (or
 	// a usage error).
 	flags func(c *cobra.Command) func() (any, error)
-	// show prints a rate read back.
-	show func(w io.Writer, raw rateBody)
+	// show prints the setting read back (never null).
+	show func(w io.Writer, raw json.RawMessage) error
+}
+
+// rateShow makes a rateVerb's show of a printer of rate bodies.
+func rateShow(f func(w io.Writer, r rateBody)) func(w io.Writer, raw json.RawMessage) error {
+	return func(w io.Writer, raw json.RawMessage) error {
+		var rb rateBody
+		if err := json.Unmarshal(raw, &rb); err != nil {
+			return err
+		}
+		f(w, rb)
+		return nil
+	}
 }
 
 // rateBody holds any of the rate bodies read back (the fields of the
@@ -69,10 +86,10 @@ func limitText(v int64) string {
 
 func rateVerbs() []rateVerb {
 	return []rateVerb{
-		{name: "dispatch-rate", path: "dispatchRate", what: "dispatch rate (all of a topic's subscriptions together)", flags: dispatchFlags(true), show: showDispatch},
-		{name: "subscription-dispatch-rate", path: "subscriptionDispatchRate", what: "subscription dispatch rate (each subscription)", flags: dispatchFlags(true), show: showDispatch},
-		{name: "replicator-dispatch-rate", path: "replicatorDispatchRate", what: "replicator dispatch rate (each remote region)", flags: dispatchFlags(false), show: showDispatch},
-		{name: "publish-rate", path: "publishRate", what: "publish rate", flags: func(c *cobra.Command) func() (any, error) {
+		{name: "dispatch-rate", path: "dispatchRate", what: "dispatch rate (all of a topic's subscriptions together)", perCluster: true, flags: dispatchFlags(true), show: rateShow(showDispatch)},
+		{name: "subscription-dispatch-rate", path: "subscriptionDispatchRate", what: "subscription dispatch rate (each subscription)", perCluster: true, flags: dispatchFlags(true), show: rateShow(showDispatch)},
+		{name: "replicator-dispatch-rate", path: "replicatorDispatchRate", what: "replicator dispatch rate (each remote region)", perCluster: true, flags: dispatchFlags(false), show: rateShow(showDispatch)},
+		{name: "publish-rate", path: "publishRate", what: "publish rate", perCluster: true, flags: func(c *cobra.Command) func() (any, error) {
 			var r policy.PublishRate
 			c.Flags().Int64Var(&r.PublishThrottlingRateInMsg, "msg-publish-rate", -1, "messages per second (-1: no limit)")
 			c.Flags().Int64Var(&r.PublishThrottlingRateInByte, "byte-publish-rate", -1, "bytes per second (-1: no limit)")
@@ -82,10 +99,10 @@ func rateVerbs() []rateVerb {
 				}
 				return r, nil
 			}
-		}, show: func(w io.Writer, r rateBody) {
+		}, show: rateShow(func(w io.Writer, r rateBody) {
 			fmt.Fprintf(w, "messages per second\t%s\nbytes per second\t%s\n", limitText(r.PublishThrottlingRateInMsg), limitText(r.PublishThrottlingRateInByte))
-		}},
-		{name: "subscribe-rate", path: "subscribeRate", what: "subscribe rate (per consumer)", flags: func(c *cobra.Command) func() (any, error) {
+		})},
+		{name: "subscribe-rate", path: "subscribeRate", what: "subscribe rate (per consumer)", perCluster: true, flags: func(c *cobra.Command) func() (any, error) {
 			var r policy.SubscribeRate
 			c.Flags().IntVar(&r.SubscribeThrottlingRatePerConsumer, "subscribe-rate", -1, "subscribes per consumer per period (-1: no limit)")
 			c.Flags().IntVar(&r.RatePeriodInSecond, "subscribe-rate-period", 30, "the period, in seconds")
@@ -95,22 +112,27 @@ func rateVerbs() []rateVerb {
 				}
 				return r, nil
 			}
-		}, show: func(w io.Writer, r rateBody) {
+		}, show: rateShow(func(w io.Writer, r rateBody) {
 			fmt.Fprintf(w, "subscribes per consumer\t%s\nperiod\t%ds\n", limitText(r.SubscribeThrottlingRatePerConsumer), r.RatePeriodInSecond)
-		}},
+		})},
 	}
 }
 
 // namespaceRateVerbs are set-, get- and remove- verbs of a namespace's
 // rates, as pulsar-admin names them (docs/admin.md, "Namespace rates"):
 // each reads and writes the entry of the cluster of the broker that
-// answers. They go through the bare REST client: pulsaradmin can neither
-// remove a namespace's rate nor tell an unset one from zero.
+// answers; and of the settings of namespaceRESTSettings. They go through
+// the bare REST client: pulsaradmin can neither remove a namespace's rate
+// nor tell an unset one from zero.
 func (a *adminCmd) namespaceRateVerbs(nsVerb func(*cobra.Command, func(*cobra.Command, string) error) *cobra.Command, asJSON *bool) []*cobra.Command {
 	var out []*cobra.Command
-	for _, r := range rateVerbs() {
+	for _, r := range append(rateVerbs(), namespaceRESTSettings()...) {
 		path := func(ns string) string { return "/admin/v2/namespaces/" + ns + "/" + r.path }
-		set := verb("set-"+r.name+" <tenant/namespace>", "Set a namespace's "+r.what+" in this cluster", nil)
+		where := ""
+		if r.perCluster {
+			where = " in this cluster"
+		}
+		set := verb("set-"+r.name+" <tenant/namespace>", "Set a namespace's "+r.what+where, nil)
 		body := r.flags(set)
 		set = nsVerb(set, func(cmd *cobra.Command, ns string) error {
 			b, err := body()
@@ -125,7 +147,7 @@ func (a *adminCmd) namespaceRateVerbs(nsVerb func(*cobra.Command, func(*cobra.Co
 			done(cmd, "set %s of %s", r.what, ns)
 			return nil
 		})
-		get := nsVerb(readVerb("get-"+r.name+" <tenant/namespace>", "Show a namespace's "+r.what+" in this cluster (null when not set)", asJSON, nil), func(cmd *cobra.Command, ns string) error {
+		get := nsVerb(readVerb("get-"+r.name+" <tenant/namespace>", "Show a namespace's "+r.what+where+" (null when not set)", asJSON, nil), func(cmd *cobra.Command, ns string) error {
 			var raw json.RawMessage
 			if err := a.doREST(cmd, "get "+r.name+" of "+ns, func(ctx context.Context, c *rest.Client) error {
 				return c.GetWithContext(ctx, path(ns), &raw)
@@ -135,13 +157,16 @@ func (a *adminCmd) namespaceRateVerbs(nsVerb func(*cobra.Command, func(*cobra.Co
 			if len(raw) == 0 || string(raw) == "null" {
 				return show(cmd, *asJSON, nil, func(w io.Writer) { fmt.Fprintln(w, "not set") })
 			}
-			var rb rateBody
-			if err := json.Unmarshal(raw, &rb); err != nil {
-				return adminErr("get "+r.name+" of "+ns, err)
+			var showErr error
+			if err := show(cmd, *asJSON, raw, func(w io.Writer) { showErr = r.show(w, raw) }); err != nil {
+				return err
 			}
-			return show(cmd, *asJSON, raw, func(w io.Writer) { r.show(w, rb) })
+			if showErr != nil {
+				return adminErr("get "+r.name+" of "+ns, showErr)
+			}
+			return nil
 		})
-		remove := nsVerb(verb("remove-"+r.name+" <tenant/namespace>", "Remove a namespace's "+r.what+" in this cluster", nil), func(cmd *cobra.Command, ns string) error {
+		remove := nsVerb(verb("remove-"+r.name+" <tenant/namespace>", "Remove a namespace's "+r.what+where, nil), func(cmd *cobra.Command, ns string) error {
 			if err := a.doREST(cmd, "remove "+r.name+" of "+ns, func(ctx context.Context, c *rest.Client) error {
 				return c.DeleteWithContext(ctx, path(ns))
 			}); err != nil {

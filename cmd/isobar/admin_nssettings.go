@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -276,25 +277,21 @@ func (a *adminCmd) namespaceSettingVerbs(nsVerb func(*cobra.Command, func(*cobra
 			return nil
 		}))
 
-	var ensemble, writeQ, ackQ int
-	var markDeleteRate float64
-	setPersistence := nsVerb(verb("set-persistence <tenant/namespace>", "Set the ensemble size and quorums of a namespace's new ledgers", nil), func(cmd *cobra.Command, ns string) error {
-		if ackQ < 1 || writeQ < ackQ || ensemble < writeQ {
-			return usageError{fmt.Errorf("want --bookkeeper-ensemble (%d) >= --bookkeeper-write-quorum (%d) >= --bookkeeper-ack-quorum (%d) >= 1", ensemble, writeQ, ackQ)}
+	setPersistence := verb("set-persistence <tenant/namespace>", "Set the ensemble size and quorums of a namespace's new ledgers", nil)
+	persistence := persistenceFlags(setPersistence)
+	setPersistence = nsVerb(setPersistence, func(cmd *cobra.Command, ns string) error {
+		p, err := persistence()
+		if err != nil {
+			return err
 		}
-		p := utils.NewPersistencePolicies(ensemble, writeQ, ackQ, markDeleteRate)
 		if err := a.do(cmd, "set persistence of "+ns, func(ctx context.Context, c pulsaradmin.Client) error {
 			return c.Namespaces().SetPersistenceWithContext(ctx, ns, p)
 		}); err != nil {
 			return err
 		}
-		done(cmd, "set persistence of %s to E=%d Qw=%d Qa=%d", ns, ensemble, writeQ, ackQ)
+		done(cmd, "set persistence of %s to %s", ns, formatPersistence(p))
 		return nil
 	})
-	setPersistence.Flags().IntVarP(&ensemble, "bookkeeper-ensemble", "e", 0, "bookies each ledger is spread over (required)")
-	setPersistence.Flags().IntVarP(&writeQ, "bookkeeper-write-quorum", "w", 0, "copies of each entry (required)")
-	setPersistence.Flags().IntVarP(&ackQ, "bookkeeper-ack-quorum", "a", 0, "copies acknowledged before a write succeeds (required)")
-	setPersistence.Flags().Float64VarP(&markDeleteRate, "ml-mark-delete-max-rate", "r", 0, "cursor position writes per second (stored only)")
 	out = append(out, setPersistence,
 		nsVerb(readVerb("get-persistence <tenant/namespace>", "Show a namespace's persistence policy (null when not set)", asJSON, nil), func(cmd *cobra.Command, ns string) error {
 			var p *utils.PersistencePolicies
@@ -309,7 +306,7 @@ func (a *adminCmd) namespaceSettingVerbs(nsVerb func(*cobra.Command, func(*cobra
 					fmt.Fprintln(w, "not set (broker.ledger applies)")
 					return
 				}
-				fmt.Fprintf(w, "ensemble:\t%d\nwrite quorum:\t%d\nack quorum:\t%d\nmark-delete rate:\t%g\n", p.BookkeeperEnsemble, p.BookkeeperWriteQuorum, p.BookkeeperAckQuorum, p.ManagedLedgerMaxMarkDeleteRate)
+				showPersistence(w, *p)
 			})
 		}),
 		nsVerb(verb("remove-persistence <tenant/namespace>", "Remove a namespace's persistence policy (broker.ledger applies)", nil), func(cmd *cobra.Command, ns string) error {
@@ -365,6 +362,38 @@ func (a *adminCmd) namespaceSettingVerbs(nsVerb func(*cobra.Command, func(*cobra
 			return nil
 		}))
 	return out
+}
+
+// persistenceFlags adds pulsar-admin's flags of set-persistence (-e, -w,
+// -a, -r) to c; the function it returns reads and checks them.
+func persistenceFlags(c *cobra.Command) func() (utils.PersistencePolicies, error) {
+	var ensemble, writeQ, ackQ int
+	var markDeleteRate float64
+	c.Flags().IntVarP(&ensemble, "bookkeeper-ensemble", "e", 0, "bookies each ledger is spread over (required)")
+	c.Flags().IntVarP(&writeQ, "bookkeeper-write-quorum", "w", 0, "copies of each entry (required)")
+	c.Flags().IntVarP(&ackQ, "bookkeeper-ack-quorum", "a", 0, "copies acknowledged before a write succeeds (required)")
+	c.Flags().Float64VarP(&markDeleteRate, "ml-mark-delete-max-rate", "r", 0, "cursor position writes per second, per subscription (0: every acknowledgement)")
+	return func() (utils.PersistencePolicies, error) {
+		var errs []error
+		if ackQ < 1 || writeQ < ackQ || ensemble < writeQ || ensemble > 100 {
+			errs = append(errs, fmt.Errorf("want 100 >= --bookkeeper-ensemble (%d) >= --bookkeeper-write-quorum (%d) >= --bookkeeper-ack-quorum (%d) >= 1", ensemble, writeQ, ackQ))
+		}
+		if markDeleteRate < 0 || math.IsNaN(markDeleteRate) || math.IsInf(markDeleteRate, 0) {
+			errs = append(errs, fmt.Errorf("--ml-mark-delete-max-rate: %g is not a rate of 0 or more", markDeleteRate))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return utils.PersistencePolicies{}, usageError{err}
+		}
+		return utils.NewPersistencePolicies(ensemble, writeQ, ackQ, markDeleteRate), nil
+	}
+}
+
+func formatPersistence(p utils.PersistencePolicies) string {
+	return fmt.Sprintf("E=%d Qw=%d Qa=%d, mark-delete rate %g", p.BookkeeperEnsemble, p.BookkeeperWriteQuorum, p.BookkeeperAckQuorum, p.ManagedLedgerMaxMarkDeleteRate)
+}
+
+func showPersistence(w io.Writer, p utils.PersistencePolicies) {
+	fmt.Fprintf(w, "ensemble:\t%d\nwrite quorum:\t%d\nack quorum:\t%d\nmark-delete rate:\t%g\n", p.BookkeeperEnsemble, p.BookkeeperWriteQuorum, p.BookkeeperAckQuorum, p.ManagedLedgerMaxMarkDeleteRate)
 }
 
 func nonEmpty(s string) []string {

@@ -17,42 +17,21 @@ import (
 // applies in every cluster (default: this cluster's own), get- with
 // --applied for the value in force (docs/admin.md, "Topic policies").
 func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Command, utils.TopicName) error) *cobra.Command, asJSON *bool) []*cobra.Command {
-	var global, applied bool
-	scoped := func(c *cobra.Command) *cobra.Command {
-		c.Flags().BoolVar(&global, "global", false, "the topic's global policy, which applies in every cluster (default: this cluster's own)")
-		return c
-	}
-	readable := func(c *cobra.Command) *cobra.Command {
-		c.Flags().BoolVar(&applied, "applied", false, "the value in force: the topic's own, else its namespace's, else the broker's")
-		return scoped(c)
-	}
-	scope := func() string {
-		if global {
-			return "global "
-		}
-		return ""
-	}
-	// run runs f with the topic policies client of the scope asked.
-	run := func(cmd *cobra.Command, op string, f func(ctx context.Context, tp pulsaradmin.TopicPolicies) error) error {
-		return a.do(cmd, op, func(ctx context.Context, c pulsaradmin.Client) error {
-			tp, err := pulsaradmin.TopicPoliciesOf(c, global)
-			if err != nil {
-				return err
-			}
-			return f(ctx, tp)
-		})
-	}
+	tps := &topicPolicyScope{a: a}
+	scoped, readable, scope, run := tps.scoped, tps.readable, tps.scope, tps.run
+	applied := &tps.applied
 	var out []*cobra.Command
 
 	// A policy that is a number: --max (or flagName) N.
 	type intPolicy struct {
 		name, what, flagName, flagHelp string
+		short                          string // the flag's one-letter form, if any
 		get                            func(pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName, bool) (*int, error)
 		set                            func(pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName, int) error
 		remove                         func(pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName) error
 	}
 	ints := []intPolicy{
-		{"max-producers", "the most producers on the topic", "max", "the limit; 0 for none (required)",
+		{"max-producers", "the most producers on the topic", "max", "the limit; 0 for none (required)", "",
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName, bool) (*int, error) {
 				return tp.GetMaxProducers
 			},
@@ -62,7 +41,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName) error {
 				return tp.RemoveMaxProducers
 			}},
-		{"max-consumers", "the most consumers on the topic", "max", "the limit; 0 for none (required)",
+		{"max-consumers", "the most consumers on the topic", "max", "the limit; 0 for none (required)", "",
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName, bool) (*int, error) {
 				return tp.GetMaxConsumers
 			},
@@ -72,7 +51,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName) error {
 				return tp.RemoveMaxConsumers
 			}},
-		{"max-consumers-per-subscription", "the most consumers on one subscription", "max", "the limit; 0 for none (required)",
+		{"max-consumers-per-subscription", "the most consumers on one subscription", "max", "the limit; 0 for none (required)", "",
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName, bool) (*int, error) {
 				return tp.GetMaxConsumersPerSubscription
 			},
@@ -82,7 +61,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName) error {
 				return tp.RemoveMaxConsumersPerSubscription
 			}},
-		{"max-subscriptions", "the most subscriptions on the topic", "max", "the limit; 0 for none (required)",
+		{"max-subscriptions", "the most subscriptions on the topic", "max", "the limit; 0 for none (required)", "",
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName, bool) (*int, error) {
 				return tp.GetMaxSubscriptionsPerTopic
 			},
@@ -92,7 +71,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName) error {
 				return tp.RemoveMaxSubscriptionsPerTopic
 			}},
-		{"max-message-size", "the largest message, in bytes", "max", "bytes, at most the broker's; 0 for the broker's (required)",
+		{"max-message-size", "the largest message, in bytes", "max", "bytes, at most the broker's; 0 for the broker's (required)", "",
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName, bool) (*int, error) {
 				return tp.GetMaxMessageSize
 			},
@@ -102,7 +81,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName) error {
 				return tp.RemoveMaxMessageSize
 			}},
-		{"max-unacked-messages-per-consumer", "the most unacknowledged messages a consumer of a Shared or Key_Shared subscription holds", "max", "the limit; 0 for none (required)",
+		{"max-unacked-messages-per-consumer", "the most unacknowledged messages a consumer of a Shared or Key_Shared subscription holds", "max", "the limit; 0 for none (required)", "",
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName, bool) (*int, error) {
 				return tp.GetMaxUnackMessagesPerConsumer
 			},
@@ -112,7 +91,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName) error {
 				return tp.RemoveMaxUnackMessagesPerConsumer
 			}},
-		{"max-unacked-messages-per-subscription", "the most unacknowledged messages of a Shared or Key_Shared subscription", "max", "the limit; 0 for none (required)",
+		{"max-unacked-messages-per-subscription", "the most unacknowledged messages of a Shared or Key_Shared subscription", "max", "the limit; 0 for none (required)", "",
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName, bool) (*int, error) {
 				return tp.GetMaxUnackMessagesPerSubscription
 			},
@@ -121,6 +100,16 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 			},
 			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName) error {
 				return tp.RemoveMaxUnackMessagesPerSubscription
+			}},
+		{"deduplication-snapshot-interval", "the most seconds between snapshots of a de-duplicated topic's producers", "interval", "seconds; 0 for by entry count only (required)", "i",
+			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName, bool) (*int, error) {
+				return tp.GetDeduplicationSnapshotInterval
+			},
+			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName, int) error {
+				return tp.SetDeduplicationSnapshotInterval
+			},
+			func(tp pulsaradmin.TopicPolicies) func(context.Context, utils.TopicName) error {
+				return tp.RemoveDeduplicationSnapshotInterval
 			}},
 	}
 	for _, p := range ints {
@@ -140,11 +129,11 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 			done(cmd, "set %s%s of %s to %d", scope(), p.name, t.String(), n)
 			return nil
 		}))
-		set.Flags().IntVar(&n, p.flagName, 0, p.flagHelp)
+		set.Flags().IntVarP(&n, p.flagName, p.short, 0, p.flagHelp)
 		get := readable(tVerb(readVerb("get-"+p.name+" <topic>", "Show "+p.what+" (null when not set)", asJSON, nil), func(cmd *cobra.Command, t utils.TopicName) error {
 			var v *int
 			if err := run(cmd, "get "+scope()+p.name+" of "+t.String(), func(ctx context.Context, tp pulsaradmin.TopicPolicies) (err error) {
-				v, err = p.get(tp)(ctx, t, applied)
+				v, err = p.get(tp)(ctx, t, *applied)
 				return err
 			}); err != nil {
 				return err
@@ -184,7 +173,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 	getTTL := readable(tVerb(readVerb("get-message-ttl <topic>", "Show a topic's message TTL in seconds (null when not set)", asJSON, nil), func(cmd *cobra.Command, t utils.TopicName) error {
 		var v *int
 		if err := run(cmd, "get "+scope()+"message TTL of "+t.String(), func(ctx context.Context, tp pulsaradmin.TopicPolicies) (err error) {
-			v, err = tp.GetMessageTTL(ctx, t, applied)
+			v, err = tp.GetMessageTTL(ctx, t, *applied)
 			return err
 		}); err != nil {
 			return err
@@ -220,7 +209,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 	getRet := readable(tVerb(readVerb("get-retention <topic>", "Show a topic's retention (null when not set)", asJSON, nil), func(cmd *cobra.Command, t utils.TopicName) error {
 		var rp *utils.RetentionPolicies
 		if err := run(cmd, "get "+scope()+"retention of "+t.String(), func(ctx context.Context, tp pulsaradmin.TopicPolicies) (err error) {
-			rp, err = tp.GetRetention(ctx, t, applied)
+			rp, err = tp.GetRetention(ctx, t, *applied)
 			return err
 		}); err != nil {
 			return err
@@ -255,14 +244,14 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 	getClusters := tVerb(readVerb("get-replication-clusters <topic>", "Show the topic's own replication clusters (--applied: those in force)", asJSON, nil), func(cmd *cobra.Command, t utils.TopicName) error {
 		var names []string
 		if err := run(cmd, "get replication clusters of "+t.String(), func(ctx context.Context, tp pulsaradmin.TopicPolicies) (err error) {
-			names, err = tp.GetReplicationClusters(ctx, t, applied)
+			names, err = tp.GetReplicationClusters(ctx, t, *applied)
 			return err
 		}); err != nil {
 			return err
 		}
 		return showList(cmd, *asJSON, names)
 	})
-	getClusters.Flags().BoolVar(&applied, "applied", false, "the clusters in force: the topic's own, else its namespace's")
+	getClusters.Flags().BoolVar(applied, "applied", false, "the clusters in force: the topic's own, else its namespace's")
 	removeClusters := tVerb(verb("remove-replication-clusters <topic>", "Remove the topic's replication clusters: it follows its namespace", nil), func(cmd *cobra.Command, t utils.TopicName) error {
 		if err := run(cmd, "remove replication clusters of "+t.String(), func(ctx context.Context, tp pulsaradmin.TopicPolicies) error {
 			return tp.RemoveReplicationClusters(ctx, t)
@@ -291,7 +280,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 	getSchema := readable(tVerb(readVerb("get-schema-compatibility-strategy <topic>", "Show a topic's schema compatibility strategy (null when not set)", asJSON, nil), func(cmd *cobra.Command, t utils.TopicName) error {
 		var s *utils.SchemaCompatibilityStrategy
 		if err := run(cmd, "get "+scope()+"schema compatibility strategy of "+t.String(), func(ctx context.Context, tp pulsaradmin.TopicPolicies) (err error) {
-			s, err = tp.GetSchemaCompatibilityStrategy(ctx, t, applied)
+			s, err = tp.GetSchemaCompatibilityStrategy(ctx, t, *applied)
 			return err
 		}); err != nil {
 			return err
@@ -322,7 +311,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 		},
 		func(cmd *cobra.Command, t utils.TopicName) (p *utils.InactiveTopicPolicies, err error) {
 			err = run(cmd, "get "+scope()+"inactive topic policies of "+t.String(), func(ctx context.Context, tp pulsaradmin.TopicPolicies) (err error) {
-				p, err = tp.GetInactiveTopicPolicies(ctx, t, applied)
+				p, err = tp.GetInactiveTopicPolicies(ctx, t, *applied)
 				return err
 			})
 			return p, err
@@ -333,9 +322,48 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 			})
 		})
 
-	return append(out, setTTL, getTTL, removeTTL, setRet, getRet, removeRet,
+	out = append(out, setTTL, getTTL, removeTTL, setRet, getRet, removeRet,
 		setClusters, getClusters, removeClusters, setSchema, getSchema, removeSchema,
 		scoped(setInactive), readable(getInactive), scoped(removeInactive))
+	return append(out, a.topicPersistenceDelayedVerbs(tVerb, asJSON, tps)...)
+}
+
+// topicPolicyScope holds the --global and --applied flags of the topic
+// policy verbs.
+type topicPolicyScope struct {
+	a               *adminCmd
+	global, applied bool
+}
+
+// scoped adds --global to c.
+func (s *topicPolicyScope) scoped(c *cobra.Command) *cobra.Command {
+	c.Flags().BoolVar(&s.global, "global", false, "the topic's global policy, which applies in every cluster (default: this cluster's own)")
+	return c
+}
+
+// readable adds --applied and --global to c.
+func (s *topicPolicyScope) readable(c *cobra.Command) *cobra.Command {
+	c.Flags().BoolVar(&s.applied, "applied", false, "the value in force: the topic's own, else its namespace's, else the broker's")
+	return s.scoped(c)
+}
+
+// scope names the scope asked, for messages.
+func (s *topicPolicyScope) scope() string {
+	if s.global {
+		return "global "
+	}
+	return ""
+}
+
+// run runs f with the topic policies client of the scope asked.
+func (s *topicPolicyScope) run(cmd *cobra.Command, op string, f func(ctx context.Context, tp pulsaradmin.TopicPolicies) error) error {
+	return s.a.do(cmd, op, func(ctx context.Context, c pulsaradmin.Client) error {
+		tp, err := pulsaradmin.TopicPoliciesOf(c, s.global)
+		if err != nil {
+			return err
+		}
+		return f(ctx, tp)
+	})
 }
 
 // formatOptional prints an optional number: "not set" for null.
