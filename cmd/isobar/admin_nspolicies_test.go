@@ -220,3 +220,52 @@ func TestAdminNamespaceAndTopicPolicyUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// A topic's own backlog quotas and de-duplication through the CLI: set,
+// read back (text, --json, --applied falling back to the namespace's),
+// removed.
+func TestAdminTopicQuotaAndDedupVerbs(t *testing.T) {
+	url, _, _ := adminRegion(t)
+	a := adminRunner{t, url}
+	const ns = "public/cli-topic-quota"
+	const tp = "persistent://public/cli-topic-quota/events"
+	a.ok("namespaces", "create", ns)
+	a.ok("namespaces", "set-backlog-quota", ns, "-l", "1G", "-p", "producer_exception")
+
+	if out := a.ok("topics", "get-backlog-quotas", tp); out != "not set\n" {
+		t.Fatalf("get-backlog-quotas before set: %q", out)
+	}
+	a.ok("topics", "set-backlog-quota", tp, "-l", "10M", "-p", "consumer_backlog_eviction")
+	a.ok("topics", "set-backlog-quota", tp, "-t", "message_age", "--limitTime", "2h", "-p", "producer_request_hold")
+	type quota struct {
+		LimitSize int64  `json:"limitSize"`
+		LimitTime int64  `json:"limitTime"`
+		Policy    string `json:"policy"`
+	}
+	var m map[string]quota
+	a.json(&m, "topics", "get-backlog-quotas", tp)
+	if m["destination_storage"] != (quota{10 << 20, -1, "consumer_backlog_eviction"}) || m["message_age"] != (quota{-1, 7200, "producer_request_hold"}) {
+		t.Fatalf("topic backlog quotas %+v", m)
+	}
+	a.ok("topics", "remove-backlog-quota", tp)
+	a.ok("topics", "remove-backlog-quota", tp, "-t", "message_age")
+	m = nil
+	a.json(&m, "topics", "get-backlog-quotas", tp, "--applied")
+	if m["destination_storage"].LimitSize != 1<<30 || len(m) != 1 {
+		t.Fatalf("applied after remove: %+v, want the namespace's", m)
+	}
+
+	if out := a.ok("topics", "get-deduplication", tp); out != "not set\n" {
+		t.Fatalf("get-deduplication before set: %q", out)
+	}
+	a.ok("topics", "set-deduplication", tp, "--enable")
+	if out := a.ok("topics", "get-deduplication", tp); out != "true\n" {
+		t.Fatalf("get-deduplication: %q", out)
+	}
+	a.ok("topics", "remove-deduplication", tp)
+	var on *bool
+	a.json(&on, "topics", "get-deduplication", tp, "--applied")
+	if on == nil || *on {
+		t.Fatalf("applied de-duplication after remove: %v, want false", on)
+	}
+}

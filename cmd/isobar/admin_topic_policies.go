@@ -325,7 +325,8 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 	out = append(out, setTTL, getTTL, removeTTL, setRet, getRet, removeRet,
 		setClusters, getClusters, removeClusters, setSchema, getSchema, removeSchema,
 		scoped(setInactive), readable(getInactive), scoped(removeInactive))
-	return append(out, a.topicPersistenceDelayedVerbs(tVerb, asJSON, tps)...)
+	out = append(out, a.topicPersistenceDelayedVerbs(tVerb, asJSON, tps)...)
+	return append(out, a.topicQuotaDedupVerbs(tVerb, asJSON, tps)...)
 }
 
 // topicPolicyScope holds the --global and --applied flags of the topic
