@@ -523,3 +523,33 @@ func (a *Auditor) copyEntries(ctx context.Context, id uint64, md *Metadata, entr
 	}
 	return firstErr
 }
+
+// Operations is the operators' side of automatic recovery, as the admin
+// API serves it.
+type Operations struct {
+	Client *Client
+	// Auditor, when set, is asked for a pass after a decommission (it acts
+	// only if this process leads).
+	Auditor *Auditor
+}
+
+// Decommission marks bookie decommissioned (package function Decommission).
+func (o Operations) Decommission(ctx context.Context, bookie string) error {
+	if err := Decommission(ctx, o.Client.cfg.Meta, o.Client.cfg.Region, bookie); err != nil {
+		return err
+	}
+	if o.Auditor != nil {
+		o.Auditor.Trigger()
+	}
+	return nil
+}
+
+// Decommissioned lists the bookies marked decommissioned.
+func (o Operations) Decommissioned(ctx context.Context) ([]string, error) {
+	return DecommissionedBookies(ctx, o.Client.cfg.Meta, o.Client.cfg.Region)
+}
+
+// UnderReplicated lists the ledgers waiting for recovery (UnderReplicatedLedgers).
+func (o Operations) UnderReplicated(ctx context.Context) ([]UnderReplicated, error) {
+	return o.Client.UnderReplicatedLedgers(ctx)
+}
