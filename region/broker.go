@@ -658,4 +658,3 @@ func tlsOnlyHTTP(mux http.Handler, httpsURL string) http.Handler {
 		_, _ = w.Write(b)
 	})
 }
-
