@@ -57,6 +57,27 @@ func Decommission(ctx context.Context, meta metastore.Meta, region, id string) e
 	return nil
 }
 
+// ErrNotDecommissioned: Recommission named a bookie without the mark.
+var ErrNotDecommissioned = errors.New("ledger: bookie not decommissioned")
+
+// Recommission takes the decommissioned mark off bookie id: placement may
+// choose it again. Copies already moved stay where they are.
+func Recommission(ctx context.Context, meta metastore.Meta, region, id string) error {
+	if err := racks.ValidBookieID(id); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	key := DecommissionedPrefix(region) + id
+	if _, err := meta.Get(ctx, key); errors.Is(err, metastore.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrNotDecommissioned, id)
+	} else if err != nil {
+		return fmt.Errorf("ledger: recommission %s: %w", id, err)
+	}
+	if err := meta.Delete(ctx, key); err != nil {
+		return fmt.Errorf("ledger: recommission %s: %w", id, err)
+	}
+	return nil
+}
+
 // DecommissionedBookies lists the bookies marked decommissioned, sorted.
 func DecommissionedBookies(ctx context.Context, meta metastore.Meta, region string) ([]string, error) {
 	p := DecommissionedPrefix(region)
@@ -542,6 +563,11 @@ func (o Operations) Decommission(ctx context.Context, bookie string) error {
 		o.Auditor.Trigger()
 	}
 	return nil
+}
+
+// Recommission takes the decommissioned mark off bookie (Recommission).
+func (o Operations) Recommission(ctx context.Context, bookie string) error {
+	return Recommission(ctx, o.Client.cfg.Meta, o.Client.cfg.Region, bookie)
 }
 
 // Decommissioned lists the bookies marked decommissioned.

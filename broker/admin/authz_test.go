@@ -228,6 +228,7 @@ func TestEndpointAuthorization(t *testing.T) {
 		{"POST", "/admin/v2/bookies/racks-info/b1?group=g1", `{"rack":"/r1"}`, "super"},
 		{"DELETE", "/admin/v2/bookies/racks-info/b2", "", "super"},
 		{"POST", "/admin/v2/bookies/decommission/b1", "", "super"},
+		{"DELETE", "/admin/v2/bookies/decommission/b1", "", "super"},
 		{"GET", "/admin/v2/bookies/decommissioned", "", "super"},
 		{"GET", "/admin/v2/bookies/under-replicated", "", "super"},
 	}

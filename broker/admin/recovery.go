@@ -15,13 +15,15 @@ import (
 // Isobar's own, as Pulsar leaves these to BookKeeper's autorecovery
 // tools. Superusers only, as the other bookies endpoints.
 //
-//	POST /admin/v2/bookies/decommission/{bookie}   mark a bookie decommissioned (204)
+//	POST   /admin/v2/bookies/decommission/{bookie} mark a bookie decommissioned (204)
+//	DELETE /admin/v2/bookies/decommission/{bookie} take the mark off (204; 404 without one)
 //	GET  /admin/v2/bookies/decommissioned          the marked bookies
 //	GET  /admin/v2/bookies/under-replicated        ledgers waiting for recovery
 
 // BookieRecovery is what the recovery endpoints need (ledger.Operations).
 type BookieRecovery interface {
 	Decommission(ctx context.Context, bookie string) error
+	Recommission(ctx context.Context, bookie string) error
 	Decommissioned(ctx context.Context) ([]string, error)
 	UnderReplicated(ctx context.Context) ([]ledger.UnderReplicated, error)
 }
@@ -30,6 +32,7 @@ var errNoRecovery = fmt.Errorf("%w: automatic recovery is not served by this bro
 
 func (s *Server) recoveryRoutes(v2 string) {
 	s.handle("POST "+v2+"/bookies/decommission/{bookie}", s.decommissionBookie)
+	s.handle("DELETE "+v2+"/bookies/decommission/{bookie}", s.recommissionBookie)
 	s.handle("GET "+v2+"/bookies/decommissioned", s.decommissionedBookies)
 	s.handle("GET "+v2+"/bookies/under-replicated", s.underReplicated)
 }
@@ -38,16 +41,34 @@ func (s *Server) decommissionBookie(w http.ResponseWriter, r *http.Request) erro
 	if s.cfg.Recovery == nil {
 		return errNoRecovery
 	}
-	err := s.cfg.Recovery.Decommission(r.Context(), r.PathValue("bookie"))
+	if err := recoveryErr(s.cfg.Recovery.Decommission(r.Context(), r.PathValue("bookie"))); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func (s *Server) recommissionBookie(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Recovery == nil {
+		return errNoRecovery
+	}
+	if err := recoveryErr(s.cfg.Recovery.Recommission(r.Context(), r.PathValue("bookie"))); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+// recoveryErr answers the refusals: 412 for a bad bookie id, 404 for an
+// unknown bookie or one without the mark.
+func recoveryErr(err error) error {
 	switch {
 	case errors.Is(err, ledger.ErrInvalid):
 		return refuse(wire.ErrPreconditionFailed, strings.ReplaceAll(err.Error(), ledger.ErrInvalid.Error()+": ", ""))
 	case errors.Is(err, ledger.ErrUnknownBookie):
 		return refuse(wire.ErrNotFound, strings.ReplaceAll(err.Error(), ledger.ErrUnknownBookie.Error()+": ", "Bookie not found: "))
-	case err != nil:
-		return err
+	case errors.Is(err, ledger.ErrNotDecommissioned):
+		return refuse(wire.ErrNotFound, strings.ReplaceAll(err.Error(), ledger.ErrNotDecommissioned.Error()+": ", "Bookie is not decommissioned: "))
 	}
-	return noContent(w)
+	return err
 }
 
 func (s *Server) decommissionedBookies(w http.ResponseWriter, r *http.Request) error {

@@ -53,6 +53,12 @@ func TestBookieRecoveryEndpoints(t *testing.T) {
 		// The only bookie is decommissioned: its ledger waits for a replacement.
 		{"GET", base + "under-replicated", "", 200, `{"ledger":` + strconv.FormatUint(w.ID(), 10) + `,"state":"closed","bookies":["` + id + `"]`, ""},
 		{"GET", base + "under-replicated", "", 200, `"entries":1`, ""},
+		{"DELETE", base + "decommission/bad%20id", "", 412, "bad id", ""},
+		{"DELETE", base + "decommission/nobody:1", "", 404, "Bookie is not decommissioned: nobody:1", ""},
+		{"DELETE", base + "decommission/" + url.PathEscape(id), "", 204, "", ""},
+		{"DELETE", base + "decommission/" + url.PathEscape(id), "", 404, "not decommissioned", ""},
+		{"GET", base + "decommissioned", "", 200, "[]", ""},
+		{"GET", base + "under-replicated", "", 200, "[]", ""},
 	})
 	// Without recovery configured: 503.
 	bare := httptest.NewServer(admin.New(admin.Config{Cluster: "standalone"}))
