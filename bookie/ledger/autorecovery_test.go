@@ -7,9 +7,41 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/internal/testcluster"
 )
+
+// auditorMetric reads the auditor's instrument name (an int64 sum or
+// gauge, summed over its points) from reader r.
+func auditorMetric(t *testing.T, r sdkmetric.Reader, name string) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var v int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					v += p.Value
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					v += p.Value
+				}
+			}
+		}
+	}
+	return v
+}
 
 // runAuditor starts an auditor on its own client (as the leader broker
 // runs it) until the test ends.
@@ -104,7 +136,9 @@ func TestAutoRecoveryAfterBookieLoss(t *testing.T) {
 	testcluster.WaitFor(t, 10*time.Second, func() bool { n, _, _ := live.snapshot(); return n == 100 })
 
 	const delay = 1500 * time.Millisecond
-	a := runAuditor(t, cl, ledger.AuditorConfig{LostBookieRecoveryDelay: delay})
+	reader := sdkmetric.NewManualReader()
+	a := runAuditor(t, cl, ledger.AuditorConfig{LostBookieRecoveryDelay: delay,
+		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 
 	// Kill: no graceful shutdown, the registration expires with its lease.
 	killed := time.Now()
@@ -169,6 +203,13 @@ func TestAutoRecoveryAfterBookieLoss(t *testing.T) {
 		checkRecovered(t, c, l.id, l.data, victim)
 	}
 
+	// Only the open ledger is left, waiting to be closed.
+	testcluster.WaitFor(t, 10*time.Second, func() bool {
+		return auditorMetric(t, reader, "isobar.autorecovery.under_replicated_ledgers") == 1
+	})
+	if n := auditorMetric(t, reader, "isobar.autorecovery.entries_recovered"); n == 0 {
+		t.Fatal("entries_recovered is 0")
+	}
 	// The live ledger, once closed, is re-replicated too.
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -182,6 +223,9 @@ func TestAutoRecoveryAfterBookieLoss(t *testing.T) {
 		t.Fatalf("acked %d, last %d, err %v", count, last, aerr)
 	}
 	checkRecovered(t, c, w.ID(), live.data, victim)
+	testcluster.WaitFor(t, 10*time.Second, func() bool {
+		return auditorMetric(t, reader, "isobar.autorecovery.under_replicated_ledgers") == 0
+	})
 }
 
 // TestDecommissionBookie: a decommissioned bookie, still running, has its
@@ -210,7 +254,9 @@ func TestDecommissionBookie(t *testing.T) {
 		t.Fatalf("refused decommissions left marks: %v", dec)
 	}
 
-	a := runAuditor(t, cl, ledger.AuditorConfig{LostBookieRecoveryDelay: time.Hour})
+	reader := sdkmetric.NewManualReader()
+	a := runAuditor(t, cl, ledger.AuditorConfig{LostBookieRecoveryDelay: time.Hour,
+		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 	if err := ledger.Decommission(ctx, cl.Connect(), region, victim); err != nil {
 		t.Fatal(err)
 	}
@@ -223,6 +269,11 @@ func TestDecommissionBookie(t *testing.T) {
 		return err == nil && !slices.Contains(md.AllBookies(), victim)
 	})
 	checkRecovered(t, c, id, data, victim)
+	// Position 1 of E=3 Qw=2 holds the entries e with e mod 3 in {0, 1}.
+	testcluster.WaitFor(t, 10*time.Second, func() bool {
+		return auditorMetric(t, reader, "isobar.autorecovery.entries_recovered") == 34 &&
+			auditorMetric(t, reader, "isobar.autorecovery.fragments_recovered") == 1
+	})
 	us, err := c.UnderReplicatedLedgers(ctx)
 	if err != nil || len(us) != 0 {
 		t.Fatalf("under-replicated after the decommission: %+v, %v", us, err)
