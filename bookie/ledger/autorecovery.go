@@ -448,9 +448,12 @@ func (a *Auditor) recoverFragment(ctx context.Context, id uint64, md Metadata, r
 		return 0, Metadata{}, 0, err
 	}
 	key := LedgerKey(c.cfg.Region, id)
-	for {
+	for first := true; ; first = false {
 		n, err := md.WithFragmentReplaced(f, target)
 		if err != nil {
+			if !first && !slices.Contains(md.AllBookies(), target) {
+				a.dropCopies(ctx, id, target) // another auditor recovered it meanwhile
+			}
 			return 0, Metadata{}, 0, fmt.Errorf("ledger %d: auditor: %w", id, err)
 		}
 		val, err := EncodeMetadata(&n)
@@ -476,17 +479,23 @@ func (a *Auditor) recoverFragment(ctx context.Context, id uint64, md Metadata, r
 		// recovered by someone else (WithFragmentReplaced then refuses).
 		cur, curRev, err := c.Metadata(ctx, id)
 		if errors.Is(err, ErrNoLedger) {
-			dctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
-			if conn, err := c.bookie(dctx, target); err == nil {
-				conn.Delete(dctx, id) // the copies of a deleted ledger
-			}
-			cancel()
+			a.dropCopies(ctx, id, target)
 			return 0, Metadata{}, 0, fmt.Errorf("ledger %d: auditor: deleted meanwhile: %w", id, err)
 		}
 		if err != nil {
 			return 0, Metadata{}, 0, fmt.Errorf("ledger %d: auditor: %w", id, err)
 		}
 		md, rev = cur, curRev
+	}
+}
+
+// dropCopies deletes, best effort, the copies of ledger id made on bookie
+// target that no metadata will name.
+func (a *Auditor) dropCopies(ctx context.Context, id uint64, target string) {
+	dctx, cancel := context.WithTimeout(ctx, a.c.cfg.RequestTimeout)
+	defer cancel()
+	if conn, err := a.c.bookie(dctx, target); err == nil {
+		conn.Delete(dctx, id)
 	}
 }
 
