@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/isobar-mq/isobar/bookie/proto"
 	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/metastore"
 )
@@ -245,10 +246,12 @@ type Auditor struct {
 
 	trigger chan struct{} // capacity 1: a pending trigger is enough
 
-	// mu guards missingSince: when this auditor first saw each bookie
-	// named by a ledger without a registration.
+	// mu guards missingSince, when this auditor first saw each bookie
+	// named by a ledger without a registration, and lastFull, when a
+	// pass last read every ledger.
 	mu           sync.Mutex
 	missingSince map[string]time.Time
+	lastFull     time.Time
 
 	underReplicated atomic.Int64
 	entries         metric.Int64Counter
@@ -365,6 +368,7 @@ func (a *Auditor) AuditOnce(ctx context.Context) (AuditReport, error) {
 		a.underReplicated.Store(0)
 		a.mu.Lock()
 		clear(a.missingSince) // a new auditor starts its delays afresh
+		a.lastFull = time.Time{}
 		a.mu.Unlock()
 		return AuditReport{}, nil
 	}
@@ -372,6 +376,12 @@ func (a *Auditor) AuditOnce(ctx context.Context) (AuditReport, error) {
 	v, err := a.c.viewBookies(ctx)
 	if err != nil {
 		return rep, err
+	}
+	if quiet, err := a.quiet(ctx, v); err != nil {
+		return rep, err
+	} else if !a.fullScanDue(quiet) {
+		rep.UnderReplicated = int(a.underReplicated.Load())
+		return rep, nil
 	}
 	ls, err := a.c.listLedgers(ctx)
 	if err != nil {
@@ -421,6 +431,47 @@ func (a *Auditor) AuditOnce(ctx context.Context) (AuditReport, error) {
 	rep.UnderReplicated = left
 	a.underReplicated.Store(int64(left))
 	return rep, errors.Join(errs...)
+}
+
+// fullScanEvery is how often a pass reads every ledger's metadata even
+// when the bookies look quiet (quiet).
+const fullScanEvery = time.Minute
+
+// fullScanDue says whether this pass reads every ledger: when the
+// bookies are not quiet, or the last full scan is fullScanEvery old. It
+// records the scan.
+func (a *Auditor) fullScanDue(quiet bool) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if quiet && !a.lastFull.IsZero() && time.Since(a.lastFull) < fullScanEvery {
+		return false
+	}
+	a.lastFull = time.Now()
+	return true
+}
+
+// quiet reports whether no bookie can be lost now: every bookie with a
+// cookie is registered, none is decommissioned and none is being timed.
+// A pass then skips reading every ledger (until fullScanEvery), as only a
+// bookie retired before its ledgers were moved could be missed.
+func (a *Auditor) quiet(ctx context.Context, v bookieView) (bool, error) {
+	a.mu.Lock()
+	timing := len(a.missingSince) > 0
+	a.mu.Unlock()
+	if timing || len(v.decommissioned) > 0 {
+		return false, nil
+	}
+	p := proto.CookiesPrefix(metastore.RegionPrefix(a.c.cfg.Region))
+	keys, err := a.c.cfg.Meta.ListKeys(ctx, p)
+	if err != nil {
+		return false, fmt.Errorf("auditor: list cookies: %w", err)
+	}
+	for _, k := range keys {
+		if !v.registered[strings.TrimPrefix(k, p)] {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // copyWindow bounds the entry copies one fragment has in flight.
