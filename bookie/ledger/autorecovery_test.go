@@ -144,9 +144,39 @@ func TestAutoRecoveryAfterBookieLoss(t *testing.T) {
 	killed := time.Now()
 	cl.BookieByID(victim).Server().Abort()
 
-	// Writes go on throughout the loss and the recovery.
+	// Writes go on throughout the loss and the recovery, and so do reads
+	// of the closed ledgers, through readers opened before the loss.
 	stop := make(chan struct{})
 	writing := make(chan struct{})
+	reading := make(chan struct{})
+	rc := newClient(t, cl)
+	var readers []*ledger.Reader
+	for _, l := range closed {
+		r, err := rc.OpenNoRecovery(ctx, l.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers = append(readers, r)
+	}
+	reads := 0
+	go func() {
+		defer close(reading)
+		for {
+			for i, r := range readers {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				got, err := r.Read(ctx, 0, r.LastAddConfirmed())
+				if err != nil || len(got) != len(closed[i].data) {
+					t.Errorf("read ledger %d during recovery: %d entries, %v", r.ID(), len(got), err)
+					return
+				}
+				reads++
+			}
+		}
+	}()
 	go func() {
 		defer close(writing)
 		for {
@@ -192,6 +222,10 @@ func TestAutoRecoveryAfterBookieLoss(t *testing.T) {
 	}
 	close(stop)
 	<-writing
+	<-reading
+	if reads == 0 {
+		t.Fatal("no read during the recovery")
+	}
 	count, _, aerr := live.snapshot()
 	if aerr != nil {
 		t.Fatalf("the live ledger failed: %v", aerr)
