@@ -288,7 +288,7 @@ func (c *Client) NewAuditor(cfg AuditorConfig) (*Auditor, error) {
 		return nil, err
 	}
 	g, err := m.Int64ObservableGauge("isobar.autorecovery.under_replicated_ledgers", metric.WithUnit("{ledger}"),
-		metric.WithDescription("Ledgers with a copy on a lost or decommissioned bookie at the auditor's last pass (0 on brokers that are not the auditor)."))
+		metric.WithDescription("Ledgers with a copy on a missing (unregistered) or decommissioned bookie at the auditor's last full pass (0 on brokers that are not the auditor)."))
 	if err != nil {
 		return nil, err
 	}
@@ -451,14 +451,15 @@ func (a *Auditor) fullScanDue(quiet bool) bool {
 }
 
 // quiet reports whether no bookie can be lost now: every bookie with a
-// cookie is registered, none is decommissioned and none is being timed.
+// cookie is registered, none of them is decommissioned and none is being
+// timed.
 // A pass then skips reading every ledger (until fullScanEvery), as only a
 // bookie retired before its ledgers were moved could be missed.
 func (a *Auditor) quiet(ctx context.Context, v bookieView) (bool, error) {
 	a.mu.Lock()
 	timing := len(a.missingSince) > 0
 	a.mu.Unlock()
-	if timing || len(v.decommissioned) > 0 {
+	if timing {
 		return false, nil
 	}
 	p := proto.CookiesPrefix(metastore.RegionPrefix(a.c.cfg.Region))
@@ -466,8 +467,18 @@ func (a *Auditor) quiet(ctx context.Context, v bookieView) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("auditor: list cookies: %w", err)
 	}
+	cookie := map[string]bool{}
 	for _, k := range keys {
-		if !v.registered[strings.TrimPrefix(k, p)] {
+		id := strings.TrimPrefix(k, p)
+		if !v.registered[id] {
+			return false, nil
+		}
+		cookie[id] = true
+	}
+	// A mark on a bookie since retired (no cookie, not registered) is
+	// left to the full scans.
+	for b := range v.decommissioned {
+		if cookie[b] || v.registered[b] {
 			return false, nil
 		}
 	}
