@@ -91,6 +91,9 @@ type Broker struct {
 	eps       BrokerEndpoints
 	store     *metastore.Store
 	ledgers   *ledger.Client
+	auditor   *ledger.Auditor
+	// stopAudit stops the auditor's goroutine and waits for it.
+	stopAudit func()
 	pol       *policies
 	reg       *ownership.Registry
 	gates     *primary.Gates
@@ -260,6 +263,30 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	}
 	placement.Registry = c.reg
 	reg := c.reg
+	// Automatic recovery: every broker runs the auditor; it acts while
+	// this broker is the region's leader (ownership.Leader, the broker
+	// leader the admin API names).
+	c.auditor, err = c.ledgers.NewAuditor(ledger.AuditorConfig{
+		LostBookieRecoveryDelay: c.cfg.LostBookieRecoveryDelay,
+		MeterProvider:           tel.MeterProvider(),
+		Leader: func(ctx context.Context) bool {
+			infos, err := reg.Brokers(ctx)
+			if err != nil {
+				return false
+			}
+			l, ok := ownership.Leader(infos)
+			return ok && l.ID == c.name
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("broker.lostBookieRecoveryDelay: %w", err)
+	}
+	{
+		actx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); c.auditor.Run(actx) }()
+		c.stopAudit = func() { cancel(); <-done }
+	}
 	var globalMeta metastore.Meta = c.store // no global store: the region keeps its configuration
 	var cached func(string) ([]byte, int64, bool)
 	if c.pol.global != nil {
@@ -334,6 +361,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		TopicDefaults:     b.TopicDefaults(),
 		Schemas:           schemas,
 		Bookies:           racks.NewStore(c.store, bc.Region),
+		Recovery:          ledger.Operations{Client: c.ledgers, Auditor: c.auditor},
 		PeerClient:        peerClient(c.cfg.TLS),
 	})
 	mux := http.NewServeMux()
@@ -573,6 +601,10 @@ func (c *Broker) release(context.Context) {
 				ln.Close()
 			}
 		}
+	}
+	if c.stopAudit != nil {
+		c.stopAudit()
+		c.stopAudit = nil
 	}
 	if c.ledgers != nil {
 		c.ledgers.Close()

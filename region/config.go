@@ -119,6 +119,13 @@ type BrokerConfig struct {
 	// (bookie.tls): the CAs their certificates chain to and the broker's
 	// client certificate (Pulsar's bookkeeperTLS* settings).
 	BookKeeperTLS tlsfiles.ClientConfig `yaml:"bookkeeperTls"`
+	// LostBookieRecoveryDelay is how long a bookie's registration must
+	// have been gone before the region's auditor (run by the leader
+	// broker) copies its ledgers' entries to other bookies
+	// (BookKeeper's lostBookieRecoveryDelay; docs/ledger.md "Automatic
+	// recovery"); zero means 30s. A decommissioned bookie is recovered
+	// at once.
+	LostBookieRecoveryDelay time.Duration `yaml:"lostBookieRecoveryDelay"`
 }
 
 // ReplicatorConfig is one replicator worker.
@@ -191,6 +198,9 @@ func (c BrokerConfig) Validate() error {
 	}
 	if err := c.BookKeeperTLS.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("broker.bookkeeperTls: %w", err))
+	}
+	if c.LostBookieRecoveryDelay < 0 {
+		errs = append(errs, fmt.Errorf("broker.lostBookieRecoveryDelay: %v is negative", c.LostBookieRecoveryDelay))
 	}
 	if c.LeaseTTL < 0 || c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("broker.leaseTTL: %v must be 0 (default) or at least 1s", c.LeaseTTL))

@@ -50,3 +50,14 @@ func TestStartFailureCleansUp(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBrokerRecoveryDelayValidated: a negative lostBookieRecoveryDelay is
+// refused, naming the field.
+func TestBrokerRecoveryDelayValidated(t *testing.T) {
+	var c BrokerConfig
+	c.Region = "r"
+	c.LostBookieRecoveryDelay = -1
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "broker.lostBookieRecoveryDelay") {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -427,8 +428,9 @@ func (c *Client) listBookies(ctx context.Context) ([]BookieInfo, error) {
 	return out, nil
 }
 
-// placementCandidates are the live bookie registrations with the groups
-// and racks the region's racks-info gives them. The racks-info is read
+// placementCandidates are the live bookie registrations, decommissioned
+// ones marked read-only, with the groups and racks the region's
+// racks-info gives them. The racks-info is read
 // each time (placement is rare: a new ledger, an ensemble change), so a
 // change applies at once; when it cannot be read nothing is placed,
 // rather than placed outside a namespace's groups.
@@ -440,6 +442,17 @@ func (c *Client) placementCandidates(ctx context.Context) ([]BookieInfo, error) 
 	rc, err := racks.Read(ctx, c.cfg.Meta, c.cfg.Region)
 	if err != nil {
 		return nil, err
+	}
+	// A decommissioned bookie takes no new copies: to placement it is
+	// read-only (automatic recovery moves its copies away).
+	dec, err := DecommissionedBookies(ctx, c.cfg.Meta, c.cfg.Region)
+	if err != nil {
+		return nil, err
+	}
+	for i, b := range bookies {
+		if slices.Contains(dec, b.ID) {
+			bookies[i].ReadOnly = true
+		}
 	}
 	return WithRacks(bookies, rc), nil
 }

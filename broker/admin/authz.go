@@ -29,7 +29,8 @@ import (
 //     tenant's admins;
 //   - brokers: any role checks health and readiness, superusers list
 //     them;
-//   - bookies (their racks and groups): superusers;
+//   - bookies (their racks and groups, decommissions, under-replicated
+//     ledgers): superusers;
 //   - anything else: superusers.
 //
 // With authorization off every call is allowed.
@@ -80,7 +81,7 @@ func (s *Server) authorize(r *http.Request, pattern string) error {
 	case strings.HasPrefix(path, v2+"/brokers"):
 		return a.SuperUser(role, "list brokers")
 	case strings.HasPrefix(path, v2+"/bookies/"):
-		return a.SuperUser(role, "read or change the bookies' racks")
+		return a.SuperUser(role, "read or change the bookies' racks or decommission a bookie")
 	}
 	d, isTopic := topicDomain(path)
 	if !isTopic {

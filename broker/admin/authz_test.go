@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/auth"
+	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
@@ -79,7 +80,13 @@ func TestEndpointAuthorization(t *testing.T) {
 		t.Fatal(err)
 	}
 	bookies := racks.NewStore(c.Connect(), "standalone")
-	cfg := admin.Config{Policies: store, Topics: ft, Cluster: "standalone", Brokers: newFakeBrokers(ft), Authz: auth.NewAuthorizer(srv, policy.AuthSource{Store: store}), Schemas: schemas, Bookies: bookies}
+	ledgers, err := ledger.NewClient(ledger.Config{Meta: c.Connect(), Region: "standalone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ledgers.Close() })
+	cfg := admin.Config{Policies: store, Topics: ft, Cluster: "standalone", Brokers: newFakeBrokers(ft), Authz: auth.NewAuthorizer(srv, policy.AuthSource{Store: store}), Schemas: schemas, Bookies: bookies,
+		Recovery: ledger.Operations{Client: ledgers}}
 	hs := httptest.NewServer(srv.HTTP(admin.New(cfg)))
 	t.Cleanup(hs.Close)
 
@@ -220,6 +227,10 @@ func TestEndpointAuthorization(t *testing.T) {
 		{"GET", "/admin/v2/bookies/racks-info/b1", "", "super"},
 		{"POST", "/admin/v2/bookies/racks-info/b1?group=g1", `{"rack":"/r1"}`, "super"},
 		{"DELETE", "/admin/v2/bookies/racks-info/b2", "", "super"},
+		{"POST", "/admin/v2/bookies/decommission/b1", "", "super"},
+		{"DELETE", "/admin/v2/bookies/decommission/b1", "", "super"},
+		{"GET", "/admin/v2/bookies/decommissioned", "", "super"},
+		{"GET", "/admin/v2/bookies/under-replicated", "", "super"},
 	}
 
 	snapshot := func() any {
@@ -243,7 +254,8 @@ func TestEndpointAuthorization(t *testing.T) {
 		cl, _ := store.Cluster(ctx, "standalone")
 		vs, _ := schemas.All(ctx, tp)
 		ri, _ := bookies.Read(ctx)
-		return append(out, cl, vs, ri)
+		dec, _ := ledger.Operations{Client: ledgers}.Decommissioned(ctx)
+		return append(out, cl, vs, ri, dec)
 	}
 
 	// Refusals first: every refused call leaves everything as it was.

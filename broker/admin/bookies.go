@@ -33,6 +33,7 @@ func (s *Server) bookieRoutes(v2 string) {
 	s.handle("GET "+v2+"/bookies/racks-info/{bookie}", s.bookieRack)
 	s.handle("POST "+v2+"/bookies/racks-info/{bookie}", s.setBookieRack)
 	s.handle("DELETE "+v2+"/bookies/racks-info/{bookie}", s.deleteBookieRack)
+	s.recoveryRoutes(v2)
 }
 
 func (s *Server) allBookies(w http.ResponseWriter, r *http.Request) error {

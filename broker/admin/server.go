@@ -64,6 +64,10 @@ type Config struct {
 	// Bookies is the region's bookie rack and group assignments
 	// (bookies.go); nil makes the bookies endpoints answer 503.
 	Bookies *racks.Store
+	// Recovery is the region's automatic recovery (recovery.go): bookie
+	// decommissions and the under-replicated ledgers; nil makes its
+	// endpoints answer 503.
+	Recovery BookieRecovery
 	// PeerClient calls the region's other brokers: namespace operations
 	// forward each bundle's part to the broker owning it (nsops.go),
 	// with the caller's Authorization header. Nil: http.DefaultClient.

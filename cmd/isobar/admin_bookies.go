@@ -113,7 +113,7 @@ func (a *adminCmd) bookiesCmd() *cobra.Command {
 			done(cmd, "bookie %s is in no group", bookie)
 			return nil
 		})),
-		readVerb("list-bookies", "List the region's bookies (started at least once and not decommissioned)", &asJSON, func(cmd *cobra.Command, _ []string) error {
+		withAliases(readVerb("list-bookies", "List the region's bookies (started at least once and not decommissioned)", &asJSON, func(cmd *cobra.Command, _ []string) error {
 			var all admin.BookiesClusterInfo
 			if err := a.doREST(cmd, "list bookies", func(ctx context.Context, c *rest.Client) error {
 				return c.GetWithContext(ctx, "/admin/v2/bookies/all", &all)
@@ -128,7 +128,14 @@ func (a *adminCmd) bookiesCmd() *cobra.Command {
 					fmt.Fprintln(w, b.BookieID)
 				}
 			})
-		}),
+		}), "list"),
 	)
+	cmd.AddCommand(a.bookieRecoveryVerbs()...)
 	return cmd
+}
+
+// withAliases gives c other names (pulsar-admin's verb and a shorter one).
+func withAliases(c *cobra.Command, aliases ...string) *cobra.Command {
+	c.Aliases = append(c.Aliases, aliases...)
+	return c
 }

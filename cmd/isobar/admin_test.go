@@ -187,6 +187,37 @@ func TestAdminAgainstARegion(t *testing.T) {
 		a.ok("bookies", "delete-bookie-rack", "--bookie", b)
 		a.fails(1, []string{"404", "Bookie address not found: " + b}, "bookies", "get-bookie-rack", "-b", b)
 		a.fails(1, []string{"404"}, "bookies", "delete-bookie-rack", "-b", b)
+
+		// Automatic recovery's verbs.
+		if out := a.ok("bookies", "list"); !strings.Contains(out, b+"\n") {
+			t.Errorf("list: %q lacks %s", out, b)
+		}
+		var dec []string
+		a.json(&dec, "bookies", "decommissioned")
+		if len(dec) != 0 {
+			t.Errorf("decommissioned: %v", dec)
+		}
+		var under []map[string]any
+		a.json(&under, "bookies", "under-replicated")
+		if len(under) != 0 {
+			t.Errorf("under-replicated: %v", under)
+		}
+		if out := a.ok("bookies", "under-replicated"); !strings.Contains(out, "LEDGER") {
+			t.Errorf("under-replicated: %q", out)
+		}
+		a.fails(1, []string{"404", "Bookie not found: nobody:1"}, "bookies", "decommission", "nobody:1")
+		a.fails(2, []string{"bad id"}, "bookies", "decommission", "bad id")
+		a.fails(2, []string{"<bookie>"}, "bookies", "decommission")
+		a.fails(1, []string{"404", "not decommissioned"}, "bookies", "recommission", b)
+		a.ok("bookies", "decommission", b)
+		a.json(&dec, "bookies", "decommissioned")
+		if !slices.Equal(dec, []string{b}) {
+			t.Errorf("decommissioned: %v", dec)
+		}
+		a.ok("bookies", "recommission", b)
+		if out := a.ok("bookies", "decommissioned"); strings.Contains(out, b) {
+			t.Errorf("decommissioned after recommission: %q", out)
+		}
 	})
 
 	t.Run("tenant namespace policy round trip", func(t *testing.T) {
