@@ -237,8 +237,9 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		Region: bc.Region,
 		Self: ownership.BrokerInfo{ID: c.name, ServiceURL: bc.ServiceURL, HTTPURL: bc.HTTPURL,
 			ServiceURLTLS: bc.ServiceURLTLS, HTTPURLTLS: bc.HTTPURLTLS},
-		LeaseTTL: c.cfg.LeaseTTL,
-		Logger:   c.logger,
+		LeaseTTL:    c.cfg.LeaseTTL,
+		LoadReports: c.cfg.loadReports(),
+		Logger:      c.logger,
 		OnLost: func(ns string, bd topic.Bundle) {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -321,6 +322,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 	c.b = b
+	c.reg.SetLoadSource(broker.NewLoadSampler(b, placement).Sample)
 	adm := admin.New(admin.Config{
 		Policies:          pol,
 		Topics:            b.Admin(),

@@ -62,6 +62,7 @@ type Registry struct {
 	onLost    func(ns string, b topic.Bundle)
 	affinity  func(ctx context.Context, ns string) ([]string, error)
 	ttl       time.Duration
+	loadCfg   LoadReportConfig
 	self      BrokerInfo // Started set, Load unused
 	selfKey   string
 	ownPrefix string
@@ -70,6 +71,7 @@ type Registry struct {
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when run returns
 	loadDirty chan struct{} // capacity 1: coalesced requests to publish the load
+	sampleNow chan struct{} // capacity 1: sample the load now (SetLoadSource)
 	fireMu    sync.Mutex    // OnLost calls, one at a time
 
 	mu         sync.Mutex
@@ -78,6 +80,10 @@ type Registry struct {
 	brokers    map[string]BrokerInfo   // live brokers by id, kept by the watch
 	brokersRev int64                   // watch events at or below it are already in brokers
 	closed     bool
+	loadSrc    func() LoadReport // SetLoadSource
+	report     *LoadReport       // the last sample
+	pub        *LoadReport       // the sample published in the registration
+	pubAt      time.Time
 }
 
 // Start registers the broker under a new lease and starts watching the
@@ -101,12 +107,14 @@ func Start(ctx context.Context, cfg Config) (*Registry, error) {
 		onLost:    cfg.OnLost,
 		affinity:  cfg.AntiAffinity,
 		ttl:       cfg.LeaseTTL,
+		loadCfg:   cfg.LoadReports.withDefaults(),
 		self:      cfg.Self,
 		selfKey:   BrokerKey(cfg.Region, cfg.Self.ID),
 		ownPrefix: OwnershipPrefix(cfg.Region),
 		brkPrefix: BrokersPrefix(cfg.Region),
 		done:      make(chan struct{}),
 		loadDirty: make(chan struct{}, 1),
+		sampleNow: make(chan struct{}, 1),
 		owned:     make(map[string]*owned),
 		brokers:   make(map[string]BrokerInfo),
 	}
@@ -166,6 +174,7 @@ func (r *Registry) registration() ([]byte, error) {
 	r.mu.Lock()
 	info := r.self
 	info.Load = r.ownedCountLocked()
+	info.Report = r.pub
 	r.mu.Unlock()
 	return json.Marshal(info)
 }
@@ -339,8 +348,10 @@ func (r *Registry) readOwner(ctx context.Context, key, ns string, b topic.Bundle
 }
 
 // candidates returns the current lease (nil when not registered) and the
-// brokers placement may choose: the cached live brokers and, when
-// registered, this broker with its exact load.
+// brokers placement may choose: the cached live brokers with their
+// published load and, when registered, this broker with its exact bundle
+// count and last sample. A candidate's Load is its placement score:
+// owned bundles plus LoadReport.Usage.
 func (r *Registry) candidates() (*metastore.Lease, []Candidate) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -348,11 +359,11 @@ func (r *Registry) candidates() (*metastore.Lease, []Candidate) {
 	cands := make([]Candidate, 0, len(r.brokers)+1)
 	for id, info := range r.brokers {
 		if id != r.self.ID && !info.Draining {
-			cands = append(cands, Candidate{ID: id, Load: info.Load})
+			cands = append(cands, Candidate{ID: id, Load: info.Load + info.Report.Usage()})
 		}
 	}
 	if lease != nil && !r.self.Draining {
-		cands = append(cands, Candidate{ID: r.self.ID, Load: r.ownedCountLocked()})
+		cands = append(cands, Candidate{ID: r.self.ID, Load: r.ownedCountLocked() + r.report.Usage()})
 	}
 	return lease, cands
 }
