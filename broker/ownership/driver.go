@@ -85,11 +85,6 @@ func (r *Registry) run(ctx context.Context, ownCh, brkCh <-chan metastore.Event)
 				p.publishLoad = true
 				work()
 			}
-		case <-r.sampleNow:
-			if r.sampleLoad() {
-				p.publishLoad = true
-				work()
-			}
 		}
 	}
 }

@@ -168,14 +168,14 @@ func changedBy(a, b, pct float64) bool {
 // SetLoadSource sets the function sampled for the broker's load report
 // every LoadReportConfig.Interval (the broker's counters; see
 // broker.LoadSampler). Until it is set the registration carries no
-// report and placement counts this broker's bundles only.
+// report and placement counts this broker's bundles only. The first
+// sample is taken at once.
 func (r *Registry) SetLoadSource(src func() LoadReport) {
 	r.mu.Lock()
 	r.loadSrc = src
 	r.mu.Unlock()
-	select {
-	case r.sampleNow <- struct{}{}:
-	default:
+	if r.sampleLoad() {
+		r.markLoadDirty()
 	}
 }
 

@@ -71,7 +71,6 @@ type Registry struct {
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when run returns
 	loadDirty chan struct{} // capacity 1: coalesced requests to publish the load
-	sampleNow chan struct{} // capacity 1: sample the load now (SetLoadSource)
 	fireMu    sync.Mutex    // OnLost calls, one at a time
 
 	mu         sync.Mutex
@@ -114,7 +113,6 @@ func Start(ctx context.Context, cfg Config) (*Registry, error) {
 		brkPrefix: BrokersPrefix(cfg.Region),
 		done:      make(chan struct{}),
 		loadDirty: make(chan struct{}, 1),
-		sampleNow: make(chan struct{}, 1),
 		owned:     make(map[string]*owned),
 		brokers:   make(map[string]BrokerInfo),
 	}
