@@ -72,6 +72,10 @@ type Registry struct {
 	done      chan struct{} // closed when run returns
 	loadDirty chan struct{} // capacity 1: coalesced requests to publish the load
 	fireMu    sync.Mutex    // OnLost calls, one at a time
+	// Split's delayed deletions of parent bundle keys: stop closes
+	// retireStop and waits for them.
+	retireWG   sync.WaitGroup
+	retireStop chan struct{}
 
 	mu         sync.Mutex
 	reg        *metastore.Registration // the broker's registration; its lease holds the ownership keys
@@ -100,21 +104,22 @@ func Start(ctx context.Context, cfg Config) (*Registry, error) {
 		return nil, err
 	}
 	r := &Registry{
-		meta:      cfg.Meta,
-		logger:    cfg.Logger,
-		now:       cfg.Now,
-		onLost:    cfg.OnLost,
-		affinity:  cfg.AntiAffinity,
-		ttl:       cfg.LeaseTTL,
-		loadCfg:   cfg.LoadReports.withDefaults(),
-		self:      cfg.Self,
-		selfKey:   BrokerKey(cfg.Region, cfg.Self.ID),
-		ownPrefix: OwnershipPrefix(cfg.Region),
-		brkPrefix: BrokersPrefix(cfg.Region),
-		done:      make(chan struct{}),
-		loadDirty: make(chan struct{}, 1),
-		owned:     make(map[string]*owned),
-		brokers:   make(map[string]BrokerInfo),
+		meta:       cfg.Meta,
+		logger:     cfg.Logger,
+		now:        cfg.Now,
+		onLost:     cfg.OnLost,
+		affinity:   cfg.AntiAffinity,
+		ttl:        cfg.LeaseTTL,
+		loadCfg:    cfg.LoadReports.withDefaults(),
+		self:       cfg.Self,
+		selfKey:    BrokerKey(cfg.Region, cfg.Self.ID),
+		ownPrefix:  OwnershipPrefix(cfg.Region),
+		brkPrefix:  BrokersPrefix(cfg.Region),
+		done:       make(chan struct{}),
+		loadDirty:  make(chan struct{}, 1),
+		retireStop: make(chan struct{}),
+		owned:      make(map[string]*owned),
+		brokers:    make(map[string]BrokerInfo),
 	}
 	if r.logger == nil {
 		r.logger = slog.New(slog.DiscardHandler)
@@ -631,6 +636,8 @@ func (r *Registry) stop() bool {
 	r.mu.Unlock()
 	r.cancel()
 	<-r.done
+	close(r.retireStop)
+	r.retireWG.Wait()
 	return true
 }
 
