@@ -222,12 +222,12 @@ func TestBundleSplitRefusals(t *testing.T) {
 		bundle, query string
 		want          int
 	}{
-		{"0x00000000_0x40000000", "", http.StatusPreconditionFailed},                 // not a bundle of the namespace
-		{"0x00000000-0x40000000", "", http.StatusPreconditionFailed},                 // not a bundle at all
+		{"0x00000000_0x40000000", "", http.StatusPreconditionFailed},                    // not a bundle of the namespace
+		{"0x00000000-0x40000000", "", http.StatusPreconditionFailed},                    // not a bundle at all
 		{before[1].String(), "splitAlgorithmName=bogus", http.StatusPreconditionFailed}, // unknown algorithm
 		{before[1].String(), "splitAlgorithmName=specified_positions_divide", http.StatusPreconditionFailed},
 		{before[1].String(), "unload=maybe", http.StatusBadRequest},
-		{before[0].String(), "", http.StatusPreconditionFailed},                                        // one hash wide
+		{before[0].String(), "", http.StatusPreconditionFailed},                                              // one hash wide
 		{before[1].String(), "splitAlgorithmName=topic_count_equally_divide", http.StatusPreconditionFailed}, // no topics
 	}
 	for _, tt := range tests {
