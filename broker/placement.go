@@ -7,6 +7,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -21,6 +22,11 @@ const DefaultBundles = 4
 type OwnershipPlacement struct {
 	Registry *ownership.Registry
 	Policies *policy.Store
+	// Local and Region, when set, keep the region's own bundle
+	// boundaries of split namespaces (adminsplit.go): the region's
+	// metadata store and name.
+	Local  metastore.Meta
+	Region string
 
 	mu      sync.Mutex
 	bundles map[string][]topic.Bundle // by namespace
@@ -44,15 +50,9 @@ func (p *OwnershipPlacement) bundlesOf(ctx context.Context, ns string) ([]topic.
 		p.mu.Unlock()
 		return bs, ok, nil
 	}
-	bs := topic.Bundles(DefaultBundles)
-	if p.Policies != nil {
-		pol, err := p.Policies.Namespace(ctx, ns)
-		if err != nil {
-			return nil, false, err
-		}
-		if pol.Bundles != nil {
-			bs = pol.Bundles.List()
-		}
+	bs, _, _, err := p.readBundles(ctx, ns)
+	if err != nil {
+		return nil, false, err
 	}
 	p.setBundles(ns, bs)
 	return bs, true, nil

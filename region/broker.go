@@ -231,7 +231,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	}
 	pol := c.pol.store
 	var b *broker.Broker // set below; OnLost runs only after Start
-	placement := &broker.OwnershipPlacement{Policies: pol}
+	placement := &broker.OwnershipPlacement{Policies: pol, Local: c.store, Region: bc.Region}
 	c.reg, err = ownership.Start(ctx, ownership.Config{
 		Meta:   c.store,
 		Region: bc.Region,
@@ -502,7 +502,7 @@ func (c *Broker) Shutdown(ctx context.Context) error {
 	if err := c.reg.Drain(ctx); err != nil {
 		c.logger.Warn("drain mark", "err", err)
 	}
-	placement := &broker.OwnershipPlacement{Registry: c.reg, Policies: c.pol.store}
+	placement := &broker.OwnershipPlacement{Registry: c.reg, Policies: c.pol.store, Local: c.store, Region: c.cfg.Region}
 	for _, ob := range c.reg.Owned() {
 		if ctx.Err() != nil {
 			break

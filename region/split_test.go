@@ -12,13 +12,25 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
+	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/region"
 	"github.com/isobar-mq/isobar/topic"
 )
 
-// nsBundles reads the namespace's bundles from its policies.
+// nsBundles reads the namespace's bundles in the region, as broker 0
+// places topics in them.
 func nsBundles(t *testing.T, r *region.Region, ns string) []topic.Bundle {
+	t.Helper()
+	bs, err := r.Broker(0).Admin().(admin.Bundles).Bundles(context.Background(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bs
+}
+
+// globalBundles reads the namespace's bundles from its policies.
+func globalBundles(t *testing.T, r *region.Region, ns string) []topic.Bundle {
 	t.Helper()
 	p, err := r.Policies().Namespace(context.Background(), ns)
 	if err != nil {
@@ -185,6 +197,11 @@ func TestBundleSplitUnderTraffic(t *testing.T) {
 		}
 		return true
 	})
+	// The split is the region's: the namespace's policies keep their
+	// boundaries.
+	if g := globalBundles(t, r, ns); !slices.Equal(g, before) {
+		t.Fatalf("the policies' bundles changed: %v", g)
+	}
 	// Each topic's lookup answers, at both brokers.
 	final := nsBundles(t, r, ns)
 	for i := range r.Brokers() {
