@@ -3,6 +3,7 @@ package ownership
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -146,5 +147,69 @@ func TestLoadReportsSteerPlacement(t *testing.T) {
 	})
 	if owner := follow(t, bundles[5], b, a, b); owner.ID != "a" {
 		t.Fatalf("%s placed on %s; want a, now idle", bundles[5], owner.ID)
+	}
+}
+
+// TestSplitHandsOverOrChangesNothing: Split creates the halves' keys
+// before commit and drops the parent after; a failing commit, or a half
+// owned already, leaves the parent owned and no half.
+func TestSplitHandsOverOrChangesNothing(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{})
+	a := start(t, config(c, "a", 7400))
+	ctx := context.Background()
+	parent := topic.Bundles(4)[1]
+	lo, hi, _ := topic.SplitRange(parent)
+	if owner := lookup(t, a, parent, true); owner.ID != "a" {
+		t.Fatal(owner)
+	}
+	key := func(b topic.Bundle) string { k, _ := OwnershipKey(c.Region, ns, b); return k }
+
+	// A failing commit: nothing changes.
+	boom := errors.New("boom")
+	var sawHalves bool
+	err := a.Split(ctx, ns, parent, lo, hi, time.Hour, func(context.Context) error {
+		sawHalves = keyExists(t, c, key(lo)) && keyExists(t, c, key(hi))
+		return boom
+	})
+	if !errors.Is(err, boom) || !sawHalves {
+		t.Fatalf("Split = %v; halves existed at commit: %v", err, sawHalves)
+	}
+	if !a.Owns(ns, parent) || a.Owns(ns, lo) || a.Owns(ns, hi) || keyExists(t, c, key(lo)) || keyExists(t, c, key(hi)) {
+		t.Fatal("a failed split changed the ownership")
+	}
+	// Not a split of the parent; not owned.
+	if err := a.Split(ctx, ns, parent, lo, topic.Bundle{Lo: hi.Lo + 1, Hi: hi.Hi}, time.Hour, nil); !errors.Is(err, ErrInvalidBundle) {
+		t.Fatalf("halves that do not tile: %v", err)
+	}
+	if err := a.Split(ctx, ns, lo, topic.Bundle{Lo: lo.Lo, Hi: lo.Lo + 5}, topic.Bundle{Lo: lo.Lo + 5, Hi: lo.Hi}, time.Hour, nil); !errors.Is(err, ErrNotOwned) {
+		t.Fatalf("split of a bundle not owned: %v", err)
+	}
+	// A half owned already: a conflict, nothing changes.
+	if _, err := c.Meta.Put(ctx, key(hi), []byte(`{"broker":"zz"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Split(ctx, ns, parent, lo, hi, time.Hour, func(context.Context) error { return nil }); !errors.Is(err, ErrSplitConflict) {
+		t.Fatalf("Split with a half taken: %v", err)
+	}
+	if !a.Owns(ns, parent) || a.Owns(ns, lo) || keyExists(t, c, key(lo)) {
+		t.Fatal("a conflicting split changed the ownership")
+	}
+	if err := c.Meta.Delete(ctx, key(hi)); err != nil {
+		t.Fatal(err)
+	}
+	// A split that commits: both halves owned, the parent not, and its
+	// key gone after the grace.
+	if err := a.Split(ctx, ns, parent, lo, hi, 100*time.Millisecond, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !a.Owns(ns, lo) || !a.Owns(ns, hi) || a.Owns(ns, parent) {
+		t.Fatal("after the split: the halves are not owned, or the parent still is")
+	}
+	testcluster.WaitFor(t, 5*time.Second, func() bool { return !keyExists(t, c, key(parent)) })
+	if a.lost.len() != 0 {
+		t.Fatalf("losses: %v", a.lost.got)
+	}
+	if got := a.Owned(); len(got) != 2 {
+		t.Fatalf("owned after the split: %v", got)
 	}
 }
