@@ -2,11 +2,13 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strconv"
 
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/dynconfig"
+	"github.com/isobar-mq/isobar/broker/ownership"
 )
 
 // BrokerAdmin returns the broker's implementation of the admin API's
@@ -81,4 +83,23 @@ func (a adminBrokers) refresh(ctx context.Context) error {
 	}
 	a.b.setDynamic(v, rev)
 	return nil
+}
+
+// loadReporter is implemented by a Placement that samples the broker's
+// load (OwnershipPlacement).
+type loadReporter interface {
+	LoadReport() (ownership.LoadReport, bool)
+}
+
+// LoadReport implements admin.LoadReporter.
+func (a adminBrokers) LoadReport(ctx context.Context) (any, error) {
+	lr, ok := a.b.deps.Placement.(loadReporter)
+	if !ok {
+		return nil, fmt.Errorf("%w: this broker places no bundles and publishes no load report", admin.ErrUnavailable)
+	}
+	rep, ok := lr.LoadReport()
+	if !ok {
+		return nil, fmt.Errorf("%w: no load sampled yet", admin.ErrUnavailable)
+	}
+	return rep, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -21,6 +22,11 @@ const DefaultBundles = 4
 type OwnershipPlacement struct {
 	Registry *ownership.Registry
 	Policies *policy.Store
+	// Local and Region, when set, keep the region's own bundle
+	// boundaries of split namespaces (adminsplit.go): the region's
+	// metadata store and name.
+	Local  metastore.Meta
+	Region string
 
 	mu      sync.Mutex
 	bundles map[string][]topic.Bundle // by namespace
@@ -34,36 +40,56 @@ func (p *OwnershipPlacement) bundleFor(ctx context.Context, name topic.Name) (to
 	return topic.BundleFor(name, bs), true, nil
 }
 
-// bundlesOf returns the bundles of namespace ns, read once from its
-// policies and then cached; with a nil ctx it does not read (false when
-// not cached).
+// bundlesOf returns the bundles of namespace ns: with a ctx read from its
+// policies (their boundaries, which a split changes) and cached; with a
+// nil ctx from the cache only, without blocking (false when not cached).
 func (p *OwnershipPlacement) bundlesOf(ctx context.Context, ns string) ([]topic.Bundle, bool, error) {
-	p.mu.Lock()
-	bs, ok := p.bundles[ns]
-	p.mu.Unlock()
-	if !ok {
-		if ctx == nil {
-			return nil, false, nil
-		}
-		n := DefaultBundles
-		if p.Policies != nil {
-			pol, err := p.Policies.Namespace(ctx, ns)
-			if err != nil {
-				return nil, false, err
-			}
-			if pol.Bundles != nil && pol.Bundles.NumBundles > 0 {
-				n = pol.Bundles.NumBundles
-			}
-		}
-		bs = topic.Bundles(n)
+	if ctx == nil {
 		p.mu.Lock()
-		if p.bundles == nil {
-			p.bundles = map[string][]topic.Bundle{}
-		}
-		p.bundles[ns] = bs
+		bs, ok := p.bundles[ns]
 		p.mu.Unlock()
+		return bs, ok, nil
 	}
+	bs, _, _, err := p.readBundles(ctx, ns)
+	if err != nil {
+		return nil, false, err
+	}
+	p.setBundles(ns, bs)
 	return bs, true, nil
+}
+
+// setBundles caches the bundles of ns, unless the cached ones refine
+// them (split them further): the policies read were older than a split
+// this broker made, from a cache of the store that lags its own write.
+// (Bundles are only ever split, never merged.)
+func (p *OwnershipPlacement) setBundles(ns string, bs []topic.Bundle) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bundles == nil {
+		p.bundles = map[string][]topic.Bundle{}
+	}
+	if old, ok := p.bundles[ns]; ok && refines(old, bs) {
+		return
+	}
+	p.bundles[ns] = bs
+}
+
+// refines reports whether fine has more bundles than coarse and every
+// boundary of coarse is one of fine's.
+func refines(fine, coarse []topic.Bundle) bool {
+	if len(fine) <= len(coarse) {
+		return false
+	}
+	have := make(map[uint32]bool, len(fine))
+	for _, b := range fine {
+		have[b.Lo] = true
+	}
+	for _, b := range coarse {
+		if !have[b.Lo] {
+			return false
+		}
+	}
+	return true
 }
 
 // Lookup implements Placement.

@@ -79,6 +79,9 @@ type Topic struct {
 	subActiveMu sync.Mutex
 	subActive   map[string]time.Time
 
+	// dispatched to consumers, counted for load reports (load.go)
+	msgOut, bytesOut atomic.Int64
+
 	msgIn, bytesIn atomic.Int64
 	lastPublish    atomic.Int64                // when an entry was last stored, Unix ms (0: not since loaded)
 	activeAt       atomic.Int64                // when a producer or consumer last came or went, Unix ns (inactive.go)

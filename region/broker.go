@@ -234,14 +234,15 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	}
 	pol := c.pol.store
 	var b *broker.Broker // set below; OnLost runs only after Start
-	placement := &broker.OwnershipPlacement{Policies: pol}
+	placement := &broker.OwnershipPlacement{Policies: pol, Local: c.store, Region: bc.Region}
 	c.reg, err = ownership.Start(ctx, ownership.Config{
 		Meta:   c.store,
 		Region: bc.Region,
 		Self: ownership.BrokerInfo{ID: c.name, ServiceURL: bc.ServiceURL, HTTPURL: bc.HTTPURL,
 			ServiceURLTLS: bc.ServiceURLTLS, HTTPURLTLS: bc.HTTPURLTLS},
-		LeaseTTL: c.cfg.LeaseTTL,
-		Logger:   c.logger,
+		LeaseTTL:    c.cfg.LeaseTTL,
+		LoadReports: c.cfg.loadReports(),
+		Logger:      c.logger,
 		OnLost: func(ns string, bd topic.Bundle) {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -348,6 +349,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 	c.b = b
+	c.reg.SetLoadSource(broker.NewLoadSampler(b, placement).Sample)
 	adm := admin.New(admin.Config{
 		Policies:          pol,
 		Topics:            b.Admin(),
@@ -528,7 +530,7 @@ func (c *Broker) Shutdown(ctx context.Context) error {
 	if err := c.reg.Drain(ctx); err != nil {
 		c.logger.Warn("drain mark", "err", err)
 	}
-	placement := &broker.OwnershipPlacement{Registry: c.reg, Policies: c.pol.store}
+	placement := &broker.OwnershipPlacement{Registry: c.reg, Policies: c.pol.store, Local: c.store, Region: c.cfg.Region}
 	for _, ob := range c.reg.Owned() {
 		if ctx.Err() != nil {
 			break

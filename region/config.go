@@ -11,6 +11,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie"
 	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/internal/natsembed"
 	"github.com/isobar-mq/isobar/internal/tlsfiles"
 	"github.com/isobar-mq/isobar/metastore"
@@ -98,6 +99,18 @@ type BrokerConfig struct {
 	// LeaseTTL is how long a dead broker keeps its bundles; zero means
 	// 10s.
 	LeaseTTL time.Duration `yaml:"leaseTTL"`
+	// LoadReportInterval is how often the broker samples its load (CPU,
+	// message and byte rates, topics, connections, per owned bundle) for
+	// its load report in the region's metadata store (docs/ownership.md);
+	// zero means 10s.
+	LoadReportInterval time.Duration `yaml:"loadReportInterval"`
+	// LoadReportThresholdPercentage is the change of a sampled figure,
+	// in percent of the published one, that publishes a sample at once
+	// (Pulsar's loadBalancerReportUpdateThresholdPercentage); zero means 10.
+	LoadReportThresholdPercentage float64 `yaml:"loadReportThresholdPercentage"`
+	// LoadReportMaxInterval is the longest a sample goes unpublished
+	// (Pulsar's loadBalancerReportUpdateMaxIntervalMinutes); zero means 15m.
+	LoadReportMaxInterval time.Duration `yaml:"loadReportMaxInterval"`
 	// TLS, when its certificate and key are set, serves the Pulsar
 	// protocol (pulsar+ssl://) on TLSListenAddr and the HTTP API on
 	// HTTPSListenAddr as well (docs/security.md). The files are read
@@ -126,6 +139,11 @@ type BrokerConfig struct {
 	// recovery"); zero means 30s. A decommissioned bookie is recovered
 	// at once.
 	LostBookieRecoveryDelay time.Duration `yaml:"lostBookieRecoveryDelay"`
+}
+
+// loadReports is the ownership registry's load report configuration.
+func (c BrokerConfig) loadReports() ownership.LoadReportConfig {
+	return ownership.LoadReportConfig{Interval: c.LoadReportInterval, Threshold: c.LoadReportThresholdPercentage, MaxInterval: c.LoadReportMaxInterval}
 }
 
 // ReplicatorConfig is one replicator worker.
@@ -204,6 +222,9 @@ func (c BrokerConfig) Validate() error {
 	}
 	if c.LeaseTTL < 0 || c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("broker.leaseTTL: %v must be 0 (default) or at least 1s", c.LeaseTTL))
+	}
+	if err := c.loadReports().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("broker: %w", err))
 	}
 	// The broker's own checks, with the URLs it will advertise.
 	bc := c.Config

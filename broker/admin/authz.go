@@ -14,7 +14,8 @@ import (
 //   - tenants: superusers list, create, change and delete them, a
 //     tenant's admin roles read it;
 //   - namespaces, their policies and permissions: the tenant's admins;
-//     unloading a namespace or bundle: superusers (as Pulsar); listing an
+//     unloading a namespace or bundle, splitting a bundle: superusers
+//     (as Pulsar); listing an
 //     anti-affinity group's namespaces: the admins of the tenant named
 //     by ?property=;
 //   - topics: reading a topic's stats, partitions, messages or
@@ -59,6 +60,8 @@ func (s *Server) authorize(r *http.Request, pattern string) error {
 		return a.SuperUser(role, "create, change or delete tenants")
 	case strings.HasPrefix(path, v2+"/namespaces/") && strings.HasSuffix(path, "/unload"):
 		return a.SuperUser(role, "unload namespaces and bundles")
+	case strings.HasPrefix(path, v2+"/namespaces/") && strings.HasSuffix(path, "/split"):
+		return a.SuperUser(role, "split bundles")
 	case path == v2+"/namespaces/{tenant}/{namespace}/{policy}" && r.PathValue("namespace") == "antiAffinity":
 		t := r.URL.Query().Get("property")
 		return a.TenantAdmin(ctx, role, t, "list the anti-affinity groups of tenant "+t)

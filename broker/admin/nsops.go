@@ -64,6 +64,7 @@ const peerTimeout = 2 * time.Minute
 func (s *Server) nsOpRoutes(ns string) {
 	s.handle("PUT "+ns+"/unload", s.unloadNamespace)
 	s.handle("PUT "+ns+"/{bundle}/unload", s.unloadBundle)
+	s.handle("PUT "+ns+"/{bundle}/split", s.splitBundle)
 	s.handle("POST "+ns+"/clearBacklog", s.clearNamespaceBacklog)
 	s.handle("POST "+ns+"/{seg1}/{seg2}", s.nsPost2)
 	s.handle("POST "+ns+"/{bundle}/{op}/{subscription}", s.bundlePost3)

@@ -395,6 +395,7 @@ func (s *Server) routes() {
 	s.handle("POST "+sc+"/compatibility", s.schemaHandler(s.testCompatibility))
 	s.handle("POST "+sc+"/version", s.schemaHandler(s.schemaVersionOf))
 	// Brokers.
+	s.handle("GET "+v2+"/broker-stats/load-report", s.loadReport)
 	s.handle("GET "+v2+"/brokers/health", s.health)
 	s.handle("GET "+v2+"/brokers/ready", s.ready)
 	s.handle("GET "+v2+"/brokers", s.listActiveBrokers)

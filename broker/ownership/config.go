@@ -35,6 +35,9 @@ type BrokerInfo struct {
 	Started time.Time `json:"started"`
 	// Load is the number of bundles the broker owns, as last published.
 	Load int `json:"load"`
+	// Report is the broker's last published load report (nil before its
+	// first sample, or without a load source: Registry.SetLoadSource).
+	Report *LoadReport `json:"loadReport,omitempty"`
 	// Draining is set while the broker shuts down gracefully: no bundle
 	// is placed on it any more.
 	Draining bool `json:"draining,omitempty"`
@@ -69,6 +72,9 @@ type Config struct {
 	// the fewest of them (Place). It is called on lookups of unowned
 	// bundles only.
 	AntiAffinity func(ctx context.Context, ns string) ([]string, error)
+	// LoadReports sets how often the load source is sampled and when a
+	// sample is published (see LoadReportConfig).
+	LoadReports LoadReportConfig
 }
 
 // Validate reports every problem with the config at once.
@@ -97,6 +103,9 @@ func (c Config) Validate() error {
 	}
 	if c.LeaseTTL < 0 || c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("ownership.leaseTTL: %v; want 0 (default %v) or at least 1s", c.LeaseTTL, DefaultLeaseTTL))
+	}
+	if err := c.LoadReports.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -25,8 +25,8 @@ type pending struct {
 
 func (p pending) any() bool { return p.resyncOwned || p.relistBrokers || p.publishLoad }
 
-// run is the registry's goroutine: it applies watch events, publishes the
-// load and fires OnLost for bundles whose keys changed. (The registration
+// run is the registry's goroutine: it applies watch events, samples and
+// publishes the load and fires OnLost for bundles whose keys changed. (The registration
 // notices a lost lease and registers again by itself; leaseLost handles
 // the bundles.)
 func (r *Registry) run(ctx context.Context, ownCh, brkCh <-chan metastore.Event) {
@@ -35,6 +35,8 @@ func (r *Registry) run(ctx context.Context, ownCh, brkCh <-chan metastore.Event)
 	retry.Stop()
 	defer retry.Stop()
 	var p pending
+	sample := time.NewTicker(r.loadCfg.Interval)
+	defer sample.Stop()
 	work := func() {
 		if p.resyncOwned {
 			p.resyncOwned = !r.resyncOwned(ctx)
@@ -78,6 +80,11 @@ func (r *Registry) run(ctx context.Context, ownCh, brkCh <-chan metastore.Event)
 			work()
 		case <-retry.C:
 			work()
+		case <-sample.C:
+			if r.sampleLoad() {
+				p.publishLoad = true
+				work()
+			}
 		}
 	}
 }

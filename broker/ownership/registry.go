@@ -62,6 +62,7 @@ type Registry struct {
 	onLost    func(ns string, b topic.Bundle)
 	affinity  func(ctx context.Context, ns string) ([]string, error)
 	ttl       time.Duration
+	loadCfg   LoadReportConfig
 	self      BrokerInfo // Started set, Load unused
 	selfKey   string
 	ownPrefix string
@@ -71,6 +72,10 @@ type Registry struct {
 	done      chan struct{} // closed when run returns
 	loadDirty chan struct{} // capacity 1: coalesced requests to publish the load
 	fireMu    sync.Mutex    // OnLost calls, one at a time
+	// Split's delayed deletions of parent bundle keys: stop closes
+	// retireStop and waits for them.
+	retireWG   sync.WaitGroup
+	retireStop chan struct{}
 
 	mu         sync.Mutex
 	reg        *metastore.Registration // the broker's registration; its lease holds the ownership keys
@@ -78,6 +83,10 @@ type Registry struct {
 	brokers    map[string]BrokerInfo   // live brokers by id, kept by the watch
 	brokersRev int64                   // watch events at or below it are already in brokers
 	closed     bool
+	loadSrc    func() LoadReport // SetLoadSource
+	report     *LoadReport       // the last sample
+	pub        *LoadReport       // the sample published in the registration
+	pubAt      time.Time
 }
 
 // Start registers the broker under a new lease and starts watching the
@@ -95,20 +104,22 @@ func Start(ctx context.Context, cfg Config) (*Registry, error) {
 		return nil, err
 	}
 	r := &Registry{
-		meta:      cfg.Meta,
-		logger:    cfg.Logger,
-		now:       cfg.Now,
-		onLost:    cfg.OnLost,
-		affinity:  cfg.AntiAffinity,
-		ttl:       cfg.LeaseTTL,
-		self:      cfg.Self,
-		selfKey:   BrokerKey(cfg.Region, cfg.Self.ID),
-		ownPrefix: OwnershipPrefix(cfg.Region),
-		brkPrefix: BrokersPrefix(cfg.Region),
-		done:      make(chan struct{}),
-		loadDirty: make(chan struct{}, 1),
-		owned:     make(map[string]*owned),
-		brokers:   make(map[string]BrokerInfo),
+		meta:       cfg.Meta,
+		logger:     cfg.Logger,
+		now:        cfg.Now,
+		onLost:     cfg.OnLost,
+		affinity:   cfg.AntiAffinity,
+		ttl:        cfg.LeaseTTL,
+		loadCfg:    cfg.LoadReports.withDefaults(),
+		self:       cfg.Self,
+		selfKey:    BrokerKey(cfg.Region, cfg.Self.ID),
+		ownPrefix:  OwnershipPrefix(cfg.Region),
+		brkPrefix:  BrokersPrefix(cfg.Region),
+		done:       make(chan struct{}),
+		loadDirty:  make(chan struct{}, 1),
+		retireStop: make(chan struct{}),
+		owned:      make(map[string]*owned),
+		brokers:    make(map[string]BrokerInfo),
 	}
 	if r.logger == nil {
 		r.logger = slog.New(slog.DiscardHandler)
@@ -166,6 +177,7 @@ func (r *Registry) registration() ([]byte, error) {
 	r.mu.Lock()
 	info := r.self
 	info.Load = r.ownedCountLocked()
+	info.Report = r.pub
 	r.mu.Unlock()
 	return json.Marshal(info)
 }
@@ -339,8 +351,10 @@ func (r *Registry) readOwner(ctx context.Context, key, ns string, b topic.Bundle
 }
 
 // candidates returns the current lease (nil when not registered) and the
-// brokers placement may choose: the cached live brokers and, when
-// registered, this broker with its exact load.
+// brokers placement may choose: the cached live brokers with their
+// published load and, when registered, this broker with its exact bundle
+// count and last sample. A candidate's Load is its placement score:
+// owned bundles plus LoadReport.Usage.
 func (r *Registry) candidates() (*metastore.Lease, []Candidate) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -348,11 +362,11 @@ func (r *Registry) candidates() (*metastore.Lease, []Candidate) {
 	cands := make([]Candidate, 0, len(r.brokers)+1)
 	for id, info := range r.brokers {
 		if id != r.self.ID && !info.Draining {
-			cands = append(cands, Candidate{ID: id, Load: info.Load})
+			cands = append(cands, Candidate{ID: id, Load: info.Load + info.Report.Usage()})
 		}
 	}
 	if lease != nil && !r.self.Draining {
-		cands = append(cands, Candidate{ID: r.self.ID, Load: r.ownedCountLocked()})
+		cands = append(cands, Candidate{ID: r.self.ID, Load: r.ownedCountLocked() + r.report.Usage()})
 	}
 	return lease, cands
 }
@@ -622,6 +636,8 @@ func (r *Registry) stop() bool {
 	r.mu.Unlock()
 	r.cancel()
 	<-r.done
+	close(r.retireStop)
+	r.retireWG.Wait()
 	return true
 }
 

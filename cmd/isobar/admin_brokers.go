@@ -105,6 +105,29 @@ func (a *adminCmd) brokersCmd() *cobra.Command {
 			}
 			return show(cmd, asJSON, l, func(w io.Writer) { fmt.Fprintf(w, "%s\t%s\n", l.BrokerID, l.ServiceURL) })
 		}),
+		readVerb("load-report", "Show the load report of the broker the admin URL reaches (pulsar-admin broker-stats load-report)", &asJSON, func(cmd *cobra.Command, _ []string) error {
+			var rep *utils.LocalBrokerData
+			if err := a.do(cmd, "get the load report", func(ctx context.Context, c pulsaradmin.Client) (err error) {
+				rep, err = c.BrokerStats().GetLoadReportWithContext(ctx)
+				return err
+			}); err != nil {
+				return err
+			}
+			return show(cmd, asJSON, rep, func(w io.Writer) {
+				fmt.Fprintf(w, "broker\t%s\n", rep.WebServiceURL)
+				fmt.Fprintf(w, "cpu\t%.1f%%\n", rep.CPU.Usage)
+				fmt.Fprintf(w, "msgRateIn\t%.1f\nmsgRateOut\t%.1f\n", rep.MsgRateIn, rep.MsgRateOut)
+				fmt.Fprintf(w, "msgThroughputIn\t%.1f\nmsgThroughputOut\t%.1f\n", rep.MsgThroughputIn, rep.MsgThroughputOut)
+				fmt.Fprintf(w, "topics\t%d\nbundles\t%d\n", rep.NumTopics, rep.NumBundles)
+				for _, b := range rep.Bundles {
+					st := rep.LastStats[b]
+					if st == nil {
+						st = &utils.NamespaceBundleStats{}
+					}
+					fmt.Fprintf(w, "bundle\t%s\ttopics=%d\tmsgRateIn=%.1f\tmsgRateOut=%.1f\n", b, st.TopicsNum, st.MsgRateIn, st.MsgRateOut)
+				}
+			})
+		}),
 		readVerb("list-dynamic-config", "List the settings that may be changed at run time", &asJSON, func(cmd *cobra.Command, _ []string) error {
 			var names []string
 			if err := a.do(cmd, "list dynamic configuration names", func(ctx context.Context, c pulsaradmin.Client) (err error) {

@@ -193,7 +193,7 @@ func (a *adminCmd) namespaceOpVerbs(nsVerb func(*cobra.Command, func(*cobra.Comm
 	listGroup.Flags().StringVarP(&tenant, "tenant", "p", "", "the tenant (required)")
 
 	return []*cobra.Command{unload, clearBacklog, unsubscribe, deleteBundle, setInactive, getInactive, removeInactive,
-		setGroup, getGroup, deleteGroup, listGroup}
+		setGroup, getGroup, deleteGroup, listGroup, a.splitBundleVerb(nsVerb)}
 }
 
 // inactiveVerbs are set-, get- and remove-inactive-topic-policies for a

@@ -59,6 +59,15 @@ func TestAdminNamespaceOps(t *testing.T) {
 	a.ok("namespaces", "unload", ns)
 	a.ok("namespaces", "unload", ns, "-b", bundle)
 	a.fails(1, []string{"412", "Invalid bundle range"}, "namespaces", "unload", ns, "-b", "0x00000000_0x10000000")
+	// Split a bundle other than tp's; it is gone afterwards.
+	other := topic.Bundles(topic.DefaultBundles)[0].String()
+	if other == bundle {
+		other = topic.Bundles(topic.DefaultBundles)[1].String()
+	}
+	a.fails(1, []string{"412", "Unsupported split algorithm"}, "namespaces", "split-bundle", ns, "-b", other, "--split-algorithm-name", "bogus")
+	a.fails(2, []string{"--bundle"}, "namespaces", "split-bundle", ns)
+	a.ok("namespaces", "split-bundle", ns, "-b", other, "--unload")
+	a.fails(1, []string{"412", "Invalid bundle range"}, "namespaces", "split-bundle", ns, "-b", other)
 	a.fails(1, []string{"409", "Cannot delete non empty bundle"}, "namespaces", "delete-bundle", ns, "-b", bundle)
 	a.ok("namespaces", "delete-bundle", ns, "-b", bundle, "--force")
 	var topics []string

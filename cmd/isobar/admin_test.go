@@ -133,6 +133,20 @@ func TestAdminAgainstARegion(t *testing.T) {
 		if leader.ID != brokers[0] || !strings.Contains(leader.URL, leader.ID) {
 			t.Errorf("leader %+v", leader)
 		}
+		var lr struct {
+			Type string `json:"loadReportType"`
+			URL  string `json:"webServiceUrl"`
+			CPU  struct {
+				Limit float64 `json:"limit"`
+			} `json:"cpu"`
+		}
+		a.json(&lr, "brokers", "load-report")
+		if lr.Type != "LocalBrokerData" || lr.CPU.Limit != 100 || !strings.Contains(lr.URL, brokers[0]) {
+			t.Errorf("load-report %+v", lr)
+		}
+		if out := a.ok("brokers", "load-report"); !strings.Contains(out, "\ncpu ") || !strings.Contains(out, "\nmsgRateIn ") {
+			t.Errorf("load-report: %q", out)
+		}
 		a.ok("brokers", "update-dynamic-config", "--config", "maxProducersPerTopic", "--value", "7")
 		a.ok("brokers", "update-dynamic-config", "--config", "allowAutoSubscriptionCreation", "--value", "a/b")
 		var dyn map[string]string
