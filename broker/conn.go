@@ -593,9 +593,9 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		}
 	}
 	c.mu.Lock()
-	if _, dup := c.producers[pid]; dup {
+	if old, dup := c.producers[pid]; dup {
 		c.mu.Unlock()
-		c.sendError(reqID, fmt.Errorf("%w: producer id %d is already in use on this connection", wire.ErrProducerBusy, pid))
+		c.duplicateProducer(reqID, pid, old, name, cmd.GetProducerName())
 		return
 	}
 	c.producers[pid] = p
@@ -642,6 +642,27 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
 		RequestId: &reqID, ProducerName: &pname, LastSequenceId: &lastSeq, ProducerReady: boolp(true), SchemaVersion: p.schemaV,
 	}})
+}
+
+// duplicateProducer answers a PRODUCER whose id is already in use on the
+// connection, as Pulsar does: a client that gave up waiting for the
+// first answer asks again with the same id. The same producer, attached
+// to its topic: success again (its name and schema version); the same
+// producer still being created: retriable ServiceNotReady; anything
+// else: ProducerBusy.
+func (c *conn) duplicateProducer(reqID, pid uint64, old *producer, name topic.Name, pname string) {
+	same := old.t.name == name && (pname == "" || pname == old.name)
+	switch {
+	case same && old.t.hasProducer(old):
+		oname := old.name
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
+			RequestId: &reqID, ProducerName: &oname, LastSequenceId: proto64(-1), ProducerReady: boolp(true), SchemaVersion: old.schemaV,
+		}})
+	case same:
+		c.sendError(reqID, fmt.Errorf("%w: producer id %d is already present on the connection and not ready yet", wire.ErrServiceNotReady, pid))
+	default:
+		c.sendError(reqID, fmt.Errorf("%w: producer id %d is already in use on this connection", wire.ErrProducerBusy, pid))
+	}
 }
 
 // producerReady tells a WaitForExclusive producer it now has the topic.

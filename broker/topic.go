@@ -257,6 +257,14 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 	return lastSeq, nil
 }
 
+// hasProducer reports whether p is attached to t (not waiting, not
+// removed).
+func (t *Topic) hasProducer(p *producer) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.producers[p.name] == p
+}
+
 func (t *Topic) removeProducer(p *producer) {
 	t.touch()
 	t.mu.Lock()
