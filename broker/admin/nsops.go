@@ -264,6 +264,17 @@ func (s *Server) bundleOf(r *http.Request, ns string, api Bundles) (topic.Bundle
 	return topic.Bundle{}, refuse(wire.ErrPreconditionFailed, fmt.Sprintf("Invalid bundle range %s: not a bundle of namespace %s (it has %d)", b, ns, len(bs)))
 }
 
+// namespaceBundleTopics lists the namespace's bundles and groups its
+// persistent topics by them (bundleTopics).
+func (s *Server) namespaceBundleTopics(ctx context.Context, ns string, api Bundles) ([]topic.Bundle, map[topic.Bundle][]topic.Name, error) {
+	bs, err := api.Bundles(ctx, ns)
+	if err != nil {
+		return nil, nil, err
+	}
+	byBundle, err := s.bundleTopics(ctx, ns, bs)
+	return bs, byBundle, err
+}
+
 // bundleTopics groups the namespace's persistent topics (partitions
 // included) by bundle.
 func (s *Server) bundleTopics(ctx context.Context, ns string, bs []topic.Bundle) (map[topic.Bundle][]topic.Name, error) {
@@ -497,11 +508,7 @@ func (s *Server) namespaceOp(w http.ResponseWriter, r *http.Request, op, sub str
 		return err
 	}
 	ctx := r.Context()
-	bs, err := api.Bundles(ctx, ns)
-	if err != nil {
-		return err
-	}
-	byBundle, err := s.bundleTopics(ctx, ns, bs)
+	bs, byBundle, err := s.namespaceBundleTopics(ctx, ns, api)
 	if err != nil {
 		return err
 	}
@@ -543,11 +550,7 @@ func (s *Server) bundleOp(w http.ResponseWriter, r *http.Request, op, sub string
 		return err
 	}
 	ctx := r.Context()
-	bs, err := api.Bundles(ctx, ns)
-	if err != nil {
-		return err
-	}
-	byBundle, err := s.bundleTopics(ctx, ns, bs)
+	_, byBundle, err := s.namespaceBundleTopics(ctx, ns, api)
 	if err != nil {
 		return err
 	}
@@ -664,11 +667,7 @@ func (s *Server) deleteBundle(w http.ResponseWriter, r *http.Request) error {
 		return refuse(wire.ErrPreconditionFailed, "Cannot delete the global namespace "+ns+". There are still more than one replication clusters configured.")
 	}
 	ctx := r.Context()
-	bs, err := api.Bundles(ctx, ns)
-	if err != nil {
-		return err
-	}
-	byBundle, err := s.bundleTopics(ctx, ns, bs)
+	_, byBundle, err := s.namespaceBundleTopics(ctx, ns, api)
 	if err != nil {
 		return err
 	}
