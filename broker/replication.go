@@ -253,15 +253,33 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 		done(mledger.Position{}, false, nil)
 		return
 	}
+	fromPrimary := t.fromPrimary(src)
 	t.mu.Lock()
 	if pos.Compare(st.pushed) <= 0 || st.chain.Broken() {
 		t.mu.Unlock()
 		done(mledger.Position{}, false, fmt.Errorf("%w: replicated entries from %s changed meanwhile; retry", wire.ErrServiceNotReady, src))
 		return
 	}
+	// From the primary, an entry of a producer whose sequence id this
+	// topic has stored already is a copy of a message stored here: the
+	// old primary stored it as it was cut off and the producer, not told,
+	// resent it to the new primary, which sends it back now.
+	if fromPrimary && origin.producer != "" && t.dedupPushed != nil {
+		if last, ok := t.dedupPushed[origin.producer]; ok && origin.first <= last {
+			t.mu.Unlock()
+			done(mledger.Position{}, false, nil)
+			return
+		}
+	}
 	st.pushed = pos
 	st.inflight++
 	chain := st.chain
+	// Counted at once, as a producer's own send is: a resend of the same
+	// message that arrives while this one is stored is dropped.
+	pushedSeq := fromPrimary && origin.producer != "" && t.dedupPushed != nil && origin.seq > t.dedupPushed[origin.producer]
+	if pushedSeq {
+		t.dedupPushed[origin.producer] = origin.seq
+	}
 	t.mu.Unlock()
 	entry = t.markLate(src, entry, numMsgs)
 	t.msgIn.Add(int64(numMsgs))
@@ -269,6 +287,9 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 	t.ml.AddEntryChainedAsync(ctx, chain, entry, func(p mledger.Position, err error) {
 		t.mu.Lock()
 		st.inflight--
+		if err != nil && pushedSeq && t.dedupPushed[origin.producer] == origin.seq {
+			t.dedupPushed[origin.producer] = t.dedupConfirmed[origin.producer]
+		}
 		if err == nil {
 			if pos.Compare(st.confirmed) > 0 {
 				st.confirmed = pos
@@ -303,6 +324,16 @@ type originSeq struct {
 // old one by replication.
 func (t *Topic) crossRegionDedup() bool {
 	return t.failover().Mode == policy.ActiveStandby
+}
+
+// fromPrimary says whether entries replicated from src come from the
+// primary of an active-standby namespace to one of its standbys: their
+// producers' sequence ids are de-duplicated against what this topic
+// stored (an old primary's late tail, from another region, is not: it is
+// stored, or dropped by resentHere at the primary).
+func (t *Topic) fromPrimary(src string) bool {
+	f := t.failover()
+	return f.Mode == policy.ActiveStandby && src == f.Primary && f.Primary != t.b.cfg.Cluster
 }
 
 // learnOrigin records a replicated entry's producer sequence id for

@@ -326,12 +326,15 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 		t.dedupPushed[p.name] = top
 		t.mu.Unlock()
 	}
+	if standby {
+		// Before the add completes, so that a late copy of this message
+		// from the old primary, arriving meanwhile, is dropped; should the
+		// add fail, the producer resends it.
+		t.noteOwnSeq(p.name, int64(seq))
+	}
 	t.ml.AddEntryAsync(ctx, entry, func(pos mledger.Position, err error) {
 		if err == nil {
 			t.noteOwn(pos)
-			if standby {
-				t.noteOwnSeq(p.name, int64(seq))
-			}
 		}
 		if err == nil && dedup {
 			t.confirmDedup(p.name, top, pos)

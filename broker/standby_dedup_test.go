@@ -1,0 +1,107 @@
+package broker_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/replication"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
+)
+
+// TestStandbyDropsPrimarysCopyOfItsOwnMessage: a region that was the
+// primary stored a producer's message as it was cut off, without the
+// producer hearing so; the producer resent it to the new primary, whose
+// replication stream brings it back. The old primary, now a standby,
+// must not store it twice (the drill's fail-back copy once held such a
+// message twice). What the new primary sends of the producer's later
+// messages is stored, and what it sends under another producer's name
+// too.
+func TestStandbyDropsPrimarysCopyOfItsOwnMessage(t *testing.T) {
+	e := startEnv(t, nil)
+	ctx := ctxT(t)
+	const ns, tp = "public/as", "persistent://public/as/resent"
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(e.pol.CreateCluster(ctx, "other", policy.ClusterData{ServiceURL: "http://127.0.0.1:2", BrokerServiceURL: "pulsar://127.0.0.1:2"}))
+	must(e.pol.UpdateTenant(ctx, "public", policy.TenantInfo{AllowedClusters: []string{"test", "other"}}))
+	p := &policy.Policies{ReplicationClusters: []string{"test", "other"}}
+	must(policy.SetFailover(p, policy.ActiveStandby, "test"))
+	must(e.pol.CreateNamespace(ctx, ns, p))
+
+	// While this region is the primary, producer "app" stores 0, 1, 2.
+	app := dialRaw(t, e.url, true)
+	openProducer(t, app, tp, 1, "app")
+	for seq := range uint64(3) {
+		sendEntry(t, app, 1, seq, &pb.MessageMetadata{ProducerName: proto.String("app"), SequenceId: proto.Uint64(seq), PublishTime: proto.Uint64(1)}, fmt.Sprintf("app-%d", seq))
+		if r := app.recv().Cmd; r.GetType() != pb.BaseCommand_SEND_RECEIPT {
+			t.Fatalf("send %d: %v", seq, r)
+		}
+	}
+
+	// "other" becomes the primary; this region a standby.
+	_, err := e.pol.UpdateNamespace(ctx, ns, func(p *policy.Policies) error { return policy.SetFailover(p, policy.ActiveStandby, "other") })
+	must(err)
+	e.b.MaintainOnce(ctx)
+
+	// The new primary's stream: app's 2 (resent there), then 3 and 4, and
+	// another producer's 0.
+	repl := dialRaw(t, e.url, true)
+	openProducer(t, repl, tp, 7, replication.Prefix+"other")
+	for i, m := range []struct {
+		producer string
+		seq      uint64
+	}{{"app", 2}, {"app", 3}, {"app", 4}, {"other-app", 0}} {
+		meta := &pb.MessageMetadata{ProducerName: proto.String(m.producer), SequenceId: proto.Uint64(m.seq), PublishTime: proto.Uint64(1),
+			ReplicatedFrom: proto.String("other"),
+			Properties: []*pb.KeyValue{{Key: proto.String(replication.SourcePositionProperty),
+				Value: proto.String(replication.Position{Ledger: 9, Entry: int64(i)}.String())}}}
+		sendEntry(t, repl, 7, uint64(i), meta, fmt.Sprintf("%s-%d", m.producer, m.seq))
+		if r := repl.recv().Cmd; r.GetType() != pb.BaseCommand_SEND_RECEIPT {
+			t.Fatalf("replicated %s %d: %v", m.producer, m.seq, r)
+		}
+	}
+
+	// Back to this region (fail-back), to read its copy.
+	_, err = e.pol.UpdateNamespace(ctx, ns, func(p *policy.Policies) error { return policy.SetFailover(p, policy.ActiveStandby, "test") })
+	must(err)
+	e.b.MaintainOnce(ctx)
+	r, err := e.client().CreateReader(pulsar.ReaderOptions{Topic: tp, StartMessageID: pulsar.EarliestMessageID()})
+	must(err)
+	defer r.Close()
+	got := payloads(readAll(t, r))
+	if want := []string{"app-0", "app-1", "app-2", "app-3", "app-4", "other-app-0"}; !slices.Equal(got, want) {
+		t.Fatalf("stored %v, want %v", got, want)
+	}
+}
+
+// openProducer creates producer id named name on topic tp over c.
+func openProducer(t *testing.T, c *rawConn, tp string, id uint64, name string) {
+	t.Helper()
+	req := id + 1000
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER.Enum(), Producer: &pb.CommandProducer{
+		Topic: proto.String(tp), ProducerId: proto.Uint64(id), RequestId: proto.Uint64(req), ProducerName: proto.String(name)}})
+	if r := c.recv().Cmd; r.GetType() != pb.BaseCommand_PRODUCER_SUCCESS {
+		t.Fatalf("producer %s: %v", name, r)
+	}
+}
+
+// sendEntry sends one message with metadata meta over c.
+func sendEntry(t *testing.T, c *rawConn, producer, seq uint64, meta *pb.MessageMetadata, payload string) {
+	t.Helper()
+	f, err := wire.AppendPayloadCommand(nil, &pb.BaseCommand{Type: pb.BaseCommand_SEND.Enum(), Send: &pb.CommandSend{
+		ProducerId: proto.Uint64(producer), SequenceId: proto.Uint64(seq), NumMessages: proto.Int32(1)}}, meta, []byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.write(f)
+}
