@@ -374,6 +374,7 @@ func copyReport(sc *Scan, acked map[Key]time.Time) *CopyReport {
 	c := &CopyReport{Region: sc.Region, Complete: !sc.Done.IsZero(), Messages: len(sc.Copies)}
 	seen := make(map[Key]bool, len(sc.Copies))
 	late := map[Key]bool{}
+	var dups []Key
 	for _, cp := range sc.Copies {
 		if cp.Late && !late[cp.Key] {
 			late[cp.Key] = true
@@ -381,9 +382,13 @@ func copyReport(sc *Scan, acked map[Key]time.Time) *CopyReport {
 		}
 		if seen[cp.Key] {
 			c.DuplicatedCopy++
+			dups = append(dups, cp.Key)
 			continue
 		}
 		seen[cp.Key] = true
+	}
+	if len(dups) > 0 {
+		c.DuplicatedExamples = examples(dups)
 	}
 	c.Distinct = len(seen)
 	for k, at := range acked {

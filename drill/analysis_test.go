@@ -233,6 +233,9 @@ func TestAnalyzeUnplannedFailover(t *testing.T) {
 	if r.DuplicatedCopy != 1 || !slices.Equal(r.Examples.DuplicatedCopy, []string{"p0:10"}) {
 		t.Errorf("duplicated_copy %d %v, want p0:10", r.DuplicatedCopy, r.Examples.DuplicatedCopy)
 	}
+	if !slices.Equal(r.Survivor.DuplicatedExamples, []string{"p0:10"}) {
+		t.Errorf("survivor's duplicated_examples %v, want p0:10", r.Survivor.DuplicatedExamples)
+	}
 	// Producer 0's 249 after its 250; producer 1's late tail is not
 	// counted though it comes after its 599.
 	if r.OrderViolations != 1 || !slices.Equal(r.Examples.OrderViolations, []string{"p0:249"}) {

@@ -113,6 +113,9 @@ type CopyReport struct {
 	Messages       int `json:"messages"`
 	Distinct       int `json:"distinct"`
 	DuplicatedCopy int `json:"duplicated_copy"`
+	// DuplicatedExamples names up to 10 of the messages found more than
+	// once, as Examples does.
+	DuplicatedExamples []string `json:"duplicated_examples,omitempty"`
 	// Missing counts messages acknowledged before the scan started that
 	// are not in the copy.
 	Missing int `json:"missing"`
