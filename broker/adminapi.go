@@ -150,6 +150,7 @@ func (a adminTopics) DeleteTopic(ctx context.Context, name topic.Name, force boo
 		return err
 	}
 	t.deleteCompactedLedger(cst) // the compacted ledger is the topic's too
+	a.b.markDeleted(ctx, t)      // deleted.go
 	if t.reported.Load() {
 		_ = a.b.deps.Meta.Delete(ctx, inactivePartitionKey(a.b.cfg.Region, name)) // inactive.go
 	}

@@ -769,9 +769,10 @@ func (b *Broker) loadedTopic(name string) *Topic {
 type createMode int
 
 const (
-	mustExist  createMode = iota // a missing topic is ErrTopicNotFound
-	autoCreate                   // created if the namespace allows auto-creation
-	create                       // created (admin)
+	mustExist     createMode = iota // a missing topic is ErrTopicNotFound
+	autoCreate                      // created if the namespace allows auto-creation
+	create                          // created (admin)
+	replicaCreate                   // as autoCreate, for a replicator producer: not a topic deleted here (deleted.go)
 )
 
 // getTopic returns the loaded topic name, loading it if this broker owns
@@ -849,6 +850,13 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 		return newTopic(b, name, nil, pol), nil
 	}
 	mlName := MLName(name)
+	replica := mode == replicaCreate
+	if replica {
+		if err := b.refuseReplica(ctx, name); err != nil {
+			return nil, err
+		}
+		mode = autoCreate
+	}
 	if mode == create || mode == autoCreate && pol.AutoCreate {
 		if err := b.checkNewTopic(ctx, name, pol); err != nil {
 			return nil, err
@@ -876,6 +884,9 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 	ml, err := mledger.Open(ctx, b.ledgerDeps(), ledgerConfig(b.cfg.Ledger, pol), mlName)
 	if err != nil {
 		return nil, err
+	}
+	if ml.Created() && !replica {
+		b.unmarkDeleted(ctx, name)
 	}
 	t := newTopic(b, name, ml, pol)
 	if err := t.load(ctx); err != nil {

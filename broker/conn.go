@@ -547,7 +547,11 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		c.sendError(reqID, err)
 		return
 	}
-	t, err := c.b.getTopic(ctx, name, autoCreate)
+	mode := autoCreate
+	if strings.HasPrefix(pname, replication.Prefix) {
+		mode = replicaCreate // (authorizeProducer let only a replicator through)
+	}
+	t, err := c.b.getTopic(ctx, name, mode)
 	if err != nil {
 		c.sendError(reqID, err)
 		return

@@ -36,6 +36,7 @@ func (b *Broker) MaintainOnce(ctx context.Context) {
 	skip := map[string]bool{} // namespaces whose policies could not be read
 	var idle []*Topic         // partitions that may be deleted as inactive (inactive.go)
 	defer func() { b.deleteInactivePartitions(ctx, idle) }()
+	defer b.sweepDeletedMarks(ctx) // deleted.go
 	for _, t := range b.loadedTopics() {
 		if ctx.Err() != nil {
 			return

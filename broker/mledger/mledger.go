@@ -222,6 +222,8 @@ type ManagedLedger struct {
 	metaMu sync.Mutex
 	meta   topicMeta
 	rev    int64
+	// created: Open found no metadata and wrote the first (Created).
+	created bool
 
 	// fenced is set once a CAS failed or our ledger was fenced; sticky.
 	fenced atomic.Pointer[error]
@@ -327,6 +329,7 @@ func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedg
 		m.rev = kv.Rev
 	case errors.Is(err, metastore.ErrNotFound):
 		m.meta = topicMeta{Version: MetaVersion}
+		m.created = true
 	default:
 		return nil, fmt.Errorf("mledger %s: open: %w", name, err)
 	}
@@ -376,6 +379,10 @@ func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedg
 
 // Name is the managed ledger's name.
 func (m *ManagedLedger) Name() string { return m.name }
+
+// Created reports whether Open created the managed ledger: its metadata
+// did not exist before.
+func (m *ManagedLedger) Created() bool { return m.created }
 
 // quorums are the shape of new ledgers: ensemble size, write and ack
 // quorum.

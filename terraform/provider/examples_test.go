@@ -35,9 +35,7 @@ func importExample(t *testing.T, name string) (address, id string) {
 // source example: the docs show configurations that work.
 func TestAccDocExamples(t *testing.T) {
 	f := accTest(t)
-	// 30 s of retries: destroying the namespace can meet a topic copy
-	// that replication has just re-created in this region (see the note
-	// in terraform/README.md, Limits).
+	// 30 s of retries, as the provider's default.
 	p := providerBlock(f, "30s")
 	var resources, dataSources strings.Builder
 	for _, name := range kindNames() {
