@@ -253,18 +253,18 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 		done(mledger.Position{}, false, nil)
 		return
 	}
-	fromPrimary := t.fromPrimary(src)
+	dedupSeq := t.replicaDedup(src)
 	t.mu.Lock()
 	if pos.Compare(st.pushed) <= 0 || st.chain.Broken() {
 		t.mu.Unlock()
 		done(mledger.Position{}, false, fmt.Errorf("%w: replicated entries from %s changed meanwhile; retry", wire.ErrServiceNotReady, src))
 		return
 	}
-	// From the primary, an entry of a producer whose sequence id this
-	// topic has stored already is a copy of a message stored here: the
-	// old primary stored it as it was cut off and the producer, not told,
+	// An entry of a producer whose sequence id this topic has stored
+	// already is a copy of a message stored here: this region stored it
+	// as the primary when it was cut off, and the producer, not told,
 	// resent it to the new primary, which sends it back now.
-	if fromPrimary && origin.producer != "" && t.dedupPushed != nil {
+	if dedupSeq && origin.producer != "" && t.dedupPushed != nil {
 		if last, ok := t.dedupPushed[origin.producer]; ok && origin.first <= last {
 			t.mu.Unlock()
 			done(mledger.Position{}, false, nil)
@@ -276,7 +276,7 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 	chain := st.chain
 	// Counted at once, as a producer's own send is: a resend of the same
 	// message that arrives while this one is stored is dropped.
-	pushedSeq := fromPrimary && origin.producer != "" && t.dedupPushed != nil && origin.seq > t.dedupPushed[origin.producer]
+	pushedSeq := dedupSeq && origin.producer != "" && t.dedupPushed != nil && origin.seq > t.dedupPushed[origin.producer]
 	if pushedSeq {
 		t.dedupPushed[origin.producer] = origin.seq
 	}
@@ -326,14 +326,24 @@ func (t *Topic) crossRegionDedup() bool {
 	return t.failover().Mode == policy.ActiveStandby
 }
 
-// fromPrimary says whether entries replicated from src come from the
-// primary of an active-standby namespace to one of its standbys: their
-// producers' sequence ids are de-duplicated against what this topic
-// stored (an old primary's late tail, from another region, is not: it is
-// stored, or dropped by resentHere at the primary).
-func (t *Topic) fromPrimary(src string) bool {
+// replicaDedup says whether entries replicated from src are
+// de-duplicated by their producers' sequence ids against what this topic
+// stored, in an active-standby namespace: at a standby, those from the
+// primary; at a primary that does not hold its fence (cut off, or taking
+// over), all of them — after a partition heals, the new primary's stream
+// may come before this region hears that it is no longer the primary.
+// Not at the primary that writes: an old primary's late tail is stored
+// there, or dropped by resentHere.
+func (t *Topic) replicaDedup(src string) bool {
 	f := t.failover()
-	return f.Mode == policy.ActiveStandby && src == f.Primary && f.Primary != t.b.cfg.Cluster
+	switch {
+	case f.Mode != policy.ActiveStandby:
+		return false
+	case f.Primary != t.b.cfg.Cluster:
+		return src == f.Primary
+	default:
+		return t.b.checkPrimary(t.name) != nil
+	}
 }
 
 // learnOrigin records a replicated entry's producer sequence id for

@@ -1,14 +1,22 @@
 package broker_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/isobar-mq/isobar/broker/primary"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/internal/testcluster"
+	"github.com/isobar-mq/isobar/internal/wanproxy"
+	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
@@ -55,7 +63,26 @@ func TestStandbyDropsPrimarysCopyOfItsOwnMessage(t *testing.T) {
 
 	// The new primary's stream: app's 2 (resent there), then 3 and 4, and
 	// another producer's 0.
-	repl := dialRaw(t, e.url, true)
+	sendPrimaryStream(t, e.url, tp)
+
+	// Back to this region (fail-back), to read its copy.
+	_, err = e.pol.UpdateNamespace(ctx, ns, func(p *policy.Policies) error { return policy.SetFailover(p, policy.ActiveStandby, "test") })
+	must(err)
+	e.b.MaintainOnce(ctx)
+	r, err := e.client().CreateReader(pulsar.ReaderOptions{Topic: tp, StartMessageID: pulsar.EarliestMessageID()})
+	must(err)
+	defer r.Close()
+	got := payloads(readAll(t, r))
+	if want := []string{"app-0", "app-1", "app-2", "app-3", "app-4", "other-app-0"}; !slices.Equal(got, want) {
+		t.Fatalf("stored %v, want %v", got, want)
+	}
+}
+
+// sendPrimaryStream sends, as the replicator from region "other", app's
+// 2 (resent there), 3 and 4, and other-app's 0.
+func sendPrimaryStream(t *testing.T, url, tp string) {
+	t.Helper()
+	repl := dialRaw(t, url, true)
 	openProducer(t, repl, tp, 7, replication.Prefix+"other")
 	for i, m := range []struct {
 		producer string
@@ -70,11 +97,81 @@ func TestStandbyDropsPrimarysCopyOfItsOwnMessage(t *testing.T) {
 			t.Fatalf("replicated %s %d: %v", m.producer, m.seq, r)
 		}
 	}
+}
 
-	// Back to this region (fail-back), to read its copy.
-	_, err = e.pol.UpdateNamespace(ctx, ns, func(p *policy.Policies) error { return policy.SetFailover(p, policy.ActiveStandby, "test") })
-	must(err)
-	e.b.MaintainOnce(ctx)
+// TestCutOffPrimaryDropsNewPrimarysCopyOfItsOwnMessage: as
+// TestStandbyDropsPrimarysCopyOfItsOwnMessage, but the new primary's
+// stream reaches the old one while it still believes itself the primary
+// (cut off from the global store, its fence lapsed: after a partition
+// heals, replication can resume before the store's news arrives).
+func TestCutOffPrimaryDropsNewPrimarysCopyOfItsOwnMessage(t *testing.T) {
+	e := startEnv(t, nil)
+	// The broker again, with fence gates that reach the global store (here
+	// the cluster's etcd) through a link the test can cut.
+	e.b.Shutdown(ctxT(t))
+	link, err := wanproxy.Listen("127.0.0.1:0", strings.TrimPrefix(e.cl.Endpoints()[0], "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { link.Close() })
+	cut, err := metastore.Connect(context.Background(), metastore.Config{Endpoints: []string{"http://" + link.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gates, err := primary.New(primary.Config{Region: "test", Broker: "a", TTL: 2 * time.Second}, primary.Deps{Global: cut})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		gates.Abort()
+		cut.Close()
+	})
+	e.modify = func(s *setup) { s.Primary = gates }
+	e.startBroker()
+	ctx := ctxT(t)
+	const ns, tp = "public/as", "persistent://public/as/cut"
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(e.pol.CreateCluster(ctx, "other", policy.ClusterData{ServiceURL: "http://127.0.0.1:2", BrokerServiceURL: "pulsar://127.0.0.1:2"}))
+	must(e.pol.UpdateTenant(ctx, "public", policy.TenantInfo{AllowedClusters: []string{"test", "other"}}))
+	p := &policy.Policies{ReplicationClusters: []string{"test", "other"}}
+	must(policy.SetFailover(p, policy.ActiveStandby, "test"))
+	must(e.pol.CreateNamespace(ctx, ns, p))
+	must(gates.Wait(ctx, ns, ""))
+
+	app := dialRaw(t, e.url, true)
+	openProducer(t, app, tp, 1, "app")
+	for seq := range uint64(3) {
+		sendEntry(t, app, 1, seq, &pb.MessageMetadata{ProducerName: proto.String("app"), SequenceId: proto.Uint64(seq), PublishTime: proto.Uint64(1)}, fmt.Sprintf("app-%d", seq))
+		if r := app.recv().Cmd; r.GetType() != pb.BaseCommand_SEND_RECEIPT {
+			t.Fatalf("send %d: %v", seq, r)
+		}
+	}
+
+	// Cut off from the global store, whose namespace record then names
+	// "other" the primary: this broker's fence lapses, its view stays.
+	link.Blackhole()
+	setFailover := func(primaryRegion string) {
+		t.Helper()
+		_, err := e.pol.UpdateNamespace(ctx, ns, func(p *policy.Policies) error { return policy.SetFailover(p, policy.ActiveStandby, primaryRegion) })
+		must(err)
+	}
+	setFailover("other")
+	testcluster.WaitFor(t, 30*time.Second, func() bool { return gates.Check(ns, "") != nil })
+	if f, _ := gates.Failover(ns, ""); f.Primary != "test" {
+		t.Fatalf("the cut-off broker's view: %+v, want primary test still", f)
+	}
+	sendPrimaryStream(t, e.url, tp)
+
+	// Healed, and failed back here, to read this region's copy.
+	link.Up()
+	testcluster.WaitFor(t, 30*time.Second, func() bool { return errors.Is(gates.Check(ns, ""), primary.ErrNotPrimary) })
+	setFailover("test")
+	testcluster.WaitFor(t, 30*time.Second, func() bool { return gates.Check(ns, "") == nil })
 	r, err := e.client().CreateReader(pulsar.ReaderOptions{Topic: tp, StartMessageID: pulsar.EarliestMessageID()})
 	must(err)
 	defer r.Close()
