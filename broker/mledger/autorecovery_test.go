@@ -12,7 +12,9 @@ import (
 // ledger's open ledger while adds flow and the topic stays ours. The
 // managed ledger rolls over instead of counting itself fenced: no add
 // fails, each is stored once and in order, and the ledger list records
-// the recovered ledger closed at its last entry.
+// the recovered ledger closed at its last entry. A cursor acknowledges
+// throughout, so the topic's metadata changes under the managed
+// ledger's check that the topic is still its own.
 func TestAddsGoOnAfterRecoveryFencesTheLedger(t *testing.T) {
 	cl := startCluster(t)
 	m := open(t, testConfig(cl, newLedgerClient(t, cl), 100000), "t/ns/persistent/autorec")
@@ -23,6 +25,21 @@ func TestAddsGoOnAfterRecoveryFencesTheLedger(t *testing.T) {
 
 	ps := appendN(t, m, 0, 50)
 	fenced := ps[0].Ledger
+	cur, err := m.OpenCursor(ctx, "sub", Earliest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acks := make(chan Position, 1000)
+	acking := make(chan error, 1)
+	go func() {
+		var err error
+		for p := range acks {
+			if aerr := cur.Ack(ctx, p); aerr != nil && err == nil {
+				err = aerr
+			}
+		}
+		acking <- err
+	}()
 	var (
 		mu   sync.Mutex
 		got  []Position
@@ -48,12 +65,17 @@ func TestAddsGoOnAfterRecoveryFencesTheLedger(t *testing.T) {
 				return
 			}
 			got = append(got, p)
+			acks <- p
 		})
 		if i%20 == 0 {
 			time.Sleep(5 * time.Millisecond) // adds before, during and after the fencing
 		}
 	}
 	wg.Wait()
+	close(acks)
+	if err := <-acking; err != nil {
+		t.Fatalf("ack: %v", err)
+	}
 	if err := <-recovered; err != nil {
 		t.Fatalf("recovery of ledger %d: %v", fenced, err)
 	}

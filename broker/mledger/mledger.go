@@ -464,8 +464,11 @@ func (m *ManagedLedger) setFenced(cause error) error {
 	return *m.fenced.Load()
 }
 
-// stillOwner reports whether the topic's metadata is still at the
-// revision this managed ledger last wrote (no other owner opened it).
+// stillOwner reports whether the topic's metadata is still at a
+// revision this managed ledger wrote (no other owner opened it). The read
+// may race with this managed ledger's own updates (cursors'): a revision
+// below the one it knows now was its own, as any write by another client
+// would have made its later CAS fail.
 func (m *ManagedLedger) stillOwner(ctx context.Context) (bool, error) {
 	if m.fencedErr() != nil {
 		return false, nil
@@ -479,7 +482,7 @@ func (m *ManagedLedger) stillOwner(ctx context.Context) (bool, error) {
 	}
 	m.metaMu.Lock()
 	defer m.metaMu.Unlock()
-	return kv.Rev == m.rev, nil
+	return kv.Rev <= m.rev, nil
 }
 
 // casLocked writes next with a CAS on m.rev and adopts it. A conflict
