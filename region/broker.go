@@ -269,6 +269,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	// leader the admin API names).
 	c.auditor, err = c.ledgers.NewAuditor(ledger.AuditorConfig{
 		LostBookieRecoveryDelay: c.cfg.LostBookieRecoveryDelay,
+		OpenLedgerGracePeriod:   c.cfg.OpenLedgerRereplicationGracePeriod,
 		MeterProvider:           tel.MeterProvider(),
 		Leader: func(ctx context.Context) bool {
 			infos, err := reg.Brokers(ctx)
@@ -280,7 +281,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("broker.lostBookieRecoveryDelay: %w", err)
+		return fmt.Errorf("broker auditor: %w", err)
 	}
 	{
 		actx, cancel := context.WithCancel(context.Background())

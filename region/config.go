@@ -139,6 +139,14 @@ type BrokerConfig struct {
 	// recovery"); zero means 30s. A decommissioned bookie is recovered
 	// at once.
 	LostBookieRecoveryDelay time.Duration `yaml:"lostBookieRecoveryDelay"`
+	// OpenLedgerRereplicationGracePeriod is how long an open ledger with
+	// a copy on a lost bookie may stay open before the auditor fences and
+	// closes it to re-replicate it (BookKeeper's
+	// openLedgerRereplicationGracePeriod; docs/ledger.md "Automatic
+	// recovery"): its writer, a topic's managed ledger, then rolls over to
+	// a new ledger. It starts once the bookie counts as lost (after
+	// lostBookieRecoveryDelay); zero means 30s.
+	OpenLedgerRereplicationGracePeriod time.Duration `yaml:"openLedgerRereplicationGracePeriod"`
 }
 
 // loadReports is the ownership registry's load report configuration.
@@ -219,6 +227,9 @@ func (c BrokerConfig) Validate() error {
 	}
 	if c.LostBookieRecoveryDelay < 0 {
 		errs = append(errs, fmt.Errorf("broker.lostBookieRecoveryDelay: %v is negative", c.LostBookieRecoveryDelay))
+	}
+	if c.OpenLedgerRereplicationGracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("broker.openLedgerRereplicationGracePeriod: %v is negative", c.OpenLedgerRereplicationGracePeriod))
 	}
 	if c.LeaseTTL < 0 || c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("broker.leaseTTL: %v must be 0 (default) or at least 1s", c.LeaseTTL))

@@ -51,13 +51,18 @@ func TestStartFailureCleansUp(t *testing.T) {
 	}
 }
 
-// TestBrokerRecoveryDelayValidated: a negative lostBookieRecoveryDelay is
-// refused, naming the field.
+// TestBrokerRecoveryDelayValidated: a negative lostBookieRecoveryDelay or
+// openLedgerRereplicationGracePeriod is refused, naming the field (both
+// at once).
 func TestBrokerRecoveryDelayValidated(t *testing.T) {
 	var c BrokerConfig
 	c.Region = "r"
 	c.LostBookieRecoveryDelay = -1
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "broker.lostBookieRecoveryDelay") {
-		t.Fatalf("err %v", err)
+	c.OpenLedgerRereplicationGracePeriod = -1
+	err := c.Validate()
+	for _, want := range []string{"broker.lostBookieRecoveryDelay", "broker.openLedgerRereplicationGracePeriod"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err %v: does not name %s", err, want)
+		}
 	}
 }

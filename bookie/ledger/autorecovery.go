@@ -24,7 +24,10 @@ import (
 // finds the closed ledgers that keep entries on a lost bookie (one whose
 // registration has been gone for the recovery delay, or one an operator
 // decommissioned), copies those entries from surviving copies to a bookie
-// the placement picks, and points the ledger's metadata at it.
+// the placement picks, and points the ledger's metadata at it. An open
+// ledger on a lost bookie that stays open for the open-ledger grace
+// period is fenced and recovered (closed) first, then re-replicated the
+// same way; its writer sees itself fenced (a managed ledger rolls over).
 
 // ErrUnknownBookie: decommission named a bookie the region has never seen.
 var ErrUnknownBookie = errors.New("ledger: unknown bookie")
@@ -102,7 +105,8 @@ type UnderReplicated struct {
 	// Bookies are the ledger's bookies that are missing or decommissioned.
 	Bookies []string `json:"bookies"`
 	// Fragments are what recovery will copy (closed ledgers only; an open
-	// ledger waits to be closed).
+	// ledger waits to be closed, by its writer or, after the open-ledger
+	// grace period, by the auditor).
 	Fragments []Fragment `json:"fragments,omitempty"`
 	// Entries counts the entry copies to make.
 	Entries int `json:"entries"`
@@ -205,8 +209,14 @@ type AuditorConfig struct {
 	// (BookKeeper's lostBookieRecoveryDelay): a bookie restarting within
 	// it costs no copying. Zero means 30s.
 	LostBookieRecoveryDelay time.Duration
+	// OpenLedgerGracePeriod is how long an open ledger with a copy on a
+	// lost bookie may stay open before the auditor fences and recovers it
+	// to re-replicate it (BookKeeper's openLedgerRereplicationGracePeriod):
+	// a writer rolling over within it closes the ledger itself. It runs
+	// from the pass that first finds the bookie lost. Zero means 30s.
+	OpenLedgerGracePeriod time.Duration
 	// Interval is how often the auditor scans. Zero means a quarter of
-	// the delay, within 200ms..10s.
+	// the shorter of the delay and the grace period, within 200ms..10s.
 	Interval time.Duration
 	// Leader says whether this process is the region's auditor now; the
 	// auditor scans only while it says so. Nil means always.
@@ -220,6 +230,9 @@ func (c AuditorConfig) Validate() error {
 	var errs []error
 	if c.LostBookieRecoveryDelay < 0 {
 		errs = append(errs, fmt.Errorf("lostBookieRecoveryDelay: %v is negative", c.LostBookieRecoveryDelay))
+	}
+	if c.OpenLedgerGracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("openLedgerRereplicationGracePeriod: %v is negative", c.OpenLedgerGracePeriod))
 	}
 	if c.Interval < 0 {
 		errs = append(errs, fmt.Errorf("auditor interval: %v is negative", c.Interval))
@@ -236,6 +249,9 @@ type AuditReport struct {
 	UnderReplicated int
 	// Fragments and Entries count what the pass re-replicated.
 	Fragments, Entries int
+	// OpenRecovered counts the open ledgers the pass fenced and closed
+	// after their grace period.
+	OpenRecovered int
 }
 
 // Auditor is the region's automatic recovery. Run it in every broker: it
@@ -247,15 +263,18 @@ type Auditor struct {
 	trigger chan struct{} // capacity 1: a pending trigger is enough
 
 	// mu guards missingSince, when this auditor first saw each bookie
-	// named by a ledger without a registration, and lastFull, when a
-	// pass last read every ledger.
+	// named by a ledger without a registration, openSince, when it first
+	// saw each open ledger with a copy on a lost bookie, and lastFull,
+	// when a pass last read every ledger.
 	mu           sync.Mutex
 	missingSince map[string]time.Time
+	openSince    map[uint64]time.Time
 	lastFull     time.Time
 
 	underReplicated atomic.Int64
 	entries         metric.Int64Counter
 	fragments       metric.Int64Counter
+	openRecovered   metric.Int64Counter
 	reg             metric.Registration
 }
 
@@ -270,13 +289,16 @@ func (c *Client) NewAuditor(cfg AuditorConfig) (*Auditor, error) {
 	if cfg.LostBookieRecoveryDelay == 0 {
 		cfg.LostBookieRecoveryDelay = 30 * time.Second
 	}
+	if cfg.OpenLedgerGracePeriod == 0 {
+		cfg.OpenLedgerGracePeriod = 30 * time.Second
+	}
 	if cfg.Interval == 0 {
-		cfg.Interval = min(max(cfg.LostBookieRecoveryDelay/4, 200*time.Millisecond), 10*time.Second)
+		cfg.Interval = min(max(min(cfg.LostBookieRecoveryDelay, cfg.OpenLedgerGracePeriod)/4, 200*time.Millisecond), 10*time.Second)
 	}
 	if cfg.MeterProvider == nil {
 		cfg.MeterProvider = noop.NewMeterProvider()
 	}
-	a := &Auditor{c: c, cfg: cfg, trigger: make(chan struct{}, 1), missingSince: map[string]time.Time{}}
+	a := &Auditor{c: c, cfg: cfg, trigger: make(chan struct{}, 1), missingSince: map[string]time.Time{}, openSince: map[uint64]time.Time{}}
 	m := cfg.MeterProvider.Meter(meterName)
 	var err error
 	if a.entries, err = m.Int64Counter("isobar.autorecovery.entries_recovered", metric.WithUnit("{entry}"),
@@ -285,6 +307,10 @@ func (c *Client) NewAuditor(cfg AuditorConfig) (*Auditor, error) {
 	}
 	if a.fragments, err = m.Int64Counter("isobar.autorecovery.fragments_recovered", metric.WithUnit("{fragment}"),
 		metric.WithDescription("Ledger fragments moved off a lost bookie by automatic recovery.")); err != nil {
+		return nil, err
+	}
+	if a.openRecovered, err = m.Int64Counter("isobar.autorecovery.open_ledgers_recovered", metric.WithUnit("{ledger}"),
+		metric.WithDescription("Open ledgers on a lost bookie that automatic recovery fenced and closed after the open-ledger grace period.")); err != nil {
 		return nil, err
 	}
 	g, err := m.Int64ObservableGauge("isobar.autorecovery.under_replicated_ledgers", metric.WithUnit("{ledger}"),
@@ -324,8 +350,9 @@ func (a *Auditor) Run(ctx context.Context) {
 		r, err := a.AuditOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			a.c.log.Warn("auditor: pass failed", "err", err)
-		} else if r.Fragments > 0 {
-			a.c.log.Info("auditor: re-replicated", "fragments", r.Fragments, "entries", r.Entries, "underReplicated", r.UnderReplicated)
+		} else if r.Fragments > 0 || r.OpenRecovered > 0 {
+			a.c.log.Info("auditor: re-replicated", "fragments", r.Fragments, "entries", r.Entries,
+				"openLedgersRecovered", r.OpenRecovered, "underReplicated", r.UnderReplicated)
 		}
 	}
 }
@@ -368,6 +395,7 @@ func (a *Auditor) AuditOnce(ctx context.Context) (AuditReport, error) {
 		a.underReplicated.Store(0)
 		a.mu.Lock()
 		clear(a.missingSince) // a new auditor starts its delays afresh
+		clear(a.openSince)
 		a.lastFull = time.Time{}
 		a.mu.Unlock()
 		return AuditReport{}, nil
@@ -404,6 +432,12 @@ func (a *Auditor) AuditOnce(ctx context.Context) (AuditReport, error) {
 		}
 	}
 	var errs []error
+	// Open ledgers on a lost bookie past their grace period are fenced
+	// and closed first (recovery-open); then they are planned as closed.
+	errs = append(errs, a.recoverOpen(ctx, ls, lost, &rep)...)
+	if ctx.Err() != nil {
+		return rep, errors.Join(errs...)
+	}
 	left := 0
 	// Closed ledgers only (PlanRecovery plans no other); those still
 	// open count as under-replicated until closed and then recovered.
@@ -431,6 +465,52 @@ func (a *Auditor) AuditOnce(ctx context.Context) (AuditReport, error) {
 	rep.UnderReplicated = left
 	a.underReplicated.Store(int64(left))
 	return rep, errors.Join(errs...)
+}
+
+// recoverOpen fences and closes (OpenRecover) the ledgers of ls that are
+// not closed, have a copy on a lost bookie and have been seen so for the
+// open-ledger grace period (DueOpenLedgers), and replaces their entries
+// of ls by the closed metadata so that the pass re-replicates them. A
+// ledger deleted meanwhile is dropped from the wait.
+func (a *Auditor) recoverOpen(ctx context.Context, ls []storedLedger, lost func(string) bool, rep *AuditReport) []error {
+	var waiting []uint64
+	at := map[uint64]int{}
+	for i, l := range ls {
+		if l.md.State != StateClosed && len(LostBookies(&l.md, lost)) > 0 {
+			waiting = append(waiting, l.id)
+			at[l.id] = i
+		}
+	}
+	a.mu.Lock()
+	due := DueOpenLedgers(a.openSince, waiting, time.Now(), a.cfg.OpenLedgerGracePeriod)
+	a.mu.Unlock()
+	var errs []error
+	for _, id := range due {
+		a.c.log.Info("auditor: fencing an open ledger on a lost bookie after the grace period", "ledger", id,
+			"bookies", LostBookies(&ls[at[id]].md, lost), "grace", a.cfg.OpenLedgerGracePeriod)
+		_, err := a.c.OpenRecover(ctx, id)
+		if err == nil {
+			var md Metadata
+			var rev int64
+			if md, rev, err = a.c.Metadata(ctx, id); err == nil {
+				ls[at[id]].md, ls[at[id]].rev = md, rev
+				rep.OpenRecovered++
+				a.openRecovered.Add(ctx, 1)
+				a.c.log.Info("auditor: open ledger recovered", "ledger", id, "lastEntry", md.LastEntry)
+			}
+		}
+		if err != nil {
+			if errors.Is(err, ErrNoLedger) {
+				continue // deleted meanwhile; the next pass forgets it
+			}
+			errs = append(errs, fmt.Errorf("ledger %d: auditor: recover open ledger: %w", id, err))
+			a.c.log.Warn("auditor: open ledger not recovered", "ledger", id, "err", err)
+			if ctx.Err() != nil {
+				return errs
+			}
+		}
+	}
+	return errs
 }
 
 // fullScanEvery is how often a pass reads every ledger's metadata even

@@ -3,12 +3,14 @@ package ledger
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // The pure core of automatic recovery (docs/ledger.md "Automatic
 // recovery"): which entries of a ledger lost a copy with a bookie, and
 // the metadata that points a segment at the bookie that holds them now.
-// No I/O and no clock; the auditor (autorecovery.go) drives it.
+// No I/O and no clock (the time is passed in); the auditor
+// (autorecovery.go) drives it.
 
 // Fragment is what one lost bookie held of one segment of a ledger: the
 // entries of that segment whose write set includes the bookie's ensemble
@@ -105,4 +107,37 @@ func (m *Metadata) WithFragmentReplaced(f Fragment, repl string) (Metadata, erro
 	n := m.Clone()
 	n.Ensembles[f.Segment].Bookies[f.Index] = repl
 	return n, nil
+}
+
+// DueOpenLedgers decides which open (or in-recovery) ledgers the auditor
+// fences and recovers now, BookKeeper's openLedgerRereplicationGracePeriod:
+// waiting lists the ledgers that are not closed and have a copy on a lost
+// bookie at this pass, since when each of them has been seen so (it is
+// updated: ledgers seen for the first time start at now, those no longer
+// waiting are dropped), and a ledger is due once it has waited grace. A
+// ledger its writer closes within grace (a managed ledger rolls over) is
+// never fenced. The result is in the order of waiting; ids listed twice
+// count once. A negative grace counts as zero.
+func DueOpenLedgers(since map[uint64]time.Time, waiting []uint64, now time.Time, grace time.Duration) []uint64 {
+	keep := make(map[uint64]bool, len(waiting))
+	var due []uint64
+	for _, id := range waiting {
+		if keep[id] {
+			continue
+		}
+		keep[id] = true
+		t, ok := since[id]
+		if !ok {
+			since[id], t = now, now
+		}
+		if now.Sub(t) >= max(grace, 0) {
+			due = append(due, id)
+		}
+	}
+	for id := range since {
+		if !keep[id] {
+			delete(since, id)
+		}
+	}
+	return due
 }

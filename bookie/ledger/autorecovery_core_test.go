@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func closedLedger(last int64, segs ...Segment) Metadata {
@@ -113,5 +114,41 @@ func TestWithFragmentReplaced(t *testing.T) {
 	}
 	if got := LostBookies(&md, func(b string) bool { return b == "b" || b == "d" }); !slices.Equal(got, []string{"b", "d"}) {
 		t.Fatalf("LostBookies %v", got)
+	}
+}
+
+func TestDueOpenLedgers(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const grace = 10 * time.Second
+	since := map[uint64]time.Time{}
+	// First seen: waiting starts now, nothing due.
+	if due := DueOpenLedgers(since, []uint64{7, 9}, t0, grace); len(due) != 0 {
+		t.Fatalf("due at first sight: %v", due)
+	}
+	if !since[7].Equal(t0) || !since[9].Equal(t0) {
+		t.Fatalf("since %v", since)
+	}
+	// Ledger 9 closed meanwhile (no longer waiting): forgotten. 11 is new.
+	if due := DueOpenLedgers(since, []uint64{7, 11}, t0.Add(grace-time.Millisecond), grace); len(due) != 0 {
+		t.Fatalf("due before the grace period: %v", due)
+	}
+	if _, ok := since[9]; ok {
+		t.Fatal("a ledger no longer waiting is still timed")
+	}
+	// At the grace period 7 is due, 11 not yet; an id listed twice counts once.
+	if due := DueOpenLedgers(since, []uint64{7, 11, 7}, t0.Add(grace), grace); !slices.Equal(due, []uint64{7}) {
+		t.Fatalf("due at the grace period: %v, want [7]", due)
+	}
+	// Still open and waiting (the recovery failed): due again.
+	if due := DueOpenLedgers(since, []uint64{11, 7}, t0.Add(2*grace), grace); !slices.Equal(due, []uint64{11, 7}) {
+		t.Fatalf("due later: %v, want [11 7]", due)
+	}
+	// Nothing waiting: nothing timed.
+	if due := DueOpenLedgers(since, nil, t0.Add(3*grace), grace); len(due) != 0 || len(since) != 0 {
+		t.Fatalf("due %v, since %v", due, since)
+	}
+	// A zero or negative grace: due at first sight.
+	if due := DueOpenLedgers(since, []uint64{3}, t0, -time.Second); !slices.Equal(due, []uint64{3}) {
+		t.Fatalf("negative grace: %v", due)
 	}
 }

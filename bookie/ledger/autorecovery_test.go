@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,7 +138,10 @@ func TestAutoRecoveryAfterBookieLoss(t *testing.T) {
 
 	const delay = 1500 * time.Millisecond
 	reader := sdkmetric.NewManualReader()
-	a := runAuditor(t, cl, ledger.AuditorConfig{LostBookieRecoveryDelay: delay,
+	// The open ledger waits for its writer to close it (the grace
+	// period for open ledgers is out of reach here; see
+	// TestAutoRecoveryFencesOpenLedger).
+	a := runAuditor(t, cl, ledger.AuditorConfig{LostBookieRecoveryDelay: delay, OpenLedgerGracePeriod: time.Hour,
 		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 
 	// Kill: no graceful shutdown, the registration expires with its lease.
@@ -260,6 +264,111 @@ func TestAutoRecoveryAfterBookieLoss(t *testing.T) {
 	testcluster.WaitFor(t, 10*time.Second, func() bool {
 		return auditorMetric(t, reader, "isobar.autorecovery.under_replicated_ledgers") == 0
 	})
+}
+
+// TestAutoRecoveryFencesOpenLedger: a bookie of an open ledger's first
+// ensemble is killed while its writer appends; the writer replaces it in
+// a new segment (ensemble change) and goes on, but its first segment
+// keeps copies on the lost bookie. Once the recovery delay and then the
+// open-ledger grace period have passed with the ledger still open, the
+// auditor fences and closes it (recovery-open) and re-replicates it: the
+// writer's next adds fail with ErrFenced, the ledger is closed at or
+// after its last acknowledged entry, and every entry has Qw copies on
+// the bookies of its write set.
+func TestAutoRecoveryFencesOpenLedger(t *testing.T) {
+	t.Parallel()
+	cl := startCluster(t, 4)
+	c := newClient(t, cl)
+	ctx := context.Background()
+	w, err := c.Create(ctx, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := w.Metadata().Ensembles[0].Bookies[0]
+	live := newAppender(w)
+	for range 60 {
+		live.appendAsync(t)
+	}
+	testcluster.WaitFor(t, 10*time.Second, func() bool { n, _, _ := live.snapshot(); return n == 60 })
+
+	const delay, grace = 500 * time.Millisecond, time.Second
+	reader := sdkmetric.NewManualReader()
+	runAuditor(t, cl, ledger.AuditorConfig{LostBookieRecoveryDelay: delay, OpenLedgerGracePeriod: grace,
+		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	killed := time.Now()
+	cl.BookieByID(victim).Server().Abort()
+
+	stop := make(chan struct{})
+	writing := make(chan struct{})
+	go func() {
+		defer close(writing)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if _, _, err := live.snapshot(); err != nil {
+				return
+			}
+			live.appendAsync(t)
+		}
+	}()
+	// The writer's ensemble change: new entries go to the live bookies.
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return len(w.Metadata().Ensembles) > 1 })
+	// Fenced, closed and re-replicated after delay + grace.
+	testcluster.WaitFor(t, 30*time.Second, func() bool {
+		md, _, err := c.Metadata(ctx, w.ID())
+		return err == nil && md.State == ledger.StateClosed && !slices.Contains(md.AllBookies(), victim)
+	})
+	if since := time.Since(killed); since < delay+grace {
+		t.Fatalf("open ledger recovered %v after the kill, before delay %v + grace %v", since, delay, grace)
+	}
+	testcluster.WaitFor(t, 10*time.Second, func() bool { _, _, err := live.snapshot(); return err != nil })
+	close(stop)
+	<-writing
+	count, last, aerr := live.snapshot()
+	if !errors.Is(aerr, ledger.ErrFenced) {
+		t.Fatalf("the writer ended with %v, want ErrFenced", aerr)
+	}
+	if count <= 60 {
+		t.Fatalf("no write acknowledged after the kill (%d in all)", count)
+	}
+	md, _, err := c.Metadata(ctx, w.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.LastEntry < last {
+		t.Fatalf("ledger closed at %d, entry %d was acknowledged", md.LastEntry, last)
+	}
+	checkFullyReplicated(t, c, md, w.ID())
+	r, err := c.OpenNoRecovery(ctx, w.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReadBack(t, r, live.data, last)
+	if n := auditorMetric(t, reader, "isobar.autorecovery.open_ledgers_recovered"); n != 1 {
+		t.Fatalf("open_ledgers_recovered %d, want 1", n)
+	}
+	testcluster.WaitFor(t, 10*time.Second, func() bool {
+		us, err := c.UnderReplicatedLedgers(ctx)
+		return err == nil && len(us) == 0
+	})
+}
+
+// TestAuditorConfigRefusesNegatives: bad durations are refused, all named.
+func TestAuditorConfigRefusesNegatives(t *testing.T) {
+	t.Parallel()
+	cl := startCluster(t, 3)
+	_, err := newClient(t, cl).NewAuditor(ledger.AuditorConfig{LostBookieRecoveryDelay: -1, OpenLedgerGracePeriod: -time.Second, Interval: -1})
+	if err == nil {
+		t.Fatal("negative durations accepted")
+	}
+	for _, want := range []string{"lostBookieRecoveryDelay", "openLedgerRereplicationGracePeriod", "interval"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("%v: does not name %s", err, want)
+		}
+	}
 }
 
 // TestDecommissionBookie: a decommissioned bookie, still running, has its

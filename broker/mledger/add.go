@@ -213,13 +213,11 @@ func (m *ManagedLedger) issue(r addRequest) {
 				return
 			}
 			m.wBroken.Store(true)
-			if errors.Is(err, ledger.ErrFenced) {
-				m.failAdds([]addRequest{r}, m.setFenced(err))
-				return
-			}
 			// Not failed yet: the entry may be in the ledger (a bookie
 			// had it); the driver closes the ledger and settles the add
-			// by what the closed ledger holds.
+			// by what the closed ledger holds. A fenced ledger too: a
+			// recovery closed it (a new owner's, which fences us, or
+			// automatic recovery's, after which we go on; closeWriter).
 			m.failedMu.Lock()
 			m.failed = append(m.failed, failedAdd{r: r, ledger: id, entry: entry})
 			m.failedMu.Unlock()
@@ -420,9 +418,14 @@ func setLast(t *topicMeta, l LedgerInfo) error {
 
 // closeWriter closes w and waits for its callbacks. If the writer broke (an
 // add failed and it stopped) the ledger is recovered instead, which fences
-// and closes it at the last entry a quorum has. Our ledger fenced by someone
-// else fences the managed ledger. It returns the closed ledger's metadata.
-// Driver only (or Close after the driver).
+// and closes it at the last entry a quorum has. Our ledger fenced by
+// someone else fences the managed ledger when the topic's metadata changed
+// too (a new owner opened it); when it did not, the fence was automatic
+// recovery's (the auditor closes an open ledger left on a lost bookie,
+// docs/ledger.md "Automatic recovery"), and the closed ledger is taken as
+// if this writer had closed it: the managed ledger rolls over and goes
+// on. It returns the closed ledger's metadata. Driver only (or Close
+// after the driver).
 func (m *ManagedLedger) closeWriter(ctx context.Context, w *ledger.Writer) (ledger.Metadata, error) {
 	err := w.Close(ctx)
 	m.inflight.Wait()
@@ -436,10 +439,18 @@ func (m *ManagedLedger) closeWriter(ctx context.Context, w *ledger.Writer) (ledg
 		err = fmt.Errorf("ledger %d: writer stopped with the ledger still open", w.ID())
 	}
 	if errors.Is(err, ledger.ErrFenced) {
-		m.w = nil
-		return ledger.Metadata{}, m.setFenced(err)
+		owner, oerr := m.stillOwner(ctx)
+		if oerr != nil {
+			return ledger.Metadata{}, fmt.Errorf("close ledger %d: %w; %w", w.ID(), err, oerr)
+		}
+		if !owner {
+			m.w = nil
+			return ledger.Metadata{}, m.setFenced(err)
+		}
+		m.log.Info("the ledger was fenced by a recovery while the topic is still ours (automatic recovery); rolling over", "ledger", w.ID())
+	} else {
+		m.log.Warn("closing the ledger failed; recovering it", "ledger", w.ID(), "err", err)
 	}
-	m.log.Warn("closing the ledger failed; recovering it", "ledger", w.ID(), "err", err)
 	r, rerr := m.deps.Ledgers.OpenRecover(ctx, w.ID())
 	if rerr != nil {
 		return ledger.Metadata{}, fmt.Errorf("close ledger %d: %w; recover it: %w", w.ID(), err, rerr)

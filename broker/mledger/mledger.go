@@ -471,6 +471,27 @@ func (m *ManagedLedger) setFenced(cause error) error {
 	return *m.fenced.Load()
 }
 
+// stillOwner reports whether the topic's metadata is still at a
+// revision this managed ledger wrote (no other owner opened it). The read
+// may race with this managed ledger's own updates (cursors'): a revision
+// below the one it knows now was its own, as any write by another client
+// would have made its later CAS fail.
+func (m *ManagedLedger) stillOwner(ctx context.Context) (bool, error) {
+	if m.fencedErr() != nil {
+		return false, nil
+	}
+	kv, err := m.deps.Meta.Get(ctx, m.key)
+	if errors.Is(err, metastore.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("mledger %s: read metadata: %w", m.name, err)
+	}
+	m.metaMu.Lock()
+	defer m.metaMu.Unlock()
+	return kv.Rev <= m.rev, nil
+}
+
 // casLocked writes next with a CAS on m.rev and adopts it. A conflict
 // fences the managed ledger. metaMu must be held.
 func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {

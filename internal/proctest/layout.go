@@ -22,6 +22,12 @@ type Layout struct {
 	// BrokerLeaseTTL is how long a killed broker keeps its bundles
 	// (zero: the broker's default).
 	BrokerLeaseTTL time.Duration
+	// BookieRegistrationTTL is how long a killed bookie stays registered
+	// (zero: the bookie's default).
+	BookieRegistrationTTL time.Duration
+	// Broker holds more settings of every broker's `broker` section (nil:
+	// none), e.g. "ledger" or "lostBookieRecoveryDelay".
+	Broker map[string]any
 }
 
 // Fed is a running federation of processes.
@@ -90,7 +96,7 @@ func StartFederation(t testing.TB, l Layout, dir string) *Fed {
 	for _, r := range f.Regions {
 		f.addNATS(r)
 		for i := range l.Bookies {
-			f.addBookie(r, i)
+			f.addBookie(r, i, l.BookieRegistrationTTL)
 		}
 	}
 	var ps []*Proc
@@ -102,7 +108,7 @@ func StartFederation(t testing.TB, l Layout, dir string) *Fed {
 	ps = nil
 	for _, r := range f.Regions {
 		for i := range l.Brokers {
-			f.addBroker(r, i, l.BrokerLeaseTTL)
+			f.addBroker(r, i, l.BrokerLeaseTTL, l.Broker)
 		}
 		ps = append(ps, r.Brokers...)
 	}
@@ -200,23 +206,28 @@ func (f *Fed) addNATS(r *Region) {
 	r.NATS, r.NATSURL = p, fmt.Sprintf("nats://127.0.0.1:%d", port)
 }
 
-func (f *Fed) addBookie(r *Region, i int) {
+// addBookie starts bookie i of r; its id is its process name.
+func (f *Fed) addBookie(r *Region, i int, ttl time.Duration) {
 	name := fmt.Sprintf("%s-bookie-%d", r.Name, i)
 	http := Addr(FreePort(f.t))
+	b := map[string]any{
+		"id": name, "region": r.Name, "listenAddr": Addr(FreePort(f.t)), "rack": fmt.Sprintf("rack-%d", i),
+		"journalDir": filepath.Join(f.dir, name, "journal"), "ledgerDir": filepath.Join(f.dir, name, "ledgers"),
+		"httpAddr": http,
+	}
+	if ttl > 0 {
+		b["registrationTTL"] = ttl.String()
+	}
 	p := New(f.t, f.bin, f.dir, name, map[string]any{
 		"metastore": map[string]any{"endpoints": r.Meta.Endpoints},
-		"bookie": map[string]any{
-			"region": r.Name, "listenAddr": Addr(FreePort(f.t)), "rack": fmt.Sprintf("rack-%d", i),
-			"journalDir": filepath.Join(f.dir, name, "journal"), "ledgerDir": filepath.Join(f.dir, name, "ledgers"),
-			"httpAddr": http,
-		},
+		"bookie":    b,
 	}, "bookie")
 	p.ReadyURL = "http://" + http + "/readyz"
 	p.Start()
 	r.Bookies = append(r.Bookies, p)
 }
 
-func (f *Fed) addBroker(r *Region, i int, ttl time.Duration) {
+func (f *Fed) addBroker(r *Region, i int, ttl time.Duration, extra map[string]any) {
 	name := fmt.Sprintf("%s-broker-%d", r.Name, i)
 	listen, http := Addr(FreePort(f.t)), Addr(FreePort(f.t))
 	b := map[string]any{
@@ -225,6 +236,9 @@ func (f *Fed) addBroker(r *Region, i int, ttl time.Duration) {
 	}
 	if ttl > 0 {
 		b["leaseTTL"] = ttl.String()
+	}
+	for k, v := range extra {
+		b[k] = v
 	}
 	p := New(f.t, f.bin, f.dir, name, map[string]any{
 		"metastore": map[string]any{"endpoints": r.Meta.Endpoints},
