@@ -154,6 +154,13 @@ type BrokerConfig struct {
 	// broker's load must be for it to shed bundles (Pulsar's
 	// loadBalancerBrokerThresholdShedderPercentage); zero means 10.
 	LoadBalancerBrokerThresholdShedderPercentage float64 `yaml:"loadBalancerBrokerThresholdShedderPercentage"`
+	// LoadBalancerSheddingMinLoadGap is the least difference between a
+	// broker's load and the mean, in load points (one per 10 % CPU, per
+	// 1000 messages/s and per MiB/s, in and out), for the broker to shed,
+	// so that an idle region does not move bundles over noise (the role
+	// of Pulsar's loadBalancerBundleUnloadMinThroughputThreshold); zero
+	// means 1.
+	LoadBalancerSheddingMinLoadGap float64 `yaml:"loadBalancerSheddingMinLoadGap"`
 	// LoadBalancerSheddingGracePeriod is how long a bundle that was moved
 	// or split stays where it is before it may be moved again (Pulsar's
 	// loadBalancerSheddingGracePeriodMinutes); zero means 30m.
@@ -190,7 +197,7 @@ func (c BrokerConfig) loadManager() broker.LoadManagerConfig {
 	return broker.LoadManagerConfig{
 		Interval: c.LoadBalancerSheddingInterval,
 		Balance: ownership.BalanceConfig{
-			Shed:   ownership.ShedConfig{Threshold: c.LoadBalancerBrokerThresholdShedderPercentage},
+			Shed:   ownership.ShedConfig{Threshold: c.LoadBalancerBrokerThresholdShedderPercentage, MinGap: c.LoadBalancerSheddingMinLoadGap},
 			Grace:  c.LoadBalancerSheddingGracePeriod,
 			Settle: settle,
 			Split: ownership.SplitConfig{

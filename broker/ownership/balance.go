@@ -133,6 +133,9 @@ func (c BalanceConfig) Validate() error {
 	if c.Shed.Threshold < 0 || math.IsNaN(c.Shed.Threshold) {
 		errs = append(errs, fmt.Errorf("loadBalancerBrokerThresholdShedderPercentage: %v; want 0 (default 10) or more", c.Shed.Threshold))
 	}
+	if c.Shed.MinGap < 0 || math.IsNaN(c.Shed.MinGap) {
+		errs = append(errs, fmt.Errorf("loadBalancerSheddingMinLoadGap: %v; want 0 (default 1) or more", c.Shed.MinGap))
+	}
 	if c.Grace < 0 {
 		errs = append(errs, fmt.Errorf("loadBalancerSheddingGracePeriod: %v is negative", c.Grace))
 	}

@@ -237,11 +237,11 @@ func TestParseBundleKey(t *testing.T) {
 }
 
 func TestBalanceConfigValidate(t *testing.T) {
-	err := BalanceConfig{Shed: ShedConfig{Threshold: -1}, Grace: -1, Split: SplitConfig{MaxTopics: -1, MaxMsgRate: -1, MaxBandwidthMbytes: -1, MaxBundles: -1}}.Validate()
+	err := BalanceConfig{Shed: ShedConfig{Threshold: -1, MinGap: -1}, Grace: -1, Split: SplitConfig{MaxTopics: -1, MaxMsgRate: -1, MaxBandwidthMbytes: -1, MaxBundles: -1}}.Validate()
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, f := range []string{"ThresholdShedderPercentage", "GracePeriod", "MaxTopics", "MaxMsgRate", "MaxBandwidthMbytes", "MaximumBundles"} {
+	for _, f := range []string{"ThresholdShedderPercentage", "MinLoadGap", "GracePeriod", "MaxTopics", "MaxMsgRate", "MaxBandwidthMbytes", "MaximumBundles"} {
 		if !strings.Contains(err.Error(), f) {
 			t.Errorf("error does not name %s: %v", f, err)
 		}
