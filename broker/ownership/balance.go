@@ -194,10 +194,13 @@ func (b *Balancer) InGrace(bundle string, now time.Time) bool {
 }
 
 // settled reports whether every broker the last acting round involved
-// has published a report sampled Settle after it (or is gone, or the
-// grace period has passed).
+// has published a report sampled Settle after it (or is gone). The wait
+// ends anyway after 10×Settle or the grace period, whichever is first:
+// a broker whose order failed may publish nothing new for a long time
+// (reports that do not change are published every
+// LoadReportConfig.MaxInterval only).
 func (b *Balancer) settled(brokers map[string]*LoadReport, now time.Time) bool {
-	if b.actedAt.IsZero() || now.Sub(b.actedAt) >= b.cfg.Grace {
+	if b.actedAt.IsZero() || now.Sub(b.actedAt) >= min(b.cfg.Grace, 10*b.cfg.Settle) {
 		return true
 	}
 	for id := range b.involved {

@@ -250,3 +250,22 @@ func TestBalanceConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestBalancerSettlingIsBounded(t *testing.T) {
+	g := region{"a": {"t/ns/0x00000000_0x10000000": 1000, "t/ns/0x10000000_0x20000000": 1000,
+		"t/ns/0x20000000_0x30000000": 1000, "t/ns/0x30000000_0x40000000": 1000}, "b": {}}
+	bal := NewBalancer(BalanceConfig{Grace: time.Hour, Settle: 10 * time.Second})
+	now := time.Unix(1_000_000, 0)
+	stale := g.infos(now)
+	if len(bal.Plan(stale, now)) == 0 {
+		t.Fatal("nothing shed")
+	}
+	// Nobody publishes again (say the orders failed): the wait ends after
+	// 10×Settle.
+	if ps := bal.Plan(stale, now.Add(99*time.Second)); len(ps) != 0 {
+		t.Fatalf("acted before the settling wait ended: %+v", ps)
+	}
+	if ps := bal.Plan(stale, now.Add(100*time.Second)); len(ps) == 0 {
+		t.Fatal("still waiting after 10×Settle")
+	}
+}
