@@ -120,10 +120,11 @@ type BalanceConfig struct {
 	// is (Pulsar's loadBalancerSheddingGracePeriodMinutes); zero means
 	// DefaultSheddingGracePeriod.
 	Grace time.Duration
-	// Settle is how long after a round that moved bundles the brokers it
-	// involved must have sampled their load again before the next round
-	// sheds (their reports count the moved bundles where they were);
-	// the load report interval or a little more. Zero: no wait.
+	// Settle is the least time after a round that gave orders before the
+	// next decides anything, and the brokers it involved must have
+	// published a report sampled after it (their earlier reports count
+	// the moved load where it was); two load report intervals. Zero: no
+	// wait.
 	Settle time.Duration
 }
 
@@ -193,22 +194,24 @@ func (b *Balancer) InGrace(bundle string, now time.Time) bool {
 	return ok && now.Sub(t) < b.cfg.Grace
 }
 
-// settled reports whether every broker the last acting round involved
-// has published a report sampled Settle after it (or is gone). The wait
-// ends anyway after 10×Settle or the grace period, whichever is first:
-// a broker whose order failed may publish nothing new for a long time
-// (reports that do not change are published every
-// LoadReportConfig.MaxInterval only).
+// settled reports whether the load has settled since the last acting
+// round: Settle has passed, and every broker that round involved (and
+// still registered) has published a report sampled after it. A broker
+// publishes at once when its set of bundles changes, and again when a
+// figure moves by more than the report threshold, so by then its report
+// counts the moved bundles where they are. The wait ends anyway after
+// 10×Settle or the grace period, whichever is first: a broker whose order
+// failed may publish nothing new for a long time (an unchanged report is
+// published every LoadReportConfig.MaxInterval only).
 func (b *Balancer) settled(brokers map[string]*LoadReport, now time.Time) bool {
 	if b.actedAt.IsZero() || now.Sub(b.actedAt) >= min(b.cfg.Grace, 10*b.cfg.Settle) {
 		return true
 	}
+	if now.Sub(b.actedAt) < b.cfg.Settle {
+		return false
+	}
 	for id := range b.involved {
-		r, ok := brokers[id]
-		if !ok {
-			continue
-		}
-		if r.LastUpdate < b.actedAt.Add(b.cfg.Settle).UnixMilli() {
+		if r, ok := brokers[id]; ok && r.LastUpdate <= b.actedAt.UnixMilli() {
 			return false
 		}
 	}
