@@ -168,7 +168,8 @@ type BrokerConfig struct {
 	// LoadBalancerAutoBundleSplitEnabled lets the load manager split a
 	// bundle above one of the LoadBalancerNamespaceBundleMax* limits in
 	// two (Pulsar's loadBalancerAutoBundleSplitEnabled, by
-	// range_equally_divide). Off by default.
+	// range_equally_divide), up to limits.maxBundlesPerNamespace bundles
+	// (Pulsar's loadBalancerNamespaceMaximumBundles). Off by default.
 	LoadBalancerAutoBundleSplitEnabled bool `yaml:"loadBalancerAutoBundleSplitEnabled"`
 	// LoadBalancerNamespaceBundleMaxTopics is the most topics a bundle
 	// holds before it is split; zero means 1000.
@@ -181,10 +182,6 @@ type BrokerConfig struct {
 	// and out together, a bundle carries before it is split; zero means
 	// 100.
 	LoadBalancerNamespaceBundleMaxBandwidthMbytes float64 `yaml:"loadBalancerNamespaceBundleMaxBandwidthMbytes"`
-	// LoadBalancerNamespaceMaximumBundles is the most bundles the load
-	// manager splits a namespace into (Pulsar's
-	// loadBalancerNamespaceMaximumBundles); zero means 128.
-	LoadBalancerNamespaceMaximumBundles int `yaml:"loadBalancerNamespaceMaximumBundles"`
 }
 
 // loadManager is the load manager's configuration (without its logger
@@ -205,7 +202,7 @@ func (c BrokerConfig) loadManager() broker.LoadManagerConfig {
 				MaxTopics:          c.LoadBalancerNamespaceBundleMaxTopics,
 				MaxMsgRate:         c.LoadBalancerNamespaceBundleMaxMsgRate,
 				MaxBandwidthMbytes: c.LoadBalancerNamespaceBundleMaxBandwidthMbytes,
-				MaxBundles:         c.LoadBalancerNamespaceMaximumBundles,
+				MaxBundles:         c.Limits.WithDefaults().MaxBundlesPerNamespace,
 			},
 		},
 	}

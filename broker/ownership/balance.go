@@ -150,7 +150,7 @@ func (c BalanceConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("loadBalancerNamespaceBundleMaxBandwidthMbytes: %v is negative", c.Split.MaxBandwidthMbytes))
 	}
 	if c.Split.MaxBundles < 0 || c.Split.MaxBundles > topic.MaxBundles {
-		errs = append(errs, fmt.Errorf("loadBalancerNamespaceMaximumBundles: %d is not in [0, %d]", c.Split.MaxBundles, topic.MaxBundles))
+		errs = append(errs, fmt.Errorf("loadBalancerNamespaceMaximumBundles (limits.maxBundlesPerNamespace): %d is not in [0, %d]", c.Split.MaxBundles, topic.MaxBundles))
 	}
 	return errors.Join(errs...)
 }

@@ -31,7 +31,7 @@ func loadBalancedLayout() Layout {
 			"loadBalancerSheddingMinLoadGap":       0.2,
 			"loadBalancerAutoBundleSplitEnabled":   true,
 			"loadBalancerNamespaceBundleMaxTopics": 4,
-			"loadBalancerNamespaceMaximumBundles":  16,
+			"limits":                               map[string]any{"maxBundlesPerNamespace": 16},
 		},
 	}
 }
