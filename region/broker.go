@@ -94,13 +94,16 @@ type Broker struct {
 	auditor   *ledger.Auditor
 	// stopAudit stops the auditor's goroutine and waits for it.
 	stopAudit func()
-	pol       *policies
-	reg       *ownership.Registry
-	gates     *primary.Gates
-	b         *broker.Broker
-	http      *http.Server
-	done      chan struct{} // the Pulsar listener's Serve returned
-	stopped   bool
+	// stopLoadMgr stops the load manager's goroutine (when
+	// loadBalancerEnabled) and waits for it.
+	stopLoadMgr func()
+	pol         *policies
+	reg         *ownership.Registry
+	gates       *primary.Gates
+	b           *broker.Broker
+	http        *http.Server
+	done        chan struct{} // the Pulsar listener's Serve returned
+	stopped     bool
 }
 
 // NewBroker returns a broker for cfg whose region metadata store is meta
@@ -351,6 +354,20 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	}
 	c.b = b
 	c.reg.SetLoadSource(broker.NewLoadSampler(b, placement).Sample)
+	if c.cfg.LoadBalancerEnabled {
+		// The load manager: every broker runs it; it decides while this
+		// broker is the region's leader, as the auditor above.
+		lmc := c.cfg.loadManager()
+		lmc.Logger, lmc.MeterProvider = c.logger, tel.MeterProvider()
+		lm, err := broker.NewLoadManager(b, placement, lmc)
+		if err != nil {
+			return err
+		}
+		lctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); lm.Run(lctx) }()
+		c.stopLoadMgr = func() { cancel(); <-done }
+	}
 	adm := admin.New(admin.Config{
 		Policies:          pol,
 		Topics:            b.Admin(),
@@ -527,6 +544,7 @@ func (c *Broker) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	c.stopped = true
+	c.stopLoadManager()
 	var errs []error
 	if err := c.reg.Drain(ctx); err != nil {
 		c.logger.Warn("drain mark", "err", err)
@@ -574,6 +592,7 @@ func (c *Broker) Abort() {
 		return
 	}
 	c.stopped = true
+	c.stopLoadManager()
 	c.b.Abort()
 	c.http.Close()
 	if c.plainHTTP != nil {
@@ -584,6 +603,14 @@ func (c *Broker) Abort() {
 	c.gates.Abort()
 	<-c.done
 	c.release(context.Background())
+}
+
+// stopLoadManager stops the load manager, when it runs.
+func (c *Broker) stopLoadManager() {
+	if c.stopLoadMgr != nil {
+		c.stopLoadMgr()
+		c.stopLoadMgr = nil
+	}
 }
 
 // release closes what Start opened (after the broker stopped, or when
@@ -605,6 +632,7 @@ func (c *Broker) release(context.Context) {
 			}
 		}
 	}
+	c.stopLoadManager()
 	if c.stopAudit != nil {
 		c.stopAudit()
 		c.stopAudit = nil

@@ -147,6 +147,74 @@ type BrokerConfig struct {
 	// a new ledger. It starts once the bookie counts as lost (after
 	// lostBookieRecoveryDelay); zero means 30s.
 	OpenLedgerRereplicationGracePeriod time.Duration `yaml:"openLedgerRereplicationGracePeriod"`
+
+	// LoadBalancerEnabled turns the region's load manager on (Pulsar's
+	// loadBalancerEnabled; docs/ownership.md "Load balancing"): the
+	// leader broker sheds bundles from brokers loaded above the mean to
+	// the least loaded ones, and splits hot bundles when
+	// LoadBalancerAutoBundleSplitEnabled is set. Off by default.
+	LoadBalancerEnabled bool `yaml:"loadBalancerEnabled"`
+	// LoadBalancerSheddingInterval is how often the leader decides what
+	// to shed and split (Pulsar's loadBalancerSheddingIntervalMinutes);
+	// zero means 1m.
+	LoadBalancerSheddingInterval time.Duration `yaml:"loadBalancerSheddingInterval"`
+	// LoadBalancerBrokerThresholdShedderPercentage is how far above the
+	// mean load of the region's brokers, in percent of the mean, a
+	// broker's load must be for it to shed bundles (Pulsar's
+	// loadBalancerBrokerThresholdShedderPercentage); zero means 10.
+	LoadBalancerBrokerThresholdShedderPercentage float64 `yaml:"loadBalancerBrokerThresholdShedderPercentage"`
+	// LoadBalancerSheddingMinLoadGap is the least difference between a
+	// broker's load and the mean, in load points (one per 10 % CPU, per
+	// 1000 messages/s and per MiB/s, in and out), for the broker to shed,
+	// so that an idle region does not move bundles over noise (the role
+	// of Pulsar's loadBalancerBundleUnloadMinThroughputThreshold); zero
+	// means 1.
+	LoadBalancerSheddingMinLoadGap float64 `yaml:"loadBalancerSheddingMinLoadGap"`
+	// LoadBalancerSheddingGracePeriod is how long a bundle that was moved
+	// or split stays where it is before it may be moved again (Pulsar's
+	// loadBalancerSheddingGracePeriodMinutes); zero means 30m.
+	LoadBalancerSheddingGracePeriod time.Duration `yaml:"loadBalancerSheddingGracePeriod"`
+	// LoadBalancerAutoBundleSplitEnabled lets the load manager split a
+	// bundle above one of the LoadBalancerNamespaceBundleMax* limits in
+	// two (Pulsar's loadBalancerAutoBundleSplitEnabled, by
+	// range_equally_divide), up to limits.maxBundlesPerNamespace bundles
+	// (Pulsar's loadBalancerNamespaceMaximumBundles). Off by default.
+	LoadBalancerAutoBundleSplitEnabled bool `yaml:"loadBalancerAutoBundleSplitEnabled"`
+	// LoadBalancerNamespaceBundleMaxTopics is the most topics a bundle
+	// holds before it is split; zero means 1000.
+	LoadBalancerNamespaceBundleMaxTopics int64 `yaml:"loadBalancerNamespaceBundleMaxTopics"`
+	// LoadBalancerNamespaceBundleMaxMsgRate is the most messages/s, in
+	// and out together, a bundle carries before it is split; zero means
+	// 30000.
+	LoadBalancerNamespaceBundleMaxMsgRate float64 `yaml:"loadBalancerNamespaceBundleMaxMsgRate"`
+	// LoadBalancerNamespaceBundleMaxBandwidthMbytes is the most MB/s, in
+	// and out together, a bundle carries before it is split; zero means
+	// 100.
+	LoadBalancerNamespaceBundleMaxBandwidthMbytes float64 `yaml:"loadBalancerNamespaceBundleMaxBandwidthMbytes"`
+}
+
+// loadManager is the load manager's configuration (without its logger
+// and meter).
+func (c BrokerConfig) loadManager() broker.LoadManagerConfig {
+	settle := 2 * c.LoadReportInterval
+	if settle == 0 {
+		settle = 2 * ownership.DefaultLoadReportInterval
+	}
+	return broker.LoadManagerConfig{
+		Interval: c.LoadBalancerSheddingInterval,
+		Balance: ownership.BalanceConfig{
+			Shed:   ownership.ShedConfig{Threshold: c.LoadBalancerBrokerThresholdShedderPercentage, MinGap: c.LoadBalancerSheddingMinLoadGap},
+			Grace:  c.LoadBalancerSheddingGracePeriod,
+			Settle: settle,
+			Split: ownership.SplitConfig{
+				Enabled:            c.LoadBalancerAutoBundleSplitEnabled,
+				MaxTopics:          c.LoadBalancerNamespaceBundleMaxTopics,
+				MaxMsgRate:         c.LoadBalancerNamespaceBundleMaxMsgRate,
+				MaxBandwidthMbytes: c.LoadBalancerNamespaceBundleMaxBandwidthMbytes,
+				MaxBundles:         c.Limits.WithDefaults().MaxBundlesPerNamespace,
+			},
+		},
+	}
 }
 
 // loadReports is the ownership registry's load report configuration.
@@ -236,6 +304,12 @@ func (c BrokerConfig) Validate() error {
 	}
 	if err := c.loadReports().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("broker: %w", err))
+	}
+	if err := c.loadManager().Balance.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("broker: %w", err))
+	}
+	if c.LoadBalancerSheddingInterval < 0 {
+		errs = append(errs, fmt.Errorf("broker.loadBalancerSheddingInterval: %v is negative", c.LoadBalancerSheddingInterval))
 	}
 	// The broker's own checks, with the URLs it will advertise.
 	bc := c.Config

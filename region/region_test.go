@@ -66,3 +66,23 @@ func TestBrokerRecoveryDelayValidated(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadBalancerSettingsValidated(t *testing.T) {
+	var c BrokerConfig
+	c.Region = "r"
+	c.LoadBalancerSheddingInterval = -1
+	c.LoadBalancerBrokerThresholdShedderPercentage = -1
+	c.LoadBalancerSheddingMinLoadGap = -1
+	c.LoadBalancerSheddingGracePeriod = -1
+	c.LoadBalancerNamespaceBundleMaxTopics = -1
+	c.LoadBalancerNamespaceBundleMaxMsgRate = -1
+	c.LoadBalancerNamespaceBundleMaxBandwidthMbytes = -1
+	err := c.Validate()
+	for _, f := range []string{"broker.loadBalancerSheddingInterval", "loadBalancerBrokerThresholdShedderPercentage",
+		"loadBalancerSheddingMinLoadGap", "loadBalancerSheddingGracePeriod", "loadBalancerNamespaceBundleMaxTopics",
+		"loadBalancerNamespaceBundleMaxMsgRate", "loadBalancerNamespaceBundleMaxBandwidthMbytes"} {
+		if err == nil || !strings.Contains(err.Error(), f) {
+			t.Errorf("error does not name %s: %v", f, err)
+		}
+	}
+}

@@ -67,6 +67,7 @@ type Registry struct {
 	selfKey   string
 	ownPrefix string
 	brkPrefix string
+	ordPrefix string
 
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when run returns
@@ -115,6 +116,7 @@ func Start(ctx context.Context, cfg Config) (*Registry, error) {
 		selfKey:    BrokerKey(cfg.Region, cfg.Self.ID),
 		ownPrefix:  OwnershipPrefix(cfg.Region),
 		brkPrefix:  BrokersPrefix(cfg.Region),
+		ordPrefix:  OrdersPrefix(cfg.Region),
 		done:       make(chan struct{}),
 		loadDirty:  make(chan struct{}, 1),
 		retireStop: make(chan struct{}),
@@ -271,8 +273,13 @@ func (r *Registry) Lookup(ctx context.Context, ns string, b topic.Bundle, author
 			return owner, nil
 		}
 		lease, cands := r.candidates()
-		r.countAntiAffinity(ctx, ns, cands)
-		id, ok := Place(bk, cands)
+		order, orderRev := r.readOrder(ctx, bk)
+		id, cands := Destination(order, cands)
+		ok := id != ""
+		if !ok {
+			r.countAntiAffinity(ctx, ns, cands)
+			id, ok = Place(bk, cands)
+		}
 		if !ok {
 			return BrokerInfo{}, fmt.Errorf("%w: %s", ErrNoBrokers, bk)
 		}
@@ -297,6 +304,12 @@ func (r *Registry) Lookup(ctx context.Context, ns string, b topic.Bundle, author
 			return BrokerInfo{}, fmt.Errorf("lookup %s: %w", bk, err)
 		}
 		if won {
+			if order != nil && order.Op == OrderUnload {
+				// The move is done: the order has served.
+				if err := r.meta.DeleteIf(ctx, r.ordPrefix+bk, orderRev); err != nil && !errors.Is(err, metastore.ErrConflict) {
+					r.logger.Warn("deleting a served unload order failed; the leader deletes it later", "bundle", bk, "err", err)
+				}
+			}
 			return r.self, nil
 		}
 	}

@@ -38,7 +38,7 @@ func TestProcessBookieLossReReplicates(t *testing.T) {
 	f := StartFederation(t, Layout{
 		Regions: []string{"east"}, Global: 1, Metastores: 1, Bookies: 4, Brokers: 2,
 		BrokerLeaseTTL: 5 * time.Second, BookieRegistrationTTL: 2 * time.Second,
-		Broker: map[string]any{
+		BrokerConfig: map[string]any{
 			"ledger":                             map[string]any{"ensembleSize": 3, "writeQuorum": 2, "ackQuorum": 2},
 			"lostBookieRecoveryDelay":            delay.String(),
 			"openLedgerRereplicationGracePeriod": grace.String(),

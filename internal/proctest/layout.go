@@ -25,9 +25,10 @@ type Layout struct {
 	// BookieRegistrationTTL is how long a killed bookie stays registered
 	// (zero: the bookie's default).
 	BookieRegistrationTTL time.Duration
-	// Broker holds more settings of every broker's `broker` section (nil:
-	// none), e.g. "ledger" or "lostBookieRecoveryDelay".
-	Broker map[string]any
+	// BrokerConfig holds more settings of every broker's `broker`
+	// section (by YAML key), for brokers started with the layout and by
+	// AddBroker.
+	BrokerConfig map[string]any
 }
 
 // Fed is a running federation of processes.
@@ -35,6 +36,7 @@ type Fed struct {
 	t       testing.TB
 	bin     string
 	dir     string
+	layout  Layout
 	Global  *Cluster
 	Regions []*Region
 }
@@ -82,7 +84,7 @@ func (r *Region) All() []*Proc {
 // brokers and replicators, each waited for on its /readyz.
 func StartFederation(t testing.TB, l Layout, dir string) *Fed {
 	t.Helper()
-	f := &Fed{t: t, bin: Binary(t), dir: dir}
+	f := &Fed{t: t, bin: Binary(t), dir: dir, layout: l}
 	start := time.Now()
 	f.Global = f.cluster("global", l.Global)
 	for _, name := range l.Regions {
@@ -108,7 +110,7 @@ func StartFederation(t testing.TB, l Layout, dir string) *Fed {
 	ps = nil
 	for _, r := range f.Regions {
 		for i := range l.Brokers {
-			f.addBroker(r, i, l.BrokerLeaseTTL, l.Broker)
+			f.addBroker(r, i)
 		}
 		ps = append(ps, r.Brokers...)
 	}
@@ -227,17 +229,27 @@ func (f *Fed) addBookie(r *Region, i int, ttl time.Duration) {
 	r.Bookies = append(r.Bookies, p)
 }
 
-func (f *Fed) addBroker(r *Region, i int, ttl time.Duration, extra map[string]any) {
+// AddBroker starts one more broker in r, as the layout's, and waits
+// until it is ready.
+func (f *Fed) AddBroker(r *Region) *Proc {
+	f.t.Helper()
+	f.addBroker(r, len(r.Brokers))
+	p := r.Brokers[len(r.Brokers)-1]
+	waitAll(f.t, []*Proc{p}, 60*time.Second)
+	return p
+}
+
+func (f *Fed) addBroker(r *Region, i int) {
 	name := fmt.Sprintf("%s-broker-%d", r.Name, i)
 	listen, http := Addr(FreePort(f.t)), Addr(FreePort(f.t))
 	b := map[string]any{
 		"region": r.Name, "name": name, "listenAddr": listen, "httpListenAddr": http,
 		"dataDir": filepath.Join(f.dir, name, "data"),
 	}
-	if ttl > 0 {
+	if ttl := f.layout.BrokerLeaseTTL; ttl > 0 {
 		b["leaseTTL"] = ttl.String()
 	}
-	for k, v := range extra {
+	for k, v := range f.layout.BrokerConfig {
 		b[k] = v
 	}
 	p := New(f.t, f.bin, f.dir, name, map[string]any{
