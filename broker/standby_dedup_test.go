@@ -40,21 +40,10 @@ func TestStandbyDropsPrimarysCopyOfItsOwnMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(e.pol.CreateCluster(ctx, "other", policy.ClusterData{ServiceURL: "http://127.0.0.1:2", BrokerServiceURL: "pulsar://127.0.0.1:2"}))
-	must(e.pol.UpdateTenant(ctx, "public", policy.TenantInfo{AllowedClusters: []string{"test", "other"}}))
-	p := &policy.Policies{ReplicationClusters: []string{"test", "other"}}
-	must(policy.SetFailover(p, policy.ActiveStandby, "test"))
-	must(e.pol.CreateNamespace(ctx, ns, p))
+	activeStandby(t, e, ns)
 
 	// While this region is the primary, producer "app" stores 0, 1, 2.
-	app := dialRaw(t, e.url, true)
-	openProducer(t, app, tp, 1, "app")
-	for seq := range uint64(3) {
-		sendEntry(t, app, 1, seq, &pb.MessageMetadata{ProducerName: proto.String("app"), SequenceId: proto.Uint64(seq), PublishTime: proto.Uint64(1)}, fmt.Sprintf("app-%d", seq))
-		if r := app.recv().Cmd; r.GetType() != pb.BaseCommand_SEND_RECEIPT {
-			t.Fatalf("send %d: %v", seq, r)
-		}
-	}
+	sendOwn(t, e.url, tp)
 
 	// "other" becomes the primary; this region a standby.
 	_, err := e.pol.UpdateNamespace(ctx, ns, func(p *policy.Policies) error { return policy.SetFailover(p, policy.ActiveStandby, "other") })
@@ -75,6 +64,37 @@ func TestStandbyDropsPrimarysCopyOfItsOwnMessage(t *testing.T) {
 	got := payloads(readAll(t, r))
 	if want := []string{"app-0", "app-1", "app-2", "app-3", "app-4", "other-app-0"}; !slices.Equal(got, want) {
 		t.Fatalf("stored %v, want %v", got, want)
+	}
+}
+
+// activeStandby creates namespace ns, replicated to this region ("test")
+// and "other", active-standby with this region the primary.
+func activeStandby(t *testing.T, e *env, ns string) {
+	t.Helper()
+	ctx := ctxT(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(e.pol.CreateCluster(ctx, "other", policy.ClusterData{ServiceURL: "http://127.0.0.1:2", BrokerServiceURL: "pulsar://127.0.0.1:2"}))
+	must(e.pol.UpdateTenant(ctx, "public", policy.TenantInfo{AllowedClusters: []string{"test", "other"}}))
+	p := &policy.Policies{ReplicationClusters: []string{"test", "other"}}
+	must(policy.SetFailover(p, policy.ActiveStandby, "test"))
+	must(e.pol.CreateNamespace(ctx, ns, p))
+}
+
+// sendOwn stores app's 0, 1 and 2 through the broker at url.
+func sendOwn(t *testing.T, url, tp string) {
+	t.Helper()
+	app := dialRaw(t, url, true)
+	openProducer(t, app, tp, 1, "app")
+	for seq := range uint64(3) {
+		sendEntry(t, app, 1, seq, &pb.MessageMetadata{ProducerName: proto.String("app"), SequenceId: proto.Uint64(seq), PublishTime: proto.Uint64(1)}, fmt.Sprintf("app-%d", seq))
+		if r := app.recv().Cmd; r.GetType() != pb.BaseCommand_SEND_RECEIPT {
+			t.Fatalf("send %d: %v", seq, r)
+		}
 	}
 }
 
@@ -136,21 +156,10 @@ func TestCutOffPrimaryDropsNewPrimarysCopyOfItsOwnMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(e.pol.CreateCluster(ctx, "other", policy.ClusterData{ServiceURL: "http://127.0.0.1:2", BrokerServiceURL: "pulsar://127.0.0.1:2"}))
-	must(e.pol.UpdateTenant(ctx, "public", policy.TenantInfo{AllowedClusters: []string{"test", "other"}}))
-	p := &policy.Policies{ReplicationClusters: []string{"test", "other"}}
-	must(policy.SetFailover(p, policy.ActiveStandby, "test"))
-	must(e.pol.CreateNamespace(ctx, ns, p))
+	activeStandby(t, e, ns)
 	must(gates.Wait(ctx, ns, ""))
 
-	app := dialRaw(t, e.url, true)
-	openProducer(t, app, tp, 1, "app")
-	for seq := range uint64(3) {
-		sendEntry(t, app, 1, seq, &pb.MessageMetadata{ProducerName: proto.String("app"), SequenceId: proto.Uint64(seq), PublishTime: proto.Uint64(1)}, fmt.Sprintf("app-%d", seq))
-		if r := app.recv().Cmd; r.GetType() != pb.BaseCommand_SEND_RECEIPT {
-			t.Fatalf("send %d: %v", seq, r)
-		}
-	}
+	sendOwn(t, e.url, tp)
 
 	// Cut off from the global store, whose namespace record then names
 	// "other" the primary: this broker's fence lapses, its view stays.
