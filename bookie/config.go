@@ -62,6 +62,11 @@ type Config struct {
 	// MaxInFlightPerConn bounds requests outstanding on one connection; when
 	// reached the bookie stops reading from it. Zero means 4096.
 	MaxInFlightPerConn int `yaml:"maxInFlightPerConn"`
+	// ReadWorkers bounds the entry reads the bookie serves at once, over
+	// all connections (BookKeeper's numReadWorkerThreads): a catch-up
+	// reader's reads wait for a worker instead of filling the disk's queue
+	// ahead of the journal's writes and syncs. Zero means 4.
+	ReadWorkers int `yaml:"readWorkers"`
 	// RegistrationTTL is the lease TTL of the registration; zero means 10s.
 	RegistrationTTL time.Duration `yaml:"registrationTTL"`
 	// UsageInterval is how often disk usage and read-only state are refreshed; zero means 5s.
@@ -103,6 +108,9 @@ type Deps struct {
 	MeterProvider metric.MeterProvider
 }
 
+// DefaultReadWorkers is Config.ReadWorkers' default.
+const DefaultReadWorkers = 4
+
 func (c Config) withDefaults() Config {
 	if c.ListenAddr == "" {
 		c.ListenAddr = "127.0.0.1:3181"
@@ -118,6 +126,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxInFlightPerConn == 0 {
 		c.MaxInFlightPerConn = 4096
+	}
+	if c.ReadWorkers == 0 {
+		c.ReadWorkers = DefaultReadWorkers
 	}
 	if c.RegistrationTTL == 0 {
 		c.RegistrationTTL = 10 * time.Second
@@ -173,6 +184,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxInFlightPerConn < 0 {
 		errs = append(errs, fmt.Errorf("bookie.maxInFlightPerConn: %d is negative", c.MaxInFlightPerConn))
+	}
+	if c.ReadWorkers < 0 {
+		errs = append(errs, fmt.Errorf("bookie.readWorkers: %d is negative", c.ReadWorkers))
 	}
 	for name, d := range map[string]time.Duration{
 		"registrationTTL": c.RegistrationTTL, "usageInterval": c.UsageInterval, "flushInterval": c.FlushInterval,

@@ -215,6 +215,17 @@ func (c *conn) dispatch(ctx context.Context, req *proto.Request) {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
+			if req.Op == proto.OpRead {
+				// A read waits for a read worker, parked: only
+				// ReadWorkers reads compete with adds for the CPU.
+				select {
+				case c.s.readSlots <- struct{}{}:
+					defer func() { <-c.s.readSlots }()
+				case <-ctx.Done():
+					reply(&proto.Response{Op: req.Op, ID: req.ID, Ledger: req.Ledger, Status: statusOf(ctx.Err())})
+					return
+				}
+			}
 			c.safely(req, reply, func() { reply(c.s.handleSlow(ctx, req)) })
 		}()
 	default:

@@ -50,6 +50,10 @@ type Server struct {
 	lacMu sync.Mutex
 	lacs  map[uint64]*lacState // guarded by lacMu
 
+	// readSlots holds one token per entry read being served: its capacity
+	// is Config.ReadWorkers.
+	readSlots chan struct{}
+
 	mu       sync.Mutex
 	ln       net.Listener
 	reg      *metastore.Registration // nil until registered, and without a metadata store
@@ -150,6 +154,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		tlsCfg:    tlsCfg,
 		hsTimeout: handshakeTimeout,
 		lacs:      map[uint64]*lacState{},
+		readSlots: make(chan struct{}, cfg.ReadWorkers),
 		conns:     map[*conn]struct{}{},
 	}, nil
 }

@@ -436,11 +436,11 @@ func TestRegistration(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	err := Config{ListenAddr: "nope", ReadOnlyThreshold: 2, MaxFrameSize: 10, RegistrationTTL: time.Millisecond, Group: "a,b"}.Validate()
+	err := Config{ListenAddr: "nope", ReadOnlyThreshold: 2, MaxFrameSize: 10, RegistrationTTL: time.Millisecond, Group: "a,b", ReadWorkers: -1}.Validate()
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
-	for _, field := range []string{"journalDir", "ledgerDir", "listenAddr", "readOnlyThreshold", "maxFrameSize", "registrationTTL", "group"} {
+	for _, field := range []string{"journalDir", "ledgerDir", "listenAddr", "readOnlyThreshold", "maxFrameSize", "registrationTTL", "group", "readWorkers"} {
 		if !bytes.Contains([]byte(err.Error()), []byte("bookie."+field)) {
 			t.Errorf("error does not name bookie.%s: %v", field, err)
 		}

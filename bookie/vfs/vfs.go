@@ -73,6 +73,28 @@ type FS interface {
 	Usage(dir string) (total, free uint64, err error)
 }
 
+// AdviseRandom tells the operating system that f is read at scattered
+// offsets, so that a read brings in only the pages it asks for, without the
+// kernel's read-ahead (posix_fadvise POSIX_FADV_RANDOM). It is a hint:
+// files of other filesystems than Default ignore it, and so do systems
+// without posix_fadvise.
+func AdviseRandom(f File) error {
+	if o, ok := f.(osFile); ok {
+		return adviseRandom(o.File)
+	}
+	return nil
+}
+
+// AdviseWillNeed tells the operating system that n bytes of f from off
+// will be read soon, so it starts reading them into the page cache
+// (posix_fadvise POSIX_FADV_WILLNEED). A hint, like AdviseRandom.
+func AdviseWillNeed(f File, off, n int64) error {
+	if o, ok := f.(osFile); ok {
+		return adviseWillNeed(o.File, off, n)
+	}
+	return nil
+}
+
 // Default is the operating system's filesystem.
 var Default FS = osFS{}
 

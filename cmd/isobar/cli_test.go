@@ -197,7 +197,7 @@ func TestPerfDiskAndVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r map[string]any
-	if err := json.Unmarshal([]byte(out), &r); err != nil || r["FsyncPerSec"].(float64) <= 0 {
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r["FsyncPerSec"].(float64) <= 0 || r["SeqColdReadMBs"].(float64) <= 0 {
 		t.Fatalf("perf disk output %q: %v", out, err)
 	}
 	if out, err := run(context.Background(), "version"); err != nil || !strings.HasPrefix(out, "isobar ") {

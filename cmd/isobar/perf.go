@@ -21,7 +21,7 @@ func newPerfCmd(g *globalFlags) *cobra.Command {
 	var asJSON bool
 	disk := &cobra.Command{
 		Use:   "disk",
-		Short: "Measure a disk's fdatasync rate and sequential synced write bandwidth",
+		Short: "Measure a disk's fdatasync rate, sequential write bandwidth and cold sequential read bandwidth",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dur <= 0 {
