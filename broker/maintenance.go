@@ -10,6 +10,7 @@ import (
 	"github.com/isobar-mq/isobar/broker/compactor"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
 )
 
@@ -34,7 +35,11 @@ func (b *Broker) maintain() {
 func (b *Broker) MaintainOnce(ctx context.Context) {
 	pols := map[string]NamespacePolicy{}
 	skip := map[string]bool{} // namespaces whose policies could not be read
-	var idle []*Topic         // partitions that may be deleted as inactive (inactive.go)
+	// The topics' own policies, read once per namespace when the
+	// namespaces can (a pass over a million topics must not read each).
+	tpols := map[string]func(topic.Name, NamespacePolicy) (NamespacePolicy, error){}
+	ntp, batch := b.deps.Namespaces.(NamespaceTopicPolicies)
+	var idle []*Topic // partitions that may be deleted as inactive (inactive.go)
 	defer func() { b.deleteInactivePartitions(ctx, idle) }()
 	for _, t := range b.loadedTopics() {
 		if ctx.Err() != nil {
@@ -56,8 +61,13 @@ func (b *Broker) MaintainOnce(ctx context.Context) {
 				continue
 			}
 			pol, pols[ns] = p, p
+			if batch {
+				// On error: nil, and each topic's policies are read (and
+				// their problem reported) one by one.
+				tpols[ns], _ = ntp.TopicPoliciesOf(ctx, ns)
+			}
 		}
-		tpol := b.withTopicPolicy(ctx, t.name, pol)
+		tpol := b.withTopicPolicyFrom(ctx, t.name, pol, tpols[ns])
 		t.setPolicy(tpol)
 		if t.ml == nil {
 			continue
