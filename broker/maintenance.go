@@ -116,7 +116,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 			t.b.log.Warn("persistence policy not applied; new ledgers keep the previous shape", "topic", t.name.String(), "err", err)
 		}
 	}
-	t.rl.set(pol.Rates)
+	t.setRates(pol.Rates)
 	// Limits raised or removed: dispatchers held back by them go on.
 	for _, s := range subs {
 		s.kick()
@@ -199,7 +199,7 @@ func (t *Topic) expireSubscriptions(ctx context.Context, after time.Duration) er
 		last, ok := t.subActive[name]
 		t.subActiveMu.Unlock()
 		if !ok {
-			last = t.created
+			last = t.loadedAt()
 		}
 		if now.Sub(last) < after {
 			continue

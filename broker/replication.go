@@ -95,6 +95,9 @@ func (t *Topic) replStalled(remote string, md mledger.Position, backlog int64) b
 	o := t.replOut[remote]
 	if o == nil {
 		o = &replOut{md: md, since: now}
+		if t.replOut == nil {
+			t.replOut = map[string]*replOut{}
+		}
 		t.replOut[remote] = o
 	}
 	if md != o.md || backlog == 0 {
@@ -249,6 +252,9 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 	st := t.replIn[src]
 	if st == nil {
 		st = newReplIn(noPosition)
+		if t.replIn == nil {
+			t.replIn = map[string]*replIn{}
+		}
 		t.replIn[src] = st
 	}
 	if st.chain.Broken() {
@@ -413,6 +419,9 @@ func (t *Topic) ensureDedupState(ctx context.Context) error {
 	t.dedupPushed = seqs
 	t.dedupConfirmed = maps.Clone(seqs)
 	for src, p := range hwm {
+		if t.replIn == nil {
+			t.replIn = map[string]*replIn{}
+		}
 		t.replIn[src] = newReplIn(p)
 	}
 	if lastOwn.Compare(t.lastOwn) > 0 {
@@ -445,7 +454,7 @@ func (t *Topic) replicationStats(subs []*subscription) map[string]admin.Replicat
 		return out
 	}
 	now := t.b.deps.Now()
-	age := now.Sub(t.created).Seconds()
+	age := now.Sub(t.loadedAt()).Seconds()
 	for _, r := range t.remotes() {
 		rs := admin.ReplicatorStats{}
 		ctx, cancel := context.WithTimeout(t.b.ctx, 5*time.Second)

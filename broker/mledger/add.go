@@ -293,7 +293,7 @@ func (m *ManagedLedger) repairBroken() {
 		return
 	}
 	if err := m.rollover(context.Background()); err != nil {
-		m.log.Warn("replacing a failed ledger", "err", err)
+		m.logger().Warn("replacing a failed ledger", "err", err)
 	}
 }
 
@@ -400,7 +400,7 @@ func (m *ManagedLedger) rollover(ctx context.Context) error {
 	m.unrecorded = nil
 	m.setWriter(w)
 	if closed != nil {
-		m.log.Debug("rolled over", "closed", closed.ID, "entries", closed.Entries, "new", w.ID(), "reissued", len(again))
+		m.logger().Debug("rolled over", "closed", closed.ID, "entries", closed.Entries, "new", w.ID(), "reissued", len(again))
 	}
 	for _, r := range again {
 		m.issue(r)
@@ -439,7 +439,7 @@ func (m *ManagedLedger) closeWriter(ctx context.Context, w *ledger.Writer) (ledg
 		m.w = nil
 		return ledger.Metadata{}, m.setFenced(err)
 	}
-	m.log.Warn("closing the ledger failed; recovering it", "ledger", w.ID(), "err", err)
+	m.logger().Warn("closing the ledger failed; recovering it", "ledger", w.ID(), "err", err)
 	r, rerr := m.deps.Ledgers.OpenRecover(ctx, w.ID())
 	if rerr != nil {
 		return ledger.Metadata{}, fmt.Errorf("close ledger %d: %w; recover it: %w", w.ID(), err, rerr)
