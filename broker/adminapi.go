@@ -191,7 +191,7 @@ func (t *Topic) stats() *admin.TopicStats {
 		Subscriptions:          map[string]admin.SubscriptionStats{},
 		Replication:            map[string]admin.ReplicatorStats{},
 		DeDuplicationStatus:    "Disabled",
-		TopicCreationTimeStamp: t.created.UnixMilli(),
+		TopicCreationTimeStamp: t.loadedAt().UnixMilli(),
 		LastPublishTimestamp:   t.lastPublish.Load(),
 	}
 	if t.policy.Deduplication {

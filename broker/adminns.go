@@ -129,7 +129,7 @@ func (a adminTopics) UnloadBundle(ctx context.Context, ns string, b topic.Bundle
 	}
 	stop := func(ctx context.Context) error {
 		return a.b.UnloadMatching(ctx, func(n topic.Name) bool {
-			return n.NamespaceName() == ns && topic.BundleFor(n, bs) == b
+			return n.InNamespace(ns) && topic.BundleFor(n, bs) == b
 		})
 	}
 	bp, ok := a.b.deps.Placement.(BundlePlacement)

@@ -479,6 +479,7 @@ type Broker struct {
 	syncMu  sync.Mutex
 	syncDue map[*Topic]struct{}
 	origins sync.Map // region names, interned
+	nsAttrs sync.Map // namespace name → its topics' metric attributes (topicAttrs)
 
 	wg    sync.WaitGroup // accept loops and connections
 	maint sync.WaitGroup // the maintenance, subscription-state and dynamic-settings loops

@@ -64,7 +64,7 @@ func (t *Topic) touch() {
 // lastActive is when the topic was last active: loaded here, a message
 // published, a producer or consumer come or gone.
 func (t *Topic) lastActive() time.Time {
-	last := t.created
+	last := t.loadedAt()
 	if ms := t.lastPublish.Load(); ms > 0 {
 		if p := time.UnixMilli(ms); p.After(last) {
 			last = p

@@ -26,7 +26,7 @@ type LoadSampler struct {
 	p *OwnershipPlacement
 
 	mu      sync.Mutex
-	prev    map[string]loadCounters // by topic name
+	prev    map[string]loadCounters // by topic name, of the topics with non-zero counters
 	prevAt  time.Time
 	prevCPU time.Duration
 }
@@ -76,14 +76,18 @@ func (s *LoadSampler) Sample() ownership.LoadReport {
 	}
 	sort.Strings(rep.Bundles)
 	rep.NumBundles = len(rep.Bundles)
-	next := make(map[string]loadCounters, len(topics))
+	// Only topics that have carried messages are remembered: an idle
+	// topic's rates are zero whatever it had before, and a broker of a
+	// million idle topics keeps no map of them.
+	next := make(map[string]loadCounters, len(s.prev))
 	for _, t := range topics {
-		name := t.name.String()
-		c := loadCounters{t.msgIn.Load(), t.bytesIn.Load(), t.msgOut.Load(), t.bytesOut.Load()}
-		next[name] = c
 		var bl ownership.BundleLoad
-		if !first {
-			bl = counterRates(s.prev[name], c, dt)
+		if c := (loadCounters{t.msgIn.Load(), t.bytesIn.Load(), t.msgOut.Load(), t.bytesOut.Load()}); c != (loadCounters{}) {
+			name := t.name.String()
+			next[name] = c
+			if !first {
+				bl = counterRates(s.prev[name], c, dt)
+			}
 		}
 		rep.MsgRateIn += bl.MsgRateIn
 		rep.MsgThroughputIn += bl.MsgThroughputIn

@@ -10,6 +10,7 @@ import (
 	"github.com/isobar-mq/isobar/broker/compactor"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
 )
 
@@ -34,7 +35,11 @@ func (b *Broker) maintain() {
 func (b *Broker) MaintainOnce(ctx context.Context) {
 	pols := map[string]NamespacePolicy{}
 	skip := map[string]bool{} // namespaces whose policies could not be read
-	var idle []*Topic         // partitions that may be deleted as inactive (inactive.go)
+	// The topics' own policies, read once per namespace when the
+	// namespaces can (a pass over a million topics must not read each).
+	tpols := map[string]func(topic.Name, NamespacePolicy) (NamespacePolicy, error){}
+	ntp, batch := b.deps.Namespaces.(NamespaceTopicPolicies)
+	var idle []*Topic // partitions that may be deleted as inactive (inactive.go)
 	defer func() { b.deleteInactivePartitions(ctx, idle) }()
 	defer b.sweepDeletedMarks(ctx) // deleted.go
 	for _, t := range b.loadedTopics() {
@@ -57,8 +62,13 @@ func (b *Broker) MaintainOnce(ctx context.Context) {
 				continue
 			}
 			pol, pols[ns] = p, p
+			if batch {
+				// On error: nil, and each topic's policies are read (and
+				// their problem reported) one by one.
+				tpols[ns], _ = ntp.TopicPoliciesOf(ctx, ns)
+			}
 		}
-		tpol := b.withTopicPolicy(ctx, t.name, pol)
+		tpol := b.withTopicPolicyFrom(ctx, t.name, pol, tpols[ns])
 		t.setPolicy(tpol)
 		if t.ml == nil {
 			continue
@@ -107,7 +117,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 			t.b.log.Warn("persistence policy not applied; new ledgers keep the previous shape", "topic", t.name.String(), "err", err)
 		}
 	}
-	t.rl.set(pol.Rates)
+	t.setRates(pol.Rates)
 	// Limits raised or removed: dispatchers held back by them go on.
 	for _, s := range subs {
 		s.kick()
@@ -190,7 +200,7 @@ func (t *Topic) expireSubscriptions(ctx context.Context, after time.Duration) er
 		last, ok := t.subActive[name]
 		t.subActiveMu.Unlock()
 		if !ok {
-			last = t.created
+			last = t.loadedAt()
 		}
 		if now.Sub(last) < after {
 			continue

@@ -230,11 +230,21 @@ func publishTime(entry []byte) time.Time {
 
 // topicAttrs are the attributes of a topic's counters.
 func (b *Broker) topicAttrs(t *Topic) metric.MeasurementOption {
-	kv := []attribute.KeyValue{attribute.String("isobar.cluster", b.cfg.Cluster), b.brokerAttr(), attribute.String("pulsar.namespace", t.name.NamespaceName())}
+	ns := t.name.NamespaceName()
+	if !b.metrics.perTopic {
+		// One attribute set per namespace, shared by its topics (a
+		// million idle topics do not each carry a copy).
+		if a, ok := b.nsAttrs.Load(ns); ok {
+			return a.(metric.MeasurementOption)
+		}
+	}
+	kv := []attribute.KeyValue{attribute.String("isobar.cluster", b.cfg.Cluster), b.brokerAttr(), attribute.String("pulsar.namespace", ns)}
 	if b.metrics.perTopic {
 		kv = append(kv, attribute.String("pulsar.topic", t.name.String()))
+		return metric.WithAttributes(kv...)
 	}
-	return metric.WithAttributes(kv...)
+	a, _ := b.nsAttrs.LoadOrStore(ns, metric.WithAttributes(kv...))
+	return a.(metric.MeasurementOption)
 }
 
 // recordIn counts messages received and the publish time of their SEND.

@@ -115,7 +115,7 @@ func (p *OwnershipPlacement) Owns(name topic.Name) bool {
 
 // InBundle reports whether name falls in bundle b of namespace ns.
 func (p *OwnershipPlacement) InBundle(name topic.Name, ns string, b topic.Bundle) bool {
-	if name.NamespaceName() != ns {
+	if !name.InNamespace(ns) {
 		return false
 	}
 	got, ok, _ := p.bundleFor(nil, name)

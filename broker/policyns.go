@@ -162,6 +162,23 @@ func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol 
 	if err != nil {
 		return pol, err
 	}
+	return applyTopicPolicies(name, pol, tp)
+}
+
+// TopicPoliciesOf implements NamespaceTopicPolicies with one list of the
+// namespace's topic policies (each scope).
+func (p PolicyNamespaces) TopicPoliciesOf(ctx context.Context, ns string) (func(topic.Name, NamespacePolicy) (NamespacePolicy, error), error) {
+	all, err := p.Store.EffectiveTopicPoliciesIn(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	return func(name topic.Name, pol NamespacePolicy) (NamespacePolicy, error) {
+		return applyTopicPolicies(name, pol, all[name.Base().String()])
+	}, nil
+}
+
+// applyTopicPolicies is TopicPolicy with the topic's policies read.
+func applyTopicPolicies(name topic.Name, pol NamespacePolicy, tp policy.TopicPolicies) (NamespacePolicy, error) {
 	if len(tp.ReplicationClusters) > 0 {
 		pol.ReplicationClusters = tp.ReplicationClusters
 	}

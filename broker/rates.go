@@ -146,10 +146,31 @@ func (tr *topicRates) set(r Rates) {
 	tr.dispatch.SetRate(relativeTo(r.Dispatch, r.DispatchRelative, pm, pb))
 }
 
+// limits returns t's rates and limiters, made on first use: a topic
+// without rates of its own (most of a million idle ones) has none.
+func (t *Topic) limits() *topicRates {
+	if tr := t.rl.Load(); tr != nil {
+		return tr
+	}
+	t.rl.CompareAndSwap(nil, &topicRates{})
+	return t.rl.Load()
+}
+
+// setRates applies new rates (none: nothing to do until there are some).
+func (t *Topic) setRates(r Rates) {
+	if r == (Rates{}) && t.rl.Load() == nil {
+		return
+	}
+	t.limits().set(r)
+}
+
 // rates returns t's rates and its publish rate in messages and bytes per
-// second, sampled at most once a second.
+// second, sampled at most once a second (all zero while it has none).
 func (t *Topic) rates() (r Rates, pubMsgs, pubBytes float64) {
-	tr := &t.rl
+	tr := t.rl.Load()
+	if tr == nil {
+		return Rates{}, 0, 0
+	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if now := time.Now(); tr.pubAt.IsZero() || now.Sub(tr.pubAt) >= time.Second {
@@ -217,7 +238,11 @@ func (c *conn) checkSubscribeRate(t *Topic, cmd *pb.CommandSubscribe) error {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return t.rl.checkSubscribe(host+"|"+cmd.GetConsumerName(), c.b.deps.Now())
+	tr := t.rl.Load()
+	if tr == nil {
+		return nil // no subscribe rate
+	}
+	return tr.checkSubscribe(host+"|"+cmd.GetConsumerName(), c.b.deps.Now())
 }
 
 // throttlePublish charges what a producer just sent to its topic's
@@ -229,7 +254,9 @@ func (c *conn) throttlePublish(p *producer, msgs, bytes int) {
 	if p.replFrom != "" {
 		return
 	}
-	_ = p.t.rl.publish.Wait(c.ctx, int64(msgs), int64(bytes))
+	if tr := p.t.rl.Load(); tr != nil {
+		_ = tr.publish.Wait(c.ctx, int64(msgs), int64(bytes))
+	}
 }
 
 // dispatchLimiters are the limiters a subscription's dispatch is charged
@@ -246,10 +273,14 @@ func (s *subscription) dispatchLimiters() []*ratelimit.Limiter {
 		return nil
 	}
 	s.rl.lim.SetRate(relativeTo(r.SubscriptionDispatch, r.SubscriptionDispatchRelative, pm, pb))
-	if r.DispatchRelative {
-		s.t.rl.dispatch.SetRate(relativeTo(r.Dispatch, true, pm, pb))
+	tr := s.t.rl.Load()
+	if tr == nil {
+		return []*ratelimit.Limiter{&s.rl.lim} // the topic has no dispatch rate
 	}
-	return []*ratelimit.Limiter{&s.rl.lim, &s.t.rl.dispatch}
+	if r.DispatchRelative {
+		tr.dispatch.SetRate(relativeTo(r.Dispatch, true, pm, pb))
+	}
+	return []*ratelimit.Limiter{&s.rl.lim, &tr.dispatch}
 }
 
 // subRates are a subscription's dispatch limiter and what the
@@ -319,7 +350,8 @@ func (b *Broker) RateStats(name topic.Name) (stats map[string]ratelimit.Stats, o
 	if t == nil {
 		return nil, false
 	}
-	stats = map[string]ratelimit.Stats{"publish": t.rl.publish.Stats(), "dispatch": t.rl.dispatch.Stats()}
+	tr := t.limits()
+	stats = map[string]ratelimit.Stats{"publish": tr.publish.Stats(), "dispatch": tr.dispatch.Stats()}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for n, s := range t.subs {

@@ -95,6 +95,9 @@ func (t *Topic) replStalled(remote string, md mledger.Position, backlog int64) b
 	o := t.replOut[remote]
 	if o == nil {
 		o = &replOut{md: md, since: now}
+		if t.replOut == nil {
+			t.replOut = map[string]*replOut{}
+		}
 		t.replOut[remote] = o
 	}
 	if md != o.md || backlog == 0 {
@@ -115,16 +118,36 @@ type TopicPolicies interface {
 	TopicPolicy(ctx context.Context, name topic.Name, pol NamespacePolicy) (NamespacePolicy, error)
 }
 
+// NamespaceTopicPolicies is implemented by a TopicPolicies that reads the
+// own policies of every topic of a namespace at once: maintenance passes
+// over the loaded topics with one read per namespace instead of one (or
+// two) per topic.
+type NamespaceTopicPolicies interface {
+	// TopicPoliciesOf returns TopicPolicy for the topics of namespace ns
+	// as they are now, without further reads.
+	TopicPoliciesOf(ctx context.Context, ns string) (func(topic.Name, NamespacePolicy) (NamespacePolicy, error), error)
+}
+
 // withTopicPolicy applies the topic's own failover policy and its other
 // own policies, if it has any, to its namespace's policy. On error the
 // namespace's stay (logged).
 func (b *Broker) withTopicPolicy(ctx context.Context, name topic.Name, pol NamespacePolicy) NamespacePolicy {
+	return b.withTopicPolicyFrom(ctx, name, pol, nil)
+}
+
+// withTopicPolicyFrom is withTopicPolicy with the topic's own policies
+// applied by apply (NamespaceTopicPolicies.TopicPoliciesOf of its
+// namespace) instead of read, when apply is not nil.
+func (b *Broker) withTopicPolicyFrom(ctx context.Context, name topic.Name, pol NamespacePolicy, apply func(topic.Name, NamespacePolicy) (NamespacePolicy, error)) NamespacePolicy {
 	pol = pol.ForTopic(name)
-	tp, ok := b.deps.Namespaces.(TopicPolicies)
-	if !ok {
-		return pol
+	if apply == nil {
+		tp, ok := b.deps.Namespaces.(TopicPolicies)
+		if !ok {
+			return pol
+		}
+		apply = func(n topic.Name, p NamespacePolicy) (NamespacePolicy, error) { return tp.TopicPolicy(ctx, n, p) }
 	}
-	out, err := tp.TopicPolicy(ctx, name, pol)
+	out, err := apply(name, pol)
 	if err != nil {
 		b.log.Warn("topic policies unavailable; the topic follows its namespace", "topic", name.String(), "err", err)
 		return pol
@@ -229,6 +252,9 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 	st := t.replIn[src]
 	if st == nil {
 		st = newReplIn(noPosition)
+		if t.replIn == nil {
+			t.replIn = map[string]*replIn{}
+		}
 		t.replIn[src] = st
 	}
 	if st.chain.Broken() {
@@ -434,6 +460,9 @@ func (t *Topic) ensureDedupState(ctx context.Context) error {
 	t.dedupPushed = seqs
 	t.dedupConfirmed = maps.Clone(seqs)
 	for src, p := range hwm {
+		if t.replIn == nil {
+			t.replIn = map[string]*replIn{}
+		}
 		t.replIn[src] = newReplIn(p)
 	}
 	if lastOwn.Compare(t.lastOwn) > 0 {
@@ -466,7 +495,7 @@ func (t *Topic) replicationStats(subs []*subscription) map[string]admin.Replicat
 		return out
 	}
 	now := t.b.deps.Now()
-	age := now.Sub(t.created).Seconds()
+	age := now.Sub(t.loadedAt()).Seconds()
 	for _, r := range t.remotes() {
 		rs := admin.ReplicatorStats{}
 		ctx, cancel := context.WithTimeout(t.b.ctx, 5*time.Second)

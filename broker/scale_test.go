@@ -53,12 +53,10 @@ func runStorageChild(dir string) int {
 	return 0
 }
 
-// BenchmarkIdleTopics creates b.N topics with one durable subscription
-// each on a broker whose storage (etcd, bookies) runs in another process,
-// and reports the broker's live heap and goroutines per idle topic:
-//
-//	go test -run '^$' -bench BenchmarkIdleTopics -benchtime 100000x ./broker/
-func BenchmarkIdleTopics(b *testing.B) {
+// startStorageChild runs a region's storage (embedded etcd and 3
+// bookies) in a child process on a temporary directory and returns its
+// etcd endpoint; the child stops when the benchmark ends.
+func startStorageChild(b *testing.B) string {
 	dir := b.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run", "^$")
 	cmd.Env = append(os.Environ(), storageChildEnv+"="+dir)
@@ -74,12 +72,21 @@ func BenchmarkIdleTopics(b *testing.B) {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { stdin.Close(); cmd.Wait() }()
+	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "ETCD ") {
 		b.Fatalf("storage child: %q %v", line, err)
 	}
-	endpoint := strings.TrimSpace(strings.TrimPrefix(line, "ETCD "))
+	return strings.TrimSpace(strings.TrimPrefix(line, "ETCD "))
+}
+
+// BenchmarkIdleTopics creates b.N topics with one durable subscription
+// each on a broker whose storage (etcd, bookies) runs in another process,
+// and reports the broker's live heap and goroutines per idle topic:
+//
+//	go test -run '^$' -bench BenchmarkIdleTopics -benchtime 100000x ./broker/
+func BenchmarkIdleTopics(b *testing.B) {
+	endpoint := startStorageChild(b)
 	ctx := context.Background()
 	meta, err := metastore.Connect(ctx, metastore.Config{Endpoints: []string{endpoint}})
 	if err != nil {

@@ -64,8 +64,8 @@ type Topic struct {
 	dedupTimer *time.Timer
 	dedupGen   uint64
 	dedupOn    bool                // producers are de-duplicated (policy at load)
-	replIn     map[string]*replIn  // by source cluster
-	replOut    map[string]*replOut // by remote cluster
+	replIn     map[string]*replIn  // by source cluster (nil until one)
+	replOut    map[string]*replOut // by remote cluster (nil until one)
 	lastOwn    Position            // this region's last own entry (noPosition: not known)
 	ownSeqs    map[string]epochSeq // per producer, its first sequence id stored here as the primary of an epoch
 	// dedupLoad serializes loading the de-duplication state.
@@ -94,11 +94,11 @@ type Topic struct {
 	delay          atomic.Pointer[delayPolicy] // Broker.delayPolicyOf, read on every SEND and dispatch round
 	encryption     atomic.Bool                 // NamespacePolicy.EncryptionRequired, read on every SEND
 	quotaExceeded  atomic.Bool                 // a backlog is over its quota (producer policies)
-	rl             topicRates                  // NamespacePolicy.Rates and their limiters (rates.go)
+	rl             atomic.Pointer[topicRates]  // NamespacePolicy.Rates and their limiters (rates.go); nil until it has some
 	sync           subSync                     // subscription state across regions (substate.go)
 	cmp            topicCompaction             // compaction and the compacted view (compaction.go)
 	attrs          metric.MeasurementOption    // of its metrics
-	created        time.Time
+	created        int64                       // when loaded here, Unix ns (loadedAt)
 }
 
 func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol NamespacePolicy) *Topic {
@@ -107,17 +107,18 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 		gone:      make(chan struct{}),
 		producers: map[string]*producer{},
 		subs:      map[string]*subscription{},
-		replIn:    map[string]*replIn{},
-		replOut:   map[string]*replOut{},
 		lastOwn:   noPosition,
-		created:   b.deps.Now(),
+		created:   b.deps.Now().UnixNano(),
 	}
 	t.storeLimits(pol)
 	t.dedupInterval.Store(int64(b.dedupSnapshotInterval(pol)))
-	t.rl.set(pol.Rates)
+	t.setRates(pol.Rates)
 	t.attrs = b.topicAttrs(t)
 	return t
 }
+
+// loadedAt is when the topic was loaded here.
+func (t *Topic) loadedAt() time.Time { return time.Unix(0, t.created) }
 
 // storeLimits keeps the values of pol that sends and dispatch read
 // without t.mu.

@@ -155,6 +155,13 @@ func (n Name) NamespaceName() string {
 	return n.Tenant + "/" + n.Namespace
 }
 
+// InNamespace reports whether n is in namespace ns ("tenant/namespace"),
+// without building NamespaceName (a check run over every loaded topic).
+func (n Name) InNamespace(ns string) bool {
+	t, rest, ok := strings.Cut(ns, "/")
+	return ok && t == n.Tenant && rest == n.Namespace
+}
+
 // Partition returns the partition index of a partition of a partitioned
 // topic, or -1 if n does not end in a valid "-partition-N" suffix.
 func (n Name) Partition() int {

@@ -274,3 +274,18 @@ func TestStorageNameAndPartitions(t *testing.T) {
 		}
 	}
 }
+
+func TestInNamespace(t *testing.T) {
+	n, err := Parse("persistent://acme/app/t-partition-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ns, want := range map[string]bool{
+		"acme/app": true, "acme/ap": false, "acme/app2": false, "acm/app": false,
+		"acme": false, "": false, "acme/app/x": false, "/app": false,
+	} {
+		if got := n.InNamespace(ns); got != want || got != (n.NamespaceName() == ns) {
+			t.Errorf("InNamespace(%q) = %v, want %v", ns, got, want)
+		}
+	}
+}

@@ -291,7 +291,7 @@ func (m *ManagedLedger) repairBroken() {
 		return
 	}
 	if err := m.rollover(context.Background()); err != nil {
-		m.log.Warn("replacing a failed ledger", "err", err)
+		m.logger().Warn("replacing a failed ledger", "err", err)
 	}
 }
 
@@ -398,7 +398,7 @@ func (m *ManagedLedger) rollover(ctx context.Context) error {
 	m.unrecorded = nil
 	m.setWriter(w)
 	if closed != nil {
-		m.log.Debug("rolled over", "closed", closed.ID, "entries", closed.Entries, "new", w.ID(), "reissued", len(again))
+		m.logger().Debug("rolled over", "closed", closed.ID, "entries", closed.Entries, "new", w.ID(), "reissued", len(again))
 	}
 	for _, r := range again {
 		m.issue(r)
@@ -447,9 +447,9 @@ func (m *ManagedLedger) closeWriter(ctx context.Context, w *ledger.Writer) (ledg
 			m.w = nil
 			return ledger.Metadata{}, m.setFenced(err)
 		}
-		m.log.Info("the ledger was fenced by a recovery while the topic is still ours (automatic recovery); rolling over", "ledger", w.ID())
+		m.logger().Info("the ledger was fenced by a recovery while the topic is still ours (automatic recovery); rolling over", "ledger", w.ID())
 	} else {
-		m.log.Warn("closing the ledger failed; recovering it", "ledger", w.ID(), "err", err)
+		m.logger().Warn("closing the ledger failed; recovering it", "ledger", w.ID(), "err", err)
 	}
 	r, rerr := m.deps.Ledgers.OpenRecover(ctx, w.ID())
 	if rerr != nil {

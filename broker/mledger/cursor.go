@@ -314,7 +314,7 @@ func (m *ManagedLedger) trim(ctx context.Context) error {
 	for _, id := range ids {
 		m.deleteLedger(ctx, id)
 	}
-	m.log.Debug("trimmed", "ledgers", ids)
+	m.logger().Debug("trimmed", "ledgers", ids)
 	return nil
 }
 

@@ -77,7 +77,7 @@ func (c *Cursor) flush() {
 	before := c.rate.written
 	if err := c.persistLocked(ctx); err != nil {
 		if c.m.checkOpen() == nil {
-			c.m.log.Warn("deferred cursor write failed; trying again", "cursor", c.name, "err", err)
+			c.m.logger().Warn("deferred cursor write failed; trying again", "cursor", c.name, "err", err)
 			if iv := c.m.markDeleteInterval(); iv > 0 {
 				c.rate.timer = time.AfterFunc(iv, c.flush)
 			}
@@ -89,7 +89,7 @@ func (c *Cursor) flush() {
 	c.mu.Unlock()
 	if moved {
 		if err := c.m.trim(ctx); err != nil {
-			c.m.log.Warn("trim after a deferred cursor write", "cursor", c.name, "err", err)
+			c.m.logger().Warn("trim after a deferred cursor write", "cursor", c.name, "err", err)
 		}
 	}
 }

@@ -216,7 +216,6 @@ type ManagedLedger struct {
 	deps Deps
 	name string
 	key  string
-	log  *slog.Logger
 
 	// metaMu serialises metadata updates; it guards meta and rev.
 	metaMu sync.Mutex
@@ -291,6 +290,12 @@ type ManagedLedger struct {
 	cursors   map[string]*Cursor
 }
 
+// logger is the managed ledger's logger, made when something is logged
+// (an idle topic of a million keeps none).
+func (m *ManagedLedger) logger() *slog.Logger {
+	return m.deps.Logger.With("component", "mledger", "topic", m.name)
+}
+
 // Open opens the managed ledger name, creating it if needed. A last ledger
 // left open by a previous owner is recovered (fenced and closed) and its
 // final entry count recorded; an empty one is dropped and deleted. Then a
@@ -312,7 +317,6 @@ func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedg
 		deps:    deps,
 		name:    name,
 		key:     TopicKey(deps.Region, name),
-		log:     deps.Logger.With("component", "mledger", "topic", name),
 		stop:    make(chan struct{}),
 		repair:  make(chan struct{}, 1),
 		closed:  make(chan struct{}),
@@ -348,7 +352,7 @@ func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedg
 			md := r.Metadata()
 			last.Entries, last.Size, last.State = md.LastEntry+1, int64(md.Length), LedgerClosed
 			last.Closed = deps.Now().UnixMilli()
-			m.log.Info("recovered the previous owner's ledger", "ledger", last.ID, "entries", last.Entries)
+			m.logger().Info("recovered the previous owner's ledger", "ledger", last.ID, "entries", last.Entries)
 			if last.Entries == 0 {
 				drop = append(drop, last.ID)
 			}
@@ -373,7 +377,7 @@ func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedg
 	for _, id := range drop {
 		m.deleteLedger(ctx, id)
 	}
-	m.log.Debug("opened", "ledgers", len(next.Ledgers))
+	m.logger().Debug("opened", "ledgers", len(next.Ledgers))
 	return m, nil
 }
 
@@ -438,7 +442,7 @@ func (m *ManagedLedger) discardWriter(w *ledger.Writer) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := w.Close(ctx); err != nil {
-		m.log.Warn("closing an unused ledger", "ledger", w.ID(), "err", err)
+		m.logger().Warn("closing an unused ledger", "ledger", w.ID(), "err", err)
 	}
 	m.deleteLedger(ctx, int64(w.ID()))
 }
@@ -448,7 +452,7 @@ func (m *ManagedLedger) deleteLedger(ctx context.Context, id int64) {
 	delete(m.readers, id)
 	m.readersMu.Unlock()
 	if err := m.deps.Ledgers.Delete(ctx, uint64(id)); err != nil && !errors.Is(err, ledger.ErrNoLedger) {
-		m.log.Warn("deleting a ledger failed; it is orphaned", "ledger", id, "err", err)
+		m.logger().Warn("deleting a ledger failed; it is orphaned", "ledger", id, "err", err)
 	}
 }
 
@@ -611,7 +615,7 @@ func (m *ManagedLedger) Close(ctx context.Context) error {
 	if err := m.closeCurrent(ctx); err != nil {
 		return fmt.Errorf("mledger %s: close: %w", m.name, err)
 	}
-	m.log.Debug("closed")
+	m.logger().Debug("closed")
 	return nil
 }
 

@@ -61,6 +61,6 @@ func (m *ManagedLedger) terminate(r addRequest) {
 		return
 	}
 	m.terminated.Store(true)
-	m.log.Info("terminated", "last", m.LastConfirmed())
+	m.logger().Info("terminated", "last", m.LastConfirmed())
 	r.cb(m.LastConfirmed(), nil)
 }

@@ -2,9 +2,12 @@ package policy_test
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/internal/testcluster"
 )
 
 // A topic's local and global policies are apart; in force is the local
@@ -59,5 +62,57 @@ func TestTopicPoliciesScopes(t *testing.T) {
 		if got, found, err := s.TopicPoliciesIn(ctx, tp, sc); err != nil || found {
 			t.Fatalf("%v policies outlived their namespace: %+v %v", sc, got, err)
 		}
+	}
+}
+
+// EffectiveTopicPoliciesIn reads a namespace's topic policies at once and
+// agrees with EffectiveTopicPolicies topic by topic: global only, local
+// only, both, another cluster's local ones ignored, other namespaces
+// apart; a corrupt record fails the call.
+func TestEffectiveTopicPoliciesIn(t *testing.T) {
+	ctx := context.Background()
+	meta := testcluster.Start(t, testcluster.Options{Bookies: 0}).Connect()
+	s, err := policy.New(policy.Config{Meta: meta, LocalCluster: "r0"})
+	must(t, err)
+	r1, err := policy.New(policy.Config{Meta: meta, LocalCluster: "r1"})
+	must(t, err)
+	must(t, s.CreateCluster(ctx, "r0", policy.ClusterData{ServiceURL: "http://r0"}))
+	must(t, s.CreateTenant(ctx, "acme", policy.TenantInfo{}))
+	for _, ns := range []string{"acme/app", "acme/app2"} {
+		must(t, s.CreateNamespace(ctx, ns, nil))
+	}
+	set := func(st *policy.Store, name string, sc policy.TopicScope, fn func(*policy.TopicPolicies)) {
+		t.Helper()
+		must(t, st.UpdateTopicPolicies(ctx, mustName(t, name), sc, func(p *policy.TopicPolicies) error { fn(p); return nil }))
+	}
+	set(s, "persistent://acme/app/g", policy.GlobalScope, func(p *policy.TopicPolicies) { p.MaxProducers = intp(1) })
+	set(s, "persistent://acme/app/l", policy.LocalScope, func(p *policy.TopicPolicies) { p.MaxConsumers = intp(2) })
+	set(s, "persistent://acme/app/both", policy.GlobalScope, func(p *policy.TopicPolicies) { p.MaxProducers, p.MaxConsumers = intp(3), intp(4) })
+	set(s, "persistent://acme/app/both", policy.LocalScope, func(p *policy.TopicPolicies) { p.MaxProducers = intp(5) })
+	set(s, "non-persistent://acme/app/np", policy.GlobalScope, func(p *policy.TopicPolicies) { p.MaxProducers = intp(6) })
+	set(r1, "persistent://acme/app/r1only", policy.LocalScope, func(p *policy.TopicPolicies) { p.MaxProducers = intp(7) })
+	set(r1, "persistent://acme/app/g", policy.LocalScope, func(p *policy.TopicPolicies) { p.MaxProducers = intp(8) })
+	set(s, "persistent://acme/app2/other", policy.GlobalScope, func(p *policy.TopicPolicies) { p.MaxProducers = intp(9) })
+
+	all, err := s.EffectiveTopicPoliciesIn(ctx, "acme/app")
+	must(t, err)
+	want := []string{"persistent://acme/app/g", "persistent://acme/app/l", "persistent://acme/app/both", "non-persistent://acme/app/np"}
+	if len(all) != len(want) {
+		t.Fatalf("got policies of %d topics, want %d: %+v", len(all), len(want), all)
+	}
+	for _, n := range append(want, "persistent://acme/app/r1only", "persistent://acme/app/none") {
+		one, err := s.EffectiveTopicPolicies(ctx, mustName(t, n))
+		must(t, err)
+		if !reflect.DeepEqual(all[n], one) {
+			t.Errorf("%s: at once %+v, alone %+v", n, all[n], one)
+		}
+	}
+	if _, err := s.EffectiveTopicPoliciesIn(ctx, "acme"); !errors.Is(err, policy.ErrInvalid) {
+		t.Fatalf("a bad namespace name: %v", err)
+	}
+	_, err = meta.Put(ctx, policy.TopicPoliciesKey(mustName(t, "persistent://acme/app/bad")), []byte("{"))
+	must(t, err)
+	if _, err := s.EffectiveTopicPoliciesIn(ctx, "acme/app"); !errors.Is(err, policy.ErrCorrupt) {
+		t.Fatalf("a corrupt record: %v", err)
 	}
 }
