@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/isobar-mq/isobar/broker"
@@ -148,28 +147,28 @@ func BenchmarkManyTopics(b *testing.B) {
 	b.ReportMetric(float64(gAfter-gBefore)/float64(b.N), "goroutines/topic")
 
 	// etcd: database size and keys.
-	ec, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
+	ms, err := metastore.Connect(ctx, metastore.Config{Endpoints: []string{endpoint}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ec.Close()
-	st, err := ec.Status(ctx, endpoint)
+	defer ms.Close()
+	dbSize, dbInUse, err := ms.DBSize(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	all, err := ec.Get(ctx, "/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	allKeys, _, err := ms.Count(ctx, "/")
 	if err != nil {
 		b.Fatal(err)
 	}
-	topicKeys, err := ec.Get(ctx, metastore.RegionPrefix("scale")+"topics/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	topicKeys, _, err := ms.Count(ctx, metastore.RegionPrefix("scale")+"topics/")
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(st.DbSize)/(1<<20), "etcd-db-MiB")
-	b.ReportMetric(float64(st.DbSizeInUse)/(1<<20), "etcd-inuse-MiB")
-	b.ReportMetric(float64(st.DbSizeInUse)/float64(b.N), "etcd-inuse-B/topic")
-	b.ReportMetric(float64(all.Count)/float64(b.N), "etcd-keys/topic")
-	fmt.Fprintf(os.Stderr, "etcd: %d keys (%d under topics/), db %d B, in use %d B\n", all.Count, topicKeys.Count, st.DbSize, st.DbSizeInUse)
+	b.ReportMetric(float64(dbSize)/(1<<20), "etcd-db-MiB")
+	b.ReportMetric(float64(dbInUse)/(1<<20), "etcd-inuse-MiB")
+	b.ReportMetric(float64(dbInUse)/float64(b.N), "etcd-inuse-B/topic")
+	b.ReportMetric(float64(allKeys)/float64(b.N), "etcd-keys/topic")
+	fmt.Fprintf(os.Stderr, "etcd: %d keys (%d under topics/), db %d B, in use %d B\n", allKeys, topicKeys, dbSize, dbInUse)
 
 	// Background work with every topic loaded and idle: the broker's CPU
 	// over 30 s, and one maintenance pass (every minute by default).

@@ -256,6 +256,9 @@ func TestReadsTxnAndRevoke(t *testing.T) {
 	if n, r, err := s.Count(ctx, "/p/"); err != nil || n != 2 || r != rev {
 		t.Fatalf("Count %d at %d, %v; want 2 at %d", n, r, err, rev)
 	}
+	if size, inUse, err := s.DBSize(ctx); err != nil || size <= 0 || inUse <= 0 || inUse > size {
+		t.Fatalf("DBSize %d, in use %d, %v", size, inUse, err)
+	}
 	lst, err := s.ListRev(ctx, "/p/")
 	if err != nil || len(lst.KVs) != 2 || lst.Rev != rev || lst.ClusterID == 0 || lst.KVs[0].Lease != l.ID() {
 		t.Fatalf("ListRev %+v, %v", lst, err)
