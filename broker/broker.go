@@ -851,8 +851,7 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 		return newTopic(b, name, nil, pol), nil
 	}
 	mlName := MLName(name)
-	replica := mode == replicaCreate
-	if replica {
+	if mode == replicaCreate {
 		if err := b.refuseReplica(ctx, name); err != nil {
 			return nil, err
 		}
@@ -886,8 +885,8 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 	if err != nil {
 		return nil, err
 	}
-	if ml.Created() && !replica {
-		b.unmarkDeleted(ctx, name)
+	if ml.Created() {
+		b.unmarkDeleted(ctx, name) // (a replica gets here only when refuseReplica let it)
 	}
 	t := newTopic(b, name, ml, pol)
 	if err := t.load(ctx); err != nil {

@@ -42,12 +42,23 @@ func (b *Broker) markDeleted(ctx context.Context, t *Topic) {
 
 // refuseReplica is the error a replicator producer gets for a topic that
 // does not exist here because it was deleted here; nil when it may be
-// created.
+// created. A partition of a partitioned topic that exists (its metadata
+// is the federation's) may always be: the partitioned topic was created
+// again since.
 func (b *Broker) refuseReplica(ctx context.Context, name topic.Name) error {
 	if _, err := b.deps.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, MLName(name))); err == nil {
 		return nil
 	} else if !errors.Is(err, metastore.ErrNotFound) {
 		return err
+	}
+	if p := name.Partition(); p >= 0 {
+		n, ok, err := b.deps.Namespaces.Partitions(ctx, name.Base())
+		if err != nil {
+			return err
+		}
+		if ok && p < n {
+			return nil
+		}
 	}
 	kv, err := b.deps.Meta.Get(ctx, deletedTopicKey(b.cfg.Region, name))
 	switch {
@@ -61,7 +72,8 @@ func (b *Broker) refuseReplica(ctx context.Context, name topic.Name) error {
 }
 
 // unmarkDeleted removes the mark of a topic just created here (a new
-// topic, whose copies in other regions may stream here again).
+// topic, whose copies in other regions may stream here again; or a
+// partition of a partitioned topic created again).
 func (b *Broker) unmarkDeleted(ctx context.Context, name topic.Name) {
 	if err := b.deps.Meta.Delete(ctx, deletedTopicKey(b.cfg.Region, name)); err != nil && !errors.Is(err, metastore.ErrNotFound) {
 		b.log.Warn("mark of a deleted topic not removed: other regions' copies will not stream into it", "topic", name.String(), "err", err)

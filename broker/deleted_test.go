@@ -35,7 +35,7 @@ func TestDeletedReplicatedTopicNotRecreatedByReplication(t *testing.T) {
 	name, _ := topic.Parse(tp)
 	must(e.b.Admin().CreateTopic(ctx, name))
 
-	replicator := func() *pb.CommandError {
+	replicatorOn := func(tp string) *pb.CommandError {
 		t.Helper()
 		c := dialRaw(t, e.url, true)
 		c.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER.Enum(), Producer: &pb.CommandProducer{
@@ -50,6 +50,7 @@ func TestDeletedReplicatedTopicNotRecreatedByReplication(t *testing.T) {
 			return nil
 		}
 	}
+	replicator := func() *pb.CommandError { t.Helper(); return replicatorOn(tp) }
 	if err := replicator(); err != nil {
 		t.Fatalf("replicator producer on the existing topic: %v", err)
 	}
@@ -72,8 +73,26 @@ func TestDeletedReplicatedTopicNotRecreatedByReplication(t *testing.T) {
 		t.Fatalf("replicator producer after the topic was created again: %v", err)
 	}
 
+	// A partition of a partitioned topic deleted here is refused while
+	// the partitioned topic is gone, and let through once it is created
+	// again (in any region: its metadata is the federation's).
+	parts, _ := topic.Parse("persistent://public/geo/parts")
+	must(e.pol.CreatePartitioned(ctx, parts, 2))
+	if err := replicatorOn(parts.Partitioned(0).String()); err != nil {
+		t.Fatalf("replicator producer on a partition: %v", err)
+	}
+	must(e.b.Admin().DeleteTopic(ctx, parts.Partitioned(0), true))
+	must(e.pol.DeletePartitioned(ctx, parts))
+	if err := replicatorOn(parts.Partitioned(0).String()); err == nil || err.GetError() != pb.ServerError_TopicNotFound {
+		t.Fatalf("replicator producer on a partition of a deleted partitioned topic: %v, want TopicNotFound", err)
+	}
+	must(e.pol.CreatePartitioned(ctx, parts, 2))
+	if err := replicatorOn(parts.Partitioned(0).String()); err != nil {
+		t.Fatalf("replicator producer on a partition of the partitioned topic created again: %v", err)
+	}
+
 	// Deleted again, then its namespace: the maintenance pass drops the
-	// mark.
+	// mark (the partition's went when it was created again).
 	must(e.b.Admin().DeleteTopic(ctx, name, true))
 	meta := e.cl.Connect()
 	marks := func() int {
@@ -83,6 +102,11 @@ func TestDeletedReplicatedTopicNotRecreatedByReplication(t *testing.T) {
 	}
 	if n := marks(); n != 1 {
 		t.Fatalf("%d marks after the delete, want 1", n)
+	}
+	must(e.b.Admin().DeleteTopic(ctx, parts.Partitioned(0), true))
+	must(e.pol.DeletePartitioned(ctx, parts))
+	if n := marks(); n != 2 {
+		t.Fatalf("%d marks after deleting the topic and the partitioned one, want 2", n)
 	}
 	must(e.pol.DeleteNamespace(ctx, ns))
 	e.b.MaintainOnce(ctx)
