@@ -863,22 +863,10 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 		}
 	}
 	if mode == mustExist || mode == autoCreate && !pol.AutoCreate {
-		if _, err := b.deps.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, mlName)); errors.Is(err, metastore.ErrNotFound) {
-			// A partition of a partitioned topic exists once the
-			// partitioned topic does.
-			if p := name.Partition(); p >= 0 {
-				n, ok, perr := b.deps.Namespaces.Partitions(ctx, name.Base())
-				if perr != nil {
-					return nil, perr
-				}
-				if !ok || p >= n {
-					return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
-				}
-			} else {
-				return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
-			}
-		} else if err != nil {
+		if ok, err := b.stored(ctx, name); err != nil {
 			return nil, err
+		} else if !ok {
+			return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
 		}
 	}
 	ml, err := mledger.Open(ctx, b.ledgerDeps(), ledgerConfig(b.cfg.Ledger, pol), mlName)
@@ -906,21 +894,29 @@ func (b *Broker) checkNewTopic(ctx context.Context, name topic.Name, pol Namespa
 	if max <= 0 {
 		return nil
 	}
-	if _, err := b.deps.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, MLName(name))); err == nil {
-		return nil
-	} else if !errors.Is(err, metastore.ErrNotFound) {
+	if ok, err := b.stored(ctx, name); err != nil || ok {
 		return err
+	}
+	return b.checkTopicQuota(ctx, name.NamespaceName(), 1, max)
+}
+
+// stored reports whether persistent topic name exists in this region: its
+// managed ledger's metadata is stored, or it is a partition of a
+// partitioned topic that exists (whose partitions exist once it does).
+func (b *Broker) stored(ctx context.Context, name topic.Name) (bool, error) {
+	if _, err := b.deps.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, MLName(name))); err == nil {
+		return true, nil
+	} else if !errors.Is(err, metastore.ErrNotFound) {
+		return false, err
 	}
 	if p := name.Partition(); p >= 0 {
 		n, ok, err := b.deps.Namespaces.Partitions(ctx, name.Base())
 		if err != nil {
-			return err
+			return false, err
 		}
-		if ok && p < n {
-			return nil
-		}
+		return ok && p < n, nil
 	}
-	return b.checkTopicQuota(ctx, name.NamespaceName(), 1, max)
+	return false, nil
 }
 
 // unloadTopic closes t (clients are told to reconnect) and forgets it.

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -46,19 +45,8 @@ func (b *Broker) markDeleted(ctx context.Context, t *Topic) {
 // is the federation's) may always be: the partitioned topic was created
 // again since.
 func (b *Broker) refuseReplica(ctx context.Context, name topic.Name) error {
-	if _, err := b.deps.Meta.Get(ctx, mledger.TopicKey(b.cfg.Region, MLName(name))); err == nil {
-		return nil
-	} else if !errors.Is(err, metastore.ErrNotFound) {
+	if ok, err := b.stored(ctx, name); err != nil || ok {
 		return err
-	}
-	if p := name.Partition(); p >= 0 {
-		n, ok, err := b.deps.Namespaces.Partitions(ctx, name.Base())
-		if err != nil {
-			return err
-		}
-		if ok && p < n {
-			return nil
-		}
 	}
 	kv, err := b.deps.Meta.Get(ctx, deletedTopicKey(b.cfg.Region, name))
 	switch {
