@@ -9,8 +9,6 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -106,35 +104,8 @@ func BenchmarkManyTopics(b *testing.B) {
 	}
 	before, gBefore := liveHeap()
 	b.ResetTimer()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var firstErr atomic.Pointer[error]
-	t0 := time.Now()
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for firstErr.Load() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= b.N {
-					return
-				}
-				if err := mk(name(i)); err != nil {
-					firstErr.CompareAndSwap(nil, &err)
-					return
-				}
-				if i > 0 && i%50000 == 0 {
-					fmt.Fprintf(os.Stderr, "%d topics in %v\n", i, time.Since(t0).Round(time.Second))
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	created := time.Since(t0)
+	created := createConcurrently(b, 50000, func(i int) error { return mk(name(i)) })
 	b.StopTimer()
-	if p := firstErr.Load(); p != nil {
-		b.Fatal(*p)
-	}
 	after, gAfter := liveHeap()
 	if got, want := len(rb.Broker().Topics()), b.N+namespaces; got != want {
 		b.Fatalf("%d topics loaded, want %d", got, want)

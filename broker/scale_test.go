@@ -129,6 +129,21 @@ func BenchmarkIdleTopics(b *testing.B) {
 	}
 	before, gBefore := liveHeap()
 	b.ResetTimer()
+	created := createConcurrently(b, 20000, mk)
+	b.StopTimer()
+	after, gAfter := liveHeap()
+	if got := len(br.Topics()); got != b.N+1 {
+		b.Fatalf("%d topics loaded, want %d", got, b.N+1)
+	}
+	b.ReportMetric(float64(after-before)/float64(b.N), "heap-B/topic")
+	b.ReportMetric(float64(gAfter-gBefore)/float64(b.N), "goroutines/topic")
+	b.ReportMetric(float64(b.N)/created.Seconds(), "topics/s")
+}
+
+// createConcurrently calls mk(i) for every i below b.N, 32 at a time,
+// printing progress every `every` topics, and fails b on the first error.
+// It returns how long that took.
+func createConcurrently(b *testing.B, every int, mk func(i int) error) time.Duration {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var firstErr atomic.Pointer[error]
@@ -137,7 +152,7 @@ func BenchmarkIdleTopics(b *testing.B) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
+			for firstErr.Load() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= b.N {
 					return
@@ -146,24 +161,18 @@ func BenchmarkIdleTopics(b *testing.B) {
 					firstErr.CompareAndSwap(nil, &err)
 					return
 				}
-				if i > 0 && i%20000 == 0 {
+				if i > 0 && i%every == 0 {
 					fmt.Fprintf(os.Stderr, "%d topics in %v\n", i, time.Since(start).Round(time.Second))
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	b.StopTimer()
+	took := time.Since(start)
 	if p := firstErr.Load(); p != nil {
 		b.Fatal(*p)
 	}
-	after, gAfter := liveHeap()
-	if got := len(br.Topics()); got != b.N+1 {
-		b.Fatalf("%d topics loaded, want %d", got, b.N+1)
-	}
-	b.ReportMetric(float64(after-before)/float64(b.N), "heap-B/topic")
-	b.ReportMetric(float64(gAfter-gBefore)/float64(b.N), "goroutines/topic")
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "topics/s")
+	return took
 }
 
 // liveHeap returns the live heap after a full collection, and the
