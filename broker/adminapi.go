@@ -71,19 +71,30 @@ type BrokerLister interface {
 	Brokers(ctx context.Context) ([]string, error)
 }
 
+// ownHere returns nil when this broker owns name's bundle or takes it
+// now, else a *admin.NotOwnerError naming the owner.
+func (a adminTopics) ownHere(ctx context.Context, name topic.Name) error {
+	if a.b.deps.Placement.Owns(name) {
+		return nil
+	}
+	// Redirected here by the broker that placed the bundle: take it
+	// (Pulsar's authoritative lookup), not place it again.
+	r, err := a.b.deps.Placement.Lookup(ctx, name, admin.Authoritative(ctx))
+	if err != nil {
+		return err
+	}
+	if !r.Self {
+		return &admin.NotOwnerError{URL: r.HTTPURL, URLTLS: r.HTTPURLTLS, Placed: true}
+	}
+	return nil
+}
+
 // owned loads the topic here, or says who owns it.
 func (a adminTopics) owned(ctx context.Context, name topic.Name, mode createMode) (*Topic, error) {
-	b := a.b
-	if !b.deps.Placement.Owns(name) {
-		r, err := b.deps.Placement.Lookup(ctx, name, false)
-		if err != nil {
-			return nil, err
-		}
-		if !r.Self {
-			return nil, &admin.NotOwnerError{URL: r.HTTPURL, URLTLS: r.HTTPURLTLS}
-		}
+	if err := a.ownHere(ctx, name); err != nil {
+		return nil, err
 	}
-	t, err := b.getTopic(ctx, name, mode)
+	t, err := a.b.getTopic(ctx, name, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -550,14 +561,8 @@ func (a adminTopics) ResetCursorToTime(ctx context.Context, name topic.Name, sub
 }
 
 func (a adminTopics) Unload(ctx context.Context, name topic.Name) error {
-	if !a.b.deps.Placement.Owns(name) {
-		r, err := a.b.deps.Placement.Lookup(ctx, name, false)
-		if err != nil {
-			return err
-		}
-		if !r.Self {
-			return &admin.NotOwnerError{URL: r.HTTPURL, URLTLS: r.HTTPURLTLS}
-		}
+	if err := a.ownHere(ctx, name); err != nil {
+		return err
 	}
 	return a.b.Unload(ctx, name)
 }

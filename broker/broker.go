@@ -793,6 +793,15 @@ func (b *Broker) getTopic(ctx context.Context, name topic.Name, mode createMode)
 			b.mu.Unlock()
 			s.t, s.err = b.loadTopic(ctx, name, mode)
 			close(s.ready)
+			if s.err == nil && !b.deps.Placement.Owns(name) {
+				// The bundle was unloaded (or lost) while the topic
+				// loaded: the unload's sweep of the loaded topics may
+				// have run before this one was ready, so it is closed
+				// here. The check comes after ready is closed: an
+				// unload that begins later sees the topic itself.
+				b.unloadTopic(ctx, s.t)
+				return nil, fmt.Errorf("%w: %s (unloaded while loading)", ErrNotOwner, name)
+			}
 			if s.err != nil {
 				b.mu.Lock()
 				if b.topics[key] == s {

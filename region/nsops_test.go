@@ -3,6 +3,9 @@ package region_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -345,4 +348,82 @@ func TestInactiveTopicDeletedByTheMaintenanceLoop(t *testing.T) {
 		_, names, err := adm.Topics().List(*nsn)
 		return err == nil && slices.Contains(names, kept.String()) && !slices.Contains(names, gone.String())
 	})
+}
+
+// TestTopicAdminRedirectIsAuthoritative sends topic admin requests for
+// topics whose bundle nobody owns to one broker of two. The broker that
+// places a bundle on the other redirects with authoritative=true, and the
+// broker named by such a request takes the bundle rather than placing it
+// again by its own view of the load: two brokers whose load views differ
+// cannot send a request back and forth ("stopped after 10 redirects").
+func TestTopicAdminRedirectIsAuthoritative(t *testing.T) {
+	r, _ := twoBrokers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const ns = "public/auth"
+	if err := r.Policies().CreateNamespace(ctx, ns, nil); err != nil {
+		t.Fatal(err)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	put := func(u string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	bundles := topic.Bundles(topic.DefaultBundles)
+	b0 := strings.TrimRight(r.Brokers()[0].WebServiceURL, "/")
+	b1 := strings.TrimRight(r.Brokers()[1].WebServiceURL, "/")
+	redirected := 0
+	for i := 0; i < 64 && redirected < 2; i++ {
+		path := fmt.Sprintf("/admin/v2/persistent/%s/t%d", ns, i)
+		name, err := topic.Parse("persistent://" + ns + fmt.Sprintf("/t%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bundle := topic.BundleFor(name, bundles)
+		if ownerOf(r, ns, bundle) >= 0 {
+			continue // placed by an earlier topic of the same bundle
+		}
+		resp := put(b0 + path)
+		if resp.StatusCode == http.StatusNoContent {
+			continue // broker 0 placed it on itself
+		}
+		if resp.StatusCode != http.StatusTemporaryRedirect {
+			t.Fatalf("PUT %s on broker 0: %s", path, resp.Status)
+		}
+		loc, err := url.Parse(resp.Header.Get("Location"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := loc.Scheme + "://" + loc.Host; got != b1 || loc.Path != path || loc.Query().Get("authoritative") != "true" {
+			t.Fatalf("redirect of PUT %s: Location %s, want %s%s?authoritative=true", path, loc, b1, path)
+		}
+		if o := ownerOf(r, ns, bundle); o >= 0 {
+			t.Fatalf("bundle %s owned by broker %d after a redirect: the redirecting broker placed it, nobody took it yet", bundle, o)
+		}
+		// Sent with authoritative=true to broker 0, which would itself
+		// place the bundle on broker 1: it takes the bundle.
+		if resp := put(b0 + path + "?authoritative=true"); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("authoritative PUT %s on broker 0: %s", path, resp.Status)
+		}
+		if o := ownerOf(r, ns, bundle); o != 0 {
+			t.Fatalf("bundle %s owned by broker %d after an authoritative request to broker 0", bundle, o)
+		}
+		redirected++
+	}
+	if redirected == 0 {
+		t.Fatal("broker 0 placed every bundle on itself: no redirect to check")
+	}
+	if resp := put(b0 + fmt.Sprintf("/admin/v2/persistent/%s/bad?authoritative=maybe", ns)); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("authoritative=maybe: %s, want 400", resp.Status)
+	}
 }

@@ -199,6 +199,14 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 			s.writeError(w, r, err)
 			return
 		}
+		auth, err := authoritative(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if auth {
+			r = r.WithContext(context.WithValue(r.Context(), authoritativeKey{}, true))
+		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
@@ -224,7 +232,15 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		if r.TLS != nil && no.URLTLS != "" {
 			to = no.URLTLS
 		}
-		w.Header().Set("Location", to+r.URL.RequestURI())
+		loc := to + r.URL.EscapedPath()
+		q := r.URL.Query()
+		if no.Placed {
+			q.Set("authoritative", "true")
+		}
+		if len(q) > 0 {
+			loc += "?" + q.Encode()
+		}
+		w.Header().Set("Location", loc)
 	}
 	if status >= 500 {
 		s.log.Warn("admin request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)

@@ -121,6 +121,22 @@ type NotOwnerError struct {
 	// URLTLS its HTTPS one ("" when it serves none): a request that came
 	// over TLS is sent there.
 	URL, URLTLS string
+	// Placed is set when this broker chose the owner for a bundle nobody
+	// owned: the redirect then carries authoritative=true, so the broker
+	// it names takes the bundle instead of placing it again by its own
+	// view of the load (two brokers' views can name each other).
+	Placed bool
+}
+
+// authoritativeKey keys the request's ?authoritative= in its context.
+type authoritativeKey struct{}
+
+// Authoritative reports whether the request being served came here by
+// another broker's redirect or forward (?authoritative=true): a topic
+// whose bundle nobody owns is then taken by this broker.
+func Authoritative(ctx context.Context) bool {
+	v, _ := ctx.Value(authoritativeKey{}).(bool)
+	return v
 }
 
 func (e *NotOwnerError) Error() string {
