@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"sync"
 
@@ -150,4 +151,50 @@ func (p *OwnershipPlacement) Leader(ctx context.Context) (string, error) {
 		return "", ownership.ErrNoBrokers
 	}
 	return l.HTTPURL, nil
+}
+
+// UnloadOwned gives up every bundle this broker owns, one at a time, as
+// an unload does (Registry.Unload: no new load of the bundle's topics,
+// its loaded topics closed, then its ownership released), for a broker
+// that shuts down. The loaded topics are grouped by bundle in one pass
+// over them, not one pass per bundle. A topic loaded after that pass
+// whose bundle is not yet being released is closed by the broker's own
+// shutdown instead.
+func (p *OwnershipPlacement) UnloadOwned(ctx context.Context, b *Broker) error {
+	type bundleOf struct {
+		tenant, ns string
+		b          topic.Bundle
+	}
+	groups := map[bundleOf][]*Topic{}
+	for _, t := range b.loadedTopics() {
+		bd, ok, _ := p.bundleFor(nil, t.name)
+		if ok {
+			k := bundleOf{t.name.Tenant, t.name.Namespace, bd}
+			groups[k] = append(groups[k], t)
+		}
+	}
+	var errs []error
+	for _, ob := range p.Registry.Owned() {
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err())
+			break
+		}
+		tenant, ns, err := topic.ParseNamespace(ob.Namespace)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ts := groups[bundleOf{tenant, ns, ob.Bundle}]
+		err = p.Registry.Unload(ctx, ob.Namespace, ob.Bundle, func(ctx context.Context) error {
+			var errs []error
+			for _, t := range ts {
+				errs = append(errs, b.unloadTopic(ctx, t))
+			}
+			return errors.Join(errs...)
+		})
+		if err != nil && !errors.Is(err, ownership.ErrNotOwned) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

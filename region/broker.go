@@ -99,6 +99,7 @@ type Broker struct {
 	stopLoadMgr func()
 	pol         *policies
 	reg         *ownership.Registry
+	placement   *broker.OwnershipPlacement
 	gates       *primary.Gates
 	b           *broker.Broker
 	http        *http.Server
@@ -238,6 +239,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	pol := c.pol.store
 	var b *broker.Broker // set below; OnLost runs only after Start
 	placement := &broker.OwnershipPlacement{Policies: pol, Local: c.store, Region: bc.Region}
+	c.placement = placement
 	c.reg, err = ownership.Start(ctx, ownership.Config{
 		Meta:   c.store,
 		Region: bc.Region,
@@ -549,17 +551,8 @@ func (c *Broker) Shutdown(ctx context.Context) error {
 	if err := c.reg.Drain(ctx); err != nil {
 		c.logger.Warn("drain mark", "err", err)
 	}
-	placement := &broker.OwnershipPlacement{Registry: c.reg, Policies: c.pol.store, Local: c.store, Region: c.cfg.Region}
-	for _, ob := range c.reg.Owned() {
-		if ctx.Err() != nil {
-			break
-		}
-		if err := c.b.UnloadMatching(ctx, func(n topic.Name) bool { return placement.InBundle(n, ob.Namespace, ob.Bundle) }); err != nil {
-			errs = append(errs, err)
-		}
-		if err := c.reg.Release(ctx, ob.Namespace, ob.Bundle); err != nil && !errors.Is(err, ownership.ErrNotOwned) {
-			errs = append(errs, err)
-		}
+	if err := c.placement.UnloadOwned(ctx, c.b); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.b.Shutdown(ctx); err != nil {
 		errs = append(errs, err)

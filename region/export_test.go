@@ -20,6 +20,13 @@ func (r *Region) Broker(i int) *broker.Broker { return r.brokers[i].Broker() }
 // Owned lists the bundles broker i owns.
 func (r *Region) Owned(i int) []ownership.OwnedBundle { return r.brokers[i].reg.Owned() }
 
+// UnloadOwned gives up every bundle broker i owns, as its shutdown does,
+// leaving the broker running.
+func (r *Region) UnloadOwned(ctx context.Context, i int) error {
+	c := r.brokers[i]
+	return c.placement.UnloadOwned(ctx, c.b)
+}
+
 // KillBroker stops broker i as a crash would (lifecycle Abort).
 func (r *Region) KillBroker(i int) { r.brokers[i].Abort() }
 

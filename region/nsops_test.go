@@ -427,3 +427,56 @@ func TestTopicAdminRedirectIsAuthoritative(t *testing.T) {
 		t.Fatalf("authoritative=maybe: %s, want 400", resp.Status)
 	}
 }
+
+// TestUnloadOwnedClosesEachBundlesTopics gives up every bundle a broker
+// owns as its shutdown does: each bundle's loaded topics are closed
+// before its ownership goes (one pass over the loaded topics groups them
+// by bundle), so none is left loaded on a broker that owns nothing; the
+// topics are then served again through a new lookup.
+func TestUnloadOwnedClosesEachBundlesTopics(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := region.Start(ctx, region.Config{Name: "one", DataDir: t.TempDir(), Brokers: 1}, region.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(context.Background()) })
+	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: r.Brokers()[0].ServiceURL, OperationTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	send := func(i int, payload string) {
+		t.Helper()
+		p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: fmt.Sprintf("persistent://public/default/own-%d", i), DisableBatching: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(payload)}); err != nil {
+			t.Fatalf("topic %d: %v", i, err)
+		}
+	}
+	// Loaded topics with no client attached (the clients' reconnections
+	// would take the bundles back at once: a shutdown drains first).
+	const topics = 8
+	for i := range topics {
+		send(i, "before")
+	}
+	if n := len(r.Broker(0).Topics()); n != topics {
+		t.Fatalf("%d topics loaded, want %d", n, topics)
+	}
+	owned := len(r.Owned(0))
+	if err := r.UnloadOwned(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.Owned(0)); n != 0 {
+		t.Fatalf("%d bundles still owned after UnloadOwned (of %d)", n, owned)
+	}
+	if ts := r.Broker(0).Topics(); len(ts) != 0 {
+		t.Fatalf("topics still loaded on a broker that owns no bundle: %v", ts)
+	}
+	for i := range topics {
+		send(i, "after")
+	}
+}
