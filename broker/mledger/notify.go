@@ -141,7 +141,7 @@ func (m *ManagedLedger) Delete(ctx context.Context) error {
 	ls := slices.Clone(m.meta.Ledgers)
 	rev := m.rev
 	m.metaMu.Unlock()
-	if err := m.deps.Meta.DeleteIf(ctx, m.key, rev); err != nil {
+	if err := m.deps.Meta.DeleteIf(ctx, m.key(), rev); err != nil {
 		if errors.Is(err, metastore.ErrConflict) {
 			return fmt.Errorf("mledger %s: delete: %w", m.name, m.setFenced(err))
 		}
