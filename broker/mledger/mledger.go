@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -405,7 +406,12 @@ func (m *ManagedLedger) SetQuorums(ensemble, write, ack int) error {
 		return fmt.Errorf("%w: ensemble %d, write quorum %d, ack quorum %d: want ensemble >= write >= ack >= 1",
 			ErrInvalidConfig, c.EnsembleSize, c.WriteQuorum, c.AckQuorum)
 	}
-	m.quorums.Store(&quorums{c.EnsembleSize, c.WriteQuorum, c.AckQuorum})
+	q := quorums{c.EnsembleSize, c.WriteQuorum, c.AckQuorum}
+	cfg := m.cfg.Value()
+	if cur := m.quorums.Load(); cur == nil && q == (quorums{cfg.EnsembleSize, cfg.WriteQuorum, cfg.AckQuorum}) || cur != nil && *cur == q {
+		return nil // unchanged (every maintenance pass sets it again)
+	}
+	m.quorums.Store(&q)
 	return nil
 }
 
@@ -430,7 +436,17 @@ func (m *ManagedLedger) createLedger(ctx context.Context) (*ledger.Writer, error
 // SetAffinity confines the ledgers created from now on (and their
 // ensemble changes) to bookie groups: the namespace's bookie affinity.
 // The zero value, the default, places them on any bookie.
-func (m *ManagedLedger) SetAffinity(a ledger.Affinity) { m.affinity.Store(&a) }
+func (m *ManagedLedger) SetAffinity(a ledger.Affinity) {
+	cur := m.affinity.Load()
+	switch {
+	case cur == nil && a.Primary == nil && a.Secondary == nil:
+		// The default, which nil stands for: an idle topic keeps no copy.
+	case cur != nil && reflect.DeepEqual(*cur, a):
+		// Unchanged (every maintenance pass sets it again).
+	default:
+		m.affinity.Store(&a)
+	}
+}
 
 func (m *ManagedLedger) bookieAffinity() ledger.Affinity {
 	if a := m.affinity.Load(); a != nil {
