@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -84,20 +85,26 @@ func (b *Broker) MaintainOnce(ctx context.Context) {
 
 func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.mu.Lock()
-	t.policy.Retention, t.policy.MessageTTL = pol.Retention, pol.MessageTTL
-	t.policy.BacklogLimit, t.policy.BacklogPolicy = pol.BacklogLimit, pol.BacklogPolicy
-	t.policy.BacklogAge, t.policy.BacklogAgePolicy = pol.BacklogAge, pol.BacklogAgePolicy
-	t.policy.ReplicationClusters = pol.ReplicationClusters
-	t.policy.Failover = pol.Failover
-	t.policy.MaxProducers, t.policy.MaxConsumers = pol.MaxProducers, pol.MaxConsumers
-	t.policy.MaxConsumersPerSubscription, t.policy.MaxSubscriptions = pol.MaxConsumersPerSubscription, pol.MaxSubscriptions
-	t.policy.MaxTopics = pol.MaxTopics
-	t.policy.AutoSubscriptionCreation = pol.AutoSubscriptionCreation
-	t.policy.Affinity = pol.Affinity
-	t.policy.MaxUnackedPerConsumer, t.policy.MaxUnackedPerSubscription = pol.MaxUnackedPerConsumer, pol.MaxUnackedPerSubscription
-	t.policy.DedupSnapshotInterval, t.policy.DelayedDelivery = pol.DedupSnapshotInterval, pol.DelayedDelivery
-	t.policy.Persistence = pol.Persistence
-	t.policy.CompactionThreshold = pol.CompactionThreshold
+	// The fields below follow the namespace's (and topic's) policies at
+	// run time; the others keep what they were at the load.
+	p := *t.policy
+	p.Retention, p.MessageTTL = pol.Retention, pol.MessageTTL
+	p.BacklogLimit, p.BacklogPolicy = pol.BacklogLimit, pol.BacklogPolicy
+	p.BacklogAge, p.BacklogAgePolicy = pol.BacklogAge, pol.BacklogAgePolicy
+	p.ReplicationClusters = pol.ReplicationClusters
+	p.Failover = pol.Failover
+	p.MaxProducers, p.MaxConsumers = pol.MaxProducers, pol.MaxConsumers
+	p.MaxConsumersPerSubscription, p.MaxSubscriptions = pol.MaxConsumersPerSubscription, pol.MaxSubscriptions
+	p.MaxTopics = pol.MaxTopics
+	p.AutoSubscriptionCreation = pol.AutoSubscriptionCreation
+	p.Affinity = pol.Affinity
+	p.MaxUnackedPerConsumer, p.MaxUnackedPerSubscription = pol.MaxUnackedPerConsumer, pol.MaxUnackedPerSubscription
+	p.DedupSnapshotInterval, p.DelayedDelivery = pol.DedupSnapshotInterval, pol.DelayedDelivery
+	p.Persistence = pol.Persistence
+	p.CompactionThreshold = pol.CompactionThreshold
+	if !reflect.DeepEqual(&p, t.policy) {
+		t.policy = t.b.sharedPolicy(t.name.NamespaceName(), p)
+	}
 	if pol.Failover.Mode == policy.ActiveStandby {
 		t.dedupOn = true
 	}
