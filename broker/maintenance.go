@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -83,11 +83,11 @@ func (b *Broker) MaintainOnce(ctx context.Context) {
 	}
 }
 
-func (t *Topic) setPolicy(pol NamespacePolicy) {
-	t.mu.Lock()
-	// The fields below follow the namespace's (and topic's) policies at
-	// run time; the others keep what they were at the load.
-	p := *t.policy
+// runtimePolicy is old with the fields of pol that follow the namespace's
+// (and the topic's) policies at run time; the others keep what they were
+// when the topic was loaded. sameRuntimePolicy compares these fields.
+func runtimePolicy(old *NamespacePolicy, pol NamespacePolicy) NamespacePolicy {
+	p := *old
 	p.Retention, p.MessageTTL = pol.Retention, pol.MessageTTL
 	p.BacklogLimit, p.BacklogPolicy = pol.BacklogLimit, pol.BacklogPolicy
 	p.BacklogAge, p.BacklogAgePolicy = pol.BacklogAge, pol.BacklogAgePolicy
@@ -102,7 +102,44 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	p.DedupSnapshotInterval, p.DelayedDelivery = pol.DedupSnapshotInterval, pol.DelayedDelivery
 	p.Persistence = pol.Persistence
 	p.CompactionThreshold = pol.CompactionThreshold
-	if !reflect.DeepEqual(&p, t.policy) {
+	return p
+}
+
+// sameRuntimePolicy reports whether a and b agree on every field
+// runtimePolicy takes from a new policy (pointers by what they point at;
+// TestRuntimePolicyFields keeps the two lists in step). It is what the
+// maintenance pass asks of every loaded topic, so it compares without
+// reflection.
+func sameRuntimePolicy(a, b *NamespacePolicy) bool {
+	return a.Retention == b.Retention && a.MessageTTL == b.MessageTTL &&
+		a.BacklogLimit == b.BacklogLimit && a.BacklogPolicy == b.BacklogPolicy &&
+		a.BacklogAge == b.BacklogAge && a.BacklogAgePolicy == b.BacklogAgePolicy &&
+		sameSlice(a.ReplicationClusters, b.ReplicationClusters) &&
+		a.Failover == b.Failover &&
+		samePointee(a.MaxProducers, b.MaxProducers) && samePointee(a.MaxConsumers, b.MaxConsumers) &&
+		samePointee(a.MaxConsumersPerSubscription, b.MaxConsumersPerSubscription) && a.MaxSubscriptions == b.MaxSubscriptions &&
+		samePointee(a.MaxTopics, b.MaxTopics) &&
+		samePointee(a.AutoSubscriptionCreation, b.AutoSubscriptionCreation) &&
+		sameSlice(a.Affinity.Primary, b.Affinity.Primary) && sameSlice(a.Affinity.Secondary, b.Affinity.Secondary) &&
+		a.MaxUnackedPerConsumer == b.MaxUnackedPerConsumer && a.MaxUnackedPerSubscription == b.MaxUnackedPerSubscription &&
+		samePointee(a.DedupSnapshotInterval, b.DedupSnapshotInterval) && samePointee(a.DelayedDelivery, b.DelayedDelivery) &&
+		samePointee(a.Persistence, b.Persistence) &&
+		a.CompactionThreshold == b.CompactionThreshold
+}
+
+// samePointee: both nil, or both pointing at equal values.
+func samePointee[T comparable](a, b *T) bool {
+	return a == b || a != nil && b != nil && *a == *b
+}
+
+// sameSlice: equal elements, and both nil or neither.
+func sameSlice[T comparable](a, b []T) bool {
+	return (a == nil) == (b == nil) && slices.Equal(a, b)
+}
+
+func (t *Topic) setPolicy(pol NamespacePolicy) {
+	t.mu.Lock()
+	if p := runtimePolicy(t.policy, pol); !sameRuntimePolicy(&p, t.policy) {
 		t.policy = t.b.sharedPolicy(t.name.NamespaceName(), p)
 	}
 	if pol.Failover.Mode == policy.ActiveStandby {
