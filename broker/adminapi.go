@@ -205,7 +205,10 @@ func (t *Topic) stats() *admin.TopicStats {
 		TopicCreationTimeStamp: t.loadedAt().UnixMilli(),
 		LastPublishTimestamp:   t.lastPublish.Load(),
 	}
-	if t.policy.Deduplication {
+	t.mu.Lock()
+	dedup := t.policy.Deduplication
+	t.mu.Unlock()
+	if dedup {
 		st.DeDuplicationStatus = "Enabled"
 	}
 	if t.ml != nil {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -177,6 +178,18 @@ type NamespacePolicy struct {
 	// has not read exceeds this many bytes (the topic's own
 	// compactionThreshold, else the namespace's); zero never does.
 	CompactionThreshold int64
+}
+
+// sharedPolicy returns a policy equal to pol for a topic of namespace
+// ns, shared with the namespace's topics that have the same: a million
+// idle topics of a few namespaces do not each keep a copy. A policy
+// returned is never modified (a topic's changes replace it).
+func (b *Broker) sharedPolicy(ns string, pol NamespacePolicy) *NamespacePolicy {
+	if cur, ok := b.nsPolicies.Load(ns); ok && reflect.DeepEqual(cur.(*NamespacePolicy), &pol) {
+		return cur.(*NamespacePolicy)
+	}
+	b.nsPolicies.Store(ns, &pol)
+	return &pol
 }
 
 // ForTopic is the policy of the topic name: the namespace's, with the
@@ -480,17 +493,33 @@ type Broker struct {
 	syncDue map[*Topic]struct{}
 	origins sync.Map // region names, interned
 	nsAttrs sync.Map // namespace name → its topics' metric attributes (topicAttrs)
+	// delayDefault is the delayed delivery of topics without a policy
+	// for it, made once (delayPolicyOf).
+	delayDefaultOnce sync.Once
+	delayDefault     *delayPolicy
+	// nsPolicies: namespace name → the policy its topics last loaded or
+	// changed to (sharedPolicy).
+	nsPolicies sync.Map
 
 	wg    sync.WaitGroup // accept loops and connections
 	maint sync.WaitGroup // the maintenance, subscription-state and dynamic-settings loops
 }
 
-// topicSlot is a loaded topic or one being loaded (ready closed when done).
+// topicSlot is a loaded topic or one being loaded (ready closed when
+// done). b.mu guards ready: once loaded, a slot's own channel is
+// replaced by loadedReady (a million loaded topics keep none).
 type topicSlot struct {
 	ready chan struct{}
 	t     *Topic
 	err   error
 }
+
+// loadedReady is the ready channel of every loaded slot: closed.
+var loadedReady = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // New returns a broker; Serve starts it on a listener.
 func New(cfg Config, deps Deps) (*Broker, error) {
@@ -754,12 +783,16 @@ func (b *Broker) Topics() []string {
 func (b *Broker) loadedTopic(name string) *Topic {
 	b.mu.Lock()
 	s := b.topics[name]
+	var ready chan struct{}
+	if s != nil {
+		ready = s.ready
+	}
 	b.mu.Unlock()
 	if s == nil {
 		return nil
 	}
 	select {
-	case <-s.ready:
+	case <-ready:
 		return s.t
 	default:
 		return nil
@@ -791,8 +824,18 @@ func (b *Broker) getTopic(ctx context.Context, name topic.Name, mode createMode)
 			s = &topicSlot{ready: make(chan struct{})}
 			b.topics[key] = s
 			b.mu.Unlock()
+			// The topic's name is parsed again from the key, so that
+			// its parts share the key's bytes: the string the caller's
+			// name was parsed from (a request's) is not kept as well.
+			if n, err := topic.Parse(key); err == nil && n == name {
+				name = n
+			}
 			s.t, s.err = b.loadTopic(ctx, name, mode)
-			close(s.ready)
+			ready := s.ready
+			b.mu.Lock()
+			s.ready = loadedReady
+			b.mu.Unlock()
+			close(ready)
 			if s.err == nil && !b.deps.Placement.Owns(name) {
 				// The bundle was unloaded (or lost) while the topic
 				// loaded: the unload's sweep of the loaded topics may
@@ -811,9 +854,10 @@ func (b *Broker) getTopic(ctx context.Context, name topic.Name, mode createMode)
 			}
 			return s.t, s.err
 		}
+		ready := s.ready
 		b.mu.Unlock()
 		select {
-		case <-s.ready:
+		case <-ready:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -841,7 +885,7 @@ func (b *Broker) waitGone(ctx context.Context, key string, s *topicSlot) {
 			return
 		}
 		select {
-		case <-s.t.gone:
+		case <-s.t.goneCh():
 		case <-ctx.Done():
 		}
 	}
@@ -936,7 +980,7 @@ func (b *Broker) unloadTopic(ctx context.Context, t *Topic) error {
 		delete(b.topics, t.name.String())
 	}
 	b.mu.Unlock()
-	t.goneOnce.Do(func() { close(t.gone) })
+	t.markGone()
 	return err
 }
 

@@ -50,10 +50,20 @@ type topicCompaction struct {
 	loaded bool // view reflects the stored state
 }
 
+// compaction is the topic's compaction state, made on first use (a
+// million idle topics hold none).
+func (t *Topic) compaction() *topicCompaction {
+	if c := t.cmp.Load(); c != nil {
+		return c
+	}
+	t.cmp.CompareAndSwap(nil, &topicCompaction{})
+	return t.cmp.Load()
+}
+
 // compactionOptions shape the topic's compacted ledgers as its ledgers.
 func (t *Topic) compactionOptions() compactor.Options {
 	t.mu.Lock()
-	pol := t.policy
+	pol := *t.policy
 	t.mu.Unlock()
 	c := ledgerConfig(t.b.cfg.Ledger, pol).WithDefaults()
 	return compactor.Options{Ensemble: c.EnsembleSize, WriteQuorum: c.WriteQuorum, AckQuorum: c.AckQuorum, Logger: t.b.deps.Logger}
@@ -72,7 +82,7 @@ func (t *Topic) startCompaction() error {
 	}
 	opts := t.compactionOptions()
 	opts.Switched = t.compactionSwitched
-	c := &t.cmp
+	c := t.compaction()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.running {
@@ -104,7 +114,7 @@ func (t *Topic) startCompaction() error {
 // compactionSwitched adopts a new compaction state, before the previous
 // compacted ledger is deleted: readers move to the new view.
 func (t *Topic) compactionSwitched(st compactor.State) {
-	c := &t.cmp
+	c := t.compaction()
 	c.mu.Lock()
 	c.view, c.loaded = nil, false
 	c.mu.Unlock()
@@ -121,7 +131,10 @@ func (t *Topic) compactionSwitched(st compactor.State) {
 
 // compactionStatus is the status of the topic's compaction.
 func (t *Topic) compactionStatus() CompactionStatus {
-	c := &t.cmp
+	c := t.cmp.Load()
+	if c == nil {
+		return CompactionStatus{Status: CompactionNotRun}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.status.Status == "" {
@@ -133,7 +146,10 @@ func (t *Topic) compactionStatus() CompactionStatus {
 // stopCompaction cancels a running compaction and waits for it (the
 // topic is closing).
 func (t *Topic) stopCompaction() {
-	c := &t.cmp
+	c := t.cmp.Load()
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	cancel, done := c.cancel, c.done
 	c.mu.Unlock()
@@ -168,7 +184,7 @@ func (t *Topic) compactionState(ctx context.Context) (compactor.State, error) {
 // compactedView returns the topic's compacted view, opening it on first
 // use; nil when the topic has none.
 func (t *Topic) compactedView(ctx context.Context) (*compactor.View, error) {
-	c := &t.cmp
+	c := t.compaction()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.loaded {
@@ -213,9 +229,10 @@ func (t *Topic) maybeCompact(ctx context.Context, threshold int64) error {
 	if threshold <= 0 {
 		return nil
 	}
-	t.cmp.mu.Lock()
-	running := t.cmp.running
-	t.cmp.mu.Unlock()
+	c := t.compaction()
+	c.mu.Lock()
+	running := c.running
+	c.mu.Unlock()
 	if running {
 		return nil
 	}

@@ -411,11 +411,14 @@ type delayPolicy struct {
 
 // delayPolicyOf resolves the delayed delivery of a topic with policy
 // pol: its own or its namespace's delayedDelivery, else the broker's
-// (on, no tick, Limits.MaxDeliveryDelay).
+// (on, no tick, Limits.MaxDeliveryDelay; one value its topics share).
 func (b *Broker) delayPolicyOf(pol NamespacePolicy) *delayPolicy {
 	d := pol.DelayedDelivery
 	if d == nil {
-		return &delayPolicy{max: b.cfg.Limits.MaxDeliveryDelay, from: "broker.limits.maxDeliveryDelay"}
+		b.delayDefaultOnce.Do(func() {
+			b.delayDefault = &delayPolicy{max: b.cfg.Limits.MaxDeliveryDelay, from: "broker.limits.maxDeliveryDelay"}
+		})
+		return b.delayDefault
 	}
 	return &delayPolicy{
 		off:  !d.Active,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,22 +83,65 @@ func (b *Broker) MaintainOnce(ctx context.Context) {
 	}
 }
 
+// runtimePolicy is old with the fields of pol that follow the namespace's
+// (and the topic's) policies at run time; the others keep what they were
+// when the topic was loaded. sameRuntimePolicy compares these fields.
+func runtimePolicy(old *NamespacePolicy, pol NamespacePolicy) NamespacePolicy {
+	p := *old
+	p.Retention, p.MessageTTL = pol.Retention, pol.MessageTTL
+	p.BacklogLimit, p.BacklogPolicy = pol.BacklogLimit, pol.BacklogPolicy
+	p.BacklogAge, p.BacklogAgePolicy = pol.BacklogAge, pol.BacklogAgePolicy
+	p.ReplicationClusters = pol.ReplicationClusters
+	p.Failover = pol.Failover
+	p.MaxProducers, p.MaxConsumers = pol.MaxProducers, pol.MaxConsumers
+	p.MaxConsumersPerSubscription, p.MaxSubscriptions = pol.MaxConsumersPerSubscription, pol.MaxSubscriptions
+	p.MaxTopics = pol.MaxTopics
+	p.AutoSubscriptionCreation = pol.AutoSubscriptionCreation
+	p.Affinity = pol.Affinity
+	p.MaxUnackedPerConsumer, p.MaxUnackedPerSubscription = pol.MaxUnackedPerConsumer, pol.MaxUnackedPerSubscription
+	p.DedupSnapshotInterval, p.DelayedDelivery = pol.DedupSnapshotInterval, pol.DelayedDelivery
+	p.Persistence = pol.Persistence
+	p.CompactionThreshold = pol.CompactionThreshold
+	return p
+}
+
+// sameRuntimePolicy reports whether a and b agree on every field
+// runtimePolicy takes from a new policy (pointers by what they point at;
+// TestRuntimePolicyFields keeps the two lists in step). It is what the
+// maintenance pass asks of every loaded topic, so it compares without
+// reflection.
+func sameRuntimePolicy(a, b *NamespacePolicy) bool {
+	return a.Retention == b.Retention && a.MessageTTL == b.MessageTTL &&
+		a.BacklogLimit == b.BacklogLimit && a.BacklogPolicy == b.BacklogPolicy &&
+		a.BacklogAge == b.BacklogAge && a.BacklogAgePolicy == b.BacklogAgePolicy &&
+		sameSlice(a.ReplicationClusters, b.ReplicationClusters) &&
+		a.Failover == b.Failover &&
+		samePointee(a.MaxProducers, b.MaxProducers) && samePointee(a.MaxConsumers, b.MaxConsumers) &&
+		samePointee(a.MaxConsumersPerSubscription, b.MaxConsumersPerSubscription) && a.MaxSubscriptions == b.MaxSubscriptions &&
+		samePointee(a.MaxTopics, b.MaxTopics) &&
+		samePointee(a.AutoSubscriptionCreation, b.AutoSubscriptionCreation) &&
+		sameSlice(a.Affinity.Primary, b.Affinity.Primary) && sameSlice(a.Affinity.Secondary, b.Affinity.Secondary) &&
+		a.MaxUnackedPerConsumer == b.MaxUnackedPerConsumer && a.MaxUnackedPerSubscription == b.MaxUnackedPerSubscription &&
+		samePointee(a.DedupSnapshotInterval, b.DedupSnapshotInterval) && samePointee(a.DelayedDelivery, b.DelayedDelivery) &&
+		samePointee(a.Persistence, b.Persistence) &&
+		a.CompactionThreshold == b.CompactionThreshold
+}
+
+// samePointee: both nil, or both pointing at equal values.
+func samePointee[T comparable](a, b *T) bool {
+	return a == b || a != nil && b != nil && *a == *b
+}
+
+// sameSlice: equal elements, and both nil or neither.
+func sameSlice[T comparable](a, b []T) bool {
+	return (a == nil) == (b == nil) && slices.Equal(a, b)
+}
+
 func (t *Topic) setPolicy(pol NamespacePolicy) {
 	t.mu.Lock()
-	t.policy.Retention, t.policy.MessageTTL = pol.Retention, pol.MessageTTL
-	t.policy.BacklogLimit, t.policy.BacklogPolicy = pol.BacklogLimit, pol.BacklogPolicy
-	t.policy.BacklogAge, t.policy.BacklogAgePolicy = pol.BacklogAge, pol.BacklogAgePolicy
-	t.policy.ReplicationClusters = pol.ReplicationClusters
-	t.policy.Failover = pol.Failover
-	t.policy.MaxProducers, t.policy.MaxConsumers = pol.MaxProducers, pol.MaxConsumers
-	t.policy.MaxConsumersPerSubscription, t.policy.MaxSubscriptions = pol.MaxConsumersPerSubscription, pol.MaxSubscriptions
-	t.policy.MaxTopics = pol.MaxTopics
-	t.policy.AutoSubscriptionCreation = pol.AutoSubscriptionCreation
-	t.policy.Affinity = pol.Affinity
-	t.policy.MaxUnackedPerConsumer, t.policy.MaxUnackedPerSubscription = pol.MaxUnackedPerConsumer, pol.MaxUnackedPerSubscription
-	t.policy.DedupSnapshotInterval, t.policy.DelayedDelivery = pol.DedupSnapshotInterval, pol.DelayedDelivery
-	t.policy.Persistence = pol.Persistence
-	t.policy.CompactionThreshold = pol.CompactionThreshold
+	if p := runtimePolicy(t.policy, pol); !sameRuntimePolicy(&p, t.policy) {
+		t.policy = t.b.sharedPolicy(t.name.NamespaceName(), p)
+	}
 	if pol.Failover.Mode == policy.ActiveStandby {
 		t.dedupOn = true
 	}

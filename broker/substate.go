@@ -99,6 +99,22 @@ func (b *Broker) subSyncLoop() {
 	}
 }
 
+// subSync is the topic's subscription state shipping, made on first use
+// (a million idle topics hold none).
+func (t *Topic) subSync() *subSync {
+	if s := t.sync.Load(); s != nil {
+		return s
+	}
+	t.sync.CompareAndSwap(nil, &subSync{})
+	return t.sync.Load()
+}
+
+// hasWaitingStates reports whether received states wait for entries.
+func (t *Topic) hasWaitingStates() bool {
+	s := t.sync.Load()
+	return s != nil && s.hasWaiting.Load()
+}
+
 // subSyncDue has the topic's subscriptions looked at in the next round.
 func (b *Broker) subSyncDue(t *Topic) {
 	b.syncMu.Lock()
@@ -111,12 +127,13 @@ func (t *Topic) subChanged(name string) {
 	if t.ml == nil || ownCursor(name) {
 		return
 	}
-	t.sync.mu.Lock()
-	if t.sync.dirty == nil {
-		t.sync.dirty = map[string]bool{}
+	ss := t.subSync()
+	ss.mu.Lock()
+	if ss.dirty == nil {
+		ss.dirty = map[string]bool{}
 	}
-	t.sync.dirty[name] = true
-	t.sync.mu.Unlock()
+	ss.dirty[name] = true
+	ss.mu.Unlock()
 	t.b.subSyncDue(t)
 }
 
@@ -127,9 +144,10 @@ func (t *Topic) subChangedAll() {
 	if t.ml == nil {
 		return
 	}
-	t.sync.mu.Lock()
-	t.sync.all = true
-	t.sync.mu.Unlock()
+	ss := t.subSync()
+	ss.mu.Lock()
+	ss.all = true
+	ss.mu.Unlock()
 	t.b.subSyncDue(t)
 }
 
@@ -138,13 +156,14 @@ func (t *Topic) subChangedAll() {
 // ships the changed subscriptions' states (in an active-standby
 // namespace).
 func (t *Topic) syncSubscriptions(ctx context.Context) {
-	if t.sync.hasWaiting.Load() {
+	ss := t.subSync()
+	if t.hasWaitingStates() {
 		t.applyWaiting(ctx)
 	}
-	t.sync.mu.Lock()
-	names, all := t.sync.dirty, t.sync.all
-	t.sync.dirty, t.sync.all = nil, false
-	t.sync.mu.Unlock()
+	ss.mu.Lock()
+	names, all := ss.dirty, ss.all
+	ss.dirty, ss.all = nil, false
+	ss.mu.Unlock()
 	if len(names) == 0 && !all {
 		return
 	}
@@ -257,6 +276,7 @@ func (t *Topic) subStateMessage(ctx context.Context, name string) (subStateMessa
 // before the first one after it; the entries acknowledged individually
 // after it are listed.
 func (t *Topic) subState(ctx context.Context, name string) (replication.SubState, error) {
+	ss := t.subSync()
 	if err := t.ensureDedupState(ctx); err != nil {
 		return replication.SubState{}, err
 	}
@@ -280,9 +300,9 @@ func (t *Topic) subState(ctx context.Context, name string) (replication.SubState
 			lastAcked = p
 		}
 	}
-	t.sync.mu.Lock()
-	prev := t.sync.shipped[name]
-	t.sync.mu.Unlock()
+	ss.mu.Lock()
+	prev := ss.shipped[name]
+	ss.mu.Unlock()
 	sb := replication.NewStateBuilder(name, t.b.cfg.Cluster, rpos(md), stored, prev)
 	atEnd, err := t.walkIdentities(ctx, Position{Ledger: md.Ledger, Entry: md.Entry + 1}, maxSubStateScan, func(p Position, id replication.Identity) bool {
 		sb.See(id, p.Compare(lastAcked) <= 0 && cur.IsAcked(p))
@@ -298,12 +318,12 @@ func (t *Topic) subState(ctx context.Context, name string) (replication.SubState
 	if len(st.MarkDelete) > replication.MaxSubStateOrigins {
 		return replication.SubState{}, fmt.Errorf("%d origins, at most %d", len(st.MarkDelete), replication.MaxSubStateOrigins)
 	}
-	t.sync.mu.Lock()
-	if t.sync.shipped == nil {
-		t.sync.shipped = map[string]map[string]replication.Position{}
+	ss.mu.Lock()
+	if ss.shipped == nil {
+		ss.shipped = map[string]map[string]replication.Position{}
 	}
-	t.sync.shipped[name] = st.MarkDelete
-	t.sync.mu.Unlock()
+	ss.shipped[name] = st.MarkDelete
+	ss.mu.Unlock()
 	return st, nil
 }
 
@@ -358,6 +378,7 @@ func isSubState(meta *pb.MessageMetadata) bool {
 // receiveSubState applies a subscription-state record that a replicator
 // producer brought from region src.
 func (t *Topic) receiveSubState(ctx context.Context, src string, meta *pb.MessageMetadata, payload []byte) error {
+	ss := t.subSync()
 	if t.ml == nil {
 		return fmt.Errorf("%w: subscription state for non-persistent topic %s", ErrInvalidArgument, t.name)
 	}
@@ -377,37 +398,38 @@ func (t *Topic) receiveSubState(ctx context.Context, src string, meta *pb.Messag
 		return fmt.Errorf("%w: subscription state for reserved subscription %s", ErrInvalidArgument, st.Subscription)
 	}
 	waiting, err := t.applySubState(ctx, st)
-	t.sync.mu.Lock()
+	ss.mu.Lock()
 	if waiting {
-		if t.sync.waiting == nil {
-			t.sync.waiting = map[string]map[string]replication.SubState{}
+		if ss.waiting == nil {
+			ss.waiting = map[string]map[string]replication.SubState{}
 		}
-		if t.sync.waiting[st.Subscription] == nil {
-			t.sync.waiting[st.Subscription] = map[string]replication.SubState{}
+		if ss.waiting[st.Subscription] == nil {
+			ss.waiting[st.Subscription] = map[string]replication.SubState{}
 		}
-		t.sync.waiting[st.Subscription][src] = st
-	} else if w := t.sync.waiting[st.Subscription]; w != nil {
+		ss.waiting[st.Subscription][src] = st
+	} else if w := ss.waiting[st.Subscription]; w != nil {
 		delete(w, src)
 		if len(w) == 0 {
-			delete(t.sync.waiting, st.Subscription)
+			delete(ss.waiting, st.Subscription)
 		}
 	}
-	t.sync.hasWaiting.Store(len(t.sync.waiting) > 0)
-	t.sync.mu.Unlock()
+	ss.hasWaiting.Store(len(ss.waiting) > 0)
+	ss.mu.Unlock()
 	return err
 }
 
 // applyWaiting applies again the states waiting for entries.
 func (t *Topic) applyWaiting(ctx context.Context) {
-	t.sync.mu.Lock()
+	ss := t.subSync()
+	ss.mu.Lock()
 	var todo []replication.SubState
 	var srcs []string
-	for _, bySrc := range t.sync.waiting {
+	for _, bySrc := range ss.waiting {
 		for src, st := range bySrc {
 			todo, srcs = append(todo, st), append(srcs, src)
 		}
 	}
-	t.sync.mu.Unlock()
+	ss.mu.Unlock()
 	for i, st := range todo {
 		waiting, err := t.applySubState(ctx, st)
 		if err != nil {
@@ -417,17 +439,17 @@ func (t *Topic) applyWaiting(ctx context.Context) {
 		if waiting {
 			continue
 		}
-		t.sync.mu.Lock()
-		if w := t.sync.waiting[st.Subscription]; w != nil {
+		ss.mu.Lock()
+		if w := ss.waiting[st.Subscription]; w != nil {
 			if cur, ok := w[srcs[i]]; ok && cur.Subscription == st.Subscription && sameState(cur, st) {
 				delete(w, srcs[i])
 			}
 			if len(w) == 0 {
-				delete(t.sync.waiting, st.Subscription)
+				delete(ss.waiting, st.Subscription)
 			}
 		}
-		t.sync.hasWaiting.Store(len(t.sync.waiting) > 0)
-		t.sync.mu.Unlock()
+		ss.hasWaiting.Store(len(ss.waiting) > 0)
+		ss.mu.Unlock()
 	}
 }
 
@@ -446,7 +468,7 @@ func sameState(a, b replication.SubState) bool {
 // noteReplicated runs after an entry from another region is stored: states
 // waiting for entries are applied again in the next round.
 func (t *Topic) noteReplicated() {
-	if t.sync.hasWaiting.Load() {
+	if t.hasWaitingStates() {
 		t.b.subSyncDue(t)
 	}
 }
@@ -529,8 +551,9 @@ func (t *Topic) walkIdentities(ctx context.Context, from Position, limit int, fn
 // to go on: from the index when it holds them, else read from the log
 // (and added to the index when they extend it).
 func (t *Topic) identities(ctx context.Context, from Position, n int) ([]idEntry, Position, error) {
-	t.sync.mu.Lock()
-	ix := &t.sync.idx
+	ss := t.subSync()
+	ss.mu.Lock()
+	ix := &ss.idx
 	if len(ix.ents) > 0 && from.Compare(ix.ents[0].pos) >= 0 && from.Compare(ix.end) < 0 {
 		i, _ := slices.BinarySearchFunc(ix.ents, from, func(e idEntry, p Position) int { return e.pos.Compare(p) })
 		if i < len(ix.ents) {
@@ -540,11 +563,11 @@ func (t *Topic) identities(ctx context.Context, from Position, n int) ([]idEntry
 			if j < len(ix.ents) {
 				next = ix.ents[j].pos
 			}
-			t.sync.mu.Unlock()
+			ss.mu.Unlock()
 			return out, next, nil
 		}
 	}
-	t.sync.mu.Unlock()
+	ss.mu.Unlock()
 	es, next, err := t.ml.Read(ctx, from, n)
 	if err != nil {
 		return nil, from, err
@@ -556,7 +579,7 @@ func (t *Topic) identities(ctx context.Context, from Position, n int) ([]idEntry
 	if len(out) == 0 {
 		return nil, next, nil
 	}
-	t.sync.mu.Lock()
+	ss.mu.Lock()
 	switch {
 	case len(ix.ents) > 0 && from.Compare(ix.end) == 0:
 		ix.ents = append(ix.ents, out...)
@@ -567,7 +590,7 @@ func (t *Topic) identities(ctx context.Context, from Position, n int) ([]idEntry
 	if len(ix.ents) > maxIdentityIndex {
 		ix.ents = slices.Clone(ix.ents[len(ix.ents)-maxIdentityIndex/2:])
 	}
-	t.sync.mu.Unlock()
+	ss.mu.Unlock()
 	return out, next, nil
 }
 
@@ -694,16 +717,17 @@ func (t *Topic) translateAcks(ctx context.Context, sub string, foreign []Positio
 // region, arrived before it; the old primary's late tail after a
 // partition is the common case).
 func (t *Topic) waitingCovers(sub string, p Position, meta *pb.MessageMetadata) bool {
-	if !t.sync.hasWaiting.Load() {
+	if !t.hasWaitingStates() {
 		return false
 	}
+	ss := t.subSync()
 	id := replication.Identity{Origin: t.b.cfg.Cluster, Pos: rpos(p)}
 	if src, pos, ok, _ := sourcePosition(meta); ok {
 		id = replication.Identity{Origin: src, Pos: rpos(pos)}
 	}
-	t.sync.mu.Lock()
-	defer t.sync.mu.Unlock()
-	for _, st := range t.sync.waiting[sub] {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for _, st := range ss.waiting[sub] {
 		if st.Covers(id) {
 			return true
 		}

@@ -34,23 +34,27 @@ const dedupSnapshotEvery = 1000
 // Topic is a loaded topic: its managed ledger (nil for a non-persistent
 // topic), producers and subscriptions.
 type Topic struct {
-	b      *Broker
-	name   topic.Name
-	ml     *mledger.ManagedLedger
-	policy NamespacePolicy
-	gone   chan struct{} // closed once unloaded and forgotten
-	// goneOnce closes gone once (two unloads may race: a fenced topic's
-	// own and a bundle's); fenceUnload is set once a fenced add asked
-	// for the unload.
-	goneOnce    sync.Once
+	b    *Broker
+	name topic.Name
+	ml   *mledger.ManagedLedger
+	// policy is shared with the namespace's other topics that have the
+	// same (Broker.sharedPolicy) and never changed: setPolicy replaces it
+	// whole. t.mu guards the pointer once the topic is loaded.
+	policy *NamespacePolicy
+	// fenceUnload is set once a fenced add asked for the unload.
 	fenceUnload atomic.Bool
 
 	// mu guards the fields below.
 	mu        sync.Mutex
-	producers map[string]*producer // by producer name
-	waiting   []*producer          // WaitForExclusive producers, in arrival order
-	subs      map[string]*subscription
+	producers map[string]*producer     // by producer name (nil until one)
+	waiting   []*producer              // WaitForExclusive producers, in arrival order
+	subs      map[string]*subscription // nil until one
 	closed    bool
+	// isGone: unloaded and forgotten (markGone; two unloads may race, a
+	// fenced topic's own and a bundle's); gone is closed then, made
+	// when someone waits for it (goneCh).
+	isGone bool
+	gone   chan struct{}
 	// De-duplication: highest sequence id per producer name, persisted
 	// (pushed) and confirmed.
 	dedupPushed    map[string]int64
@@ -83,38 +87,61 @@ type Topic struct {
 	msgOut, bytesOut atomic.Int64
 
 	msgIn, bytesIn atomic.Int64
-	lastPublish    atomic.Int64                // when an entry was last stored, Unix ms (0: not since loaded)
-	activeAt       atomic.Int64                // when a producer or consumer last came or went, Unix ns (inactive.go)
-	reported       atomic.Bool                 // this broker reported the partition idle (inactive.go)
-	reportCleared  atomic.Bool                 // a report of the partition was cleared since the load (inactive.go)
-	maxMessageSize atomic.Int64                // NamespacePolicy.MaxMessageSize, read on every SEND
-	maxUnacked     atomic.Int64                // NamespacePolicy.MaxUnackedPerConsumer, read on every dispatch
-	maxUnackedSub  atomic.Int64                // NamespacePolicy.MaxUnackedPerSubscription, likewise
-	dedupInterval  atomic.Int64                // Broker.dedupSnapshotInterval, nanoseconds
-	delay          atomic.Pointer[delayPolicy] // Broker.delayPolicyOf, read on every SEND and dispatch round
-	encryption     atomic.Bool                 // NamespacePolicy.EncryptionRequired, read on every SEND
-	quotaExceeded  atomic.Bool                 // a backlog is over its quota (producer policies)
-	rl             atomic.Pointer[topicRates]  // NamespacePolicy.Rates and their limiters (rates.go); nil until it has some
-	sync           subSync                     // subscription state across regions (substate.go)
-	cmp            topicCompaction             // compaction and the compacted view (compaction.go)
-	attrs          metric.MeasurementOption    // of its metrics
-	created        int64                       // when loaded here, Unix ns (loadedAt)
+	lastPublish    atomic.Int64                    // when an entry was last stored, Unix ms (0: not since loaded)
+	activeAt       atomic.Int64                    // when a producer or consumer last came or went, Unix ns (inactive.go)
+	reported       atomic.Bool                     // this broker reported the partition idle (inactive.go)
+	reportCleared  atomic.Bool                     // a report of the partition was cleared since the load (inactive.go)
+	maxMessageSize atomic.Int64                    // NamespacePolicy.MaxMessageSize, read on every SEND
+	maxUnacked     atomic.Int64                    // NamespacePolicy.MaxUnackedPerConsumer, read on every dispatch
+	maxUnackedSub  atomic.Int64                    // NamespacePolicy.MaxUnackedPerSubscription, likewise
+	dedupInterval  atomic.Int64                    // Broker.dedupSnapshotInterval, nanoseconds
+	delay          atomic.Pointer[delayPolicy]     // Broker.delayPolicyOf, read on every SEND and dispatch round
+	encryption     atomic.Bool                     // NamespacePolicy.EncryptionRequired, read on every SEND
+	quotaExceeded  atomic.Bool                     // a backlog is over its quota (producer policies)
+	rl             atomic.Pointer[topicRates]      // NamespacePolicy.Rates and their limiters (rates.go); nil until it has some
+	sync           atomic.Pointer[subSync]         // subscription state across regions (substate.go); nil until used
+	cmp            atomic.Pointer[topicCompaction] // compaction and the compacted view (compaction.go); nil until used
+	attrs          metric.MeasurementOption        // of its metrics
+	created        int64                           // when loaded here, Unix ns (loadedAt)
 }
 
 func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol NamespacePolicy) *Topic {
 	t := &Topic{
-		b: b, name: name, ml: ml, policy: pol,
-		gone:      make(chan struct{}),
-		producers: map[string]*producer{},
-		subs:      map[string]*subscription{},
-		lastOwn:   noPosition,
-		created:   b.deps.Now().UnixNano(),
+		b: b, name: name, ml: ml, policy: b.sharedPolicy(name.NamespaceName(), pol),
+		lastOwn: noPosition,
+		created: b.deps.Now().UnixNano(),
 	}
 	t.storeLimits(pol)
 	t.dedupInterval.Store(int64(b.dedupSnapshotInterval(pol)))
 	t.setRates(pol.Rates)
 	t.attrs = b.topicAttrs(t)
 	return t
+}
+
+// goneCh returns a channel closed once t is unloaded and forgotten.
+func (t *Topic) goneCh() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.gone == nil {
+		t.gone = make(chan struct{})
+		if t.isGone {
+			close(t.gone)
+		}
+	}
+	return t.gone
+}
+
+// markGone records that t is unloaded and forgotten (goneCh).
+func (t *Topic) markGone() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.isGone {
+		return
+	}
+	t.isGone = true
+	if t.gone != nil {
+		close(t.gone)
+	}
 }
 
 // loadedAt is when the topic was loaded here.
@@ -146,7 +173,7 @@ func (t *Topic) isClosed() bool {
 func (t *Topic) load(ctx context.Context) error {
 	t.ml.SetRetention(t.policy.Retention)
 	t.ml.SetAffinity(t.policy.Affinity)
-	t.ml.SetMarkDeleteRate(markDeleteRate(t.policy))
+	t.ml.SetMarkDeleteRate(markDeleteRate(*t.policy))
 	// Active-standby namespaces always de-duplicate: producers resend
 	// across a failover (docs/failover.md).
 	t.dedupOn = t.policy.Deduplication || t.policy.Failover.Mode == policy.ActiveStandby
@@ -248,6 +275,9 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 			return 0, fmt.Errorf("%w: topic %s has reached its limit of %d producers (maxProducers)", ErrTooManyProducers, t.name, max)
 		}
 	}
+	if t.producers == nil {
+		t.producers = map[string]*producer{}
+	}
 	t.producers[p.name] = p
 	lastSeq = -1
 	if t.dedupOn && t.dedupPushed != nil {
@@ -278,6 +308,9 @@ func (t *Topic) removeProducer(p *producer) {
 	var next *producer
 	if len(t.producers) == 0 && len(t.waiting) > 0 && !t.closed {
 		next, t.waiting = t.waiting[0], t.waiting[1:]
+		if t.producers == nil {
+			t.producers = map[string]*producer{}
+		}
 		t.producers[next.name] = next
 	}
 	lastSeq := int64(-1)
@@ -531,6 +564,9 @@ func (t *Topic) subscription(name string, create func() (*subscription, error)) 
 	s, err := create()
 	if err != nil {
 		return nil, err
+	}
+	if t.subs == nil {
+		t.subs = map[string]*subscription{}
 	}
 	t.subs[name] = s
 	return s, nil

@@ -96,7 +96,12 @@ func (m *ManagedLedger) addAsync(ctx context.Context, r addRequest) {
 		return
 	}
 	// The queue is made on first use: an idle managed ledger holds none.
-	m.queueOnce.Do(func() { m.queue = make(chan addRequest, m.cfg.MaxPendingAdds) })
+	// So is repair: only an issued add (which came through the queue)
+	// sends to it.
+	m.queueOnce.Do(func() {
+		m.queue = make(chan addRequest, m.cfg.Value().MaxPendingAdds)
+		m.repair = make(chan struct{}, 1)
+	})
 	select {
 	case m.queue <- r:
 		m.kickDriver()
@@ -119,15 +124,30 @@ func (m *ManagedLedger) kickDriver() {
 		return
 	}
 	m.driving = true
+	if m.stop == nil {
+		m.stop = make(chan struct{})
+	}
 	m.drivers.Add(1)
-	go m.run()
+	go m.run(m.stop)
+}
+
+// stopDrivers stops the driver for good (Close) and waits for it to
+// return.
+func (m *ManagedLedger) stopDrivers() {
+	m.driverMu.Lock()
+	m.stopped = true
+	if m.stop != nil {
+		close(m.stop)
+	}
+	m.driverMu.Unlock()
+	m.drivers.Wait()
 }
 
 // run is the driver: it issues queued adds to the current ledger in order
 // and rolls over between two adds when needed. It returns when the queue
 // stays empty for driverIdle, or when Close stops it (Close then issues
 // what is left).
-func (m *ManagedLedger) run() {
+func (m *ManagedLedger) run(stop <-chan struct{}) {
 	defer m.drivers.Done()
 	idle := time.NewTimer(driverIdle)
 	defer idle.Stop()
@@ -144,7 +164,7 @@ func (m *ManagedLedger) run() {
 			m.issue(r)
 		case <-m.repair:
 			m.repairBroken()
-		case <-m.stop:
+		case <-stop:
 			m.driverMu.Lock()
 			m.driving = false
 			m.driverMu.Unlock()
@@ -165,9 +185,9 @@ func (m *ManagedLedger) run() {
 // needRollover reports whether the current ledger takes no more adds.
 func (m *ManagedLedger) needRollover() bool {
 	return m.w == nil || m.wBroken.Load() ||
-		m.wEntries >= m.cfg.MaxEntriesPerLedger ||
-		m.wBytes >= m.cfg.MaxLedgerSize ||
-		m.deps.Now().Sub(m.wCreated) >= m.cfg.MaxLedgerAge
+		m.wEntries >= m.cfg.Value().MaxEntriesPerLedger ||
+		m.wBytes >= m.cfg.Value().MaxLedgerSize ||
+		m.deps.Now().Sub(m.wCreated) >= m.cfg.Value().MaxLedgerAge
 }
 
 func (m *ManagedLedger) issue(r addRequest) {
@@ -197,7 +217,7 @@ func (m *ManagedLedger) issue(r addRequest) {
 			return
 		}
 	}
-	id := m.wID
+	id := int64(m.w.ID())
 	m.wEntries++
 	m.wBytes += int64(len(r.data))
 	m.inflight.Add(1)
@@ -257,9 +277,9 @@ func (m *ManagedLedger) confirmed(p Position, data []byte, readable int64) {
 	m.tail = append(m.tail, data)
 	m.tailSize += int64(len(data))
 	// Over either bound, drop the oldest entries the bookies can serve.
-	over := len(m.tail) - m.cfg.TailCacheEntries
+	over := len(m.tail) - m.cfg.Value().TailCacheEntries
 	size := m.tailSize
-	for i := 0; i < len(m.tail) && size > m.cfg.TailCacheBytes; i++ {
+	for i := 0; i < len(m.tail) && size > m.cfg.Value().TailCacheBytes; i++ {
 		size -= int64(len(m.tail[i]))
 		over = max(over, i+1)
 	}

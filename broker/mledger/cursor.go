@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -64,7 +65,7 @@ func (m *ManagedLedger) openCursor(ctx context.Context, name string, initial Ini
 	}
 	m.cursorsMu.Lock()
 	defer m.cursorsMu.Unlock()
-	if c := m.cursors[name]; c != nil {
+	if c := m.cursorLocked(name); c != nil {
 		return c, nil
 	}
 	if err := m.checkOpen(); err != nil {
@@ -90,8 +91,8 @@ func (m *ManagedLedger) openCursor(ctx context.Context, name string, initial Ini
 		c.set, c.props, c.batch = set, maps.Clone(stored.Properties), batch
 		c.rate.written = set.MarkDelete()
 		c.partial.Store(int32(len(batch)))
-		c.set.MaxRanges = max(0, m.cfg.MaxAckedRanges)
-		m.cursors[name] = c
+		c.set.MaxRanges = max(0, m.cfg.Value().MaxAckedRanges)
+		m.addCursorLocked(c)
 		return c, nil
 	}
 	if !create {
@@ -103,12 +104,35 @@ func (m *ManagedLedger) openCursor(ctx context.Context, name string, initial Ini
 		md = Position{Ledger: ls[0].ID, Entry: -1}
 	}
 	c.set = ackset.New(md)
-	c.set.MaxRanges = max(0, m.cfg.MaxAckedRanges)
+	c.set.MaxRanges = max(0, m.cfg.Value().MaxAckedRanges)
 	if err := c.persistLocked(ctx); err != nil {
 		return nil, err
 	}
-	m.cursors[name] = c
+	m.addCursorLocked(c)
 	return c, nil
+}
+
+// cursorLocked is the open cursor name, nil if none; m.cursorsMu held.
+func (m *ManagedLedger) cursorLocked(name string) *Cursor {
+	if i, ok := m.cursorIndexLocked(name); ok {
+		return m.cursors[i]
+	}
+	return nil
+}
+
+// cursorIndexLocked is where cursor name is, or would be, in m.cursors;
+// m.cursorsMu held.
+func (m *ManagedLedger) cursorIndexLocked(name string) (int, bool) {
+	return slices.BinarySearchFunc(m.cursors, name, func(c *Cursor, name string) int {
+		return strings.Compare(c.name, name)
+	})
+}
+
+// addCursorLocked adds c, which is not open yet, to m.cursors;
+// m.cursorsMu held.
+func (m *ManagedLedger) addCursorLocked(c *Cursor) {
+	i, _ := m.cursorIndexLocked(c.name)
+	m.cursors = slices.Insert(m.cursors, i, c)
 }
 
 // Cursors lists the names of the persisted cursors.
@@ -126,7 +150,7 @@ func (m *ManagedLedger) Cursors() []string {
 // held fails with ErrClosed afterwards) and trims what it was holding back.
 func (m *ManagedLedger) DeleteCursor(ctx context.Context, name string) error {
 	m.cursorsMu.Lock()
-	c := m.cursors[name]
+	c := m.cursorLocked(name)
 	m.cursorsMu.Unlock()
 	if c != nil {
 		c.mu.Lock()
@@ -147,7 +171,9 @@ func (m *ManagedLedger) DeleteCursor(ctx context.Context, name string) error {
 		c.deleted = true
 	}
 	m.cursorsMu.Lock()
-	delete(m.cursors, name)
+	if i, ok := m.cursorIndexLocked(name); ok {
+		m.cursors = slices.Delete(m.cursors, i, i+1)
+	}
 	m.cursorsMu.Unlock()
 	return m.trim(ctx)
 }

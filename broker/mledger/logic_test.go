@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unique"
 )
 
 // A list: ledger 3 (2 entries), 5 (empty), 7 (3 entries), 9 (open, 1 entry).
@@ -238,7 +239,7 @@ func TestMetaRoundTrip(t *testing.T) {
 }
 
 func TestTailCache(t *testing.T) {
-	m := &ManagedLedger{cfg: Config{TailCacheEntries: 2, TailCacheBytes: 1 << 20}}
+	m := &ManagedLedger{cfg: unique.Make(Config{TailCacheEntries: 2, TailCacheBytes: 1 << 20})}
 	type step struct {
 		p         Position
 		readable  int64
@@ -349,7 +350,7 @@ func TestSkipPosition(t *testing.T) {
 }
 
 func TestTailCacheBytes(t *testing.T) {
-	m := &ManagedLedger{cfg: Config{TailCacheEntries: 100, TailCacheBytes: 10}}
+	m := &ManagedLedger{cfg: unique.Make(Config{TailCacheEntries: 100, TailCacheBytes: 10})}
 	for i := range int64(5) {
 		m.confirmed(pos(1, i), make([]byte, 4), i) // each readable at once
 	}

@@ -53,7 +53,7 @@ func (c *Cursor) MarkDeleteWithProperties(ctx context.Context, p Position, props
 // unknown (a timeout), it tells whether the write took effect. A cursor
 // the store does not have is ErrNoCursor.
 func (c *Cursor) StoredProperties(ctx context.Context) (map[string]string, error) {
-	kv, err := c.m.deps.Meta.Get(ctx, c.m.key)
+	kv, err := c.m.deps.Meta.Get(ctx, c.m.key())
 	if err != nil {
 		return nil, fmt.Errorf("mledger %s: cursor %s: read metadata: %w", c.m.name, c.name, err)
 	}

@@ -3,6 +3,7 @@ package mledger
 import (
 	"context"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -97,10 +98,7 @@ func (c *Cursor) flush() {
 // flushCursors writes every cursor's deferred state now (closing).
 func (m *ManagedLedger) flushCursors() {
 	m.cursorsMu.Lock()
-	cs := make([]*Cursor, 0, len(m.cursors))
-	for _, c := range m.cursors {
-		cs = append(cs, c)
-	}
+	cs := slices.Clone(m.cursors)
 	m.cursorsMu.Unlock()
 	for _, c := range cs {
 		c.mu.Lock()

@@ -10,7 +10,7 @@ import (
 // store holds it now.
 func storedMarkDelete(t *testing.T, m *ManagedLedger, cursor string) Position {
 	t.Helper()
-	kv, err := m.deps.Meta.Get(context.Background(), m.key)
+	kv, err := m.deps.Meta.Get(context.Background(), m.key())
 	if err != nil {
 		t.Fatal(err)
 	}

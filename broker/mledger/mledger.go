@@ -21,10 +21,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/mledger/ackset"
@@ -212,10 +214,10 @@ func (c Config) withDefaults() Config {
 
 // ManagedLedger is one topic's log. It is safe for concurrent use.
 type ManagedLedger struct {
-	cfg  Config
+	// cfg is interned: the managed ledgers of a namespace share one.
+	cfg  unique.Handle[Config]
 	deps Deps
 	name string
-	key  string
 
 	// metaMu serialises metadata updates; it guards meta and rev.
 	metaMu sync.Mutex
@@ -223,11 +225,10 @@ type ManagedLedger struct {
 	rev    int64
 	// created: Open found no metadata and wrote the first (Created).
 	created bool
-
-	// fenced is set once a CAS failed or our ledger was fenced; sticky.
-	fenced atomic.Pointer[error]
 	// terminated is set by Terminate (and at open, from the metadata).
 	terminated atomic.Bool
+	// fenced is set once a CAS failed or our ledger was fenced; sticky.
+	fenced atomic.Pointer[error]
 
 	// mu guards the confirmed state, updated by add callbacks.
 	mu            sync.Mutex
@@ -247,24 +248,27 @@ type ManagedLedger struct {
 	closing   bool
 	queueOnce sync.Once
 	queue     chan addRequest // made by the first add
-	stop      chan struct{}   // closed by Close: the driver returns
-	repair    chan struct{}   // cap 1: an add failed; the driver settles it
-	closed    chan struct{}   // closed when Close has drained the queue
+	repair    chan struct{}   // cap 1: an add failed; the driver settles it (made with queue)
+	closed    chan struct{}   // made when closing is set, closed when Close has drained the queue
 
-	// driverMu guards driving and stopped: whether a driver goroutine
-	// runs, and whether Close stopped them for good.
+	// driverMu guards driving, stopped and stop: whether a driver
+	// goroutine runs, whether Close stopped them for good, and the
+	// channel Close closes to stop one (made with the first driver: an
+	// idle managed ledger holds none).
 	driverMu sync.Mutex
 	driving  bool
 	stopped  bool
-	drivers  sync.WaitGroup
+	// wBroken: an add failed, roll over before the next (set by add
+	// callbacks, read by the driver).
+	wBroken atomic.Bool
+	stop    chan struct{}
+	drivers sync.WaitGroup
 
 	// Owned by the driver goroutine (and by Close after done).
 	w        *ledger.Writer
-	wID      int64
 	wEntries int64
 	wBytes   int64
 	wCreated time.Time
-	wBroken  atomic.Bool    // an add failed: roll over before the next
 	inflight sync.WaitGroup // adds issued to w whose callbacks have not run
 	// unrecorded is a ledger a rollover closed whose close the metadata
 	// does not record yet (the write failed; the list still says open):
@@ -277,7 +281,7 @@ type ManagedLedger struct {
 	failed   []failedAdd
 
 	readersMu sync.Mutex
-	readers   map[int64]*ledger.Reader
+	readers   map[int64]*ledger.Reader // nil until a ledger is read
 
 	ret      atomic.Pointer[Retention]
 	affinity atomic.Pointer[ledger.Affinity]
@@ -286,8 +290,10 @@ type ManagedLedger struct {
 	// markRate is the mark-delete rate's float64 bits (markrate.go).
 	markRate atomic.Uint64
 
+	// cursorsMu guards cursors: the open cursors, sorted by name (most
+	// topics have one or two; a slice holds them in less than a map).
 	cursorsMu sync.Mutex
-	cursors   map[string]*Cursor
+	cursors   []*Cursor
 }
 
 // logger is the managed ledger's logger, made when something is logged
@@ -313,17 +319,11 @@ func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedg
 	}
 	cfg = cfg.withDefaults()
 	m := &ManagedLedger{
-		cfg:     cfg,
-		deps:    deps,
-		name:    name,
-		key:     TopicKey(deps.Region, name),
-		stop:    make(chan struct{}),
-		repair:  make(chan struct{}, 1),
-		closed:  make(chan struct{}),
-		readers: map[int64]*ledger.Reader{},
-		cursors: map[string]*Cursor{},
+		cfg:  unique.Make(cfg),
+		deps: deps,
+		name: name,
 	}
-	kv, err := deps.Meta.Get(ctx, m.key)
+	kv, err := deps.Meta.Get(ctx, m.key())
 	switch {
 	case err == nil:
 		m.meta, err = decodeMeta(kv.Value)
@@ -384,6 +384,10 @@ func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedg
 // Name is the managed ledger's name.
 func (m *ManagedLedger) Name() string { return m.name }
 
+// key is the managed ledger's metadata key (made when used: a million
+// idle topics do not each keep one).
+func (m *ManagedLedger) key() string { return TopicKey(m.deps.Region, m.name) }
+
 // Created reports whether Open created the managed ledger: its metadata
 // did not exist before.
 func (m *ManagedLedger) Created() bool { return m.created }
@@ -402,12 +406,17 @@ func (m *ManagedLedger) SetQuorums(ensemble, write, ack int) error {
 		return fmt.Errorf("%w: ensemble %d, write quorum %d, ack quorum %d: want ensemble >= write >= ack >= 1",
 			ErrInvalidConfig, c.EnsembleSize, c.WriteQuorum, c.AckQuorum)
 	}
-	m.quorums.Store(&quorums{c.EnsembleSize, c.WriteQuorum, c.AckQuorum})
+	q := quorums{c.EnsembleSize, c.WriteQuorum, c.AckQuorum}
+	cfg := m.cfg.Value()
+	if cur := m.quorums.Load(); cur == nil && q == (quorums{cfg.EnsembleSize, cfg.WriteQuorum, cfg.AckQuorum}) || cur != nil && *cur == q {
+		return nil // unchanged (every maintenance pass sets it again)
+	}
+	m.quorums.Store(&q)
 	return nil
 }
 
 func (m *ManagedLedger) createLedger(ctx context.Context) (*ledger.Writer, error) {
-	q := quorums{m.cfg.EnsembleSize, m.cfg.WriteQuorum, m.cfg.AckQuorum}
+	q := quorums{m.cfg.Value().EnsembleSize, m.cfg.Value().WriteQuorum, m.cfg.Value().AckQuorum}
 	if p := m.quorums.Load(); p != nil {
 		q = *p
 	}
@@ -427,7 +436,17 @@ func (m *ManagedLedger) createLedger(ctx context.Context) (*ledger.Writer, error
 // SetAffinity confines the ledgers created from now on (and their
 // ensemble changes) to bookie groups: the namespace's bookie affinity.
 // The zero value, the default, places them on any bookie.
-func (m *ManagedLedger) SetAffinity(a ledger.Affinity) { m.affinity.Store(&a) }
+func (m *ManagedLedger) SetAffinity(a ledger.Affinity) {
+	cur := m.affinity.Load()
+	switch {
+	case cur == nil && a.Primary == nil && a.Secondary == nil:
+		// The default, which nil stands for: an idle topic keeps no copy.
+	case cur != nil && reflect.DeepEqual(*cur, a):
+		// Unchanged (every maintenance pass sets it again).
+	default:
+		m.affinity.Store(&a)
+	}
+}
 
 func (m *ManagedLedger) bookieAffinity() ledger.Affinity {
 	if a := m.affinity.Load(); a != nil {
@@ -457,7 +476,7 @@ func (m *ManagedLedger) deleteLedger(ctx context.Context, id int64) {
 }
 
 func (m *ManagedLedger) setWriter(w *ledger.Writer) {
-	m.w, m.wID, m.wEntries, m.wBytes, m.wCreated = w, int64(w.ID()), 0, 0, m.deps.Now()
+	m.w, m.wEntries, m.wBytes, m.wCreated = w, 0, 0, m.deps.Now()
 	m.wBroken.Store(false)
 }
 
@@ -484,7 +503,7 @@ func (m *ManagedLedger) stillOwner(ctx context.Context) (bool, error) {
 	if m.fencedErr() != nil {
 		return false, nil
 	}
-	kv, err := m.deps.Meta.Get(ctx, m.key)
+	kv, err := m.deps.Meta.Get(ctx, m.key())
 	if errors.Is(err, metastore.ErrNotFound) {
 		return false, nil
 	}
@@ -506,7 +525,7 @@ func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
 	if err != nil {
 		return err
 	}
-	rev, err := m.deps.Meta.CAS(ctx, m.key, val, m.rev)
+	rev, err := m.deps.Meta.CAS(ctx, m.key(), val, m.rev)
 	if errors.Is(err, metastore.ErrConflict) {
 		return m.setFenced(err)
 	}
@@ -584,12 +603,9 @@ func (m *ManagedLedger) Close(ctx context.Context) error {
 		return nil
 	}
 	m.closing = true
+	m.closed = make(chan struct{})
 	m.addMu.Unlock()
-	m.driverMu.Lock()
-	m.stopped = true
-	m.driverMu.Unlock()
-	close(m.stop)
-	m.drivers.Wait()
+	m.stopDrivers()
 	// No driver runs and no add can be queued any more: issue what is left.
 	for m.queue != nil && len(m.queue) > 0 {
 		m.issue(<-m.queue)
@@ -635,7 +651,7 @@ func (m *ManagedLedger) abandonWriter() {
 // closeCurrent closes the current ledger and marks it closed in the list
 // with its final entry count and size. Driver (or Close after the driver).
 func (m *ManagedLedger) closeCurrent(ctx context.Context) error {
-	id := m.wID
+	id := int64(m.w.ID())
 	md, err := m.closeWriter(ctx, m.w)
 	if err != nil {
 		m.failAllFailed(err)

@@ -211,11 +211,7 @@ func crash(m *ManagedLedger, lc *ledger.Client) {
 	m.addMu.Lock()
 	m.closing = true
 	m.addMu.Unlock()
-	m.driverMu.Lock()
-	m.stopped = true
-	m.driverMu.Unlock()
-	close(m.stop)
-	m.drivers.Wait()
+	m.stopDrivers()
 }
 
 func TestCrashRecovery(t *testing.T) {

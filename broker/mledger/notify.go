@@ -141,7 +141,7 @@ func (m *ManagedLedger) Delete(ctx context.Context) error {
 	ls := slices.Clone(m.meta.Ledgers)
 	rev := m.rev
 	m.metaMu.Unlock()
-	if err := m.deps.Meta.DeleteIf(ctx, m.key, rev); err != nil {
+	if err := m.deps.Meta.DeleteIf(ctx, m.key(), rev); err != nil {
 		if errors.Is(err, metastore.ErrConflict) {
 			return fmt.Errorf("mledger %s: delete: %w", m.name, m.setFenced(err))
 		}
@@ -155,7 +155,12 @@ func (m *ManagedLedger) Delete(ctx context.Context) error {
 
 // SetRetention sets the retention policy that trimming applies from now on
 // (see Retention); call Trim to apply it at once.
-func (m *ManagedLedger) SetRetention(r Retention) { m.ret.Store(&r) }
+func (m *ManagedLedger) SetRetention(r Retention) {
+	if cur := m.ret.Load(); cur == nil && r == (Retention{}) || cur != nil && *cur == r {
+		return // unchanged, or the default nil stands for
+	}
+	m.ret.Store(&r)
+}
 
 func (m *ManagedLedger) retention() Retention {
 	if r := m.ret.Load(); r != nil {

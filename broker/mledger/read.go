@@ -120,6 +120,9 @@ func (m *ManagedLedger) reader(ctx context.Context, l LedgerInfo) (*ledger.Reade
 		return nil, err
 	}
 	m.readersMu.Lock()
+	if m.readers == nil {
+		m.readers = map[int64]*ledger.Reader{}
+	}
 	m.readers[l.ID] = r
 	m.readersMu.Unlock()
 	return r, nil
