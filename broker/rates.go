@@ -288,7 +288,8 @@ func (s *subscription) dispatchLimiters() []*ratelimit.Limiter {
 type subRates struct {
 	lim ratelimit.Limiter
 	// avgEntry is the mean size of the entries last dispatched, for
-	// byte rates (dispatcher goroutine only; 0: none yet).
+	// byte rates and the read bound maxReadBytes (dispatcher goroutine
+	// only; 0: none yet).
 	avgEntry int64
 }
 
@@ -312,6 +313,15 @@ func (s *subscription) dispatchBudget() (int64, time.Duration) {
 		return 0, wait
 	}
 	return budget, 0
+}
+
+// readBytesCap is how many entries of the size of the last ones sent
+// fit in maxReadBytes (one when none were sent yet).
+func (s *subscription) readBytesCap() int64 {
+	if s.rl.avgEntry == 0 {
+		return 1
+	}
+	return max(1, maxReadBytes/s.rl.avgEntry)
 }
 
 // chargeDispatch charges what a round sent.
