@@ -291,6 +291,10 @@ type subRates struct {
 	// byte rates and the read bound maxReadBytes (dispatcher goroutine
 	// only; 0: none yet).
 	avgEntry int64
+	// avgMsgs is the mean messages per entry of the entries last
+	// dispatched, to read entries for the consumers' permits (0: none
+	// yet).
+	avgMsgs int64
 }
 
 // dispatchBudget is how many entries the dispatcher may read now, or 0
@@ -335,6 +339,7 @@ func (s *subscription) chargeDispatch(frames []outFrame) {
 		return
 	}
 	s.rl.avgEntry = max(1, bytes/int64(len(frames)))
+	s.rl.avgMsgs = max(1, msgs/int64(len(frames)))
 	for _, l := range s.dispatchLimiters() {
 		l.Charge(msgs, bytes)
 	}

@@ -828,16 +828,21 @@ func (s *subscription) run(stop, done chan struct{}) {
 // planLocked decides what the next round reads: entries to redeliver
 // first, else new entries from readPos; false when nothing can be sent.
 func (s *subscription) planLocked() (plan, bool) {
+	// Permits count messages; a round reads entries, counted at the mean
+	// messages per entry of the last round sent (as Pulsar does), so a
+	// backlog of batches is read as the consumers make room, not in
+	// rounds of many times their permits.
+	per := max(1, s.rl.avgMsgs)
 	var permits int64
 	for _, k := range s.consumers {
 		if s.eligibleLocked(k) && s.canTakeLocked(k) {
-			permits += min(k.permits, maxReadBatch) // no overflow summing
+			permits += min(k.permits, maxReadBatch*per) // no overflow summing
 		}
 	}
 	if permits <= 0 || s.t.ml == nil {
 		return plan{}, false
 	}
-	n := int(min(permits, maxReadBatch, int64(s.unackedRoomLocked())))
+	n := int(min(max(1, permits/per), maxReadBatch, int64(s.unackedRoomLocked())))
 	pl := plan{epoch: s.epoch}
 	for _, k := range s.consumers {
 		if k.compacted && s.eligibleLocked(k) {
