@@ -26,7 +26,7 @@ type conn struct {
 	nc     net.Conn
 	logger *slog.Logger
 
-	resp  chan []byte   // encoded responses; capacity maxInFlight so producers never block
+	resp  chan response // encoded responses; capacity maxInFlight so producers never block
 	slots chan struct{} // in-flight semaphore
 	wg    sync.WaitGroup
 	done  chan struct{} // closed when the writer exits
@@ -44,7 +44,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		s:      s,
 		nc:     nc,
 		logger: s.logger.With("remote", nc.RemoteAddr().String()),
-		resp:   make(chan []byte, n),
+		resp:   make(chan response, n),
 		slots:  make(chan struct{}, n),
 		done:   make(chan struct{}),
 	}
@@ -153,33 +153,67 @@ func (c *conn) rejectOversize(br *bufio.Reader, cause error) {
 	c.reply(&proto.Response{Op: proto.Op(h.Type &^ proto.RespBit), ID: h.ID, Status: proto.StatusTooLarge})
 }
 
+// response is an encoded response: its frame's head, and the payload
+// that follows it on the wire, still in the buffer storage read it into.
+type response struct{ head, payload []byte }
+
 // reply encodes r and queues it for the writer. It never blocks: a slot was
 // taken for the request, and the queue holds as many responses as there are slots.
 func (c *conn) reply(r *proto.Response) {
-	c.resp <- proto.AppendResponse(nil, r)
+	head, payload := proto.AppendResponseHead(nil, r)
+	c.resp <- response{head, payload}
 }
 
+// writevMin is the payload size from which a response's payload is
+// handed to the kernel from its own buffer (writev) rather than copied
+// after its head; writeBatch is how much the writer gathers before it
+// writes when more responses are queued.
+const (
+	writevMin  = 16 << 10
+	writeBatch = 1 << 20
+)
+
+// writeLoop writes the queued responses: heads and small payloads
+// copied into one buffer, large payloads (entries read) from their own,
+// all of a batch in one writev.
 func (c *conn) writeLoop() {
 	defer close(c.done)
-	bw := bufio.NewWriterSize(c.nc, 64<<10)
-	failed := false
-	for b := range c.resp {
+	var (
+		buf     []byte      // heads and small payloads of the batch
+		mark    int         // where buf's piece not yet in bufs starts
+		bufs    net.Buffers // the batch: pieces of buf and large payloads
+		pending int
+		failed  bool
+	)
+	for r := range c.resp {
 		<-c.slots
 		if failed {
 			continue
 		}
-		if _, err := bw.Write(b); err != nil {
-			failed = true
+		buf = append(buf, r.head...)
+		if len(r.payload) < writevMin {
+			buf = append(buf, r.payload...)
+		} else {
+			bufs = append(bufs, buf[mark:], r.payload)
+			mark = len(buf)
+		}
+		pending += len(r.head) + len(r.payload)
+		if len(c.resp) > 0 && pending < writeBatch && len(bufs) < 64 {
 			continue
 		}
-		if len(c.resp) == 0 {
-			if err := bw.Flush(); err != nil {
-				failed = true
-			}
+		if len(buf) > mark {
+			bufs = append(bufs, buf[mark:])
 		}
-	}
-	if !failed {
-		bw.Flush()
+		batch := bufs // WriteTo consumes its receiver
+		if _, err := batch.WriteTo(c.nc); err != nil {
+			failed = true
+		}
+		clear(bufs) // let the payloads go
+		bufs, pending, mark = bufs[:0], 0, 0
+		buf = buf[:0]
+		if cap(buf) > writeBatch {
+			buf = nil
+		}
 	}
 }
 

@@ -40,10 +40,15 @@ type conn struct {
 	ctx    context.Context // ends when the connection closes
 	cancel context.CancelFunc
 
-	// wmu guards the output buffer and closed; wcond signals room.
+	// wmu guards the output and closed; wcond signals room. The output
+	// is wpieces then wbuf[wmark:]: frames copied into wbuf, large
+	// entries in their own buffers between its pieces; wlen counts it.
 	wmu     sync.Mutex
 	wcond   *sync.Cond
 	wbuf    []byte
+	wmark   int
+	wpieces net.Buffers
+	wlen    int
 	wclosed bool
 	wkick   chan struct{}
 
@@ -147,16 +152,33 @@ func (c *conn) release() {
 
 // send queues a frame for the writer. It blocks while the buffer is full
 // and drops the frame once the connection is closed.
-func (c *conn) send(frame []byte) {
+func (c *conn) send(frame []byte) { c.sendEntry(frame, nil) }
+
+// sendEntryMin is the entry size from which sendEntry queues the entry
+// itself rather than a copy.
+const sendEntryMin = 16 << 10
+
+// sendEntry queues a frame whose last part, entry, is not in head (an
+// entry command's, wire.AppendEntryCommandHead). A large entry is
+// written from its own buffer, which must not change afterwards (entries
+// read or cached never do).
+func (c *conn) sendEntry(head, entry []byte) {
 	c.wmu.Lock()
-	for len(c.wbuf) > maxOutBuffer && !c.wclosed {
+	for c.wlen > maxOutBuffer && !c.wclosed {
 		c.wcond.Wait()
 	}
 	if c.wclosed {
 		c.wmu.Unlock()
 		return
 	}
-	c.wbuf = append(c.wbuf, frame...)
+	c.wbuf = append(c.wbuf, head...)
+	if len(entry) < sendEntryMin {
+		c.wbuf = append(c.wbuf, entry...)
+	} else {
+		c.wpieces = append(c.wpieces, c.wbuf[c.wmark:], entry)
+		c.wmark = len(c.wbuf)
+	}
+	c.wlen += len(head) + len(entry)
 	c.wmu.Unlock()
 	select {
 	case c.wkick <- struct{}{}:
@@ -176,17 +198,24 @@ func (c *conn) sendCmd(cmd *pb.BaseCommand) {
 
 func (c *conn) writeLoop() {
 	var buf []byte
+	var pieces net.Buffers
 	for range c.wkick {
 		c.wmu.Lock()
+		if len(c.wbuf) > c.wmark {
+			c.wpieces = append(c.wpieces, c.wbuf[c.wmark:])
+		}
+		pieces, c.wpieces = c.wpieces, pieces[:0]
 		buf, c.wbuf = c.wbuf, buf[:0]
+		c.wmark, c.wlen = 0, 0
 		closed := c.wclosed
 		c.wcond.Broadcast()
 		c.wmu.Unlock()
-		if len(buf) > 0 {
+		if len(pieces) > 0 {
 			if !closed {
 				c.nc.SetWriteDeadline(time.Now().Add(2 * c.b.cfg.KeepAlive))
 			}
-			if _, err := c.nc.Write(buf); err != nil {
+			batch := pieces // WriteTo consumes its receiver
+			if _, err := batch.WriteTo(c.nc); err != nil {
 				c.close()
 				c.nc.Close()
 				return
@@ -195,6 +224,7 @@ func (c *conn) writeLoop() {
 		if closed {
 			return
 		}
+		clear(pieces) // let the entries go
 		if cap(buf) > 4*maxOutBuffer {
 			buf = nil
 		}

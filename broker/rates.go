@@ -288,8 +288,13 @@ func (s *subscription) dispatchLimiters() []*ratelimit.Limiter {
 type subRates struct {
 	lim ratelimit.Limiter
 	// avgEntry is the mean size of the entries last dispatched, for
-	// byte rates (dispatcher goroutine only; 0: none yet).
+	// byte rates and the read bound maxReadBytes (dispatcher goroutine
+	// only; 0: none yet).
 	avgEntry int64
+	// avgMsgs is the mean messages per entry of the entries last
+	// dispatched, to read entries for the consumers' permits (0: none
+	// yet).
+	avgMsgs int64
 }
 
 // dispatchBudget is how many entries the dispatcher may read now, or 0
@@ -314,6 +319,15 @@ func (s *subscription) dispatchBudget() (int64, time.Duration) {
 	return budget, 0
 }
 
+// readBytesCap is how many entries of the size of the last ones sent
+// fit in maxReadBytes (one when none were sent yet).
+func (s *subscription) readBytesCap() int64 {
+	if s.rl.avgEntry == 0 {
+		return 1
+	}
+	return max(1, maxReadBytes/s.rl.avgEntry)
+}
+
 // chargeDispatch charges what a round sent.
 func (s *subscription) chargeDispatch(frames []outFrame) {
 	var msgs, bytes int64
@@ -325,6 +339,7 @@ func (s *subscription) chargeDispatch(frames []outFrame) {
 		return
 	}
 	s.rl.avgEntry = max(1, bytes/int64(len(frames)))
+	s.rl.avgMsgs = max(1, msgs/int64(len(frames)))
 	for _, l := range s.dispatchLimiters() {
 		l.Charge(msgs, bytes)
 	}

@@ -33,6 +33,13 @@ const ReservedPrefix = replication.ReservedPrefix
 // maxReadBatch bounds the entries one dispatch round reads.
 const maxReadBatch = 100
 
+// maxReadBytes bounds the bytes one dispatch round reads (Pulsar's
+// dispatcherMaxReadSizeBytes), counted at the mean size of the entries
+// the round before sent: a catch-up read of a backlog of large batches
+// then holds the bookies, the broker's memory and its CPU for a few
+// MB at a time, not maxReadBatch of them at once.
+const maxReadBytes = 5 << 20
+
 // maxReplay bounds the entries waiting for redelivery before the
 // dispatcher stops reading new ones (Key_Shared with a stuck consumer).
 const maxReplay = 10000
@@ -735,8 +742,9 @@ type plan struct {
 }
 
 type outFrame struct {
-	k     *consumer
-	frame []byte
+	k *consumer
+	// the MESSAGE frame: its head, then the entry (conn.sendEntry)
+	head, entry []byte
 	// n messages of bytes bytes, for the dispatch rates
 	n, bytes int64
 }
@@ -770,7 +778,7 @@ func (s *subscription) run(stop, done chan struct{}) {
 			notify = s.t.ml.Notify()
 		}
 		pl, ok := s.planLocked()
-		pl = pl.limit(budget)
+		pl = pl.limit(min(budget, s.readBytesCap()))
 		wait := time.Hour
 		if len(s.delayed) > 0 {
 			wait = max(time.Millisecond, time.Until(s.t.delayedDelivery().releaseAt(s.delayed[0].at)))
@@ -809,7 +817,7 @@ func (s *subscription) run(stop, done chan struct{}) {
 		s.sendMu.Lock()
 		for _, f := range frames {
 			if !f.k.detached {
-				f.k.c.send(f.frame)
+				f.k.c.sendEntry(f.head, f.entry)
 			}
 		}
 		s.sendMu.Unlock()
@@ -820,16 +828,21 @@ func (s *subscription) run(stop, done chan struct{}) {
 // planLocked decides what the next round reads: entries to redeliver
 // first, else new entries from readPos; false when nothing can be sent.
 func (s *subscription) planLocked() (plan, bool) {
+	// Permits count messages; a round reads entries, counted at the mean
+	// messages per entry of the last round sent (as Pulsar does), so a
+	// backlog of batches is read as the consumers make room, not in
+	// rounds of many times their permits.
+	per := max(1, s.rl.avgMsgs)
 	var permits int64
 	for _, k := range s.consumers {
 		if s.eligibleLocked(k) && s.canTakeLocked(k) {
-			permits += min(k.permits, maxReadBatch) // no overflow summing
+			permits += min(k.permits, maxReadBatch*per) // no overflow summing
 		}
 	}
 	if permits <= 0 || s.t.ml == nil {
 		return plan{}, false
 	}
-	n := int(min(permits, maxReadBatch, int64(s.unackedRoomLocked())))
+	n := int(min(max(1, permits/per), maxReadBatch, int64(s.unackedRoomLocked())))
 	pl := plan{epoch: s.epoch}
 	for _, k := range s.consumers {
 		if k.compacted && s.eligibleLocked(k) {
@@ -1005,7 +1018,7 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, masks map[Positi
 		s.msgOut += n
 		s.t.b.recordOut(s.t, n, int64(len(e.Data)))
 		s.traceDeliver(meta, k)
-		out = append(out, outFrame{k, f, n, int64(len(e.Data))})
+		out = append(out, outFrame{k, f, e.Data, n, int64(len(e.Data))})
 	}
 	if isReplay && !sentReplay {
 		s.replayBlocked = true
@@ -1021,7 +1034,8 @@ func (s *subscription) delayable() bool {
 	return s.subType == pb.CommandSubscribe_Shared || s.subType == pb.CommandSubscribe_Key_Shared
 }
 
-// messageFrame builds the MESSAGE frame of the entry at p for k. mask,
+// messageFrame builds the head of the MESSAGE frame of the entry at p
+// for k, which data then follows (conn.sendEntry). mask,
 // when set, is the ack set of the messages a compacted batch kept.
 func (s *subscription) messageFrame(k *consumer, p Position, data []byte, mask []int64) ([]byte, error) {
 	part := int32(s.t.name.Partition())
@@ -1040,7 +1054,7 @@ func (s *subscription) messageFrame(k *consumer, p Position, data []byte, mask [
 		// A compacted batch: the client skips what compaction removed.
 		cmd.Message.AckSet = intersectAckSets(cmd.Message.AckSet, mask)
 	}
-	return wire.AppendEntryCommand(nil, cmd, nil, data)
+	return wire.AppendEntryCommandHead(nil, cmd, nil, data)
 }
 
 // pickLocked chooses the consumer for an entry, nil if none can take it
@@ -1104,7 +1118,7 @@ func (s *subscription) offerNonPersistent(p Position, entry []byte) {
 	if err == nil {
 		s.sendMu.Lock()
 		if !k.detached {
-			k.c.send(f)
+			k.c.sendEntry(f, entry)
 		}
 		s.sendMu.Unlock()
 	}

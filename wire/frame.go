@@ -151,6 +151,17 @@ func AppendEntry(dst []byte, meta *pb.MessageMetadata, payload []byte) ([]byte, 
 // entry is not re-validated: use it with bytes that came out of DecodeFrame
 // or AppendEntry.
 func AppendEntryCommand(dst []byte, cmd *pb.BaseCommand, bem *pb.BrokerEntryMetadata, entry []byte) ([]byte, error) {
+	dst, err := AppendEntryCommandHead(dst, cmd, bem, entry)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, entry...), nil
+}
+
+// AppendEntryCommandHead is AppendEntryCommand without the entry: the
+// frame's length and checksum count it, and the entry must follow the
+// head on the wire (a writer sends it from its own buffer).
+func AppendEntryCommandHead(dst []byte, cmd *pb.BaseCommand, bem *pb.BrokerEntryMetadata, entry []byte) ([]byte, error) {
 	start := len(dst)
 	dst, err := appendCommandPart(dst, cmd)
 	if err != nil {
@@ -168,9 +179,8 @@ func AppendEntryCommand(dst []byte, cmd *pb.BaseCommand, bem *pb.BrokerEntryMeta
 	}
 	dst = binary.BigEndian.AppendUint16(dst, magicChecksum)
 	dst = binary.BigEndian.AppendUint32(dst, Checksum(entry))
-	dst = append(dst, entry...)
-	total := len(dst) - start - 4
-	if uint64(total) > math.MaxUint32 {
+	total := uint64(len(dst)-start-4) + uint64(len(entry))
+	if total > math.MaxUint32 {
 		return dst[:start], fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, total)
 	}
 	binary.BigEndian.PutUint32(dst[start:], uint32(total))

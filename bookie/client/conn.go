@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -337,23 +338,39 @@ func (c *Conn) fail(cause error) {
 	}
 }
 
+// ownFrame is the frame size from which a response is read into a
+// buffer of its own, which its payload then keeps; smaller ones share one
+// buffer and their payload is copied out.
+const ownFrame = 16 << 10
+
 func (c *Conn) readLoop() {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
-	var buf []byte
+	var shared []byte
 	for {
+		buf, own := shared, false
+		// The bookie is trusted with the size it announces (up to
+		// MaxFrameSize): a large frame (an entry read) is read straight
+		// into a buffer of that size, not through a growing one.
+		if hdr, err := br.Peek(4); err == nil {
+			if n := binary.BigEndian.Uint32(hdr); n >= ownFrame && int64(n) <= int64(c.opts.MaxFrameSize) {
+				buf, own = make([]byte, 0, n), true
+			}
+		}
 		frame, err := proto.ReadFrame(br, c.opts.MaxFrameSize, buf)
 		if err != nil {
 			c.fail(err)
 			return
 		}
-		buf = frame
 		resp, err := proto.DecodeResponse(frame)
 		if err != nil {
 			c.fail(err)
 			return
 		}
-		if len(resp.Payload) > 0 {
-			resp.Payload = bytes.Clone(resp.Payload) // buf is reused for the next frame
+		if !own {
+			shared = frame // reused for the next frame: the payload is copied
+			if len(resp.Payload) > 0 {
+				resp.Payload = bytes.Clone(resp.Payload)
+			}
 		}
 		c.finish(resp.ID, &resp, nil)
 	}

@@ -160,6 +160,15 @@ func AppendRequest(dst []byte, r *Request) []byte {
 // AppendResponse appends the framed response (length prefix included) to dst.
 // A response whose status is not OK carries only the ledger and entry.
 func AppendResponse(dst []byte, r *Response) []byte {
+	dst, payload := AppendResponseHead(dst, r)
+	return append(dst, payload...)
+}
+
+// AppendResponseHead appends the framed response to dst without its
+// payload, which it returns: the length prefix counts it, and the payload
+// must follow the head on the wire. A server writes the two from their
+// own buffers (writev) and so never copies an entry it read.
+func AppendResponseHead(dst []byte, r *Response) (_, payload []byte) {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, Version, byte(r.Op)|RespBit)
 	dst = binary.BigEndian.AppendUint16(dst, uint16(r.Status))
@@ -173,18 +182,18 @@ func AppendResponse(dst []byte, r *Response) []byte {
 			ro = 1
 		}
 		dst = append(dst, ro)
-		dst = append(dst, r.Payload...)
+		payload = r.Payload
 	case r.Op == OpInfo:
 	default:
 		dst = binary.BigEndian.AppendUint64(dst, r.Ledger)
 		dst = binary.BigEndian.AppendUint64(dst, r.Entry)
 		dst = binary.BigEndian.AppendUint64(dst, uint64(r.LAC))
 		if r.Status == StatusOK {
-			dst = append(dst, r.Payload...)
+			payload = r.Payload
 		}
 	}
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
-	return dst
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4+len(payload)))
+	return dst, payload
 }
 
 // ReadFrame reads one frame from r into buf (grown as needed) and returns the
