@@ -379,51 +379,61 @@ func TestTopicAdminRedirectIsAuthoritative(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
+	web := []string{strings.TrimRight(r.Brokers()[0].WebServiceURL, "/"), strings.TrimRight(r.Brokers()[1].WebServiceURL, "/")}
+	// Topics of bundles nobody owns go to the brokers in turn until two
+	// were placed on the other broker (a broker may place bundles on
+	// itself until it sees the other's load report).
 	bundles := topic.Bundles(topic.DefaultBundles)
-	b0 := strings.TrimRight(r.Brokers()[0].WebServiceURL, "/")
-	b1 := strings.TrimRight(r.Brokers()[1].WebServiceURL, "/")
 	redirected := 0
-	for i := 0; i < 64 && redirected < 2; i++ {
-		path := fmt.Sprintf("/admin/v2/persistent/%s/t%d", ns, i)
-		name, err := topic.Parse("persistent://" + ns + fmt.Sprintf("/t%d", i))
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; redirected < 2; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 2 redirects seen in a minute: the brokers placed every bundle on themselves", redirected)
+		}
+		nsi := fmt.Sprintf("%s-%d", ns, i/topic.DefaultBundles)
+		if i%topic.DefaultBundles == 0 {
+			if err := r.Policies().CreateNamespace(ctx, nsi, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		path := fmt.Sprintf("/admin/v2/persistent/%s/t%d", nsi, i)
+		name, err := topic.Parse(fmt.Sprintf("persistent://%s/t%d", nsi, i))
 		if err != nil {
 			t.Fatal(err)
 		}
 		bundle := topic.BundleFor(name, bundles)
-		if ownerOf(r, ns, bundle) >= 0 {
+		if ownerOf(r, nsi, bundle) >= 0 {
 			continue // placed by an earlier topic of the same bundle
 		}
-		resp := put(b0 + path)
+		from := i % 2
+		resp := put(web[from] + path)
 		if resp.StatusCode == http.StatusNoContent {
-			continue // broker 0 placed it on itself
+			continue // the broker placed it on itself
 		}
 		if resp.StatusCode != http.StatusTemporaryRedirect {
-			t.Fatalf("PUT %s on broker 0: %s", path, resp.Status)
+			t.Fatalf("PUT %s on broker %d: %s", path, from, resp.Status)
 		}
 		loc, err := url.Parse(resp.Header.Get("Location"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := loc.Scheme + "://" + loc.Host; got != b1 || loc.Path != path || loc.Query().Get("authoritative") != "true" {
-			t.Fatalf("redirect of PUT %s: Location %s, want %s%s?authoritative=true", path, loc, b1, path)
+		if got := loc.Scheme + "://" + loc.Host; got != web[1-from] || loc.Path != path || loc.Query().Get("authoritative") != "true" {
+			t.Fatalf("redirect of PUT %s: Location %s, want %s%s?authoritative=true", path, loc, web[1-from], path)
 		}
-		if o := ownerOf(r, ns, bundle); o >= 0 {
+		if o := ownerOf(r, nsi, bundle); o >= 0 {
 			t.Fatalf("bundle %s owned by broker %d after a redirect: the redirecting broker placed it, nobody took it yet", bundle, o)
 		}
-		// Sent with authoritative=true to broker 0, which would itself
-		// place the bundle on broker 1: it takes the bundle.
-		if resp := put(b0 + path + "?authoritative=true"); resp.StatusCode != http.StatusNoContent {
-			t.Fatalf("authoritative PUT %s on broker 0: %s", path, resp.Status)
+		// Sent with authoritative=true to the broker that would itself
+		// place the bundle on the other: it takes the bundle.
+		if resp := put(web[from] + path + "?authoritative=true"); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("authoritative PUT %s on broker %d: %s", path, from, resp.Status)
 		}
-		if o := ownerOf(r, ns, bundle); o != 0 {
-			t.Fatalf("bundle %s owned by broker %d after an authoritative request to broker 0", bundle, o)
+		if o := ownerOf(r, nsi, bundle); o != from {
+			t.Fatalf("bundle %s owned by broker %d after an authoritative request to broker %d", bundle, o, from)
 		}
 		redirected++
 	}
-	if redirected == 0 {
-		t.Fatal("broker 0 placed every bundle on itself: no redirect to check")
-	}
-	if resp := put(b0 + fmt.Sprintf("/admin/v2/persistent/%s/bad?authoritative=maybe", ns)); resp.StatusCode != http.StatusBadRequest {
+	if resp := put(web[0] + fmt.Sprintf("/admin/v2/persistent/%s/bad?authoritative=maybe", ns)); resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("authoritative=maybe: %s, want 400", resp.Status)
 	}
 }
