@@ -315,12 +315,14 @@ const maxHandshakeFrame = 64 << 10
 func (c *conn) drainAndClose() { c.drain = true }
 
 func (c *conn) handleConnect(cmd *pb.CommandConnect) error {
-	if err := c.authenticate(cmd); err != nil {
-		return err
-	}
+	// Set before authenticate arms the credential's refresh timer, whose
+	// challenge reads the protocol version from its own goroutine.
 	c.clientVersion = cmd.GetClientVersion()
 	c.partialProducer = cmd.GetFeatureFlags().GetSupportsPartialProducer()
 	c.protocolVersion = min(cmd.GetProtocolVersion(), maxProtocolVersion)
+	if err := c.authenticate(cmd); err != nil {
+		return err
+	}
 	mms := int32(c.b.cfg.MaxMessageSize)
 	c.sendCmd(&pb.BaseCommand{
 		Type: pb.BaseCommand_CONNECTED.Enum(),

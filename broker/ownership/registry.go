@@ -171,7 +171,11 @@ func Start(ctx context.Context, cfg Config) (*Registry, error) {
 }
 
 // Self is this broker's registration as configured.
-func (r *Registry) Self() BrokerInfo { return r.self }
+func (r *Registry) Self() BrokerInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.self
+}
 
 // registration is the broker's registration as it is now: its
 // configuration, the draining mark and the number of bundles it owns.
