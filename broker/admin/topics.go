@@ -121,10 +121,11 @@ type NotOwnerError struct {
 	// URLTLS its HTTPS one ("" when it serves none): a request that came
 	// over TLS is sent there.
 	URL, URLTLS string
-	// Placed is set when this broker chose the owner for a bundle nobody
-	// owned: the redirect then carries authoritative=true, so the broker
-	// it names takes the bundle instead of placing it again by its own
-	// view of the load (two brokers' views can name each other).
+	// Placed is set when this broker's lookup named the owner (found it,
+	// or placed a bundle nobody owned): the redirect then carries
+	// authoritative=true, so the broker it names takes the bundle instead
+	// of placing it again by its own view of the load (two brokers' views
+	// can name each other).
 	Placed bool
 }
 
