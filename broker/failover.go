@@ -145,17 +145,52 @@ func (b *Broker) Demote(ctx context.Context, ns, local, to string) {
 // It is stored (late, never dropped) and counted (isobar.replication.late).
 const LateProperty = "__ISOBAR_LATE_EPOCH"
 
-// epochSeq is a producer's first sequence id stored in the primary of an
-// epoch.
-type epochSeq struct {
-	epoch int64
-	seq   int64
+// markEpoch records, durably, that this region stores own entries as
+// the primary of the current epoch from the log's end on (epochFirsts),
+// before the first of them is added: a restart then still knows which
+// sequence ids each producer stored here in the epoch. Once per epoch
+// and topic; nothing for an active-active topic or a standby.
+func (t *Topic) markEpoch(ctx context.Context) error {
+	f := t.failover()
+	if f.Mode != policy.ActiveStandby || f.Primary != t.b.cfg.Cluster || f.Epoch <= 0 || t.ml == nil {
+		return nil
+	}
+	t.mu.Lock()
+	done, cur := t.epochs.marked(f.Epoch), t.dedupCur
+	t.mu.Unlock()
+	if done || cur == nil {
+		return nil
+	}
+	// Under dedupWrite, so a snapshot written meanwhile keeps the mark
+	// (writeDedupSnapshot puts the current one in).
+	t.dedupWrite.Lock()
+	defer t.dedupWrite.Unlock()
+	t.mu.Lock()
+	done = t.epochs.marked(f.Epoch)
+	t.mu.Unlock()
+	if done {
+		return nil
+	}
+	m := epochFirsts{mark: epochMark{epoch: f.Epoch, after: t.ml.LastConfirmed()}}
+	props := cur.Properties()
+	if props == nil {
+		props = map[string]string{}
+	}
+	m.appendProps(props)
+	if err := cur.SetProperties(ctx, props); err != nil {
+		return fmt.Errorf("%w: topic %s: recording epoch %d in the de-duplication state: %w", wire.ErrServiceNotReady, t.name, f.Epoch, err)
+	}
+	t.mu.Lock()
+	t.epochs.setMark(m.mark)
+	t.mu.Unlock()
+	return nil
 }
 
 // noteOwnSeq records, for an active-standby namespace's primary, the first
 // sequence id a producer stored here in the current epoch: after an
 // unplanned failover the producer resent from there what it had pending,
 // so the old primary's late copies of those messages are duplicates.
+// markEpoch ran before.
 func (t *Topic) noteOwnSeq(producer string, seq int64) {
 	f := t.failover()
 	if f.Primary != t.b.cfg.Cluster {
@@ -163,11 +198,8 @@ func (t *Topic) noteOwnSeq(producer string, seq int64) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ownSeqs == nil {
-		t.ownSeqs = map[string]epochSeq{}
-	}
-	if cur, ok := t.ownSeqs[producer]; !ok || cur.epoch != f.Epoch || seq < cur.seq {
-		t.ownSeqs[producer] = epochSeq{epoch: f.Epoch, seq: seq}
+	if t.epochs.marked(f.Epoch) {
+		t.epochs.note(producer, seq)
 	}
 }
 
@@ -182,8 +214,8 @@ func (t *Topic) resentHere(o originSeq, first int64) bool {
 	f := t.failover()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cur, ok := t.ownSeqs[o.producer]
-	return ok && cur.epoch == f.Epoch && first >= cur.seq
+	s, ok := t.epochs.firstIn(o.producer, f.Epoch)
+	return ok && first >= s
 }
 
 // late says whether an entry replicated from src arrives late: this broker

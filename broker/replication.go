@@ -411,7 +411,18 @@ func (t *Topic) ensureDedupState(ctx context.Context) error {
 	seqs := map[string]int64{}
 	hwm := map[string]mledger.Position{}
 	lastOwn := noPosition
-	for k, v := range c.Properties() {
+	props := c.Properties()
+	epochs, err := loadEpochFirsts(props)
+	if err != nil {
+		// Not fatal: without it a late copy of a resent message may be
+		// stored twice, as before the state was kept.
+		t.b.log.Warn("de-duplication state of the epoch unreadable; starting without it", "topic", t.name.String(), "err", err)
+		epochs = epochFirsts{}
+	}
+	for k, v := range props {
+		if isEpochFirstKey(k) {
+			continue
+		}
 		if src, ok := strings.CutPrefix(k, replication.Prefix); ok {
 			if p, err := ParseSourcePosition(v); err == nil {
 				hwm[src] = p
@@ -444,6 +455,7 @@ func (t *Topic) ensureDedupState(ctx context.Context) error {
 				}
 			} else {
 				lastOwn = e.Position
+				epochs.replayed(e.Position, meta.GetProducerName(), int64(meta.GetSequenceId()))
 			}
 			seq := int64(max(meta.GetSequenceId(), meta.GetHighestSequenceId()))
 			if seq > seqs[meta.GetProducerName()] {
@@ -468,6 +480,7 @@ func (t *Topic) ensureDedupState(ctx context.Context) error {
 	if lastOwn.Compare(t.lastOwn) > 0 {
 		t.lastOwn = lastOwn
 	}
+	t.epochs = epochs
 	t.mu.Unlock()
 	return nil
 }

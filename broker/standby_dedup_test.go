@@ -12,6 +12,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/primary"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/testcluster"
@@ -210,4 +211,111 @@ func sendEntry(t *testing.T, c *rawConn, producer, seq uint64, meta *pb.MessageM
 		t.Fatal(err)
 	}
 	c.write(f)
+}
+
+// TestNewPrimaryDropsResentLateCopyAfterRestart: after an unplanned
+// failover a producer resent to the new primary (this region) what the
+// old primary ("other") had not confirmed, and the new primary's broker
+// was restarted before the old primary's late tail arrived. The tail's
+// copy of the resent message must still be dropped: the first sequence
+// id each producer stored in the epoch is kept with the de-duplication
+// snapshot, not only in the broker's memory. The tail's messages the
+// producer had been told of are stored, late. Once the new primary's own
+// entries are covered by a snapshot (snapshotted), and once they are only
+// in the log after it (replayed).
+func TestNewPrimaryDropsResentLateCopyAfterRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration // Config.DeduplicationSnapshotInterval
+	}{{"replayed", -1}, {"snapshotted", time.Second}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := startEnv(t, func(s *setup) { s.DeduplicationSnapshotInterval = tc.interval })
+			ctx := ctxT(t)
+			const ns, tp = "public/as", "persistent://public/as/restarted"
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			setPrimary := func(region string) {
+				t.Helper()
+				_, err := e.pol.UpdateNamespace(ctx, ns, func(p *policy.Policies) error { return policy.SetFailover(p, policy.ActiveStandby, region) })
+				must(err)
+				e.b.MaintainOnce(ctx)
+			}
+			activeStandby(t, e, ns)
+			setPrimary("other")
+
+			// The old primary's stream: app's 0, 1 and 2. It stored 3, 4
+			// and 5 too (the producer heard of 3 and 4) but was cut off
+			// before it replicated them.
+			repl := dialRaw(t, e.url, true)
+			openProducer(t, repl, tp, 7, replication.Prefix+"other")
+			sendReplicated(t, repl, 7, "other", 0, "app", 0, 1, 2)
+			repl.nc.Close()
+
+			// Failed over to this region: the producer resends 5, then 6.
+			setPrimary("test")
+			app := dialRaw(t, e.url, true)
+			openProducer(t, app, tp, 1, "app")
+			for _, seq := range []uint64{5, 6} {
+				sendEntry(t, app, 1, seq, &pb.MessageMetadata{ProducerName: proto.String("app"), SequenceId: proto.Uint64(seq), PublishTime: proto.Uint64(1)}, fmt.Sprintf("app-%d", seq))
+				if r := app.recv().Cmd; r.GetType() != pb.BaseCommand_SEND_RECEIPT {
+					t.Fatalf("send %d: %v", seq, r)
+				}
+			}
+			app.nc.Close()
+			if tc.interval > 0 {
+				name := mustParse(t, tp)
+				testWaitFor(t, "a snapshot covering the new primary's entries", func() bool {
+					st, err := e.b.Admin().InternalStats(ctxT(t), name)
+					must(err)
+					return st.Cursors["isobar.dedup"].NumberOfEntriesSinceFirstNotAckedMessage == 0
+				})
+			}
+
+			// The new primary's broker restarts; then the old primary's
+			// late tail arrives: 3, 4 and 5.
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			e.b.Shutdown(sctx)
+			cancel()
+			e.startBroker()
+			repl = dialRaw(t, e.url, true)
+			openProducer(t, repl, tp, 7, replication.Prefix+"other")
+			sendReplicated(t, repl, 7, "other", 3, "app", 3, 4, 5)
+			repl.nc.Close()
+
+			r, err := e.client().CreateReader(pulsar.ReaderOptions{Topic: tp, StartMessageID: pulsar.EarliestMessageID()})
+			must(err)
+			defer r.Close()
+			ms := readAll(t, r)
+			if got, want := payloads(ms), []string{"app-0", "app-1", "app-2", "app-5", "app-6", "app-3", "app-4"}; !slices.Equal(got, want) {
+				t.Fatalf("stored %v, want %v", got, want)
+			}
+			for _, m := range ms[5:] {
+				if _, ok := m.Properties()[broker.LateProperty]; !ok {
+					t.Errorf("%s: not marked late: %v", m.Payload(), m.Properties())
+				}
+			}
+		})
+	}
+}
+
+// sendReplicated sends, over c as replicator producer id, the messages of
+// producer with sequence ids seqs, replicated from src at source
+// positions 9:from, 9:from+1, ...
+func sendReplicated(t *testing.T, c *rawConn, id uint64, src string, from int64, producer string, seqs ...uint64) {
+	t.Helper()
+	for i, seq := range seqs {
+		pos := from + int64(i)
+		meta := &pb.MessageMetadata{ProducerName: proto.String(producer), SequenceId: proto.Uint64(seq), PublishTime: proto.Uint64(1),
+			ReplicatedFrom: proto.String(src),
+			Properties: []*pb.KeyValue{{Key: proto.String(replication.SourcePositionProperty),
+				Value: proto.String(replication.Position{Ledger: 9, Entry: pos}.String())}}}
+		sendEntry(t, c, id, uint64(pos), meta, fmt.Sprintf("%s-%d", producer, seq))
+		if r := c.recv().Cmd; r.GetType() != pb.BaseCommand_SEND_RECEIPT {
+			t.Fatalf("replicated %s %d: %v", producer, seq, r)
+		}
+	}
 }

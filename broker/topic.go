@@ -71,7 +71,7 @@ type Topic struct {
 	replIn     map[string]*replIn  // by source cluster (nil until one)
 	replOut    map[string]*replOut // by remote cluster (nil until one)
 	lastOwn    Position            // this region's last own entry (noPosition: not known)
-	ownSeqs    map[string]epochSeq // per producer, its first sequence id stored here as the primary of an epoch
+	epochs     epochFirsts         // per producer, its first sequence id stored here as the primary of the last epoch (epochfirst.go)
 	// dedupLoad serializes loading the de-duplication state.
 	dedupLoad sync.Mutex
 	// dedupWrite serializes writing snapshots, so an older one never
@@ -349,6 +349,12 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 	t.mu.Lock()
 	dedup := (t.dedupOn || standby) && t.dedupPushed != nil && dedupable
 	t.mu.Unlock()
+	if standby {
+		if err := t.markEpoch(ctx); err != nil {
+			done(mledger.Position{}, false, err)
+			return
+		}
+	}
 	if dedup {
 		t.mu.Lock()
 		last, ok := t.dedupPushed[p.name]
@@ -462,6 +468,7 @@ func (t *Topic) dedupSnapshotLocked() map[string]string {
 			snap[replication.Prefix+src] = FormatSourcePosition(st.confirmed)
 		}
 	}
+	t.epochs.appendProps(snap)
 	return snap
 }
 
@@ -530,6 +537,11 @@ func (t *Topic) writeDedupSnapshot(cur *mledger.Cursor, snap map[string]string, 
 	if pos.Compare(cur.MarkDelete()) <= 0 {
 		return
 	}
+	// An epoch mark written since snap was taken (markEpoch, under
+	// dedupWrite too) must not be lost.
+	t.mu.Lock()
+	t.epochs.appendProps(snap)
+	t.mu.Unlock()
 	ctx, cancel := context.WithTimeout(t.b.ctx, 10*time.Second)
 	defer cancel()
 	if err := cur.SetProperties(ctx, snap); err == nil {
