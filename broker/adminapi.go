@@ -237,6 +237,7 @@ func (t *Topic) stats() *admin.TopicStats {
 	}
 	loaded := map[string]bool{}
 	st.Replication = t.replicationStats(subs)
+	st.SyncReplication = t.syncStats()
 	for _, s := range subs {
 		loaded[s.name] = true
 		if strings.HasPrefix(s.name, ReservedPrefix) {

@@ -137,6 +137,10 @@ type NamespacePolicy struct {
 	// (on, no tick, Limits.MaxDeliveryDelay): the topic's delayedDelivery,
 	// else the namespace's delayed_delivery_policies.
 	DelayedDelivery *policy.DelayedDeliveryPolicies
+	// SyncReplication, when set, holds the acknowledgement of a client's
+	// publish until other regions hold the entry too (syncrepl.go): the
+	// topic's syncReplication, else the namespace's.
+	SyncReplication *policy.SyncReplication
 	// Rates are the topic's rate limits (rates.go).
 	Rates Rates
 	// ReplicationClusters are the clusters the namespace's topics live

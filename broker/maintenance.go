@@ -102,6 +102,7 @@ func runtimePolicy(old *NamespacePolicy, pol NamespacePolicy) NamespacePolicy {
 	p.DedupSnapshotInterval, p.DelayedDelivery = pol.DedupSnapshotInterval, pol.DelayedDelivery
 	p.Persistence = pol.Persistence
 	p.CompactionThreshold = pol.CompactionThreshold
+	p.SyncReplication = pol.SyncReplication
 	return p
 }
 
@@ -124,7 +125,8 @@ func sameRuntimePolicy(a, b *NamespacePolicy) bool {
 		a.MaxUnackedPerConsumer == b.MaxUnackedPerConsumer && a.MaxUnackedPerSubscription == b.MaxUnackedPerSubscription &&
 		samePointee(a.DedupSnapshotInterval, b.DedupSnapshotInterval) && samePointee(a.DelayedDelivery, b.DelayedDelivery) &&
 		samePointee(a.Persistence, b.Persistence) &&
-		a.CompactionThreshold == b.CompactionThreshold
+		a.CompactionThreshold == b.CompactionThreshold &&
+		samePointee(a.SyncReplication, b.SyncReplication)
 }
 
 // samePointee: both nil, or both pointing at equal values.
@@ -198,6 +200,7 @@ func (t *Topic) maintain(ctx context.Context, pol NamespacePolicy) error {
 		errs = append(errs, t.expireSubscriptions(ctx, pol.SubscriptionExpiration))
 	}
 	errs = append(errs, t.syncReplCursors(ctx))
+	t.applySyncPolicy(ctx)
 	errs = append(errs, t.maybeCompact(ctx, pol.CompactionThreshold))
 	errs = append(errs, t.ml.Trim(ctx))
 	return errors.Join(errs...)

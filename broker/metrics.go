@@ -34,6 +34,7 @@ const (
 	MetricReplStalled   = "isobar.replication.stalled"
 	MetricReplConnected = "isobar.replication.connected"
 	MetricReplLate      = "isobar.replication.late"
+	MetricSyncFallback  = "isobar.replication.sync.fallback"
 )
 
 // metrics are the broker's instruments. With per-topic labels off (the
@@ -48,7 +49,10 @@ type metrics struct {
 	publish  metric.Float64Histogram
 	replIn   metric.Int64Counter
 	replLate metric.Int64Counter
-	reg      metric.Registration
+	// syncFallback counts topics' falls from synchronous to asynchronous
+	// replication (syncrepl.go).
+	syncFallback metric.Int64Counter
+	reg          metric.Registration
 }
 
 func (b *Broker) initMetrics() error {
@@ -73,6 +77,8 @@ func (b *Broker) initMetrics() error {
 		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5))
 	must(e)
 	mt.replIn, e = m.Int64Counter(MetricReplIn, metric.WithUnit("{message}"), metric.WithDescription("Messages stored from another region's replicator, by source region."))
+	must(e)
+	mt.syncFallback, e = m.Int64Counter(MetricSyncFallback, metric.WithUnit("{event}"), metric.WithDescription("Times a topic with synchronous replication acknowledged publishes the other regions had not confirmed within its fallbackAfterSeconds, and went on asynchronously until they caught up."))
 	must(e)
 	mt.replLate, e = m.Int64Counter(MetricReplLate, metric.WithUnit("{message}"), metric.WithDescription("Messages of an active-standby namespace that arrived from a former primary after this region took over (its unreplicated tail after a failover), by source region; stored, marked with the property "+LateProperty+"."))
 	must(e)

@@ -78,6 +78,7 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	out.MaxUnackedPerSubscription = unackedPolicy(pol.MaxUnackedMessagesPerSubscription)
 	out.DedupSnapshotInterval = pol.DeduplicationSnapshotIntervalSeconds
 	out.DelayedDelivery = pol.DelayedDelivery
+	out.SyncReplication = pol.SyncReplication
 	out.Inactive = pol.InactiveTopicPolicies
 	if v := pol.CompactionThreshold; v != nil {
 		out.CompactionThreshold = *v
@@ -244,6 +245,9 @@ func applyTopicPolicies(name topic.Name, pol NamespacePolicy, tp policy.TopicPol
 	}
 	if d := tp.DelayedDelivery; d != nil {
 		pol.DelayedDelivery = d
+	}
+	if sr := tp.SyncReplication; sr != nil {
+		pol.SyncReplication = sr
 	}
 	if p := tp.Persistence; p != nil {
 		pol.Persistence = p

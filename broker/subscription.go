@@ -514,6 +514,10 @@ func (s *subscription) ack(k *consumer, ps []Position, cumulative bool) error {
 			return fmt.Errorf("%w: cumulative acknowledgement is not allowed on %v subscription %s", ErrInvalidArgument, s.subType, s.name)
 		}
 		upTo := ps[0]
+		// On a replication cursor, the replicator acknowledges once the
+		// remote region stored the entries: publishes waiting for it may
+		// go (a no-op elsewhere).
+		s.t.syncConfirmed(s.name, upTo)
 		for p, o := range s.pending {
 			if p.Compare(upTo) <= 0 {
 				delete(s.pending, p)

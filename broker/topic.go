@@ -101,6 +101,7 @@ type Topic struct {
 	rl             atomic.Pointer[topicRates]      // NamespacePolicy.Rates and their limiters (rates.go); nil until it has some
 	sync           atomic.Pointer[subSync]         // subscription state across regions (substate.go); nil until used
 	cmp            atomic.Pointer[topicCompaction] // compaction and the compacted view (compaction.go); nil until used
+	srepl          atomic.Pointer[syncRepl]        // synchronous replication (syncrepl.go); nil unless the policy asks for it
 	attrs          metric.MeasurementOption        // of its metrics
 	created        int64                           // when loaded here, Unix ns (loadedAt)
 }
@@ -182,7 +183,11 @@ func (t *Topic) load(ctx context.Context) error {
 			return err
 		}
 	}
-	return t.syncReplCursors(ctx)
+	if err := t.syncReplCursors(ctx); err != nil {
+		return err
+	}
+	t.applySyncPolicy(ctx)
+	return nil
 }
 
 // close closes the topic: producers and consumers are closed (told to
@@ -195,6 +200,7 @@ func (t *Topic) close(ctx context.Context, notify bool) error {
 	}
 	t.closed = true
 	t.stopDedupTimerLocked()
+	t.stopSync()
 	prods := make([]*producer, 0, len(t.producers)+len(t.waiting))
 	for _, p := range t.producers {
 		prods = append(prods, p)
@@ -360,7 +366,8 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 		last, ok := t.dedupPushed[p.name]
 		if ok && int64(seq) <= last {
 			t.mu.Unlock()
-			done(mledger.Position{}, false, nil)
+			// Its first copy may still wait for the other regions.
+			t.syncHold(mledger.Position{}, true, func() { done(mledger.Position{}, false, nil) })
 			return
 		}
 		t.dedupPushed[p.name] = top
@@ -391,7 +398,11 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 			t.mu.Unlock()
 		}
 		t.addFailed(err)
-		done(pos, true, err)
+		if err != nil {
+			done(pos, true, err)
+			return
+		}
+		t.syncHold(pos, false, func() { done(pos, true, nil) })
 	})
 }
 

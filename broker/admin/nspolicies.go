@@ -153,6 +153,32 @@ func (s *Server) settingsPolicies() []nsPolicy {
 			},
 			remove: func(_ *http.Request, p *policy.Policies) { p.DelayedDelivery = nil },
 		},
+		{
+			// Isobar's synchronous replication (policy.SyncReplication);
+			// a topic's own wins.
+			path: "syncReplication",
+			get: func(p *policy.Policies) any {
+				if p.SyncReplication == nil {
+					return nil
+				}
+				return p.SyncReplication
+			},
+			set: func(_ *http.Request, body []byte, p *policy.Policies) error {
+				var v policy.SyncReplication
+				if err := decodeValue(body, &v); err != nil {
+					return err
+				}
+				if err := v.Validate(); err != nil {
+					return badRequest(fmt.Errorf("syncReplication: %w", err))
+				}
+				if err := v.CheckClusters(p.ReplicationClusters); err != nil {
+					return refuse(wire.ErrPreconditionFailed, err.Error())
+				}
+				p.SyncReplication = &v
+				return nil
+			},
+			remove: func(_ *http.Request, p *policy.Policies) { p.SyncReplication = nil },
+		},
 		limitPolicy("compactionThreshold", http.MethodPut,
 			func(p *policy.Policies) **int64 { return &p.CompactionThreshold }, 0, math.MaxInt64, mustBe0OrMore("compactionThreshold"), nil),
 		// Offloading: stored only (Isobar has no tiered storage). -1

@@ -178,3 +178,46 @@ func TestNamespaceSettingsBadInput(t *testing.T) {
 		t.Fatalf("namespace = %s (%v)", before, err)
 	}
 }
+
+// TestSyncReplicationPolicy: a namespace's and a topic's synchronous
+// replication (policy.SyncReplication) is set, read and removed; values
+// out of range, more regions than the namespace's other replication
+// clusters, and a change of the clusters that would leave too few are
+// refused, changing nothing.
+func TestSyncReplicationPolicy(t *testing.T) {
+	e := start(t)
+	const ns = "/admin/v2/namespaces/public/geo"
+	const tp = "/admin/v2/persistent/public/geo/orders"
+	e.run([]step{
+		{"PUT", "/admin/v2/clusters/west", `{"serviceUrl":"http://west:8080"}`, 204, "", ""},
+		{"POST", "/admin/v2/tenants/public", `{"allowedClusters":["standalone","west"]}`, 204, "", ""},
+		{"PUT", ns, "", 204, "", ""},
+		{"POST", ns + "/syncReplication", `{"regions":1}`, 412, "replication clusters", ""},
+		{"POST", ns + "/replication", `["standalone","west"]`, 204, "", ""},
+		{"GET", ns + "/syncReplication", "", 204, "", ""},
+		{"POST", ns + "/syncReplication", `{"regions":1,"fallbackAfterSeconds":10}`, 204, "", ""},
+		{"GET", ns + "/syncReplication", "", 200, `{"regions":1,"fallbackAfterSeconds":10}`, ""},
+		{"GET", ns, "", 200, `"syncReplication":{"regions":1,"fallbackAfterSeconds":10}`, ""},
+		{"POST", ns + "/syncReplication", `{"regions":2}`, 412, "1 besides", ""},
+		{"POST", ns + "/syncReplication", `{"regions":0}`, 400, "regions", ""},
+		{"POST", ns + "/syncReplication", `{"regions":1,"fallbackAfterSeconds":-1}`, 400, "fallbackAfterSeconds", ""},
+		{"POST", ns + "/syncReplication", `{"regions":1,"fallbackAfterSeconds":3601}`, 400, "fallbackAfterSeconds", ""},
+		{"POST", ns + "/syncReplication", `null`, 400, "DELETE", ""},
+		{"POST", ns + "/replication", `["standalone"]`, 412, "syncReplication", ""},
+		{"GET", ns + "/replication", "", 200, `["standalone","west"]`, ""},
+		{"GET", ns + "/syncReplication", "", 200, `{"regions":1,"fallbackAfterSeconds":10}`, ""},
+
+		// A topic's own.
+		{"GET", tp + "/syncReplication", "", 204, "", ""},
+		{"GET", tp + "/syncReplication?applied=true", "", 200, `{"regions":1,"fallbackAfterSeconds":10}`, ""},
+		{"POST", tp + "/syncReplication", `{"regions":1}`, 204, "", ""},
+		{"GET", tp + "/syncReplication", "", 200, `{"regions":1}`, ""},
+		{"POST", tp + "/syncReplication", `{"regions":0}`, 400, "regions", ""},
+		{"DELETE", tp + "/syncReplication", "", 204, "", ""},
+		{"GET", tp + "/syncReplication", "", 204, "", ""},
+
+		{"DELETE", ns + "/syncReplication", "", 204, "", ""},
+		{"GET", ns + "/syncReplication", "", 204, "", ""},
+		{"POST", ns + "/replication", `["standalone"]`, 204, "", ""},
+	})
+}

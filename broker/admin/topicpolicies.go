@@ -273,6 +273,10 @@ var topicPolicies = []topicPolicy{
 		"delayed_delivery_policies", func(s *Server) any {
 			return policy.DelayedDeliveryPolicies{Active: true, MaxDelayInMillis: s.cfg.TopicDefaults.MaxDeliveryDelay.Milliseconds()}
 		}), func(tp *policy.TopicPolicies) error { return tp.DelayedDelivery.Validate() }),
+	// Isobar's synchronous replication (policy.SyncReplication); none
+	// unless the topic or its namespace sets it.
+	validated(ptrPolicy("syncReplication", func(tp *policy.TopicPolicies) **policy.SyncReplication { return &tp.SyncReplication },
+		"syncReplication", nil), func(tp *policy.TopicPolicies) error { return tp.SyncReplication.Validate() }),
 	ptrPolicy("deduplicationEnabled", func(tp *policy.TopicPolicies) **bool { return &tp.DeduplicationEnabled },
 		"deduplicationEnabled", constant(false)),
 	topicBacklogQuota,

@@ -21,6 +21,36 @@ type TopicStats struct {
 	DeDuplicationStatus    string                       `json:"deduplicationStatus"`
 	TopicCreationTimeStamp int64                        `json:"topicCreationTimeStamp,omitempty"`
 	LastPublishTimestamp   int64                        `json:"lastPublishTimestamp,omitempty"`
+	// SyncReplication is an Isobar extension: the topic's synchronous
+	// replication, when its policy asks for it.
+	SyncReplication *SyncReplicationStats `json:"syncReplication,omitempty"`
+}
+
+// States of SyncReplicationStats.
+const (
+	// SyncStateSync: publishes are acknowledged once enough other
+	// regions hold them.
+	SyncStateSync = "sync"
+	// SyncStateDegraded: the fallback acknowledged publishes the other
+	// regions had not confirmed in time; until they catch up, publishes
+	// are acknowledged from the local copy alone.
+	SyncStateDegraded = "degraded"
+)
+
+// SyncReplicationStats is a topic's synchronous replication state
+// (policy.SyncReplication) on the broker that serves it.
+type SyncReplicationStats struct {
+	Regions              int    `json:"regions"`
+	FallbackAfterSeconds int    `json:"fallbackAfterSeconds"`
+	State                string `json:"state"`
+	// Waiting publishes, and how long the oldest has waited.
+	Waiting      int   `json:"waiting"`
+	OldestWaitMs int64 `json:"oldestWaitMs"`
+	// DegradedSince is when the state became degraded (RFC 3339).
+	DegradedSince string `json:"degradedSince,omitempty"`
+	// Confirmed is, per other region, the last position of this region's
+	// log it confirmed holding ("<ledger>:<entry>").
+	Confirmed map[string]string `json:"confirmed,omitempty"`
 }
 
 // PublisherStats is Pulsar's PublisherStats (admin JSON).

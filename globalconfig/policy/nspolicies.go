@@ -141,6 +141,15 @@ func (p *Policies) validateSettings() []error {
 			errs = append(errs, fmt.Errorf("delayed_delivery_policies: %w", err))
 		}
 	}
+	if sr := p.SyncReplication; sr != nil {
+		if err := sr.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("syncReplication: %w", err))
+		} else if len(p.ReplicationClusters) > 0 {
+			if err := sr.CheckClusters(p.ReplicationClusters); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	for c, g := range p.BookieAffinityGroups {
 		if err := validClusterName(c); err != nil {
 			errs = append(errs, fmt.Errorf("bookieAffinityGroups: %w", err))

@@ -90,6 +90,8 @@ type TopicPolicies struct {
 	DelayedDelivery             *DelayedDeliveryPolicies  `json:"delayedDelivery,omitempty"`
 	AutoSubscriptionCreation    *AutoSubscriptionCreation `json:"autoSubscriptionCreationOverride,omitempty"`
 	InactiveTopicPolicies       *InactiveTopicPolicies    `json:"inactiveTopicPolicies,omitempty"`
+	// SyncReplication, when set, replaces the namespace's.
+	SyncReplication *SyncReplication `json:"syncReplication,omitempty"`
 	// DeduplicationEnabled, when set, replaces the namespace's
 	// deduplicationEnabled for this topic.
 	DeduplicationEnabled *bool `json:"deduplicationEnabled,omitempty"`
@@ -284,6 +286,11 @@ func (tp *TopicPolicies) validate() error {
 	if d := tp.DelayedDelivery; d != nil {
 		if err := d.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("delayedDelivery: %w", err))
+		}
+	}
+	if sr := tp.SyncReplication; sr != nil {
+		if err := sr.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("syncReplication: %w", err))
 		}
 	}
 	if ip := tp.InactiveTopicPolicies; ip != nil {

@@ -193,6 +193,9 @@ type Policies struct {
 	// InactiveTopicPolicies and AntiAffinityGroup: nsops.go.
 	InactiveTopicPolicies *InactiveTopicPolicies `json:"inactive_topic_policies,omitempty"`
 	AntiAffinityGroup     string                 `json:"antiAffinityGroup,omitempty"`
+	// SyncReplication, when set, makes publishes wait for other regions
+	// (syncrepl.go); a topic's own wins over it.
+	SyncReplication *SyncReplication `json:"syncReplication,omitempty"`
 
 	// Extra holds the fields this type does not model, by JSON name.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -212,6 +215,7 @@ var knownPolicyFields = map[string]bool{
 	"max_unacked_messages_per_subscription": true, "deduplicationSnapshotIntervalSeconds": true,
 	"delayed_delivery_policies": true,
 	"inactive_topic_policies":   true, "antiAffinityGroup": true,
+	"syncReplication": true,
 }
 
 // isKnownPolicyField matches k against the modelled fields the way

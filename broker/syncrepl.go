@@ -1,0 +1,367 @@
+package broker
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/replication"
+)
+
+// Synchronous replication (docs/failover.md, "Synchronous replication"):
+// with a syncReplication policy, a client's publish is acknowledged once
+// its entry is stored here and at least Regions other regions of the
+// topic's replication clusters hold it too. A region holds an entry once
+// the replicator worker streaming to it acknowledged it on the topic's
+// replication cursor for that region (isobar.repl.<region>), which it
+// does only after the remote broker stored the entry (quorum-written,
+// fsync'd). So the replication stream itself carries the confirmations:
+// nothing else crosses the WAN.
+//
+// syncQueue is the pure core: positions confirmed per remote in, held
+// acknowledgements out, with the clock passed in. The topic drives it
+// under syncRepl.mu and runs the acknowledgements it returns outside.
+
+// syncWaiter is one held acknowledgement.
+type syncWaiter struct {
+	pos   mledger.Position
+	since time.Time
+	ack   func()
+}
+
+// syncQueue holds acknowledgements in log order until enough remotes
+// confirmed their positions.
+type syncQueue struct {
+	regions  int                         // other regions to wait for (the policy's)
+	fallback time.Duration               // 0: hold until confirmed
+	durable  map[string]mledger.Position // per remote: the highest position it confirmed
+	waiting  []syncWaiter
+	// degraded: the fallback acknowledged entries the regions did not
+	// confirm; acknowledgements are not held until they catch up with
+	// degradedAt (the log's end when it happened).
+	degraded      bool
+	degradedSince time.Time
+	degradedAt    mledger.Position
+}
+
+// horizon is the highest position at least n of remotes confirmed
+// (ok false when fewer than n remotes are named or n is not positive).
+func (q *syncQueue) horizon(remotes []string, n int) (mledger.Position, bool) {
+	if n <= 0 || len(remotes) < n {
+		return mledger.Position{}, false
+	}
+	ps := make([]mledger.Position, 0, len(remotes))
+	for _, r := range remotes {
+		p, ok := q.durable[r]
+		if !ok {
+			p = noPosition
+		}
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b mledger.Position) int { return b.Compare(a) })
+	return ps[n-1], true
+}
+
+// need is how many of remotes an entry waits for: the policy's number,
+// or every remote when there are fewer.
+func (q *syncQueue) need(remotes []string) int { return min(q.regions, len(remotes)) }
+
+// confirm records that remote holds everything up to pos.
+func (q *syncQueue) confirm(remote string, pos mledger.Position) {
+	if cur, ok := q.durable[remote]; ok && pos.Compare(cur) <= 0 {
+		return
+	}
+	if q.durable == nil {
+		q.durable = map[string]mledger.Position{}
+	}
+	q.durable[remote] = pos
+}
+
+// hold queues w unless it need not wait; the acknowledgements due now
+// are returned (w's among them when it need not wait).
+func (q *syncQueue) hold(w syncWaiter, remotes []string) []func() {
+	if q.degraded || q.need(remotes) == 0 {
+		return append(q.releaseAll(), w.ack)
+	}
+	q.waiting = append(q.waiting, w)
+	return q.release(remotes)
+}
+
+// release returns the acknowledgements of the waiters at or before the
+// horizon, in order, and drops them from the queue.
+func (q *syncQueue) release(remotes []string) []func() {
+	n := q.need(remotes)
+	if n == 0 {
+		return q.releaseAll()
+	}
+	h, ok := q.horizon(remotes, n)
+	if !ok {
+		return nil
+	}
+	i := 0
+	for i < len(q.waiting) && q.waiting[i].pos.Compare(h) <= 0 {
+		i++
+	}
+	return q.take(i)
+}
+
+func (q *syncQueue) releaseAll() []func() { return q.take(len(q.waiting)) }
+
+func (q *syncQueue) take(i int) []func() {
+	if i == 0 {
+		return nil
+	}
+	out := make([]func(), i)
+	for j := range i {
+		out[j] = q.waiting[j].ack
+	}
+	q.waiting = slices.Delete(q.waiting, 0, i)
+	if len(q.waiting) == 0 {
+		q.waiting = nil
+	}
+	return out
+}
+
+// expire falls back to asynchronous acknowledgements when the oldest
+// waiter has waited the fallback time at now: every waiter is released
+// and the queue is degraded until the remotes reach end (the log's last
+// position). fell reports that it happened now.
+func (q *syncQueue) expire(now time.Time, end mledger.Position) (acks []func(), fell bool) {
+	if q.fallback <= 0 || q.degraded || len(q.waiting) == 0 || now.Sub(q.waiting[0].since) < q.fallback {
+		return nil, false
+	}
+	q.degraded, q.degradedSince, q.degradedAt = true, now, end
+	return q.releaseAll(), true
+}
+
+// recover ends a degraded period once the remotes the policy asks for
+// hold everything up to where it began; it reports whether it ended now.
+func (q *syncQueue) recover(remotes []string) bool {
+	if !q.degraded {
+		return false
+	}
+	if h, ok := q.horizon(remotes, q.need(remotes)); ok && h.Compare(q.degradedAt) >= 0 {
+		q.degraded = false
+		return true
+	}
+	return false
+}
+
+// nextExpiry is when the oldest waiter reaches the fallback time (false
+// when there is nothing to time).
+func (q *syncQueue) nextExpiry() (time.Time, bool) {
+	if q.fallback <= 0 || q.degraded || len(q.waiting) == 0 {
+		return time.Time{}, false
+	}
+	return q.waiting[0].since.Add(q.fallback), true
+}
+
+// syncRepl is a topic's synchronous replication driver: the queue under
+// its lock and the fallback timer.
+type syncRepl struct {
+	mu    sync.Mutex
+	q     syncQueue
+	timer *time.Timer
+	gen   uint64 // tells a stopped or replaced timer from the current one
+}
+
+// applySyncPolicy starts or stops holding acknowledgements as the
+// topic's policy says (at load and at every maintenance pass). The
+// positions the remotes confirmed so far are read from the replication
+// cursors; acknowledgements arriving meanwhile are merged in.
+func (t *Topic) applySyncPolicy(ctx context.Context) {
+	if t.ml == nil {
+		return
+	}
+	t.mu.Lock()
+	sr := t.policy.SyncReplication
+	t.mu.Unlock()
+	cur := t.srepl.Load()
+	if sr == nil {
+		if cur != nil && t.srepl.CompareAndSwap(cur, nil) {
+			cur.mu.Lock()
+			acks := cur.q.releaseAll()
+			cur.stopTimerLocked()
+			cur.mu.Unlock()
+			runAll(acks)
+			t.b.log.Info("synchronous replication off", "topic", t.name.String())
+		}
+		return
+	}
+	if cur == nil {
+		cur = &syncRepl{}
+		cur.q.regions, cur.q.fallback = sr.Regions, time.Duration(sr.FallbackAfterSeconds)*time.Second
+		if !t.srepl.CompareAndSwap(nil, cur) {
+			cur = t.srepl.Load()
+		}
+	}
+	remotes := t.remotes()
+	for _, r := range remotes {
+		c, err := t.ml.OpenCursor(ctx, replication.CursorName(r), mledger.Earliest)
+		if err != nil {
+			continue
+		}
+		md := c.MarkDelete()
+		cur.mu.Lock()
+		cur.q.confirm(r, md)
+		cur.mu.Unlock()
+	}
+	cur.mu.Lock()
+	cur.q.regions, cur.q.fallback = sr.Regions, time.Duration(sr.FallbackAfterSeconds)*time.Second
+	acks := cur.q.release(remotes)
+	ended := cur.q.recover(remotes)
+	t.armSyncTimerLocked(cur)
+	cur.mu.Unlock()
+	runAll(acks)
+	if ended {
+		t.b.log.Info("synchronous replication caught up; publishes wait for the other regions again", "topic", t.name.String())
+	}
+}
+
+// syncHold runs ack once the entry at pos is held by enough other regions
+// (at once when the topic is not synchronous). A duplicate's
+// acknowledgement (dup) waits for everything stored so far, since its
+// first copy is somewhere in there. Called from an add's callback: it
+// does not block.
+func (t *Topic) syncHold(pos mledger.Position, dup bool, ack func()) {
+	sr := t.srepl.Load()
+	if sr == nil {
+		ack()
+		return
+	}
+	if dup {
+		pos = t.ml.LastConfirmed()
+	}
+	remotes := t.remotes()
+	sr.mu.Lock()
+	acks := sr.q.hold(syncWaiter{pos: pos, since: t.b.deps.Now(), ack: ack}, remotes)
+	t.armSyncTimerLocked(sr)
+	sr.mu.Unlock()
+	runAll(acks)
+}
+
+// syncConfirmed records that the replicator acknowledged everything up to
+// pos on the replication cursor of remote (its region stored it) and
+// releases what that completes.
+func (t *Topic) syncConfirmed(cursor string, pos mledger.Position) {
+	sr := t.srepl.Load()
+	if sr == nil {
+		return
+	}
+	remote, ok := strings.CutPrefix(cursor, replication.Prefix)
+	if !ok {
+		return
+	}
+	remotes := t.remotes()
+	sr.mu.Lock()
+	sr.q.confirm(remote, pos)
+	acks := sr.q.release(remotes)
+	ended := sr.q.recover(remotes)
+	sr.mu.Unlock()
+	runAll(acks)
+	if ended {
+		t.b.log.Info("synchronous replication caught up; publishes wait for the other regions again", "topic", t.name.String())
+	}
+}
+
+// armSyncTimerLocked arms the fallback timer for the oldest waiter, if
+// the policy falls back (sr.mu held).
+func (t *Topic) armSyncTimerLocked(sr *syncRepl) {
+	at, ok := sr.q.nextExpiry()
+	if !ok {
+		sr.stopTimerLocked()
+		return
+	}
+	if sr.timer != nil {
+		return // armed for the oldest waiter, or earlier; it re-arms itself
+	}
+	sr.gen++
+	gen := sr.gen
+	sr.timer = time.AfterFunc(max(at.Sub(t.b.deps.Now()), 0), func() { t.syncTick(sr, gen) })
+}
+
+func (sr *syncRepl) stopTimerLocked() {
+	if sr.timer != nil {
+		sr.timer.Stop()
+		sr.timer = nil
+	}
+	sr.gen++
+}
+
+// syncTick is the fallback timer firing.
+func (t *Topic) syncTick(sr *syncRepl, gen uint64) {
+	sr.mu.Lock()
+	if gen != sr.gen {
+		sr.mu.Unlock()
+		return
+	}
+	sr.timer = nil
+	acks, fell := sr.q.expire(t.b.deps.Now(), t.ml.LastConfirmed())
+	regions, fallback := sr.q.regions, sr.q.fallback
+	t.armSyncTimerLocked(sr)
+	sr.mu.Unlock()
+	runAll(acks)
+	if fell {
+		t.b.log.Warn("synchronous replication fell back to asynchronous: the other regions did not confirm in time",
+			"topic", t.name.String(), "regions", regions, "fallbackAfter", fallback, "released", len(acks))
+		t.b.metrics.syncFallback.Add(context.Background(), 1, metric.WithAttributes(attribute.String("isobar.cluster", t.b.cfg.Cluster), attribute.String("pulsar.namespace", t.name.NamespaceName())))
+	}
+}
+
+// syncStats is the topic's synchronous replication state for its stats
+// (nil when it is not synchronous).
+func (t *Topic) syncStats() *admin.SyncReplicationStats {
+	sr := t.srepl.Load()
+	if sr == nil {
+		return nil
+	}
+	remotes := t.remotes()
+	now := t.b.deps.Now()
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	st := &admin.SyncReplicationStats{Regions: sr.q.regions, FallbackAfterSeconds: int(sr.q.fallback / time.Second), State: admin.SyncStateSync, Waiting: len(sr.q.waiting)}
+	if len(sr.q.waiting) > 0 {
+		st.OldestWaitMs = now.Sub(sr.q.waiting[0].since).Milliseconds()
+	}
+	if sr.q.degraded {
+		st.State = admin.SyncStateDegraded
+		st.DegradedSince = sr.q.degradedSince.UTC().Format(time.RFC3339Nano)
+	}
+	for _, r := range remotes {
+		if p, ok := sr.q.durable[r]; ok {
+			if st.Confirmed == nil {
+				st.Confirmed = map[string]string{}
+			}
+			st.Confirmed[r] = FormatSourcePosition(p)
+		}
+	}
+	return st
+}
+
+// stopSync drops the held acknowledgements of a closing topic: its
+// producers are closed and resend to the next owner, which
+// de-duplicates them (never acknowledged here without the regions).
+func (t *Topic) stopSync() {
+	sr := t.srepl.Load()
+	if sr == nil {
+		return
+	}
+	sr.mu.Lock()
+	sr.q.waiting = nil
+	sr.stopTimerLocked()
+	sr.mu.Unlock()
+}
+
+// runAll runs the acknowledgements a queue released, in order.
+func runAll(fs []func()) {
+	for _, f := range fs {
+		f()
+	}
+}
