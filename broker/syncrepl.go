@@ -303,6 +303,16 @@ func (t *Topic) syncTick(sr *syncRepl, gen uint64) {
 		return
 	}
 	sr.timer = nil
+	if len(sr.q.waiting) > 0 && !t.b.reachedStoreSince(sr.q.waiting[0].since) {
+		// Cut off from the global store: this region may have been
+		// replaced as the primary, so what it holds is not acknowledged
+		// from its copy alone. Tried again once it reaches the store.
+		sr.gen++
+		gen := sr.gen
+		sr.timer = time.AfterFunc(syncStoreRetry, func() { t.syncTick(sr, gen) })
+		sr.mu.Unlock()
+		return
+	}
 	acks, fell := sr.q.expire(t.b.deps.Now(), t.ml.LastConfirmed())
 	regions, fallback := sr.q.regions, sr.q.fallback
 	t.armSyncTimerLocked(sr)
@@ -313,6 +323,19 @@ func (t *Topic) syncTick(sr *syncRepl, gen uint64) {
 			"topic", t.name.String(), "regions", regions, "fallbackAfter", fallback, "released", len(acks))
 		t.b.metrics.syncFallback.Add(context.Background(), 1, metric.WithAttributes(attribute.String("isobar.cluster", t.b.cfg.Cluster), attribute.String("pulsar.namespace", t.name.NamespaceName())))
 	}
+}
+
+// syncStoreRetry is how often a fallback that waits for the global store
+// looks again.
+const syncStoreRetry = 250 * time.Millisecond
+
+// reachedStoreSince reports whether this broker reached the global store
+// after since (always, without fence gates: nothing can replace it).
+func (b *Broker) reachedStoreSince(since time.Time) bool {
+	if b.deps.Primary == nil {
+		return true
+	}
+	return b.deps.Primary.Reached().After(since)
 }
 
 // syncStats is the topic's synchronous replication state for its stats

@@ -34,6 +34,9 @@ type leaseCore struct {
 	// as an offset from monoBase: the send time of the last keep-alive
 	// the store answered, plus the TTL it granted.
 	validUntil atomic.Int64
+	// renewed is the send time of the last keep-alive the store answered
+	// (or of the grant), as an offset from monoBase.
+	renewed atomic.Int64
 }
 
 func (c *leaseCore) close() { c.once.Do(func() { close(c.done) }) }
@@ -43,6 +46,7 @@ var monoBase = time.Now()
 
 func (c *leaseCore) extend(sent time.Time, ttl time.Duration) {
 	c.validUntil.Store(int64(sent.Add(ttl).Sub(monoBase)))
+	c.renewed.Store(int64(sent.Sub(monoBase)))
 }
 
 func (c *leaseCore) valid() bool { return int64(time.Since(monoBase)) < c.validUntil.Load() }
@@ -141,6 +145,10 @@ func leaseErr(err error) error {
 	}
 	return err
 }
+
+// Renewed is when the last renewal the store answered (or the grant) was
+// sent: the holder reached the store then.
+func (l *Lease) Renewed() time.Time { return monoBase.Add(time.Duration(l.core.renewed.Load())) }
 
 // ID is the etcd lease id.
 func (l *Lease) ID() int64 { return l.id }

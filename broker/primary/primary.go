@@ -398,6 +398,19 @@ func (gs *Gates) Wait(ctx context.Context, ns, local string) error {
 	}
 }
 
+// Reached is when this broker last reached the global store: the send
+// time of its lease's last answered renewal (zero before it has one).
+// A broker cut off from the store sees it fall behind.
+func (gs *Gates) Reached() time.Time {
+	gs.mu.Lock()
+	l := gs.lease
+	gs.mu.Unlock()
+	if l == nil || l.Lost() {
+		return time.Time{}
+	}
+	return l.Renewed()
+}
+
 // Failover returns what the gate of the topic of ns named local (or of
 // ns, when it has none of its own) last read of its policy (false when it
 // is not tracked yet).
