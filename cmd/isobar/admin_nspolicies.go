@@ -47,6 +47,7 @@ func namespaceRESTSettings() []rateVerb {
 				fmt.Fprintln(w, formatDelayedDelivery(d.Active, d.TickTime, d.MaxDelayInMillis))
 				return nil
 			}},
+		syncReplicationSetting(),
 	}
 }
 
