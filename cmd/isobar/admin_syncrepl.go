@@ -118,7 +118,11 @@ func (a *adminCmd) topicSyncReplicationVerbs(tVerb func(*cobra.Command, func(*co
 		}); err != nil {
 			return err
 		}
-		done(cmd, "set %ssynchronous replication of %s: %d other regions, fallback after %s", s.scope(), t.String(), sr.Regions, formatSyncFallback(sr.FallbackAfterSeconds))
+		fallback := "none"
+		if sr.FallbackAfterSeconds > 0 {
+			fallback = "after " + formatSyncFallback(sr.FallbackAfterSeconds)
+		}
+		done(cmd, "set %ssynchronous replication of %s: %d other regions, fallback %s", s.scope(), t.String(), sr.Regions, fallback)
 		return nil
 	}))
 
