@@ -15,9 +15,9 @@ import (
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 )
 
-// syncReplicationSetting is the namespace verbs of synchronous
-// replication (policy.SyncReplication): set-, get- and
-// remove-sync-replication, one of namespaceRESTSettings.
+// syncReplicationSetting makes the namespace verbs of synchronous
+// replication (policy.SyncReplication), set-, get- and
+// remove-sync-replication: one of namespaceRESTSettings.
 func syncReplicationSetting() rateVerb {
 	return rateVerb{name: "sync-replication", path: "syncReplication", what: "synchronous replication",
 		long: "Set a namespace's synchronous replication: a message is acknowledged to its producer only once --regions other regions\n" +
