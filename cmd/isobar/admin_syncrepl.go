@@ -103,6 +103,10 @@ func (a *adminCmd) topicSyncReplicationVerbs(tVerb func(*cobra.Command, func(*co
 	}
 
 	set := verb("set-sync-replication <topic>", "Acknowledge a topic's messages only once this many other regions hold them, over its namespace's setting", nil)
+	set.Long = "Set a topic's synchronous replication, over its namespace's: a message is acknowledged to its producer only once\n" +
+		"--regions other regions of the topic's replication clusters hold it too. Without --global the setting is this\n" +
+		"cluster's own and applies only to the region of the broker that answers: use --global (or ask the region that\n" +
+		"stores the topic's messages, its primary) to have it where publishes are acknowledged."
 	flags := syncReplicationFlags(set)
 	set = s.scoped(tVerb(set, func(cmd *cobra.Command, t utils.TopicName) error {
 		sr, err := flags()
