@@ -22,7 +22,8 @@ import (
 
 // namespaceRESTSettings are the namespace settings pulsaradmin has no
 // calls for, with pulsar-admin's verbs and flags (docs/admin.md,
-// "Namespaces"); namespaceRateVerbs makes their verbs.
+// "Namespaces"), and Isobar's synchronous replication;
+// namespaceRateVerbs makes their verbs.
 func namespaceRESTSettings() []rateVerb {
 	return []rateVerb{
 		intRESTSetting("max-unacked-messages-per-consumer", "maxUnackedMessagesPerConsumer",
@@ -47,6 +48,7 @@ func namespaceRESTSettings() []rateVerb {
 				fmt.Fprintln(w, formatDelayedDelivery(d.Active, d.TickTime, d.MaxDelayInMillis))
 				return nil
 			}},
+		syncReplicationSetting(),
 	}
 }
 

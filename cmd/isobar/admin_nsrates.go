@@ -26,6 +26,8 @@ type rateVerb struct {
 	flags func(c *cobra.Command) func() (any, error)
 	// show prints the setting read back (never null).
 	show func(w io.Writer, raw json.RawMessage) error
+	// long, if set, is the set verb's longer help.
+	long string
 }
 
 // rateShow makes a rateVerb's show of a printer of rate bodies.
@@ -133,6 +135,7 @@ func (a *adminCmd) namespaceRateVerbs(nsVerb func(*cobra.Command, func(*cobra.Co
 			where = " in this cluster"
 		}
 		set := verb("set-"+r.name+" <tenant/namespace>", "Set a namespace's "+r.what+where, nil)
+		set.Long = r.long
 		body := r.flags(set)
 		set = nsVerb(set, func(cmd *cobra.Command, ns string) error {
 			b, err := body()

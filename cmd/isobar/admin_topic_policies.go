@@ -326,6 +326,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 		setClusters, getClusters, removeClusters, setSchema, getSchema, removeSchema,
 		scoped(setInactive), readable(getInactive), scoped(removeInactive))
 	out = append(out, a.topicPersistenceDelayedVerbs(tVerb, asJSON, tps)...)
+	out = append(out, a.topicSyncReplicationVerbs(tVerb, asJSON, tps)...)
 	return append(out, a.topicQuotaDedupVerbs(tVerb, asJSON, tps)...)
 }
 

@@ -54,6 +54,7 @@ func TestAccDocExamples(t *testing.T) {
 		Config: p + resources.String() + dataSources.String(),
 		Check: resource.ComposeAggregateTestCheckFunc(
 			resource.TestCheckResourceAttr("data.isobar_namespace.payments", "primary_region", "us-east"),
+			resource.TestCheckResourceAttr("data.isobar_namespace.payments", "sync_replication.fallback_after_seconds", "30"),
 			resource.TestCheckResourceAttr("data.isobar_topic.invoices", "partitions", "4"),
 			resource.TestCheckResourceAttr("data.isobar_tenant.acme", "admin_roles.#", "1"),
 			resource.TestCheckResourceAttr("data.isobar_subscription.billing", "id", "persistent://acme/payments/invoices/billing"),

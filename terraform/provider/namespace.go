@@ -35,6 +35,7 @@ type namespaceModel struct {
 	BacklogQuota             map[string]backlogQuotaModel `tfsdk:"backlog_quota"`
 	Deduplication            types.Bool                   `tfsdk:"deduplication"`
 	AutoTopicCreation        *autoTopicCreationModel      `tfsdk:"auto_topic_creation"`
+	SyncReplication          *syncReplicationModel        `tfsdk:"sync_replication"`
 }
 
 type retentionModel struct {
@@ -54,6 +55,18 @@ type autoTopicCreationModel struct {
 	Partitions types.Int64  `tfsdk:"partitions"`
 }
 
+type syncReplicationModel struct {
+	Regions              types.Int64 `tfsdk:"regions"`
+	FallbackAfterSeconds types.Int64 `tfsdk:"fallback_after_seconds"`
+}
+
+// The bounds of a namespace's syncReplication, as the server checks them
+// (docs/admin.md; the provider links no server code to share them).
+const (
+	maxSyncRegions         = 64
+	maxSyncFallbackSeconds = 3600
+)
+
 // The server's JSON (docs/admin.md).
 type (
 	nsPolicies struct {
@@ -63,6 +76,7 @@ type (
 		BacklogQuotaMap     map[string]backlogQuotaJS `json:"backlog_quota_map,omitempty"`
 		Deduplication       *bool                     `json:"deduplicationEnabled,omitempty"`
 		AutoTopicCreation   *autoTopicJSON            `json:"autoTopicCreationOverride,omitempty"`
+		SyncReplication     *syncReplicationJSON      `json:"syncReplication,omitempty"`
 	}
 	retentionJSON struct {
 		Minutes int64 `json:"retentionTimeInMinutes"`
@@ -77,6 +91,10 @@ type (
 		Allow      bool   `json:"allowAutoTopicCreation"`
 		Type       string `json:"topicType"`
 		Partitions *int64 `json:"defaultNumPartitions,omitempty"`
+	}
+	syncReplicationJSON struct {
+		Regions              int64 `json:"regions"`
+		FallbackAfterSeconds int64 `json:"fallbackAfterSeconds"`
 	}
 	failoverJSON struct {
 		Mode             string `json:"mode"`
@@ -93,7 +111,7 @@ const (
 var namespaceKind = &kind[namespaceModel]{
 	name: "namespace",
 	description: "A namespace: where its topics replicate, its primary region (active-standby failover) and its policies " +
-		"(retention, message TTL, backlog quotas, de-duplication, auto topic creation). Every policy left out is the broker's default.",
+		"(retention, message TTL, backlog quotas, de-duplication, auto topic creation, synchronous replication). Every policy left out is the broker's default.",
 	keys:       []string{"tenant", "name"},
 	importHelp: "`tenant/namespace`",
 	attributes: map[string]schema.Attribute{
@@ -166,6 +184,21 @@ var namespaceKind = &kind[namespaceModel]{
 				"partitions": schema.Int64Attribute{Optional: true, MarkdownDescription: "Partitions of a topic created as `partitioned` (required then)."},
 			},
 		},
+		"sync_replication": schema.SingleNestedAttribute{
+			Optional: true,
+			MarkdownDescription: "Makes publishes synchronous across regions: a message is acknowledged to its producer only once `regions` other " +
+				"regions of `replication_clusters` hold it too, so failing over to one of them loses nothing acknowledged (docs/failover.md). " +
+				"A topic's own setting wins. Left out: asynchronous replication.",
+			Attributes: map[string]schema.Attribute{
+				"regions": schema.Int64Attribute{Required: true,
+					MarkdownDescription: fmt.Sprintf("How many other regions must hold a message (1 to %d, and fewer than `replication_clusters`).", maxSyncRegions),
+					Validators:          []validator.Int64{int64Range{1, maxSyncRegions}}},
+				"fallback_after_seconds": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(0),
+					MarkdownDescription: fmt.Sprintf("Once a message has waited this long (up to %d seconds), acknowledge it from the local copy "+
+						"alone and stay asynchronous until the regions catch up. 0 (the default): never, publishes wait for the regions.", maxSyncFallbackSeconds),
+					Validators: []validator.Int64{int64Range{0, maxSyncFallbackSeconds}}},
+			},
+		},
 	},
 	fromID: func(id string) (namespaceModel, error) {
 		t, ns, err := topic.ParseNamespace(id)
@@ -222,6 +255,9 @@ func readNamespace(ctx context.Context, c *client.Client, m namespaceModel) (nam
 	if a := p.AutoTopicCreation; a != nil {
 		out.AutoTopicCreation = &autoTopicCreationModel{Allow: types.BoolValue(a.Allow), Type: types.StringValue(a.Type), Partitions: types.Int64PointerValue(a.Partitions)}
 	}
+	if sr := p.SyncReplication; sr != nil {
+		out.SyncReplication = &syncReplicationModel{Regions: types.Int64Value(sr.Regions), FallbackAfterSeconds: types.Int64Value(sr.FallbackAfterSeconds)}
+	}
 	return out, nil
 }
 
@@ -244,6 +280,9 @@ func policiesOf(ctx context.Context, m namespaceModel) nsPolicies {
 	p.Deduplication = m.Deduplication.ValueBoolPointer()
 	if a := m.AutoTopicCreation; a != nil {
 		p.AutoTopicCreation = &autoTopicJSON{Allow: a.Allow.ValueBool(), Type: a.Type.ValueString(), Partitions: a.Partitions.ValueInt64Pointer()}
+	}
+	if sr := m.SyncReplication; sr != nil {
+		p.SyncReplication = &syncReplicationJSON{Regions: sr.Regions.ValueInt64(), FallbackAfterSeconds: sr.FallbackAfterSeconds.ValueInt64()}
 	}
 	return p
 }
@@ -288,10 +327,12 @@ func createNamespace(ctx context.Context, c *client.Client, m namespaceModel) er
 	return nil
 }
 
-// updateNamespace changes only what differs. Replication clusters and the
-// primary move in an order the server accepts whatever the change (it
-// refuses to drop the primary from the clusters): first the union of the
-// old and new clusters, then the primary, then the new clusters.
+// updateNamespace changes only what differs. Replication clusters, the
+// primary and synchronous replication move in an order the server accepts
+// whatever the change (it refuses to drop the primary from the clusters,
+// and to leave fewer other clusters than synchronous replication waits
+// for): first the union of the old and new clusters, then the primary and
+// synchronous replication, then the new clusters.
 func updateNamespace(ctx context.Context, c *client.Client, plan, state namespaceModel) error {
 	p := nsPath(plan)
 	want, have := policiesOf(ctx, plan), policiesOf(ctx, state)
@@ -315,6 +356,17 @@ func updateNamespace(ctx context.Context, c *client.Client, plan, state namespac
 	}
 	if wantF != haveF {
 		if err := setFailover(ctx, c, p, wantF); err != nil {
+			return err
+		}
+	}
+	if !reflect.DeepEqual(want.SyncReplication, have.SyncReplication) {
+		var err error
+		if want.SyncReplication == nil {
+			err = del("syncReplication")
+		} else {
+			err = post("syncReplication", want.SyncReplication)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -418,6 +470,21 @@ func validateNamespace(ctx context.Context, cfg tfsdk.Config) diag.Diagnostics {
 	if primary.IsNull() && !auto.IsNull() {
 		d.AddAttributeError(path.Root("auto_failover_after_seconds"), "Automatic failover without a primary",
 			"auto_failover_after_seconds needs primary_region (an active-active namespace has no primary to fail over from)")
+	}
+	var syncRegions types.Int64
+	d.Append(cfg.GetAttribute(ctx, path.Root("sync_replication").AtName("regions"), &syncRegions)...)
+	if d.HasError() || !known(syncRegions) || clusters.IsUnknown() {
+		return d
+	}
+	r := syncRegions.ValueInt64()
+	switch {
+	case clusters.IsNull():
+		// Left out, the server gives the namespace one cluster.
+		d.AddAttributeError(path.Root("sync_replication").AtName("regions"), "Too few replication clusters for synchronous replication",
+			fmt.Sprintf("sync_replication waits for %d other regions, but without replication_clusters the namespace gets one cluster: list at least %d", r, r+1))
+	case r >= int64(len(clusters.Elements())):
+		d.AddAttributeError(path.Root("sync_replication").AtName("regions"), "Too few replication clusters for synchronous replication",
+			fmt.Sprintf("sync_replication waits for %d other regions, but replication_clusters has %d: it needs at least %d", r, len(clusters.Elements()), r+1))
 	}
 	return d
 }

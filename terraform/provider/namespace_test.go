@@ -262,3 +262,146 @@ resource "isobar_namespace" "bad" {
 		},
 	})
 }
+
+// A namespace's synchronous replication: created with the namespace,
+// imported, changed together with the replication clusters in both
+// directions (more clusters and more regions waited for, then fewer of
+// both, then asynchronous on one cluster), put back after out-of-band
+// changes, and refused at plan time when out of range or when the
+// clusters leave too few other regions.
+func TestAccNamespaceSyncReplication(t *testing.T) {
+	f := accTest(t)
+	c := admin(t, f, 1)
+	p := providerBlock(f, "5s")
+	tenant := `
+resource "isobar_tenant" "t" {
+  name             = "tf-ns-sync"
+  allowed_clusters = ["us-east", "eu-west", "ap-south"]
+}
+`
+	ns := func(clusters, sync string) string {
+		return p + tenant + fmt.Sprintf(`
+resource "isobar_namespace" "ns" {
+  tenant               = isobar_tenant.t.name
+  name                 = "sync"
+  replication_clusters = %s
+  %s
+}`, clusters, sync)
+	}
+	two, three := `["us-east", "eu-west"]`, `["us-east", "eu-west", "ap-south"]`
+	const path = "/admin/v2/namespaces/tf-ns-sync/sync/syncReplication"
+	// server checks what the server holds (nil: none).
+	server := func(want *syncReplicationJSON) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			var got *syncReplicationJSON
+			if err := c.Get(context.Background(), path, &got); err != nil {
+				return err
+			}
+			if (got == nil) != (want == nil) || got != nil && *got != *want {
+				return fmt.Errorf("server's syncReplication %+v, want %+v", got, want)
+			}
+			return nil
+		}
+	}
+	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+		plancheck.ExpectResourceAction("isobar_namespace.ns", plancheck.ResourceActionUpdate),
+	}}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: factories,
+		CheckDestroy: func(*terraform.State) error {
+			if err := c.Get(context.Background(), "/admin/v2/namespaces/tf-ns-sync/sync", nil); !client.IsNotFound(err) {
+				return fmt.Errorf("namespace after destroy: %v, want not found", err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config:      ns(two, `sync_replication = { regions = 0 }`),
+				ExpectError: regexp.MustCompile(`(?s)Value out of range.*0 is not from 1\s+to\s+64`),
+			},
+			{
+				Config:      ns(two, `sync_replication = { regions = 1, fallback_after_seconds = 3601 }`),
+				ExpectError: regexp.MustCompile(`(?s)Value out of range.*3601 is not from 0\s+to\s+3600`),
+			},
+			{
+				Config:      ns(two, `sync_replication = { regions = 1, fallback_after_seconds = -1 }`),
+				ExpectError: regexp.MustCompile(`Value out of range`),
+			},
+			{
+				Config:      ns(two, `sync_replication = { regions = 2 }`),
+				ExpectError: regexp.MustCompile(`(?s)Too few replication clusters.*needs\s+at\s+least\s+3`),
+			},
+			{
+				// Left out, the clusters are the one the server picks.
+				Config: p + tenant + `
+resource "isobar_namespace" "ns" {
+  tenant           = isobar_tenant.t.name
+  name             = "sync"
+  sync_replication = { regions = 1 }
+}`,
+				ExpectError: regexp.MustCompile(`(?s)Too few replication clusters.*without\s+replication_clusters`),
+			},
+			{
+				Config: ns(two, `sync_replication = { regions = 1 }`) + `
+data "isobar_namespace" "ns" {
+  tenant = isobar_namespace.ns.tenant
+  name   = isobar_namespace.ns.name
+}`,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "sync_replication.regions", "1"),
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "sync_replication.fallback_after_seconds", "0"),
+					resource.TestCheckResourceAttr("data.isobar_namespace.ns", "sync_replication.regions", "1"),
+					server(&syncReplicationJSON{Regions: 1}),
+				),
+			},
+			{ResourceName: "isobar_namespace.ns", ImportState: true, ImportStateId: "tf-ns-sync/sync", ImportStateVerify: true},
+			{
+				// More clusters and more regions waited for, in one apply.
+				Config:           ns(three, `sync_replication = { regions = 2, fallback_after_seconds = 30 }`),
+				ConfigPlanChecks: update,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "replication_clusters.#", "3"),
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "sync_replication.regions", "2"),
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "sync_replication.fallback_after_seconds", "30"),
+					server(&syncReplicationJSON{Regions: 2, FallbackAfterSeconds: 30}),
+				),
+			},
+			{
+				// Drift: changed out of band, put back.
+				PreConfig: func() {
+					do(t, c, http.MethodPost, path, syncReplicationJSON{Regions: 1})
+				},
+				Config:           ns(three, `sync_replication = { regions = 2, fallback_after_seconds = 30 }`),
+				ConfigPlanChecks: update,
+				Check:            server(&syncReplicationJSON{Regions: 2, FallbackAfterSeconds: 30}),
+			},
+			{
+				// Drift: removed out of band, put back.
+				PreConfig:        func() { do(t, c, http.MethodDelete, path, nil) },
+				Config:           ns(three, `sync_replication = { regions = 2, fallback_after_seconds = 30 }`),
+				ConfigPlanChecks: update,
+				Check:            server(&syncReplicationJSON{Regions: 2, FallbackAfterSeconds: 30}),
+			},
+			{
+				// Fewer clusters and fewer regions waited for, in one apply.
+				Config:           ns(two, `sync_replication = { regions = 1, fallback_after_seconds = 3600 }`),
+				ConfigPlanChecks: update,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "replication_clusters.#", "2"),
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "sync_replication.fallback_after_seconds", "3600"),
+					server(&syncReplicationJSON{Regions: 1, FallbackAfterSeconds: 3600}),
+				),
+			},
+			{
+				// Asynchronous again, on one cluster, in one apply.
+				Config:           ns(`["us-east"]`, ``),
+				ConfigPlanChecks: update,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckNoResourceAttr("isobar_namespace.ns", "sync_replication"),
+					resource.TestCheckResourceAttr("isobar_namespace.ns", "replication_clusters.#", "1"),
+					server(nil),
+				),
+			},
+		},
+	})
+}

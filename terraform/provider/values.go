@@ -104,3 +104,18 @@ func (o oneOf) ValidateString(ctx context.Context, req validator.StringRequest, 
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid value", req.ConfigValue.ValueString()+" is not "+o.Description(ctx))
 	}
 }
+
+// int64Range checks that a number is within min..max.
+type int64Range struct{ min, max int64 }
+
+func (r int64Range) Description(context.Context) string {
+	return fmt.Sprintf("from %d to %d", r.min, r.max)
+}
+
+func (r int64Range) MarkdownDescription(ctx context.Context) string { return r.Description(ctx) }
+
+func (r int64Range) ValidateInt64(ctx context.Context, req validator.Int64Request, resp *validator.Int64Response) {
+	if v := req.ConfigValue; known(v) && (v.ValueInt64() < r.min || v.ValueInt64() > r.max) {
+		resp.Diagnostics.AddAttributeError(req.Path, "Value out of range", fmt.Sprintf("%d is not %s", v.ValueInt64(), r.Description(ctx)))
+	}
+}

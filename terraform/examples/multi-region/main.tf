@@ -42,6 +42,10 @@ resource "isobar_namespace" "orders" {
   # Active-active: every region takes writes. Uncomment to make one region
   # the primary (the others then send clients there):
   # primary_region = "us-east"
+  # Replication is asynchronous. Uncomment to acknowledge a publish only
+  # once another region holds it too (no acknowledged message is lost when
+  # a region fails):
+  # sync_replication = { regions = 1 }
 
   retention = {
     time_in_minutes = 1440
