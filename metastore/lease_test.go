@@ -107,7 +107,12 @@ func TestShortOutagesKeepTheLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Revoke(context.Background())
+	defer func() {
+		link.Up() // after a failure in the middle of a fault
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		l.Revoke(rctx)
+	}()
 	// watchValid polls the lease until cond holds, failing the test as
 	// soon as it is not Valid.
 	watchValid := func(what string, cond func() bool) {
@@ -134,6 +139,7 @@ func TestShortOutagesKeepTheLease(t *testing.T) {
 		{"blackhole", link.Blackhole, time.Second},
 		{"blackhole", link.Blackhole, 2 * time.Second},
 		{"blackhole", link.Blackhole, 3 * time.Second},
+		{"blackhole", link.Blackhole, 4 * time.Second},
 	} {
 		what := fault.name + " of " + fault.d.String()
 		// A fresh renewal, then the moment just before the next one.
