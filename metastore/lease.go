@@ -45,7 +45,12 @@ func (c *leaseCore) extend(sent time.Time, ttl time.Duration) {
 	c.validUntil.Store(int64(sent.Add(ttl).Sub(monoBase)))
 }
 
-func (c *leaseCore) valid() bool { return int64(time.Since(monoBase)) < c.validUntil.Load() }
+func (c *leaseCore) valid() bool { return c.left() > 0 }
+
+// left is how long the lease stays valid unless renewed.
+func (c *leaseCore) left() time.Duration {
+	return time.Duration(c.validUntil.Load() - int64(time.Since(monoBase)))
+}
 
 // Grant creates a lease with the given TTL and keeps it alive until Revoke,
 // Abandon, or until keep-alives fail for longer than the TTL.
@@ -68,10 +73,11 @@ func (s *Store) Grant(ctx context.Context, ttl time.Duration) (*Lease, error) {
 
 // keepAlive renews the lease every renewEvery(ttl), and every
 // retryEvery after a failed renewal, recording when each renewal was
-// sent, until ctx ends, the store says the lease is gone, or no renewal
-// succeeded within the TTL. It measures validity itself rather than using
-// clientv3's KeepAlive, which dates a renewal by when its answer arrived,
-// later than the store dated it.
+// sent, until ctx ends, the store says the lease is gone, or the lease's
+// validity ran out with no renewal answered (Done then closes on time,
+// not a renewal's timeout later). It measures validity itself rather than
+// using clientv3's KeepAlive, which dates a renewal by when its answer
+// arrived, later than the store dated it.
 func (s *Store) keepAlive(ctx context.Context, core *leaseCore, id clientv3.LeaseID, ttl time.Duration) {
 	defer core.close()
 	wait := renewEvery(ttl)
@@ -79,10 +85,14 @@ func (s *Store) keepAlive(ctx context.Context, core *leaseCore, id clientv3.Leas
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-time.After(min(wait, max(core.left(), 0))):
+		}
+		left := core.left()
+		if left <= 0 {
+			return
 		}
 		sent := time.Now()
-		rctx, cancel := context.WithTimeout(ctx, ttl/3)
+		rctx, cancel := context.WithTimeout(ctx, min(ttl/3, left))
 		resp, err := s.cli.KeepAliveOnce(rctx, id)
 		cancel()
 		switch {

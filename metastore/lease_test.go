@@ -14,7 +14,7 @@ import (
 // expires it: the holder reaches the store through a link that goes
 // black, so its keep-alives vanish; Valid turns false before a watcher
 // connected directly to the store sees the leased key deleted, and the
-// holder's Done closes too.
+// holder's Done closes at once too.
 func TestLeaseValidEndsBeforeTheStoreExpiresIt(t *testing.T) {
 	e := startEtcd(t, t.TempDir(), "")
 	t.Cleanup(e.Close)
@@ -63,6 +63,13 @@ func TestLeaseValidEndsBeforeTheStoreExpiresIt(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("lease still valid a minute into the black hole")
 		}
+	}
+	// Done closes when validity ends, not a renewal's timeout later.
+	select {
+	case <-l.Done():
+		t.Logf("Done closed %v after the lease stopped being valid", time.Since(invalidAt).Round(time.Millisecond))
+	case <-time.After(250 * time.Millisecond):
+		t.Errorf("Done not closed 250ms after the lease stopped being valid")
 	}
 	for ev := range watch {
 		if ev.Deleted {
