@@ -49,7 +49,12 @@ func (c *leaseCore) extend(sent time.Time, ttl time.Duration) {
 	c.renewed.Store(int64(sent.Sub(monoBase)))
 }
 
-func (c *leaseCore) valid() bool { return int64(time.Since(monoBase)) < c.validUntil.Load() }
+func (c *leaseCore) valid() bool { return c.left() > 0 }
+
+// left is how long the lease stays valid unless renewed.
+func (c *leaseCore) left() time.Duration {
+	return time.Duration(c.validUntil.Load() - int64(time.Since(monoBase)))
+}
 
 // Grant creates a lease with the given TTL and keeps it alive until Revoke,
 // Abandon, or until keep-alives fail for longer than the TTL.
@@ -70,39 +75,69 @@ func (s *Store) Grant(ctx context.Context, ttl time.Duration) (*Lease, error) {
 	return &Lease{id: int64(resp.ID), meta: s, core: core}, nil
 }
 
-// keepAlive renews the lease every third of its TTL (sooner after a
-// failure), recording when each renewal was sent, until ctx ends, the
-// store says the lease is gone, or no renewal succeeded within the TTL.
-// It measures validity itself rather than using clientv3's KeepAlive,
-// which dates a renewal by when its answer arrived, later than the store
-// dated it.
+// keepAlive renews the lease every renewEvery(ttl), and every
+// retryEvery after a failed renewal, recording when each renewal was
+// sent, until ctx ends, the store says the lease is gone, or the lease's
+// validity ran out with no renewal answered (Done then closes on time,
+// not a renewal's timeout later). It measures validity itself rather than
+// using clientv3's KeepAlive, which dates a renewal by when its answer
+// arrived, later than the store dated it.
 func (s *Store) keepAlive(ctx context.Context, core *leaseCore, id clientv3.LeaseID, ttl time.Duration) {
 	defer core.close()
-	wait := ttl / 3
+	wait := renewEvery(ttl)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-time.After(min(wait, max(core.left(), 0))):
+		}
+		left := core.left()
+		if left <= 0 {
+			return
 		}
 		sent := time.Now()
-		rctx, cancel := context.WithTimeout(ctx, ttl/3)
+		rctx, cancel := context.WithTimeout(ctx, min(ttl/3, left))
 		resp, err := s.cli.KeepAliveOnce(rctx, id)
 		cancel()
 		switch {
 		case err == nil && resp.TTL > 0:
 			core.extend(sent, time.Duration(resp.TTL)*time.Second)
-			wait = ttl / 3
+			wait = max(0, renewEvery(ttl)-time.Since(sent)) // renewals start renewEvery apart
 		case err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound):
 			return // expired or revoked at the store
 		default:
-			wait = min(ttl/10, 500*time.Millisecond)
+			// A try that failed fast (the store answered with an error)
+			// is repeated no more often than a renewal would be; one
+			// that waited for the connection until its timeout is
+			// repeated at once, to be waiting when the link returns.
+			wait = max(retryEvery, renewEvery(ttl)-time.Since(sent))
 		}
 		if !core.valid() {
 			return
 		}
 	}
 }
+
+// renewEvery is how long after a successful renewal the next one is
+// sent: a third of the TTL, and no more than maxRenewEvery. A holder cut
+// off from the store keeps a valid lease for at least the TTL less this
+// interval (and less a renewal's round trip) from the moment the cut
+// begins, so the interval is what a cut costs the lease's margin; at the
+// default fence TTL of 5 s that leaves 4.5 s, of which reconnecting after
+// the heal takes up to about 0.6 s (see reconnect). Renewals are
+// cheap for etcd (its leader answers them without a raft proposal), so
+// two a second per lease is a small price for that margin
+// (docs/decisions.md, "Fence lease renewal").
+func renewEvery(ttl time.Duration) time.Duration { return min(ttl/3, maxRenewEvery) }
+
+// maxRenewEvery bounds renewEvery.
+const maxRenewEvery = 500 * time.Millisecond
+
+// retryEvery is how soon, at the least, a failed renewal is tried
+// again. A try waits for the connection to the store (up to its timeout),
+// so one is nearly always waiting while the store is unreachable, and it
+// goes out as soon as the connection is back.
+const retryEvery = 50 * time.Millisecond
 
 // PutLeased writes key attached to lease id.
 func (s *Store) PutLeased(ctx context.Context, key string, value []byte, lease int64) (int64, error) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/ownership"
+	"github.com/isobar-mq/isobar/broker/primary"
 	"github.com/isobar-mq/isobar/globalconfig"
 	"github.com/isobar-mq/isobar/replicator"
 )
@@ -16,6 +17,9 @@ import (
 
 // Broker returns broker i.
 func (r *Region) Broker(i int) *broker.Broker { return r.brokers[i].Broker() }
+
+// Gates is broker i's primary fence gates.
+func (r *Region) Gates(i int) *primary.Gates { return r.brokers[i].gates }
 
 // Owned lists the bundles broker i owns.
 func (r *Region) Owned(i int) []ownership.OwnedBundle { return r.brokers[i].reg.Owned() }

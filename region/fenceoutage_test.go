@@ -1,0 +1,202 @@
+package region_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/internal/wanproxy"
+	"github.com/isobar-mq/isobar/region"
+)
+
+// TestShortStoreOutagesCostClientsNothing: the primary region of an
+// active-standby namespace loses its link to the global store, cut for
+// 1, 2 and 3 s and then black-holed (a stall) for 3 s, each shorter than
+// its fence lease (5 s, the default), while an application produces and
+// consumes on it. Nothing reaches the application: the primary's broker
+// keeps its fence throughout (its gate never refuses), no send fails,
+// the producer and the consumer keep their connections (no
+// ServiceNotReady, no demotion), and every message arrives once, never
+// redelivered.
+func TestShortStoreOutagesCostClientsNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("federation test: skipped with -short")
+	}
+	f := startFederationWith(t, 2, nil, region.Deps{}, func(c *region.FederationConfig) {
+		c.WAN = &region.WANConfig{Latency: 20 * time.Millisecond}
+	})
+	r0 := f.Regions[0]
+	const ns = "acme/geo"
+	setPrimary(t, r0, ns, "r0")
+	c := pulsarClient(t, multiHostURL(f))
+	const topicName = "persistent://acme/geo/short-outages"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topicName, Name: "app", BatchingMaxPublishDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topicName, SubscriptionName: "app", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	gates := r0.Gates(0)
+	faultWaitFor(t, 30*time.Second, "r0 to write as the primary", func() bool { return gates.Check(ns, "") == nil })
+
+	// The primary's gate, watched throughout.
+	var (
+		refusedMu sync.Mutex
+		refused   []string
+	)
+	watchDone := make(chan struct{})
+	stopWatch := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		for {
+			if err := gates.Check(ns, ""); err != nil {
+				refusedMu.Lock()
+				refused = append(refused, fmt.Sprintf("%s: %v", time.Now().Format("15:04:05.000"), err))
+				refusedMu.Unlock()
+			}
+			select {
+			case <-stopWatch:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+
+	// The application's consumer: every delivery, and the redelivered.
+	var (
+		recvMu      sync.Mutex
+		seen        = map[int]int{}
+		redelivered int
+	)
+	recvDone := make(chan struct{})
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	go func() {
+		defer close(recvDone)
+		for {
+			m, err := cons.Receive(rctx)
+			if err != nil {
+				return
+			}
+			var i int
+			fmt.Sscanf(string(m.Payload()), "app:%d", &i)
+			recvMu.Lock()
+			seen[i]++
+			if m.RedeliveryCount() > 0 {
+				redelivered++
+			}
+			recvMu.Unlock()
+			cons.Ack(m)
+		}
+	}()
+	received := func() int {
+		recvMu.Lock()
+		defer recvMu.Unlock()
+		return len(seen)
+	}
+
+	s := &sender{p: p, acked: map[int]time.Time{}}
+	stop := make(chan struct{})
+	last := make(chan int, 1)
+	go func() { last <- s.run(ctx, 0, 5*time.Millisecond, stop) }()
+	faultWaitFor(t, 30*time.Second, "the first messages to come back", func() bool { return received() > 50 })
+	stats, err := faultTopicStats(ctx, r0, topicName, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	connected := func(st admin.TopicStats) string {
+		var out []string
+		for _, pp := range st.Publishers {
+			if pp.ProducerName == "app" {
+				out = append(out, fmt.Sprintf("producer %d since %s", pp.ProducerID, pp.ConnectedSince))
+			}
+		}
+		for _, co := range st.Subscriptions["app"].Consumers {
+			out = append(out, fmt.Sprintf("consumer %s since %s", co.ConsumerName, co.ConnectedSince))
+		}
+		return strings.Join(out, "; ")
+	}
+	before := connected(stats)
+	if !strings.Contains(before, "producer") || !strings.Contains(before, "consumer") {
+		t.Fatalf("the application's clients at the primary: %q, want its producer and its consumer", before)
+	}
+
+	link := f.WAN().Link("r0", region.GlobalStore)
+	for _, fault := range []struct {
+		name  string
+		apply func(*wanproxy.Link)
+		d     time.Duration
+	}{
+		{"cut", (*wanproxy.Link).Cut, time.Second},
+		{"cut", (*wanproxy.Link).Cut, 2 * time.Second},
+		{"cut", (*wanproxy.Link).Cut, 3 * time.Second},
+		{"blackhole", (*wanproxy.Link).Blackhole, 3 * time.Second},
+	} {
+		// The fault's length and the quiet time after it are the
+		// scenario's clock; what they must not cause is watched above.
+		fault.apply(link)
+		time.Sleep(fault.d)
+		link.Up()
+		t.Logf("%s of %v over", fault.name, fault.d)
+		time.Sleep(2 * time.Second)
+	}
+
+	close(stop)
+	n := <-last
+	s.wg.Wait()
+	gap, _ := s.longestGap()
+	faultWaitFor(t, 30*time.Second, "every acknowledged message to be consumed", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		recvMu.Lock()
+		defer recvMu.Unlock()
+		for i := range s.acked {
+			if seen[i] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	close(stopWatch)
+	<-watchDone
+	t.Logf("%d sent, %d acknowledged, %d consumed; longest gap between acknowledgements %v", n, len(s.acked), received(), gap.Round(time.Millisecond))
+	if len(refused) > 0 {
+		t.Errorf("the primary's gate refused writes %d times, first: %s; last: %s", len(refused), refused[0], refused[len(refused)-1])
+	}
+	if len(s.failed) > 0 {
+		t.Errorf("%d sends failed, first: %v", len(s.failed), s.failed[0])
+	}
+	if len(s.acked) != n {
+		t.Errorf("%d of %d sends acknowledged", len(s.acked), n)
+	}
+	recvMu.Lock()
+	dups := 0
+	for _, k := range seen {
+		dups += k - 1
+	}
+	recvMu.Unlock()
+	if dups > 0 || redelivered > 0 {
+		t.Errorf("%d messages delivered more than once, %d marked redelivered", dups, redelivered)
+	}
+	stats, err = faultTopicStats(ctx, r0, topicName, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := connected(stats); after != before {
+		t.Errorf("the application's clients reconnected: before the faults %s; after %s", before, after)
+	}
+	rcancel()
+	<-recvDone
+}
