@@ -803,7 +803,7 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 		return
 	}
 	if !replicated {
-		if err := c.b.checkPrimary(p.t.name); err != nil {
+		if err := c.b.holdPrimary(p.t.name); err != nil {
 			// As for a retriable store failure: the client reconnects the
 			// producer (to the primary, through a new lookup) and resends.
 			c.closeProducer(p, true)
@@ -1070,7 +1070,7 @@ func (c *conn) handleAck(cmd *pb.CommandAck) {
 		return
 	}
 	if !strings.HasPrefix(k.sub.name, replication.Prefix) {
-		if err := c.b.checkPrimary(k.sub.t.name); err != nil {
+		if err := c.b.holdPrimary(k.sub.t.name); err != nil {
 			// Not stored here: the consumer reconnects to the primary,
 			// which redelivers what this ack meant.
 			respond(err)

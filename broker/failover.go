@@ -51,9 +51,31 @@ func (b *Broker) lapsedPrimary(pol NamespacePolicy, name topic.Name, replicator 
 		return nil
 	}
 	if err := b.checkPrimary(name); errors.Is(err, primary.ErrLapsed) {
-		return err
+		// Held while the broker takes its fence again after a short cut.
+		if err := b.holdPrimary(name); errors.Is(err, primary.ErrLapsed) {
+			return err
+		}
 	}
 	return nil
+}
+
+// primaryHold bounds how long a client's request waits for the gate to
+// settle (a fence being taken again after a short cut of the global
+// store, primary.Config.Hold, ends well before it).
+const primaryHold = 5 * time.Second
+
+// holdPrimary is checkPrimary, but waits (up to primaryHold) while the
+// gate may soon allow writes: a publish or acknowledgement arriving while
+// the broker takes its fence again after a short cut of the global store
+// is delayed, not refused.
+func (b *Broker) holdPrimary(name topic.Name) error {
+	err := b.checkPrimary(name)
+	if err == nil || !errors.Is(err, primary.ErrFenced) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, primaryHold)
+	defer cancel()
+	return b.waitPrimary(ctx, name)
 }
 
 // waitPrimary waits (within ctx) until this broker may write for name's

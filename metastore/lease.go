@@ -119,16 +119,16 @@ func (s *Store) keepAlive(ctx context.Context, core *leaseCore, id clientv3.Leas
 }
 
 // renewEvery is how long after a successful renewal the next one is
-// sent: a third of the TTL, and no more than maxRenewEvery. A holder cut
-// off from the store keeps a valid lease for at least the TTL less this
-// interval (and less a renewal's round trip) from the moment the cut
+// sent: an eighth of the TTL, and no more than maxRenewEvery. A holder
+// cut off from the store keeps a valid lease for at least the TTL less
+// this interval (and less a renewal's round trip) from the moment the cut
 // begins, so the interval is what a cut costs the lease's margin; at the
-// default fence TTL of 5 s that leaves 4.5 s, of which reconnecting after
-// the heal takes up to about 0.6 s (see reconnect). Renewals are
-// cheap for etcd (its leader answers them without a raft proposal), so
-// two a second per lease is a small price for that margin
-// (docs/decisions.md, "Fence lease renewal").
-func renewEvery(ttl time.Duration) time.Duration { return min(ttl/3, maxRenewEvery) }
+// default fence TTL of 2 s that leaves 1.75 s, and reconnecting after
+// the heal takes up to about 0.3 s (see reconnect). Renewals are cheap
+// for etcd (its leader answers them without a raft proposal), so a few a
+// second per lease is a small price for that margin (docs/decisions.md,
+// "Fence lease renewal" and "Failover in under three seconds").
+func renewEvery(ttl time.Duration) time.Duration { return min(ttl/8, maxRenewEvery) }
 
 // maxRenewEvery bounds renewEvery.
 const maxRenewEvery = 500 * time.Millisecond

@@ -170,7 +170,7 @@ func Open(cfg Config) (*Store, error) {
 // then 1.6 times longer after each, up to 2 minutes: after a 3 s cut
 // the client was still not connected 0.85 s after the link was back, by
 // when a 5 s lease had lapsed. Here attempts come at most about
-// 0.6 s apart (MaxDelay with its jitter), so a client is back within that
+// 0.3 s apart (MaxDelay with its jitter), so a client is back within that
 // of a heal, at the price of a few attempts a second against a store that
 // is down; and an attempt that has not connected within MinConnectTimeout
 // (a handshake lost in a partition) is given up for a fresh one rather
@@ -181,7 +181,7 @@ var reconnect = grpc.ConnectParams{
 		BaseDelay:  100 * time.Millisecond,
 		Multiplier: 1.6,
 		Jitter:     0.2,
-		MaxDelay:   500 * time.Millisecond,
+		MaxDelay:   250 * time.Millisecond,
 	},
 	MinConnectTimeout: 2 * time.Second,
 }

@@ -299,7 +299,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	if c.pol.global != nil {
 		globalMeta, cached = c.pol.global, c.pol.cache.Get
 	}
-	c.gates, err = primary.New(primary.Config{Region: cluster, Broker: c.name, TTL: c.cfg.LeaseTTL}, primary.Deps{
+	c.gates, err = primary.New(primary.Config{Region: cluster, Broker: c.name, TTL: c.cfg.FenceLeaseTTL}, primary.Deps{
 		Global: globalMeta,
 		Cached: cached,
 		AutoNamespaces: func() []primary.AutoNamespace {

@@ -99,6 +99,12 @@ type BrokerConfig struct {
 	// LeaseTTL is how long a dead broker keeps its bundles; zero means
 	// 10s.
 	LeaseTTL time.Duration `yaml:"leaseTTL"`
+	// FenceLeaseTTL is the lease of the broker's fences and presence in
+	// the global store (docs/failover.md): a dead or cut-off primary's
+	// namespaces fail over no sooner than this, and a cut of the global
+	// store shorter than this costs clients a delay only. Zero means 2s;
+	// etcd counts it in whole seconds.
+	FenceLeaseTTL time.Duration `yaml:"fenceLeaseTTL"`
 	// LoadReportInterval is how often the broker samples its load (CPU,
 	// message and byte rates, topics, connections, per owned bundle) for
 	// its load report in the region's metadata store (docs/ownership.md);
@@ -301,6 +307,9 @@ func (c BrokerConfig) Validate() error {
 	}
 	if c.LeaseTTL < 0 || c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("broker.leaseTTL: %v must be 0 (default) or at least 1s", c.LeaseTTL))
+	}
+	if c.FenceLeaseTTL < 0 || c.FenceLeaseTTL > 0 && (c.FenceLeaseTTL < time.Second || c.FenceLeaseTTL%time.Second != 0) {
+		errs = append(errs, fmt.Errorf("broker.fenceLeaseTTL: %v must be 0 (default) or whole seconds, at least 1s", c.FenceLeaseTTL))
 	}
 	if err := c.loadReports().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("broker: %w", err))

@@ -2,6 +2,7 @@ package region_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,24 +12,58 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/primary"
 	"github.com/isobar-mq/isobar/internal/wanproxy"
 	"github.com/isobar-mq/isobar/region"
 )
 
 // TestShortStoreOutagesCostClientsNothing: the primary region of an
-// active-standby namespace loses its link to the global store, cut for
-// 1, 2 and 3 s and then black-holed (a stall) for 3 s, each shorter than
-// its fence lease (5 s, the default), while an application produces and
-// consumes on it. Nothing reaches the application: the primary's broker
-// keeps its fence throughout (its gate never refuses), no send fails,
-// the producer and the consumer keep their connections (no
-// ServiceNotReady, no demotion), and every message arrives once, never
-// redelivered.
+// active-standby namespace loses its link to the global store, cut and
+// black-holed (a stall) for less than its fence lease, while an
+// application produces and consumes on it. Nothing reaches the
+// application: no send fails, the producer and the consumer keep their
+// connections (no ServiceNotReady, no demotion), and every message
+// arrives once, never redelivered. With the default lease (2 s), cuts of
+// 1 and 1.5 s and a 1.5 s black hole: the lease may lapse near the end of
+// the longer ones, and then the broker holds its writers while it takes
+// its fence again after the heal (primary.Config.Hold). With a 5 s lease
+// (broker.fenceLeaseTTL, the trade-off for a slower failover), cuts of
+// 1, 2 and 3 s and a 3 s black hole, the lease valid throughout.
 func TestShortStoreOutagesCostClientsNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
-	f := startFederationWith(t, 2, nil, region.Deps{}, func(c *region.FederationConfig) {
+	for _, tc := range []struct {
+		name    string
+		ttl     time.Duration // broker.fenceLeaseTTL (0: the default)
+		outages []outage
+	}{
+		{"default-lease", 0, []outage{
+			{"cut", (*wanproxy.Link).Cut, time.Second},
+			{"cut", (*wanproxy.Link).Cut, 1500 * time.Millisecond},
+			{"blackhole", (*wanproxy.Link).Blackhole, 1500 * time.Millisecond},
+			{"cut", (*wanproxy.Link).Cut, 2 * time.Second},
+		}},
+		{"lease-5s", 5 * time.Second, []outage{
+			{"cut", (*wanproxy.Link).Cut, time.Second},
+			{"cut", (*wanproxy.Link).Cut, 2 * time.Second},
+			{"cut", (*wanproxy.Link).Cut, 3 * time.Second},
+			{"blackhole", (*wanproxy.Link).Blackhole, 3 * time.Second},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { shortStoreOutages(t, tc.ttl, tc.outages) })
+	}
+}
+
+// outage is one fault of the primary's link to the global store.
+type outage struct {
+	name  string
+	apply func(*wanproxy.Link)
+	d     time.Duration
+}
+
+func shortStoreOutages(t *testing.T, ttl time.Duration, outages []outage) {
+	f := startFederationWith(t, 2, func(_ int, c *region.Config) { c.Broker.FenceLeaseTTL = ttl }, region.Deps{}, func(c *region.FederationConfig) {
 		c.WAN = &region.WANConfig{Latency: 20 * time.Millisecond}
 	})
 	r0 := f.Regions[0]
@@ -55,6 +90,7 @@ func TestShortStoreOutagesCostClientsNothing(t *testing.T) {
 	var (
 		refusedMu sync.Mutex
 		refused   []string
+		lapsed    int // checks that found the lease lapsed
 	)
 	watchDone := make(chan struct{})
 	stopWatch := make(chan struct{})
@@ -63,7 +99,11 @@ func TestShortStoreOutagesCostClientsNothing(t *testing.T) {
 		for {
 			if err := gates.Check(ns, ""); err != nil {
 				refusedMu.Lock()
-				refused = append(refused, fmt.Sprintf("%s: %v", time.Now().Format("15:04:05.000"), err))
+				if errors.Is(err, primary.ErrLapsed) {
+					lapsed++ // held, while the fence is taken again
+				} else {
+					refused = append(refused, fmt.Sprintf("%s: %v", time.Now().Format("15:04:05.000"), err))
+				}
 				refusedMu.Unlock()
 			}
 			select {
@@ -134,16 +174,7 @@ func TestShortStoreOutagesCostClientsNothing(t *testing.T) {
 	}
 
 	link := f.WAN().Link("r0", region.GlobalStore)
-	for _, fault := range []struct {
-		name  string
-		apply func(*wanproxy.Link)
-		d     time.Duration
-	}{
-		{"cut", (*wanproxy.Link).Cut, time.Second},
-		{"cut", (*wanproxy.Link).Cut, 2 * time.Second},
-		{"cut", (*wanproxy.Link).Cut, 3 * time.Second},
-		{"blackhole", (*wanproxy.Link).Blackhole, 3 * time.Second},
-	} {
+	for _, fault := range outages {
 		// The fault's length and the quiet time after it are the
 		// scenario's clock; what they must not cause is watched above.
 		fault.apply(link)
@@ -172,6 +203,9 @@ func TestShortStoreOutagesCostClientsNothing(t *testing.T) {
 	close(stopWatch)
 	<-watchDone
 	t.Logf("%d sent, %d acknowledged, %d consumed; longest gap between acknowledgements %v", n, len(s.acked), received(), gap.Round(time.Millisecond))
+	if lapsed > 0 {
+		t.Logf("the lease lapsed and the fence was taken again (%d checks found it lapsed); the clients were held meanwhile", lapsed)
+	}
 	if len(refused) > 0 {
 		t.Errorf("the primary's gate refused writes %d times, first: %s; last: %s", len(refused), refused[0], refused[len(refused)-1])
 	}

@@ -105,13 +105,29 @@ type Config struct {
 	Region string
 	// Broker identifies the broker within its region. Required.
 	Broker string
-	// TTL is the broker's fence lease (0: 5s). A dead or cut-off
+	// TTL is the broker's fence lease (0: DefaultTTL). A dead or cut-off
 	// primary's namespaces fail over no sooner than this.
 	TTL time.Duration
+	// Hold is how long, once its lease lapsed, the broker tries to take
+	// its fences again on a new lease before it gives its clients up
+	// (0: DefaultHold; negative: not at all). Meanwhile Wait holds
+	// writers rather than refusing them, so a cut of the global store
+	// that heals in time costs them a delay only. A cut-off primary's
+	// clients move to a new primary this much later.
+	Hold time.Duration
 	// DrainTimeout bounds a planned demotion's wait for replication to
 	// the new primary (0: 30s).
 	DrainTimeout time.Duration
 }
+
+// DefaultTTL and DefaultHold are the fence lease's defaults
+// (docs/decisions.md, "Failover in under three seconds"): a dead
+// primary's fences end within the TTL of its last renewal, and a cut of
+// the global store that heals within the TTL costs its clients nothing.
+const (
+	DefaultTTL  = 2 * time.Second
+	DefaultHold = 750 * time.Millisecond
+)
 
 // Deps are the gates' live dependencies.
 type Deps struct {
@@ -202,7 +218,10 @@ func New(cfg Config, deps Deps) (*Gates, error) {
 		return nil, err
 	}
 	if cfg.TTL == 0 {
-		cfg.TTL = 5 * time.Second
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.Hold == 0 {
+		cfg.Hold = DefaultHold
 	}
 	if cfg.DrainTimeout == 0 {
 		cfg.DrainTimeout = 30 * time.Second
@@ -231,14 +250,16 @@ func (gs *Gates) keepPresent() {
 		select {
 		case <-gs.ctx.Done():
 			return
-		case <-time.After(min(gs.cfg.TTL/3, time.Second)):
+		case <-time.After(min(gs.cfg.TTL/4, 500*time.Millisecond)):
 		}
 	}
 }
 
 // autoFailover promotes this region for each namespace with automatic
-// failover whose primary region has had no broker present for its delay,
-// when this region is the first present one of the namespace's clusters
+// failover whose primary region has been unreachable for its delay (its
+// last broker's presence ended a lease TTL after it last reached the
+// store), when this region is the first present one of the namespace's
+// clusters
 // (in their listed order). Only a region that reaches the global store can
 // see that and promote itself; the promotion is a compare-and-swap, so at
 // most one region wins an epoch.
@@ -278,7 +299,10 @@ func (gs *Gates) autoFailover(gone map[string]time.Time) {
 			gs.log.Warn("primary region of namespace is gone", "namespace", ns.Name, "primary", f.Primary, "failoverAfter", time.Duration(f.AutoAfterSeconds)*time.Second)
 			continue
 		}
-		if time.Since(since) < time.Duration(f.AutoAfterSeconds)*time.Second {
+		// Its presence keys ended a lease TTL after its brokers last
+		// reached the store: it has been unreachable that much longer
+		// (taking the primary's brokers' TTL to be this broker's).
+		if time.Since(since)+gs.cfg.TTL < time.Duration(f.AutoAfterSeconds)*time.Second {
 			continue
 		}
 		var candidate string
@@ -317,6 +341,9 @@ type state struct {
 	lease    *metastore.Lease // held fence (active-standby primary only)
 	err      error            // why not writable (nil: writable)
 	pending  bool             // err may clear soon (reading the policy, waiting for another region's fence)
+	// retaking: the lease lapsed while writing and the fence is being
+	// taken again (retake); writers are held, and demoted if it fails.
+	retaking bool
 }
 
 type gate struct {
@@ -372,10 +399,11 @@ func (gs *Gates) Check(ns, local string) error {
 }
 
 // Wait waits while the broker may soon be allowed to write (the policy is
-// being read, or another region's fence is about to end): it returns
-// Check's answer once that is settled or ctx ends. A broker cut off from
-// the global store is answered at once (ErrFenced): its clients are better
-// off trying another region.
+// being read, another region's fence is about to end, or this broker's
+// lease lapsed a moment ago and it is taking its fence again, for at most
+// Config.Hold): it returns Check's answer once that is settled or ctx
+// ends. A broker cut off from the global store for longer is answered at
+// once (ErrFenced): its clients are better off trying another region.
 func (gs *Gates) Wait(ctx context.Context, ns, local string) error {
 	for {
 		g := gs.route(ns, local)
@@ -385,7 +413,10 @@ func (gs *Gates) Wait(ctx context.Context, ns, local string) error {
 		if gs.route(ns, local) != g {
 			continue
 		}
-		if err == nil || errors.Is(err, ErrNotPrimary) || !st.pending {
+		// A lease that just ran out on a writable state: the retake
+		// starts at once (track sees the lease end).
+		lapsing := st.err == nil && st.lease != nil && gs.cfg.Hold > 0
+		if err == nil || errors.Is(err, ErrNotPrimary) || !st.pending && !lapsing {
 			return err
 		}
 		select {
@@ -689,7 +720,8 @@ func (gs *Gates) fenceKey(g *gate) string {
 // up the fence held (deleting the key when the store can be reached;
 // otherwise it ends with the lease).
 func (gs *Gates) release(g *gate, held *metastore.Lease, st *state) *metastore.Lease {
-	was := g.st.Load().err == nil
+	cur := g.st.Load()
+	was := cur.err == nil || cur.retaking
 	g.set(st)
 	if was && st.err != nil {
 		gs.log.Info("no longer writing", "scope", g.scope.String(), "reason", st.err)
@@ -736,6 +768,13 @@ func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev 
 		Epoch int64 `json:"epoch"`
 	}{f.Epoch})
 	if held != nil && !held.Valid() {
+		if l, reread, ok := gs.retake(g, f, rev, clusters, events); ok || reread {
+			if reread {
+				held = gs.release(g, held, &state{failover: f, err: fmt.Errorf("%w: %w", ErrFenced, ErrLapsed)})
+				return held, true
+			}
+			return l, false
+		}
 		held = gs.release(g, held, &state{failover: f, err: fmt.Errorf("%w: %w", ErrFenced, ErrLapsed)})
 	}
 	if held != nil {
@@ -806,6 +845,60 @@ func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev 
 		}
 	}
 	return nil, false
+}
+
+// retake tries, for Config.Hold after g's lease lapsed, to take g's
+// fence again on a new lease, on the same conditions as any take (the
+// policy still at rev, no other region's fence from before it): a cut of
+// the global store that healed in time. Meanwhile the state is pending,
+// so Wait holds writers instead of refusing them, and nothing is
+// demoted. ok: taken again (writable); reread: the policy changed
+// meanwhile (the caller releases and reads it). Neither: the hold ran
+// out.
+func (gs *Gates) retake(g *gate, f policy.Failover, rev int64, clusters []string, events <-chan metastore.Event) (l *metastore.Lease, reread, ok bool) {
+	if gs.cfg.Hold <= 0 {
+		return nil, false, false
+	}
+	deadline := time.Now().Add(gs.cfg.Hold)
+	g.set(&state{failover: f, err: fmt.Errorf("%w: %w (taking the fence again)", ErrFenced, ErrLapsed), pending: true, retaking: true})
+	gs.log.Info("fence lease lapsed; taking the fence again", "scope", g.scope.String(), "hold", gs.cfg.Hold)
+	val, _ := json.Marshal(struct {
+		Epoch int64 `json:"epoch"`
+	}{f.Epoch})
+	for gs.ctx.Err() == nil && time.Now().Before(deadline) {
+		ctx, cancel := context.WithDeadline(gs.ctx, deadline)
+		nl, err := gs.leaseFor(ctx)
+		if err == nil {
+			var conds []metastore.Cmp
+			var others []string
+			conds, others, err = gs.fenceConds(g, rev, clusters)
+			if err == nil && len(others) == 0 {
+				var took bool
+				took, _, err = gs.deps.Global.Txn(ctx, conds, []metastore.Op{metastore.PutLeasedOp(gs.fenceKey(g), val, nl.ID())})
+				if err == nil && took {
+					cancel()
+					g.set(&state{failover: f, lease: nl})
+					gs.log.Info("fence taken again after the lease lapsed; writing as the primary", "scope", g.scope.String(), "epoch", f.Epoch)
+					return nl, false, true
+				}
+				if err == nil {
+					cancel()
+					return nil, true, false // the policy or the fences changed: read again
+				}
+			} else if err == nil {
+				cancel()
+				return nil, true, false // another region's fence: this one was replaced
+			}
+		}
+		cancel()
+		select {
+		case <-gs.ctx.Done():
+		case _, open := <-events:
+			return nil, open, false // the policy changed
+		case <-time.After(min(50*time.Millisecond, time.Until(deadline))):
+		}
+	}
+	return nil, false, false
 }
 
 // fenceConds are the conditions on which this broker may take g's fence

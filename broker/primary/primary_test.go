@@ -430,3 +430,79 @@ func TestTopicPrimaryIsFencedApart(t *testing.T) {
 		t.Fatalf("the namespace after all that: %v", err)
 	}
 }
+
+// cutGates starts region r0's gates (broker "a", the default TTL and
+// hold) reaching the global store through a link the test can cut.
+func (w *world) cutGates(d *demotions) (*primary.Gates, *wanproxy.Link) {
+	w.t.Helper()
+	link, err := wanproxy.Listen("127.0.0.1:0", strings.TrimPrefix(w.c.Endpoints()[0], "http://"))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	cut, err := metastore.Connect(context.Background(), metastore.Config{Endpoints: []string{"http://" + link.Addr()}})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	g, err := primary.New(primary.Config{Region: "r0", Broker: "a"}, primary.Deps{Global: cut, Demote: d.add})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() {
+		g.Abort()
+		cut.Close()
+		link.Close()
+	})
+	return g, link
+}
+
+// TestLapsedFenceIsTakenAgainWithinTheHold: a primary cut off from the
+// global store for longer than its lease is valid, but back within the
+// hold, stops writing at the lapse (as it must: another region might be
+// promoted), holds its writers meanwhile (Wait waits rather than
+// refuses), takes its fence again on a new lease and goes on: its
+// clients are not demoted. Cut off for longer, it demotes them.
+func TestLapsedFenceIsTakenAgainWithinTheHold(t *testing.T) {
+	w := newWorld(t)
+	w.setPrimary("r0")
+	var d demotions
+	g0, link := w.cutGates(&d)
+	if err := wait(t, g0); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		fault func()
+	}{{"cut", link.Cut}, {"black hole", link.Blackhole}} {
+		c.fault()
+		// The lease lapses: writes stop, and a writer that asks now is
+		// held, not refused.
+		testcluster.WaitFor(t, 10*time.Second, func() bool { return g0.Check(ns, "") != nil })
+		lapsed := time.Now()
+		if err := g0.Check(ns, ""); !errors.Is(err, primary.ErrLapsed) {
+			t.Fatalf("%s: after the lapse: %v, want lapsed", c.name, err)
+		}
+		held := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			held <- g0.Wait(ctx, ns, "")
+		}()
+		link.Up()
+		if err := <-held; err != nil {
+			t.Fatalf("%s: a writer held through the lapse got %v", c.name, err)
+		}
+		t.Logf("%s: writable again %v after the lapse", c.name, time.Since(lapsed).Round(time.Millisecond))
+		if n := d.count(); n != 0 {
+			t.Fatalf("%s: %d demotions, want none", c.name, n)
+		}
+	}
+
+	// A cut that outlasts the hold: the clients are sent away.
+	link.Cut()
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return d.count() == 1 })
+	if err := g0.Check(ns, ""); !errors.Is(err, primary.ErrLapsed) {
+		t.Fatalf("after the hold: %v, want lapsed", err)
+	}
+	link.Up()
+	testcluster.WaitFor(t, 30*time.Second, func() bool { return g0.Check(ns, "") == nil })
+}
