@@ -54,6 +54,7 @@ func (s *stream) run() {
 			backoff, s.failing = 100*time.Millisecond, 0
 		}
 		if err != nil {
+			s.st.update(func(st *StreamStats) { st.Active = false })
 			s.failed(err)
 		}
 		select {
@@ -66,14 +67,15 @@ func (s *stream) run() {
 }
 
 // failed counts a failure of the stream and logs it: the first of a run
-// of failures, then every 30s while they go on (never silent).
+// of failures, then every 30s while they go on (never silent). A failure
+// within a session (a frame given up while the remote is unreachable)
+// leaves the worker the stream's active consumer.
 func (s *stream) failed(err error) {
 	s.failing++
 	s.w.metrics.errors.Add(context.Background(), 1, s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.side", "source")))
 	s.st.update(func(st *StreamStats) {
 		st.Errors++
 		st.LastError = err.Error()
-		st.Active = false
 	})
 	if s.failing == 1 || time.Since(s.warned) >= 30*time.Second {
 		s.warned = time.Now()
