@@ -399,7 +399,8 @@ func (s *stream) send(msg *nats.Msg, what string) (*nats.Msg, time.Time, error) 
 		start := time.Now()
 		reply, err := s.exchange(msg)
 		if !errors.Is(err, ErrUnreachable) {
-			if err == nil {
+			if err == nil && s.failing > 0 {
+				s.w.log.Info("replication stream: remote reachable again", "topic", s.key.Topic, "remote", s.key.Remote, "failures", s.failing)
 				s.failing = 0
 			}
 			return reply, start, err
