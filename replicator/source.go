@@ -406,7 +406,7 @@ func (s *stream) send(msg *nats.Msg, what string) (*nats.Msg, time.Time, error) 
 			return reply, start, err
 		}
 		s.failed(fmt.Errorf("%s: %w", what, err))
-		if err := s.awaitRemote(); err != nil {
+		if err := s.awaitRemote(what); err != nil {
 			return nil, start, err
 		}
 	}
@@ -481,18 +481,28 @@ func (s *stream) probe(ctx context.Context) error {
 // 100ms, then at intervals doubling up to ProbeInterval, so a stream
 // resumes within about ProbeInterval of the remote coming back. A probe
 // is a few bytes, and goes no further than the local NATS server while
-// no sink is reachable; the frame itself is sent again only once one
-// answered.
-func (s *stream) awaitRemote() error {
+// no sink is reachable; the frame (what) is sent again only once one
+// answered. While it waits it counts a failure every MaxBackoff (as a
+// failing session's retries did), so the stream is never silent.
+func (s *stream) awaitRemote(what string) error {
 	delay := min(100*time.Millisecond, s.w.cfg.ProbeInterval)
+	counted := time.Now() // the failure that sent us here
 	for {
 		select {
 		case <-s.ctx.Done():
 			return s.ctx.Err()
 		case <-time.After(delay):
 		}
-		if s.probe(s.ctx) == nil {
+		err := s.probe(s.ctx)
+		if err == nil {
 			return nil
+		}
+		if s.ctx.Err() != nil {
+			return s.ctx.Err()
+		}
+		if time.Since(counted) >= s.w.cfg.MaxBackoff {
+			counted = time.Now()
+			s.failed(fmt.Errorf("%s: waiting for the remote: %w", what, err))
 		}
 		delay = min(2*delay, s.w.cfg.ProbeInterval)
 	}
