@@ -63,6 +63,15 @@ type Config struct {
 	LeaseTTL time.Duration `yaml:"leaseTTL"`
 	// MaxBackoff caps the retry delay of a failing stream (0: 5s).
 	MaxBackoff time.Duration `yaml:"maxBackoff"`
+	// ProbeInterval paces the probes by which a stream learns whether the
+	// remote region's sinks are reachable (0: 500ms). A frame unanswered
+	// for ProbeInterval is probed every ProbeInterval: when no sink is
+	// reachable (NATS has no responders) the frame is given up at once
+	// rather than at RequestTimeout; an answer, or none within
+	// ProbeInterval, keeps it waiting. While no sink is reachable the
+	// stream probes at most every ProbeInterval and sends the frame again
+	// once one answers.
+	ProbeInterval time.Duration `yaml:"probeInterval"`
 	// SinkConcurrency bounds the frames the sink applies at once (0: 16).
 	SinkConcurrency int `yaml:"sinkConcurrency"`
 	// MaxFrameBytes bounds a received frame, compressed (0: 8 MiB).
@@ -133,7 +142,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("replicator.%s: %d is negative", name, v))
 		}
 	}
-	for name, v := range map[string]time.Duration{"frameDelay": c.FrameDelay, "requestTimeout": c.RequestTimeout, "scanInterval": c.ScanInterval, "leaseTTL": c.LeaseTTL, "maxBackoff": c.MaxBackoff} {
+	for name, v := range map[string]time.Duration{"frameDelay": c.FrameDelay, "requestTimeout": c.RequestTimeout, "scanInterval": c.ScanInterval, "leaseTTL": c.LeaseTTL, "maxBackoff": c.MaxBackoff, "probeInterval": c.ProbeInterval} {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("replicator.%s: %v is negative", name, v))
 		}
@@ -164,6 +173,7 @@ func (c Config) withDefaults() Config {
 	defD(&c.ScanInterval, time.Second)
 	defD(&c.LeaseTTL, 5*time.Second)
 	defD(&c.MaxBackoff, 5*time.Second)
+	defD(&c.ProbeInterval, 500*time.Millisecond)
 	return c
 }
 
@@ -173,6 +183,11 @@ func Subject(dest, source string) string { return "isobar.repl." + dest + "." + 
 // KindSubState is the HeaderKind of a frame of subscription-state records
 // (replication.SubStateProperty) rather than entries.
 const KindSubState = "substate"
+
+// KindProbe is the HeaderKind of a probe: an empty request that a sink
+// answers at once, by which a source learns that the remote region's
+// sinks are reachable.
+const KindProbe = "probe"
 
 // SinkQueue is the NATS queue group of a region's sink workers.
 const SinkQueue = "isobar-sink"
@@ -186,5 +201,5 @@ const (
 	HeaderCount  = "Isobar-Count"     // entries in the frame
 	HeaderRaw    = "Isobar-Raw-Bytes" // uncompressed body size
 	HeaderError  = "Isobar-Error"     // set on a reply that refuses the frame
-	HeaderKind   = "Isobar-Kind"      // KindSubState, or absent for entries
+	HeaderKind   = "Isobar-Kind"      // KindSubState, KindProbe, or absent for entries
 )

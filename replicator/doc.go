@@ -8,7 +8,10 @@
 // to the remote region; only when the remote replies does it acknowledge
 // the entries, and only then does it send the next frame of that stream
 // (one frame in flight per stream keeps per-source order at the
-// destination). The sink side answers those requests in its own region
+// destination). While a frame waits for its reply the stream probes the
+// remote's sinks; when none is reachable it gives the frame up at once and
+// sends it again as soon as one answers a probe. The sink side answers
+// those requests in its own region
 // through the NATS queue group isobar-sink: it checks the whole frame,
 // then appends the entries through a replicator producer, marked
 // replicated from the source; the broker drops entries whose source

@@ -40,8 +40,16 @@ func (s *sinkProducer) close() {
 }
 
 // onFrame answers one frame request; the work runs off the NATS
-// delivery goroutine, at most SinkConcurrency frames at once.
+// delivery goroutine, at most SinkConcurrency frames at once. A probe is
+// answered at once, on the delivery goroutine (it waits there only
+// behind frames waiting for a free slot).
 func (w *Worker) onFrame(msg *nats.Msg) {
+	if msg.Header.Get(HeaderKind) == KindProbe {
+		if msg.Reply != "" {
+			_ = msg.Respond(nil)
+		}
+		return
+	}
 	select {
 	case w.sem <- struct{}{}:
 	case <-w.ctx.Done():

@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -26,6 +27,10 @@ type stream struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	enc    *frame.Encoder
+
+	// Used by the stream's goroutine only (run and its session).
+	failing int       // failures in a row
+	warned  time.Time // last warning
 }
 
 func newStream(w *Worker, k streamKey, st *StreamStats) *stream {
@@ -40,30 +45,17 @@ func (s *stream) run() {
 	// Exported at zero before the first failure.
 	s.w.metrics.errors.Add(context.Background(), 0, s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.side", "source")))
 	backoff := 100 * time.Millisecond
-	var failing int      // failed sessions in a row
-	var warned time.Time // last warning
 	for s.ctx.Err() == nil {
 		progressed, err := s.session()
 		if s.ctx.Err() != nil {
 			return
 		}
 		if progressed {
-			backoff, failing = 100*time.Millisecond, 0
+			backoff, s.failing = 100*time.Millisecond, 0
 		}
 		if err != nil {
-			failing++
-			s.w.metrics.errors.Add(context.Background(), 1, s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.side", "source")))
-			s.st.update(func(st *StreamStats) {
-				st.Errors++
-				st.LastError = err.Error()
-				st.Active = false
-			})
-			// Never silent: the first failure of a run, then every 30s
-			// while it keeps failing.
-			if failing == 1 || time.Since(warned) >= 30*time.Second {
-				warned = time.Now()
-				s.w.log.Warn("replication stream failing; retrying", "topic", s.key.Topic, "remote", s.key.Remote, "failures", failing, "err", err)
-			}
+			s.st.update(func(st *StreamStats) { st.Active = false })
+			s.failed(err)
 		}
 		select {
 		case <-s.ctx.Done():
@@ -71,6 +63,23 @@ func (s *stream) run() {
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, s.w.cfg.MaxBackoff)
+	}
+}
+
+// failed counts a failure of the stream and logs it: the first of a run
+// of failures, then every 30s while they go on (never silent). A failure
+// within a session (a frame given up while the remote is unreachable)
+// leaves the worker the stream's active consumer.
+func (s *stream) failed(err error) {
+	s.failing++
+	s.w.metrics.errors.Add(context.Background(), 1, s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.side", "source")))
+	s.st.update(func(st *StreamStats) {
+		st.Errors++
+		st.LastError = err.Error()
+	})
+	if s.failing == 1 || time.Since(s.warned) >= 30*time.Second {
+		s.warned = time.Now()
+		s.w.log.Warn("replication stream failing; retrying", "topic", s.key.Topic, "remote", s.key.Remote, "failures", s.failing, "err", err)
 	}
 }
 
@@ -318,12 +327,10 @@ func (s *stream) request(p prepared) error {
 	msg.Header.Set(HeaderLast, entries[len(entries)-1].Pos.String())
 	msg.Header.Set(HeaderCount, strconv.Itoa(len(entries)))
 	msg.Header.Set(HeaderRaw, strconv.Itoa(raw))
-	ctx, cancel := context.WithTimeout(s.ctx, s.w.cfg.RequestTimeout)
-	defer cancel()
+	what := fmt.Sprintf("frame %s..%s to %s", entries[0].Pos, entries[len(entries)-1].Pos, s.key.Remote)
 	spans := s.w.traceEntries(entries, "replicate "+s.key.Topic+" to "+s.key.Remote, trace.SpanKindProducer,
 		attribute.String("isobar.source", s.w.cfg.Region), attribute.String("isobar.dest", s.key.Remote))
-	start := time.Now()
-	reply, err := s.w.deps.NATS.RequestMsgWithContext(ctx, msg)
+	reply, start, err := s.send(msg, what)
 	pair := s.w.pairAttrs(s.w.cfg.Region, s.key.Remote)
 	if err != nil || reply.Header.Get(HeaderError) != "" {
 		s.w.metrics.frames.Add(context.Background(), 1, s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.result", "error")))
@@ -340,7 +347,7 @@ func (s *stream) request(p prepared) error {
 	}
 	endSpans(spans, err)
 	if err != nil {
-		return fmt.Errorf("frame %s..%s to %s: %w", entries[0].Pos, entries[len(entries)-1].Pos, s.key.Remote, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	s.st.update(func(st *StreamStats) {
 		st.Entries += int64(len(entries))
@@ -363,15 +370,140 @@ func (s *stream) requestStates(states [][]byte, body []byte) error {
 	msg.Header.Set(HeaderTopic, s.key.Topic)
 	msg.Header.Set(HeaderKind, KindSubState)
 	msg.Header.Set(HeaderCount, strconv.Itoa(len(states)))
-	ctx, cancel := context.WithTimeout(s.ctx, s.w.cfg.RequestTimeout)
-	defer cancel()
-	reply, err := s.w.deps.NATS.RequestMsgWithContext(ctx, msg)
+	what := fmt.Sprintf("%d subscription states to %s", len(states), s.key.Remote)
+	reply, _, err := s.send(msg, what)
 	if err == nil && reply.Header.Get(HeaderError) != "" {
 		err = &replyError{msg: reply.Header.Get(HeaderError)}
 	}
 	if err != nil {
-		return fmt.Errorf("%d subscription states to %s: %w", len(states), s.key.Remote, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	s.st.update(func(st *StreamStats) { st.SubStates += int64(len(states)) })
 	return nil
+}
+
+// ErrUnreachable is the failure of a request while no sink of the remote
+// region is reachable: NATS knows no responder for its subject (the
+// remote's NATS is cut off from this region's, or no sink subscribes).
+var ErrUnreachable = errors.New("replicator: no sink of the remote region is reachable")
+
+// send sends msg (what names it in errors) until it is answered, and
+// returns the reply and when the answered attempt started. While no sink
+// of the remote is reachable, it counts a failure, waits until one is
+// (awaitRemote) and sends the same msg again, in the same session: the
+// next frame cannot overtake it, and the remote broker drops the entries
+// of a copy it already stored (a frame given up may still have been
+// applied). Any other error ends the session as before.
+func (s *stream) send(msg *nats.Msg, what string) (*nats.Msg, time.Time, error) {
+	for {
+		start := time.Now()
+		reply, err := s.exchange(msg)
+		if !errors.Is(err, ErrUnreachable) {
+			if err == nil && s.failing > 0 {
+				s.w.log.Info("replication stream: remote reachable again", "topic", s.key.Topic, "remote", s.key.Remote, "failures", s.failing)
+				s.failing = 0
+			}
+			return reply, start, err
+		}
+		s.failed(fmt.Errorf("%s: %w", what, err))
+		if err := s.awaitRemote(what); err != nil {
+			return nil, start, err
+		}
+	}
+}
+
+// exchange sends msg as a request and waits for its reply, up to
+// RequestTimeout. From ProbeInterval on it also probes the remote every
+// ProbeInterval: when a probe finds no sink reachable, the reply cannot
+// come any more (the connection that carried the frame or would carry
+// the reply is gone, or nobody holds the frame), so it gives up at once
+// with ErrUnreachable rather than at RequestTimeout. A probe answered,
+// or not answered within ProbeInterval (a slow link queues it behind the
+// frame), keeps the frame waiting: a frame is never given up only for
+// being slow while the remote is there.
+func (s *stream) exchange(msg *nats.Msg) (*nats.Msg, error) {
+	rctx, abandon := context.WithCancelCause(s.ctx)
+	defer abandon(nil)
+	ctx, cancel := context.WithTimeout(rctx, s.w.cfg.RequestTimeout)
+	defer cancel()
+	start := time.Now()
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		t := time.NewTimer(s.w.cfg.ProbeInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := s.probe(ctx); errors.Is(err, ErrUnreachable) {
+				abandon(err)
+				return
+			}
+			t.Reset(s.w.cfg.ProbeInterval)
+		}
+	}()
+	reply, err := s.w.deps.NATS.RequestMsgWithContext(ctx, msg)
+	cancel()
+	<-probed
+	switch {
+	case err == nil:
+		return reply, nil
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
+	case errors.Is(context.Cause(rctx), ErrUnreachable):
+		return nil, fmt.Errorf("no reply after %v, and a probe: %w", time.Since(start).Round(time.Millisecond), context.Cause(rctx))
+	}
+	return nil, err
+}
+
+// probe asks the remote's sinks whether they are there: nil when one
+// answers (any reply, also a refusal from a sink that predates probes),
+// an error wrapping ErrUnreachable when none is reachable, another error
+// when no answer came within ProbeInterval.
+func (s *stream) probe(ctx context.Context) error {
+	msg := nats.NewMsg(Subject(s.key.Remote, s.w.cfg.Region))
+	msg.Header.Set(HeaderSource, s.w.cfg.Region)
+	msg.Header.Set(HeaderTopic, s.key.Topic)
+	msg.Header.Set(HeaderKind, KindProbe)
+	pctx, cancel := context.WithTimeout(ctx, s.w.cfg.ProbeInterval)
+	defer cancel()
+	_, err := s.w.deps.NATS.RequestMsgWithContext(pctx, msg)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	return err
+}
+
+// awaitRemote probes the remote until a sink answers: first after
+// 100ms, then at intervals doubling up to ProbeInterval, so a stream
+// resumes within about ProbeInterval of the remote coming back. A probe
+// is a few bytes, and goes no further than the local NATS server while
+// no sink is reachable; the frame (what) is sent again only once one
+// answered. While it waits it counts a failure every MaxBackoff (as a
+// failing session's retries did), so the stream is never silent.
+func (s *stream) awaitRemote(what string) error {
+	delay := min(100*time.Millisecond, s.w.cfg.ProbeInterval)
+	counted := time.Now() // the failure that sent us here
+	for {
+		select {
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		case <-time.After(delay):
+		}
+		err := s.probe(s.ctx)
+		if err == nil {
+			return nil
+		}
+		if s.ctx.Err() != nil {
+			return s.ctx.Err()
+		}
+		if time.Since(counted) >= s.w.cfg.MaxBackoff {
+			counted = time.Now()
+			s.failed(fmt.Errorf("%s: waiting for the remote: %w", what, err))
+		}
+		delay = min(2*delay, s.w.cfg.ProbeInterval)
+	}
 }
