@@ -164,7 +164,7 @@ func Analyze(l *Log, lim Limits) Report {
 	// Deliveries: lost, late, duplicates, order.
 	delivered := make(map[Key]int, len(acked))
 	late := map[Key]bool{}
-	maxSeq := map[int]int64{}
+	order := orderCheck{}
 	var lost, dupCopy, outOfOrder []Key
 	for _, d := range l.Deliveries {
 		first := delivered[d.Key] == 0
@@ -175,12 +175,10 @@ func Analyze(l *Log, lim Limits) Report {
 		if !first || d.Late {
 			continue
 		}
-		if m, ok := maxSeq[d.Producer]; ok && d.Seq < m {
+		if !order.inOrder(d.Key) {
 			r.OrderViolations++
 			outOfOrder = append(outOfOrder, d.Key)
-			continue
 		}
-		maxSeq[d.Producer] = d.Seq
 	}
 	r.Delivered = len(delivered)
 	r.Late = len(late)
@@ -266,6 +264,20 @@ func Analyze(l *Log, lim Limits) Report {
 	}
 	r.Passed = len(r.Failures) == 0
 	return r
+}
+
+// orderCheck holds, per producer, the highest sequence number of a
+// stream of messages (first occurrences, not late) seen so far.
+type orderCheck map[int]int64
+
+// inOrder reports whether k comes after every message of its producer
+// seen so far, and if so records it.
+func (o orderCheck) inOrder(k Key) bool {
+	if m, ok := o[k.Producer]; ok && k.Seq < m {
+		return false
+	}
+	o[k.Producer] = k.Seq
+	return true
 }
 
 // AckGrouping is how long pulsar-client-go holds acknowledgements before
