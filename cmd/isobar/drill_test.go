@@ -103,6 +103,10 @@ func TestDrillUsageErrors(t *testing.T) {
 		{[]string{"drill", "failover", "--endpoints", eps, "--from", "r1", "--to", "r1"}, "--to"},
 		{[]string{"drill", "failover", "--endpoints", eps, "--auto-failover-after", "2500ms"}, "--auto-failover-after"},
 		{[]string{"drill", "failover", "extra"}, "no arguments"},
+		{[]string{"drill", "chaos", "--endpoints", filepath.Join(dir, "missing.json")}, "isobar dev"},
+		{[]string{"drill", "chaos", "--endpoints", eps, "--faults", "kill,flood"}, "--faults"},
+		{[]string{"drill", "chaos", "--endpoints", eps, "--duration", "5s"}, "--duration"},
+		{[]string{"drill", "chaos", "--endpoints", eps, "--tenant", "a/b", "--rate", "-1"}, "--rate"},
 		{[]string{"drill"}, "missing command"},
 	} {
 		_, err := run(context.Background(), c.args...)
