@@ -186,6 +186,8 @@ func (d *chaosDriver) run(ctx context.Context) (*ChaosReport, error) {
 	d.l.Start = time.Now()
 	clients, works, err := d.startWorkloads(ctx)
 	defer func() {
+		// Undo first: a client closes slowly while its region is down.
+		d.undoAll(ctx)
 		for _, w := range works {
 			w.close()
 		}
@@ -305,6 +307,9 @@ func (d *chaosDriver) setup(ctx context.Context) error {
 		for _, s := range did {
 			d.log.Info("chaos: " + s)
 		}
+		if err == nil {
+			err = setRetention(ctx, admin, d.admins, ns)
+		}
 		if err != nil {
 			return err
 		}
@@ -340,6 +345,30 @@ func ensureActiveActive(ctx context.Context, c *rest.Client, views []*rest.Clien
 		return did, fmt.Errorf("drill: de-duplication of %s: %w", ns, err)
 	}
 	return did, nil
+}
+
+// chaosRetention keeps what the drill's consumers acknowledged: the
+// checks read every region's copy from its first message, and without
+// retention a region drops the acknowledged ledgers it closes (on every
+// restart).
+var chaosRetention = map[string]int{"retentionTimeInMinutes": 24 * 60, "retentionSizeInMB": 1024}
+
+// setRetention sets chaosRetention on ns through c and waits until every
+// region in views serves it, before the drill's topics load.
+func setRetention(ctx context.Context, c *rest.Client, views []*rest.Client, ns string) error {
+	path := "/admin/v2/namespaces/" + ns + "/retention"
+	if err := c.PostWithContext(ctx, path, chaosRetention); err != nil {
+		return fmt.Errorf("drill: retention of %s: %w", ns, err)
+	}
+	return await(ctx, startTimeout, "every region to see the retention of "+ns, func() bool {
+		for _, v := range views {
+			var got map[string]int
+			if err := v.GetWithContext(ctx, path, &got); err != nil || !maps.Equal(got, chaosRetention) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // planClients lays out the workload in d.l: per namespace kind a plain
@@ -513,6 +542,10 @@ func (d *chaosDriver) undoAll(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
 		if err := control(ctx, d.ctl, region, string(undo(f))); err != nil {
 			d.log.Error("chaos: could not undo a fault", "region", region, "fault", f, "err", err)
+		} else {
+			d.mu.Lock()
+			delete(d.faulted, region)
+			d.mu.Unlock()
 		}
 		cancel()
 	}
