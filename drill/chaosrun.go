@@ -216,8 +216,9 @@ func (d *chaosDriver) run(ctx context.Context) (*ChaosReport, error) {
 		}
 		d.l.Steps = append(d.l.Steps, d.take(ctx, st))
 	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
+	// The schedule lasts its whole duration, whenever its last step was.
+	if err := pause(ctx, time.Until(d.l.Steady.Add(c.Duration))); err != nil {
+		return nil, err
 	}
 	if err := await(ctx, healTimeout, "every region to be ready", func() bool {
 		for _, r := range c.Endpoints.Regions {
