@@ -44,8 +44,9 @@ send, per producer and overall (judged with --max-gap).
 The seed goes to stderr first and into the report; the same --seed
 and --duration against the same regions replay the schedule. The
 table goes to stdout, the JSON report to --json FILE ("-": stdout
-instead of the table). The exit status is 1 when a check failed, 2
-for bad flags. See docs/drills.md, "Randomized drills".`
+instead of the table). The exit status is 1 when a check failed or
+the drill could not run (the error names the seed), 2 for bad flags.
+See docs/drills.md, "Randomized drills".`
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		logger, err := g.logger()
 		if err != nil {
