@@ -348,8 +348,15 @@ func switchGap(ts []time.Time, from, to time.Time) (before, after time.Time) {
 // [from, to]: from the last success before from (or from itself) to the
 // next, and so on, up to to.
 func longestGap(ts []time.Time, from, to time.Time) time.Duration {
+	_, d := longestGapAt(ts, from, to)
+	return d
+}
+
+// longestGapAt is longestGap and when that gap began (the success before
+// it, or from); the first such gap when several are as long.
+func longestGapAt(ts []time.Time, from, to time.Time) (time.Time, time.Duration) {
 	if !to.After(from) {
-		return 0
+		return from, 0
 	}
 	prev := from
 	i, _ := slices.BinarySearchFunc(ts, from, func(a, b time.Time) int { return a.Compare(b) })
@@ -357,11 +364,17 @@ func longestGap(ts []time.Time, from, to time.Time) time.Duration {
 		prev = ts[i-1]
 	}
 	var longest time.Duration
+	began := prev
 	for ; i < len(ts) && !ts[i].After(to); i++ {
-		longest = max(longest, ts[i].Sub(prev))
+		if g := ts[i].Sub(prev); g > longest {
+			longest, began = g, prev
+		}
 		prev = ts[i]
 	}
-	return max(longest, to.Sub(prev))
+	if g := to.Sub(prev); g > longest {
+		longest, began = g, prev
+	}
+	return began, longest
 }
 
 // spread is the worst and the p99 (nearest rank) of each client's

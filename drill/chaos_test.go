@@ -221,7 +221,7 @@ func TestCheckChaos(t *testing.T) {
 	}{
 		{"clean", func(*ChaosLog) {}, ChaosLimits{}, func(r ChaosReport) bool {
 			return r.Acknowledged == 30 && r.Lost == 0 && len(r.NotConverged) == 0 && len(r.Topics) == 2 && r.Topics[1].Copies[1].Distinct == 10 &&
-				r.LongestGapMS == 100 && r.Producers[2].LongestGapMS == 100 && r.Schedule[0].TakenMS != nil && *r.Schedule[0].TakenMS == 2000
+				r.LongestGapMS == 100 && r.Producers[2].LongestGapMS == 100 && r.Producers[2].LongestGapAtMS == 10 && r.Schedule[0].TakenMS != nil && *r.Schedule[0].TakenMS == 2000
 		}, ""},
 		{"lost in one region", func(l *ChaosLog) {
 			sc := copyOf(l, 0, 0, "r1")

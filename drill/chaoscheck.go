@@ -142,6 +142,9 @@ type ProducerReport struct {
 	Acknowledged int           `json:"acknowledged"`
 	SendErrors   int           `json:"send_errors"`
 	LongestGapMS int64         `json:"longest_gap_ms"`
+	// LongestGapAtMS is when that gap began (the acknowledgement before
+	// it), from the end of the warm-up, as the schedule's offsets.
+	LongestGapAtMS int64 `json:"longest_gap_at_ms"`
 }
 
 // ConsumerReport is one consumer's deliveries.
@@ -263,7 +266,8 @@ func CheckChaos(l *ChaosLog, lim ChaosLimits) ChaosReport {
 	r.LongestGapMS = ms(longestGap(allAcks, l.Steady, l.Stop))
 	for i, ts := range perProducer {
 		sortTimes(ts)
-		r.Producers[i].LongestGapMS = ms(longestGap(ts, l.Steady, l.Stop))
+		began, gap := longestGapAt(ts, l.Steady, l.Stop)
+		r.Producers[i].LongestGapMS, r.Producers[i].LongestGapAtMS = ms(gap), ms(began.Sub(l.Steady))
 		if lim.MaxGapMS > 0 && r.Producers[i].LongestGapMS > lim.MaxGapMS {
 			fail("producer %d (%s, %s): %d ms without an acknowledged send, over the limit of %d", i, r.Producers[i].Topic, orMulti(r.Producers[i].Region), r.Producers[i].LongestGapMS, lim.MaxGapMS)
 		}
