@@ -90,6 +90,9 @@ type ChaosReport struct {
 	DurationMS int64     `json:"duration_ms"`
 	Rate       int       `json:"rate"`
 	Started    time.Time `json:"started"`
+	// Steady is when the warm-up ended: the zero of the schedule's
+	// offsets.
+	Steady time.Time `json:"steady"`
 	// Schedule is every step, planned and as taken.
 	Schedule []StepReport `json:"schedule"`
 
@@ -201,7 +204,7 @@ type ChaosExamples struct {
 // all together, from Steady to Stop (judged against lim.MaxGapMS when
 // set). Errors of the run itself, and steps that failed, fail it too.
 func CheckChaos(l *ChaosLog, lim ChaosLimits) ChaosReport {
-	r := ChaosReport{Drill: "chaos", Regions: l.Regions, Limits: lim, Failures: []string{}, NotConverged: []string{}}
+	r := ChaosReport{Drill: "chaos", Regions: l.Regions, Steady: l.Steady, Limits: lim, Failures: []string{}, NotConverged: []string{}}
 	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
 	r.Failures = append(r.Failures, l.Errors...)
 	for _, s := range l.Steps {
