@@ -164,7 +164,7 @@ func Analyze(l *Log, lim Limits) Report {
 	// Deliveries: lost, late, duplicates, order.
 	delivered := make(map[Key]int, len(acked))
 	late := map[Key]bool{}
-	maxSeq := map[int]int64{}
+	order := orderCheck{}
 	var lost, dupCopy, outOfOrder []Key
 	for _, d := range l.Deliveries {
 		first := delivered[d.Key] == 0
@@ -175,12 +175,10 @@ func Analyze(l *Log, lim Limits) Report {
 		if !first || d.Late {
 			continue
 		}
-		if m, ok := maxSeq[d.Producer]; ok && d.Seq < m {
+		if !order.inOrder(d.Key) {
 			r.OrderViolations++
 			outOfOrder = append(outOfOrder, d.Key)
-			continue
 		}
-		maxSeq[d.Producer] = d.Seq
 	}
 	r.Delivered = len(delivered)
 	r.Late = len(late)
@@ -268,6 +266,20 @@ func Analyze(l *Log, lim Limits) Report {
 	return r
 }
 
+// orderCheck holds, per producer, the highest sequence number of a
+// stream of messages (first occurrences, not late) seen so far.
+type orderCheck map[int]int64
+
+// inOrder reports whether k comes after every message of its producer
+// seen so far, and if so records it.
+func (o orderCheck) inOrder(k Key) bool {
+	if m, ok := o[k.Producer]; ok && k.Seq < m {
+		return false
+	}
+	o[k.Producer] = k.Seq
+	return true
+}
+
 // AckGrouping is how long pulsar-client-go holds acknowledgements before
 // sending them (its default AckGroupingOptions.MaxTime; the drill's
 // consumers keep the default).
@@ -336,8 +348,15 @@ func switchGap(ts []time.Time, from, to time.Time) (before, after time.Time) {
 // [from, to]: from the last success before from (or from itself) to the
 // next, and so on, up to to.
 func longestGap(ts []time.Time, from, to time.Time) time.Duration {
+	_, d := longestGapAt(ts, from, to)
+	return d
+}
+
+// longestGapAt is longestGap and when that gap began (the success before
+// it, or from); the first such gap when several are as long.
+func longestGapAt(ts []time.Time, from, to time.Time) (time.Time, time.Duration) {
 	if !to.After(from) {
-		return 0
+		return from, 0
 	}
 	prev := from
 	i, _ := slices.BinarySearchFunc(ts, from, func(a, b time.Time) int { return a.Compare(b) })
@@ -345,11 +364,17 @@ func longestGap(ts []time.Time, from, to time.Time) time.Duration {
 		prev = ts[i-1]
 	}
 	var longest time.Duration
+	began := prev
 	for ; i < len(ts) && !ts[i].After(to); i++ {
-		longest = max(longest, ts[i].Sub(prev))
+		if g := ts[i].Sub(prev); g > longest {
+			longest, began = g, prev
+		}
 		prev = ts[i]
 	}
-	return max(longest, to.Sub(prev))
+	if g := to.Sub(prev); g > longest {
+		longest, began = g, prev
+	}
+	return began, longest
 }
 
 // spread is the worst and the p99 (nearest rank) of each client's

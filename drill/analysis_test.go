@@ -35,6 +35,11 @@ func TestLongestGap(t *testing.T) {
 	if got := longestGap(nil, at(0), at(300)); got != 300*time.Millisecond {
 		t.Errorf("no successes: %v, want the whole window", got)
 	}
+	for _, tc := range []struct{ from, to, began int }{{0, 1000, 200}, {0, 2500, 1000}, {300, 400, 200}} {
+		if began, _ := longestGapAt(ts, at(tc.from), at(tc.to)); !began.Equal(at(tc.began)) {
+			t.Errorf("longestGapAt(%d, %d) began at %v, want %dms", tc.from, tc.to, began.Sub(base), tc.began)
+		}
+	}
 }
 
 func TestSwitchGap(t *testing.T) {

@@ -9,6 +9,12 @@
 // acknowledgements, deliveries, scans of the surviving region's topic,
 // the phases' times) and returns the Report, with no clock, network or
 // files. Run is the driver that does the I/O and fills the Log.
+//
+// It also owns chaos drills: a seeded random schedule of faults and one
+// planned primary move against the whole federation, with a workload on
+// a namespace of each kind, checked afterwards in every region's copies.
+// Plan (the schedule) and CheckChaos (the checks) are pure; RunChaos is
+// their driver.
 package drill
 
 import (

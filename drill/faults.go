@@ -82,6 +82,86 @@ type namespacePolicies struct {
 // view for a while after the heal.
 func ensureNamespace(ctx context.Context, c *rest.Client, views []*rest.Client, ns string, clusters []string, autoAfter time.Duration) ([]string, error) {
 	from, to := clusters[0], clusters[1]
+	did, pol, created, err := ensureTenantAndNamespace(ctx, c, ns, clusters)
+	if err != nil {
+		return did, err
+	}
+	if created {
+		body := map[string]any{"mode": policy.ActiveStandby, "primary": from}
+		if autoAfter > 0 {
+			body["autoFailoverAfterSeconds"] = int(autoAfter / time.Second)
+		}
+		if err := c.PostWithContext(ctx, primaryPath(ns), body); err != nil {
+			return did, fmt.Errorf("drill: make %s active-standby with primary %s: %w", ns, from, err)
+		}
+		did = append(did, fmt.Sprintf("made %s active-standby with primary %s", ns, from))
+		return did, nil
+	}
+	if !slices.Contains(pol.ReplicationClusters, from) || !slices.Contains(pol.ReplicationClusters, to) {
+		return did, fmt.Errorf("drill: namespace %s replicates to %s, not to both %s and %s: use another namespace or add them (isobar admin namespaces set-clusters)",
+			ns, strings.Join(pol.ReplicationClusters, ", "), from, to)
+	}
+	f, err := latestPrimary(ctx, views, ns)
+	if err != nil {
+		return did, err
+	}
+	if f.Mode != policy.ActiveStandby {
+		return did, fmt.Errorf("drill: namespace %s is %s: a failover drill needs an active-standby namespace (use a new namespace, or isobar admin namespaces set-primary %s %s)", ns, f.Mode, ns, from)
+	}
+	body := map[string]any{"mode": policy.ActiveStandby, "primary": from}
+	if autoAfter > 0 && f.AutoAfterSeconds != int(autoAfter/time.Second) {
+		body["autoFailoverAfterSeconds"] = int(autoAfter / time.Second)
+		did = append(did, fmt.Sprintf("set automatic failover of %s after %v", ns, autoAfter))
+	} else if f.Primary == from {
+		return did, nil
+	}
+	if f.Primary != from {
+		did = append(did, fmt.Sprintf("moved the primary of %s from %s to %s (planned) before the drill", ns, f.Primary, from))
+	}
+	if err := c.PostWithContext(ctx, primaryPath(ns), body); err != nil {
+		return did, fmt.Errorf("drill: set the primary of %s to %s: %w", ns, from, err)
+	}
+	return did, nil
+}
+
+// ensureTenantAndNamespace makes ns and its tenant exist (ensureTenant),
+// a new namespace replicated to clusters, and returns what it did, the
+// namespace's policies and whether it created it.
+func ensureTenantAndNamespace(ctx context.Context, c *rest.Client, ns string, clusters []string) (did []string, pol namespacePolicies, created bool, err error) {
+	did, err = ensureTenant(ctx, c, ns, clusters)
+	if err != nil {
+		return did, pol, false, err
+	}
+	err = c.GetWithContext(ctx, "/admin/v2/namespaces/"+ns, &pol)
+	switch {
+	case isStatus(err, http.StatusNotFound):
+		if err := createNamespace(ctx, c, ns, clusters); err != nil {
+			return did, pol, false, err
+		}
+		did = append(did, fmt.Sprintf("created namespace %s replicated to %s", ns, strings.Join(clusters, ", ")))
+		return did, namespacePolicies{ReplicationClusters: clusters}, true, nil
+	case err != nil:
+		return did, pol, false, fmt.Errorf("drill: namespace %s: %w", ns, err)
+	}
+	return did, pol, false, nil
+}
+
+// createNamespace creates ns replicated to clusters, in that order.
+func createNamespace(ctx context.Context, c *rest.Client, ns string, clusters []string) error {
+	if err := c.PutWithContext(ctx, "/admin/v2/namespaces/"+ns, namespacePolicies{ReplicationClusters: clusters}); err != nil {
+		return fmt.Errorf("drill: create namespace %s: %w", ns, err)
+	}
+	// A create body's clusters are set again explicitly: the list
+	// decides the order automatic failover tries regions in.
+	if err := c.PostWithContext(ctx, "/admin/v2/namespaces/"+ns+"/replication", clusters); err != nil {
+		return fmt.Errorf("drill: replication clusters of %s: %w", ns, err)
+	}
+	return nil
+}
+
+// ensureTenant makes the tenant of namespace ns exist and allow
+// clusters, through the admin API at c, and returns what it did.
+func ensureTenant(ctx context.Context, c *rest.Client, ns string, clusters []string) ([]string, error) {
 	var did []string
 	tenant, _, _ := strings.Cut(ns, "/")
 	var ti tenantInfo
@@ -108,56 +188,6 @@ func ensureNamespace(ctx context.Context, c *rest.Client, views []*rest.Client, 
 			return did, fmt.Errorf("drill: allow %s in tenant %s: %w", strings.Join(clusters, ", "), tenant, err)
 		}
 		did = append(did, fmt.Sprintf("allowed %s in tenant %s", strings.Join(clusters, ", "), tenant))
-	}
-
-	var pol namespacePolicies
-	err = c.GetWithContext(ctx, "/admin/v2/namespaces/"+ns, &pol)
-	switch {
-	case isStatus(err, http.StatusNotFound):
-		if err := c.PutWithContext(ctx, "/admin/v2/namespaces/"+ns, namespacePolicies{ReplicationClusters: clusters}); err != nil {
-			return did, fmt.Errorf("drill: create namespace %s: %w", ns, err)
-		}
-		// A create body's clusters are set again explicitly: the list
-		// decides the order automatic failover tries regions in.
-		if err := c.PostWithContext(ctx, "/admin/v2/namespaces/"+ns+"/replication", clusters); err != nil {
-			return did, fmt.Errorf("drill: replication clusters of %s: %w", ns, err)
-		}
-		did = append(did, fmt.Sprintf("created namespace %s replicated to %s", ns, strings.Join(clusters, ", ")))
-		body := map[string]any{"mode": policy.ActiveStandby, "primary": from}
-		if autoAfter > 0 {
-			body["autoFailoverAfterSeconds"] = int(autoAfter / time.Second)
-		}
-		if err := c.PostWithContext(ctx, primaryPath(ns), body); err != nil {
-			return did, fmt.Errorf("drill: make %s active-standby with primary %s: %w", ns, from, err)
-		}
-		did = append(did, fmt.Sprintf("made %s active-standby with primary %s", ns, from))
-		return did, nil
-	case err != nil:
-		return did, fmt.Errorf("drill: namespace %s: %w", ns, err)
-	}
-	if !slices.Contains(pol.ReplicationClusters, from) || !slices.Contains(pol.ReplicationClusters, to) {
-		return did, fmt.Errorf("drill: namespace %s replicates to %s, not to both %s and %s: use another namespace or add them (isobar admin namespaces set-clusters)",
-			ns, strings.Join(pol.ReplicationClusters, ", "), from, to)
-	}
-	f, err := latestPrimary(ctx, views, ns)
-	if err != nil {
-		return did, err
-	}
-	if f.Mode != policy.ActiveStandby {
-		return did, fmt.Errorf("drill: namespace %s is %s: a failover drill needs an active-standby namespace (use a new namespace, or isobar admin namespaces set-primary %s %s)", ns, f.Mode, ns, from)
-	}
-	body := map[string]any{"mode": policy.ActiveStandby, "primary": from}
-	if autoAfter > 0 && f.AutoAfterSeconds != int(autoAfter/time.Second) {
-		body["autoFailoverAfterSeconds"] = int(autoAfter / time.Second)
-		did = append(did, fmt.Sprintf("set automatic failover of %s after %v", ns, autoAfter))
-	} else if f.Primary == from {
-		return did, nil
-	}
-	if f.Primary != from {
-		did = append(did, fmt.Sprintf("moved the primary of %s from %s to %s (planned) before the drill", ns, f.Primary, from))
-	}
-	if err := c.PostWithContext(ctx, primaryPath(ns), body); err != nil {
-		return did, fmt.Errorf("drill: set the primary of %s to %s: %w", ns, from, err)
 	}
 	return did, nil
 }

@@ -25,7 +25,10 @@ type Send struct {
 type Delivery struct {
 	Key
 	Consumer int
-	At       time.Time
+	// Partition is the partition the message came from (0 for a topic
+	// that is not partitioned).
+	Partition int
+	At        time.Time
 	// Late: the message carried LateProperty.
 	Late bool
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -228,12 +230,13 @@ func (r *recorder) fill(l *Log) {
 }
 
 // workload is the application the drill watches: producers sending keyed
-// drill payloads at a steady rate and one consumer acknowledging
-// everything, all through one client whose service URL lists every
-// region.
+// drill payloads at a steady rate and a consumer acknowledging
+// everything, all through one client.
 type workload struct {
 	rec       *recorder
 	client    pulsar.Client
+	ownClient bool // close closes client
+	spec      workloadSpec
 	producers []pulsar.Producer
 	consumer  pulsar.Consumer
 
@@ -242,6 +245,24 @@ type workload struct {
 	inflight sync.WaitGroup // sends whose callback has not run
 	recvStop context.CancelFunc
 	recvWG   sync.WaitGroup
+}
+
+// workloadSpec is what one client of a workload does on one topic.
+type workloadSpec struct {
+	topic string
+	// producers are the recorder's producers this client sends for (their
+	// payloads' and names' numbers); each sends one message every
+	// interval.
+	producers []int
+	interval  time.Duration
+	// subscription, when set, is the durable Failover subscription of
+	// the consumer, which records its deliveries as consumer.
+	subscription string
+	consumer     int
+	// keyBySeq gives each message its sequence number as key (spreading
+	// a producer's messages over a partitioned topic's partitions)
+	// rather than the producer's name.
+	keyBySeq bool
 }
 
 // newClient is a Pulsar client with the library's default settings but
@@ -259,46 +280,66 @@ func newClient(url string, logger *slog.Logger) (pulsar.Client, error) {
 
 // startWorkload subscribes the consumer (from the earliest message),
 // creates the producers and starts sending rate messages per second in
-// all.
+// all, through a client of its own.
 func startWorkload(ctx context.Context, url, topic string, rec *recorder, producers, rate int, logger *slog.Logger) (*workload, error) {
 	client, err := newClient(url, logger)
 	if err != nil {
 		return nil, err
 	}
-	w := &workload{rec: rec, client: client, stopSend: make(chan struct{})}
-	err = retry(ctx, func() (err error) {
-		w.consumer, err = client.Subscribe(pulsar.ConsumerOptions{
-			Topic:                       topic,
-			SubscriptionName:            SubscriptionName,
-			Type:                        pulsar.Failover,
-			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
-		})
-		return err
-	})
+	spec := workloadSpec{topic: topic, subscription: SubscriptionName,
+		interval: time.Duration(float64(time.Second) * float64(producers) / float64(rate))}
+	for i := range producers {
+		spec.producers = append(spec.producers, i)
+	}
+	w, err := attachWorkload(ctx, client, rec, spec)
 	if err != nil {
 		client.Close()
-		return nil, fmt.Errorf("drill: subscribe to %s: %w", topic, err)
+		return nil, err
 	}
-	for i := range producers {
+	w.ownClient = true
+	return w, nil
+}
+
+// attachWorkload starts spec on client (which it does not close):
+// subscribes the consumer, if any, from the earliest message, creates
+// the producers and starts sending.
+func attachWorkload(ctx context.Context, client pulsar.Client, rec *recorder, spec workloadSpec) (*workload, error) {
+	w := &workload{rec: rec, client: client, spec: spec, stopSend: make(chan struct{})}
+	if spec.subscription != "" {
+		err := retry(ctx, func() (err error) {
+			w.consumer, err = client.Subscribe(pulsar.ConsumerOptions{
+				Topic:                       spec.topic,
+				SubscriptionName:            spec.subscription,
+				Type:                        pulsar.Failover,
+				SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
+			})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("drill: subscribe to %s: %w", spec.topic, err)
+		}
+	}
+	for _, i := range spec.producers {
 		var p pulsar.Producer
 		err := retry(ctx, func() (err error) {
-			p, err = client.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: fmt.Sprintf("drill-%s-%d", rec.run, i)})
+			p, err = client.CreateProducer(pulsar.ProducerOptions{Topic: spec.topic, Name: fmt.Sprintf("drill-%s-%d", rec.run, i)})
 			return err
 		})
 		if err != nil {
 			w.close()
-			return nil, fmt.Errorf("drill: producer %d on %s: %w", i, topic, err)
+			return nil, fmt.Errorf("drill: producer %d on %s: %w", i, spec.topic, err)
 		}
 		w.producers = append(w.producers, p)
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w.recvStop = cancel
-	w.recvWG.Add(1)
-	go w.receive(rctx)
-	interval := time.Duration(float64(time.Second) * float64(producers) / float64(rate))
-	for i, p := range w.producers {
+	if w.consumer != nil {
+		w.recvWG.Add(1)
+		go w.receive(rctx)
+	}
+	for j, p := range w.producers {
 		w.sendWG.Add(1)
-		go w.send(ctx, i, p, interval)
+		go w.send(ctx, spec.producers[j], p, spec.interval)
 	}
 	return w, nil
 }
@@ -351,6 +392,9 @@ func (w *workload) send(ctx context.Context, i int, p pulsar.Producer, interval 
 			w.rec.sent(i, n, now)
 			w.inflight.Add(1)
 			payload := AppendPayload(nil, Payload{Run: w.rec.run, Producer: i, Seq: n, Sent: now})
+			if w.spec.keyBySeq {
+				key = strconv.FormatInt(n, 10)
+			}
 			p.SendAsync(context.WithoutCancel(ctx), &pulsar.ProducerMessage{Payload: payload, Key: key}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
 				w.rec.completed(i, n, time.Now(), err)
 				w.inflight.Done()
@@ -378,11 +422,11 @@ func (w *workload) receive(ctx context.Context) {
 		}
 		at := time.Now()
 		p, perr := ParsePayload(m.Payload())
-		if perr != nil || p.Run != w.rec.run || p.Producer >= len(w.producers) {
+		if perr != nil || p.Run != w.rec.run || p.Producer >= len(w.rec.sends) {
 			w.rec.count(func(r *recorder) { r.foreign++ })
 		} else {
 			_, late := m.Properties()[LateProperty]
-			w.rec.delivered(Delivery{Key: Key{p.Producer, p.Seq}, Consumer: 0, At: at, Late: late})
+			w.rec.delivered(Delivery{Key: Key{p.Producer, p.Seq}, Consumer: w.spec.consumer, Partition: partitionOf(m.Topic()), At: at, Late: late})
 		}
 		if err := w.consumer.Ack(m); err != nil {
 			w.rec.count(func(r *recorder) { r.ackErrors++ })
@@ -420,8 +464,28 @@ func (w *workload) close() {
 	if w.consumer != nil {
 		w.consumer.Close()
 	}
-	w.client.Close()
+	if w.ownClient {
+		w.client.Close()
+	}
 }
+
+// partitionOf is the partition number of a partition's topic name
+// ("...-partition-3"), 0 for any other topic.
+func partitionOf(topic string) int {
+	i := strings.LastIndex(topic, partitionSuffix)
+	if i < 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(topic[i+len(partitionSuffix):])
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// partitionSuffix joins a partitioned topic's name and a partition's
+// number.
+const partitionSuffix = "-partition-"
 
 // scanTopic reads region's copy of topic from its earliest message with a
 // Reader of a client of that region alone, until it has read everything

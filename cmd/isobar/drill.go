@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -21,6 +22,7 @@ import (
 func newDrillCmd(g *globalFlags) *cobra.Command {
 	cmd := group("drill", "Run failure drills against a federation (isobar dev, or regions behind isobar fault-control) and report how the application fared")
 	cmd.AddCommand(newDrillFailoverCmd(g))
+	cmd.AddCommand(newDrillChaosCmd(g))
 	return cmd
 }
 
@@ -88,15 +90,8 @@ instead of the table). The exit status is 1 when the drill did not pass
 		if err != nil {
 			return err
 		}
-		if jsonPath != "" {
-			if err := writeDrillJSON(cmd, jsonPath, rep); err != nil {
-				return err
-			}
-		}
-		if jsonPath != "-" {
-			if err := rep.WriteTable(cmd.OutOrStdout()); err != nil {
-				return err
-			}
+		if err := writeDrillReport(cmd, jsonPath, rep, rep.WriteTable); err != nil {
+			return err
 		}
 		if !rep.Passed {
 			return fmt.Errorf("drill failed: %s", strings.Join(rep.Failures, "; "))
@@ -138,7 +133,21 @@ func readDrillEndpoints(path string) (drill.Endpoints, error) {
 	return eps, nil
 }
 
-func writeDrillJSON(cmd *cobra.Command, path string, rep *drill.Report) error {
+// writeDrillReport writes rep as JSON to jsonPath, when given, and its
+// table to stdout unless the JSON went there.
+func writeDrillReport(cmd *cobra.Command, jsonPath string, rep any, table func(io.Writer) error) error {
+	if jsonPath != "" {
+		if err := writeDrillJSON(cmd, jsonPath, rep); err != nil {
+			return err
+		}
+	}
+	if jsonPath == "-" {
+		return nil
+	}
+	return table(cmd.OutOrStdout())
+}
+
+func writeDrillJSON(cmd *cobra.Command, path string, rep any) error {
 	if path == "-" {
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")

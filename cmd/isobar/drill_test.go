@@ -103,6 +103,10 @@ func TestDrillUsageErrors(t *testing.T) {
 		{[]string{"drill", "failover", "--endpoints", eps, "--from", "r1", "--to", "r1"}, "--to"},
 		{[]string{"drill", "failover", "--endpoints", eps, "--auto-failover-after", "2500ms"}, "--auto-failover-after"},
 		{[]string{"drill", "failover", "extra"}, "no arguments"},
+		{[]string{"drill", "chaos", "--endpoints", filepath.Join(dir, "missing.json")}, "isobar dev"},
+		{[]string{"drill", "chaos", "--endpoints", eps, "--faults", "kill,flood"}, "--faults"},
+		{[]string{"drill", "chaos", "--endpoints", eps, "--duration", "5s"}, "--duration"},
+		{[]string{"drill", "chaos", "--endpoints", eps, "--tenant", "a/b", "--rate", "-1"}, "--rate"},
 		{[]string{"drill"}, "missing command"},
 	} {
 		_, err := run(context.Background(), c.args...)
@@ -125,34 +129,7 @@ func TestDrillFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation drill: skipped with -short")
 	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := run(ctx, "dev", "--data-dir", dir, "--regions", "r0,r1,r2", "--base-port", drillBasePort, "--wan-latency", "40ms", "--log-level", "error")
-		done <- err
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("dev stopped with %v", err)
-			}
-		case <-time.After(time.Minute):
-			t.Error("dev did not stop")
-		}
-	})
-	eps := filepath.Join(dir, "endpoints.json")
-	testcluster.WaitFor(t, 90*time.Second, func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("dev exited early: %v", err)
-		default:
-		}
-		_, err := os.Stat(eps)
-		return err == nil
-	})
+	dir, eps := startDrillDev(t, drillBasePort)
 
 	for _, fault := range []string{"kill", "partition"} {
 		start := time.Now()
@@ -197,4 +174,40 @@ func TestDrillFailover(t *testing.T) {
 			}
 		}
 	}
+}
+
+// startDrillDev starts `isobar dev` with regions r0, r1 and r2 behind a
+// 40 ms WAN on the port plan of basePort, stopped at the test's end, and
+// returns its data directory and its endpoints.json once written.
+func startDrillDev(t *testing.T, basePort string) (dir, eps string) {
+	t.Helper()
+	dir = t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := run(ctx, "dev", "--data-dir", dir, "--regions", "r0,r1,r2", "--base-port", basePort, "--wan-latency", "40ms", "--log-level", "error")
+		done <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("dev stopped with %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Error("dev did not stop")
+		}
+	})
+	eps = filepath.Join(dir, "endpoints.json")
+	testcluster.WaitFor(t, 90*time.Second, func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("dev exited early: %v", err)
+		default:
+		}
+		_, err := os.Stat(eps)
+		return err == nil
+	})
+	return dir, eps
 }
