@@ -252,9 +252,9 @@ type Primary interface {
 	// Failover is the topic's replication mode as last seen (false when
 	// the namespace is not tracked yet).
 	Failover(ns, local string) (policy.Failover, bool)
-	// Reached is when the broker last reached the global store (zero:
-	// not yet, or its lease is lost).
-	Reached() time.Time
+	// ReachedSince reports whether the broker reached the global store
+	// after t and still does.
+	ReachedSince(t time.Time) bool
 }
 
 // Config configures a broker. It holds settings only (live dependencies

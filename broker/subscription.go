@@ -864,8 +864,20 @@ func (s *subscription) planLocked() (plan, bool) {
 	if s.readPos.Compare(s.t.ml.LastConfirmed()) > 0 {
 		return plan{}, false
 	}
+	if lim, ok := s.syncLimit(); ok && s.readPos.Compare(lim) > 0 {
+		return plan{}, false // not confirmed by enough regions yet (syncrepl.go)
+	}
 	pl.from, pl.n = s.readPos, n
 	return pl, true
+}
+
+// syncLimit is the topic's dispatch limit for this subscription: none for
+// a replication cursor.
+func (s *subscription) syncLimit() (Position, bool) {
+	if strings.HasPrefix(s.name, replication.Prefix) {
+		return Position{}, false
+	}
+	return s.t.dispatchLimit()
 }
 
 func (s *subscription) eligibleLocked(k *consumer) bool {
@@ -939,6 +951,14 @@ func (s *subscription) read(pl plan) (_ []mledger.Entry, masks map[Position][]in
 		return out, masks, next, err
 	}
 	es, next, err := s.t.ml.Read(ctx, pl.from, pl.n)
+	if lim, ok := s.syncLimit(); ok && err == nil {
+		for i, e := range es {
+			if e.Position.Compare(lim) > 0 {
+				es, next = es[:i], e.Position
+				break
+			}
+		}
+	}
 	return es, nil, next, err
 }
 

@@ -170,6 +170,9 @@ type syncRepl struct {
 	q     syncQueue
 	timer *time.Timer
 	gen   uint64 // tells a stopped or replaced timer from the current one
+	// remotes are the topic's other regions as of the last policy pass
+	// (for dispatchLimit, which may not take the topic's lock).
+	remotes []string
 }
 
 // applySyncPolicy starts or stops holding acknowledgements as the
@@ -191,6 +194,7 @@ func (t *Topic) applySyncPolicy(ctx context.Context) {
 			cur.stopTimerLocked()
 			cur.mu.Unlock()
 			runAll(acks)
+			t.kickConsumers()
 			t.b.log.Info("synchronous replication off", "topic", t.name.String())
 		}
 		return
@@ -215,6 +219,7 @@ func (t *Topic) applySyncPolicy(ctx context.Context) {
 	}
 	cur.mu.Lock()
 	cur.q.regions, cur.q.fallback = sr.Regions, time.Duration(sr.FallbackAfterSeconds)*time.Second
+	cur.remotes = remotes
 	acks := cur.q.release(remotes)
 	ended := cur.q.recover(remotes)
 	t.armSyncTimerLocked(cur)
@@ -240,11 +245,22 @@ func (t *Topic) syncHold(pos mledger.Position, dup bool, ack func()) {
 		pos = t.ml.LastConfirmed()
 	}
 	remotes := t.remotes()
+	now := t.b.deps.Now()
 	sr.mu.Lock()
-	acks := sr.q.hold(syncWaiter{pos: pos, since: t.b.deps.Now(), ack: ack}, remotes)
+	cutOff := false
+	if sr.q.degraded && !t.b.reachedStoreSince(time.Time{}) {
+		// Degraded, and now cut off from the global store: this region
+		// may be replaced any moment, so publishes wait for the other
+		// regions again (the fallback needs the store).
+		sr.q.degraded, cutOff = false, true
+	}
+	acks := sr.q.hold(syncWaiter{pos: pos, since: now, ack: ack}, remotes)
 	t.armSyncTimerLocked(sr)
 	sr.mu.Unlock()
 	runAll(acks)
+	if cutOff {
+		t.b.log.Warn("synchronous replication: cut off from the global store while degraded; publishes wait for the other regions again", "topic", t.name.String())
+	}
 }
 
 // syncConfirmed records that the replicator acknowledged everything up to
@@ -266,6 +282,7 @@ func (t *Topic) syncConfirmed(cursor string, pos mledger.Position) {
 	ended := sr.q.recover(remotes)
 	sr.mu.Unlock()
 	runAll(acks)
+	t.kickConsumers() // the dispatch limit may have moved
 	if ended {
 		t.b.log.Info("synchronous replication caught up; publishes wait for the other regions again", "topic", t.name.String())
 	}
@@ -319,9 +336,46 @@ func (t *Topic) syncTick(sr *syncRepl, gen uint64) {
 	sr.mu.Unlock()
 	runAll(acks)
 	if fell {
+		t.kickConsumers()
 		t.b.log.Warn("synchronous replication fell back to asynchronous: the other regions did not confirm in time",
 			"topic", t.name.String(), "regions", regions, "fallbackAfter", fallback, "released", len(acks))
 		t.b.metrics.syncFallback.Add(context.Background(), 1, metric.WithAttributes(attribute.String("isobar.cluster", t.b.cfg.Cluster), attribute.String("pulsar.namespace", t.name.NamespaceName())))
+	}
+}
+
+// dispatchLimit is the last position consumers may be sent while the
+// topic is synchronous: what enough other regions confirmed holding
+// (Kafka's high watermark). An entry stored here but not there yet is not
+// delivered: if this region failed now, the producer would send it again
+// to the region that takes over, and a consumer would get it twice. ok is
+// false when there is no limit (not synchronous, or degraded).
+// Replication cursors read past it: they are what moves it.
+func (t *Topic) dispatchLimit() (mledger.Position, bool) {
+	sr := t.srepl.Load()
+	if sr == nil {
+		return mledger.Position{}, false
+	}
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	if sr.q.degraded {
+		return mledger.Position{}, false
+	}
+	return sr.q.horizon(sr.remotes, sr.q.need(sr.remotes))
+}
+
+// kickConsumers wakes the dispatchers of the topic's subscriptions but
+// its replication cursors' (the dispatch limit moved).
+func (t *Topic) kickConsumers() {
+	t.mu.Lock()
+	subs := make([]*subscription, 0, len(t.subs))
+	for name, s := range t.subs {
+		if !strings.HasPrefix(name, replication.Prefix) {
+			subs = append(subs, s)
+		}
+	}
+	t.mu.Unlock()
+	for _, s := range subs {
+		s.kick()
 	}
 }
 
@@ -330,12 +384,13 @@ func (t *Topic) syncTick(sr *syncRepl, gen uint64) {
 const syncStoreRetry = 250 * time.Millisecond
 
 // reachedStoreSince reports whether this broker reached the global store
-// after since (always, without fence gates: nothing can replace it).
+// after since and still does (always, without fence gates: nothing can
+// replace it).
 func (b *Broker) reachedStoreSince(since time.Time) bool {
 	if b.deps.Primary == nil {
 		return true
 	}
-	return b.deps.Primary.Reached().After(since)
+	return b.deps.Primary.ReachedSince(since)
 }
 
 // syncStats is the topic's synchronous replication state for its stats

@@ -52,6 +52,12 @@ func TestSyncReplicationHoldsUntilTheRegionConfirms(t *testing.T) {
 	must(t, err)
 	defer p.Close()
 
+	// An application's consumer: it gets only what the other region
+	// confirmed (the dispatch limit), so a failover never delivers a
+	// message twice because its producer sent it again.
+	app, err := c.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "app", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	must(t, err)
+	defer app.Close()
 	sent := []<-chan error{sendAsync(p, "m0"), sendAsync(p, "m1")}
 	testWaitFor(t, "two publishes held", func() bool {
 		st := syncStats(t, e, tp)
@@ -74,20 +80,32 @@ func TestSyncReplicationHoldsUntilTheRegionConfirms(t *testing.T) {
 	ctx := ctxT(t)
 	m0, err := repl.Receive(ctx)
 	must(t, err)
+	m1, err := repl.Receive(ctx) // the replicator reads past the limit
+	must(t, err)
+	if n := len(app.Chan()); n != 0 {
+		t.Fatalf("the application's consumer got %d messages no other region holds", n)
+	}
 	must(t, repl.AckCumulative(m0))
 	if err := <-sent[0]; err != nil {
 		t.Fatalf("m0: %v", err)
+	}
+	if got, err := app.Receive(ctx); err != nil || string(got.Payload()) != "m0" {
+		t.Fatalf("the application's consumer: %v, %v; want m0", got, err)
 	}
 	select {
 	case err := <-sent[1]:
 		t.Fatalf("m1 acknowledged (%v) before the other region confirmed it", err)
 	default:
 	}
-	m1, err := repl.Receive(ctx)
-	must(t, err)
+	if n := len(app.Chan()); n != 0 {
+		t.Fatalf("the application's consumer got m1 (%d messages) before the other region confirmed it", n)
+	}
 	must(t, repl.AckCumulative(m1))
 	if err := <-sent[1]; err != nil {
 		t.Fatalf("m1: %v", err)
+	}
+	if got, err := app.Receive(ctx); err != nil || string(got.Payload()) != "m1" {
+		t.Fatalf("the application's consumer: %v, %v; want m1", got, err)
 	}
 
 	// Policy removed: acknowledged without the other region.

@@ -37,7 +37,10 @@ import (
 //     duplicated_redelivery: deliveries of a message beyond its number of
 //     copies (at least one).
 //   - in_flight_at_cut: messages first delivered from AckGrouping plus
-//     rpo_ms before the fault to fenced: their acknowledgements had not
+//     the stream's lag (rpo_ms, or the median publish latency in the
+//     second before the fault when that is longer: synchronous
+//     replication) plus SubStateShipping before the fault to fenced:
+//     their acknowledgements had not
 //     left the client (grouped for AckGrouping), were still in the
 //     replication stream (as far behind as the entries were at the cut),
 //     or could not reach the new primary while the old one, cut off,
@@ -125,6 +128,7 @@ func Analyze(l *Log, lim Limits) Report {
 		Detected:       point(l.Detected, l.DetectedBy),
 		Fenced:         point(fenced, ""),
 		Promoted:       point(l.Promoted, l.PromotedBy),
+		Writable:       point(l.Writable, "the drill's probe"),
 		FirstPublishOK: point(firstOK, ""),
 		Healed:         point(l.Healed, ""),
 	}
@@ -138,6 +142,7 @@ func Analyze(l *Log, lim Limits) Report {
 	}
 	r.RTOPublishMS = spread(perProducer, winStart, mainEnd)
 	r.RTOConsumeMS = spread(perConsumer, winStart, mainEnd)
+	r.Budget = budget(l.Fault, l.Promoted, l.Writable, fenced, firstOK, r.RTOPublishMS.Max)
 
 	// RPO: acknowledged by the old primary, not in the new one at the cut.
 	if l.AtCut != nil && !l.AtCut.Done.IsZero() && !fenced.IsZero() {
@@ -205,10 +210,15 @@ func Analyze(l *Log, lim Limits) Report {
 	for k, n := range delivered {
 		r.DuplicatedRedelivery += max(0, n-max(1, copies[k]))
 	}
+	// How far behind the replication stream was at the cut: the RPO's
+	// age, or, where publishes wait for it (synchronous replication, RPO
+	// 0), their median latency in the second before the fault; plus the
+	// subscription state's shipping interval.
 	var lag time.Duration
 	if r.RPOMS != nil {
 		lag = time.Duration(*r.RPOMS) * time.Millisecond
 	}
+	lag = max(lag, publishLatency(l.Sends, l.Fault.Add(-time.Second), l.Fault)) + SubStateShipping
 	r.InFlightAtCut, r.RedeliveryBound = redeliveryBound(l, allAcks, lag, fenced, fbFenced)
 	r.Survivor = copyReport(l.Survivor, acked)
 	if r.Survivor != nil {
@@ -284,6 +294,27 @@ func (o orderCheck) inOrder(k Key) bool {
 // sending them (its default AckGroupingOptions.MaxTime; the drill's
 // consumers keep the default).
 const AckGrouping = 100 * time.Millisecond
+
+// SubStateShipping is how long a broker may keep its consumers'
+// acknowledgements before it ships them to the other regions (at most
+// every 100 ms, docs/failover.md "Subscriptions follow the primary").
+const SubStateShipping = 100 * time.Millisecond
+
+// publishLatency is the median time from send to acknowledgement of the
+// messages sent from from to to (zero when none was acknowledged).
+func publishLatency(sends []Send, from, to time.Time) time.Duration {
+	var ds []time.Duration
+	for _, s := range sends {
+		if !s.Acked.IsZero() && !s.Sent.Before(from) && s.Sent.Before(to) {
+			ds = append(ds, s.Acked.Sub(s.Sent))
+		}
+	}
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
 
 // redeliveryBound counts the messages in flight at each switch (first
 // delivered from AckGrouping, plus lag for the fault, before it began to
@@ -441,3 +472,18 @@ func sortTimes(ts []time.Time) { slices.SortFunc(ts, func(a, b time.Time) int { 
 
 // ms rounds d to whole milliseconds.
 func ms(d time.Duration) int64 { return d.Round(time.Millisecond).Milliseconds() }
+
+// budget breaks a failover down (Budget), or nil when one of its moments
+// is missing. A moment earlier than the one before it (the probe can
+// answer before the drill hears of its own promotion) counts as zero.
+func budget(fault, promoted, writable, fenced, firstOK time.Time, rtoMax int64) *Budget {
+	if fault.IsZero() || promoted.IsZero() || writable.IsZero() || firstOK.IsZero() {
+		return nil
+	}
+	step := func(from, to time.Time) int64 { return max(0, ms(to.Sub(from))) }
+	b := &Budget{Promotion: step(fault, promoted), Fence: step(promoted, writable), Client: step(writable, firstOK)}
+	if !fenced.IsZero() {
+		b.Slowest = max(0, rtoMax-ms(firstOK.Sub(fenced)))
+	}
+	return b
+}

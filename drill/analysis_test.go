@@ -228,12 +228,12 @@ func TestAnalyzeUnplannedFailover(t *testing.T) {
 	if r.DuplicatedRedelivery != 20 {
 		t.Errorf("duplicated_redelivery %d, want 20", r.DuplicatedRedelivery)
 	}
-	// In flight: first delivered from 1805 ms (100 ms and the rpo, 95 ms,
-	// before the fault) to fenced (1998 ms): producer 0's 180..199
-	// (1807..1997 ms) and producer 1's 180..194 (1810..1950 ms). The
-	// second before the fault acknowledged 200 messages: 20 per 100 ms.
-	if r.InFlightAtCut != 35 || r.RedeliveryBound != 55 {
-		t.Errorf("in_flight_at_cut %d, redelivery_bound %d; want 35, 55", r.InFlightAtCut, r.RedeliveryBound)
+	// In flight: first delivered from 1705 ms (100 ms of ack grouping,
+	// the rpo's 95 ms and 100 ms of state shipping before the fault) to
+	// fenced (1998 ms). The second before the fault acknowledged 200
+	// messages: 20 per 100 ms.
+	if r.InFlightAtCut != 55 || r.RedeliveryBound != 75 {
+		t.Errorf("in_flight_at_cut %d, redelivery_bound %d; want 55, 75", r.InFlightAtCut, r.RedeliveryBound)
 	}
 	if r.DuplicatedCopy != 1 || !slices.Equal(r.Examples.DuplicatedCopy, []string{"p0:10"}) {
 		t.Errorf("duplicated_copy %d %v, want p0:10", r.DuplicatedCopy, r.Examples.DuplicatedCopy)
@@ -266,7 +266,7 @@ func TestAnalyzeUnplannedFailover(t *testing.T) {
 		l.Deliveries = append(l.Deliveries, Delivery{Key: k(1, int64(i)), At: at(4700)})
 	}
 	if r := Analyze(l, Limits{MaxRTOMS: 10000, MaxLost: 1}); r.Passed || r.DuplicatedRedelivery != 170 ||
-		!slices.Equal(r.Failures, []string{"duplicated_redelivery 170 is over in_flight_at_cut + 100 ms of traffic per switch (55)"}) {
+		!slices.Equal(r.Failures, []string{"duplicated_redelivery 170 is over in_flight_at_cut + 100 ms of traffic per switch (75)"}) {
 		t.Errorf("a consumer starting over: redelivered %d, failures %q", r.DuplicatedRedelivery, r.Failures)
 	}
 	if r := Analyze(killLog(), Limits{MaxRTOMS: 10000, MaxLost: 1}); !r.Passed {
@@ -346,5 +346,43 @@ func TestAnalyzeFailback(t *testing.T) {
 	}
 	if r.Passed || !slices.Equal(r.Failures, []string{"fail-back rto_publish_ms 518 is over the limit of 500"}) {
 		t.Errorf("failures %q", r.Failures)
+	}
+}
+
+// TestBudget: the failover's parts from its moments; none without every
+// moment; a moment before the one it follows counts as zero.
+func TestBudget(t *testing.T) {
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	if b := budget(at(0), at(400), time.Time{}, at(-5), at(2000), 2010); b != nil {
+		t.Fatalf("without a writable moment: %+v", b)
+	}
+	b := budget(at(0), at(400), at(2100), at(-5), at(2300), 2900)
+	if want := (Budget{Promotion: 400, Fence: 1700, Client: 200, Slowest: 595}); *b != want {
+		t.Fatalf("budget %+v, want %+v", *b, want)
+	}
+	// The probe answered before the drill heard of its promotion.
+	b = budget(at(0), at(400), at(350), time.Time{}, at(500), 600)
+	if want := (Budget{Promotion: 400, Fence: 0, Client: 150}); *b != want {
+		t.Fatalf("budget %+v, want %+v", *b, want)
+	}
+}
+
+// TestPublishLatency: the median send-to-acknowledgement time of the
+// messages sent in a window (the stream's lag under synchronous
+// replication, where the RPO is 0).
+func TestPublishLatency(t *testing.T) {
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	sends := []Send{
+		{Sent: at(0), Acked: at(150)},
+		{Sent: at(10), Acked: at(130)},
+		{Sent: at(20), Acked: at(300)},
+		{Sent: at(30)},                    // never acknowledged
+		{Sent: at(2000), Acked: at(2001)}, // outside the window
+	}
+	if got := publishLatency(sends, at(0), at(1000)); got != 150*time.Millisecond {
+		t.Fatalf("median %v, want 150ms", got)
+	}
+	if got := publishLatency(sends, at(5000), at(6000)); got != 0 {
+		t.Fatalf("no sends: %v", got)
 	}
 }

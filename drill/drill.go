@@ -27,6 +27,8 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 )
 
 // Fault is what the drill does to the primary region.
@@ -142,6 +144,13 @@ type Config struct {
 	// FailBack moves the primary back to From after the heal and drain (a
 	// planned failover) and checks again.
 	FailBack bool
+	// SyncRegions, when positive, gives the namespace synchronous
+	// replication to that many other regions (docs/failover.md,
+	// "Synchronous replication") for the run; zero removes it.
+	// SyncFallbackAfter is its fallbackAfterSeconds (whole seconds; zero
+	// holds publishes until the regions confirm).
+	SyncRegions       int
+	SyncFallbackAfter time.Duration
 	// MaxRTO is the longest publish gap that passes (zero means 10 s);
 	// MaxLost the most lost messages that pass.
 	MaxRTO  time.Duration
@@ -240,6 +249,14 @@ func (c *Config) Validate() error {
 	}
 	if strings.ContainsAny(c.Topic, " ") {
 		bad("topic", "%q holds a space", c.Topic)
+	}
+	if c.SyncRegions < 0 || c.SyncRegions > policy.MaxSyncRegions {
+		bad("sync", "%d is not within 0..%d", c.SyncRegions, policy.MaxSyncRegions)
+	}
+	if c.SyncFallbackAfter < 0 || c.SyncFallbackAfter > time.Hour || c.SyncFallbackAfter%time.Second != 0 {
+		bad("sync-fallback-after", "%v is not a whole number of seconds within 0..1h", c.SyncFallbackAfter)
+	} else if c.SyncFallbackAfter > 0 && c.SyncRegions == 0 {
+		bad("sync-fallback-after", "needs --sync")
 	}
 	if c.AutoFailoverAfter < 0 || c.AutoFailoverAfter > time.Hour || c.AutoFailoverAfter%time.Second != 0 {
 		bad("auto-failover-after", "%v is not a whole number of seconds within 0..1h", c.AutoFailoverAfter)

@@ -62,7 +62,9 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 }
 
 func TestReportTableAndTelemetry(t *testing.T) {
-	r := Analyze(killLog(), Limits{MaxRTOMS: 10000, MaxLost: 1})
+	l := killLog()
+	l.Writable = l.Promoted.Add(1500 * time.Millisecond)
+	r := Analyze(l, Limits{MaxRTOMS: 10000, MaxLost: 1})
 	r.Drill, r.RunID, r.Namespace, r.From, r.To, r.Fault, r.Promotion = "failover", "run1", "geo/drill", "r0", "r1", Kill, "drill"
 	r.Started = base
 	var out bytes.Buffer
@@ -71,11 +73,13 @@ func TestReportTableAndTelemetry(t *testing.T) {
 	}
 	for _, want := range []string{
 		"kill r0 -> r1, promoted by the drill: PASSED",
-		"fenced             -2 ms",
+		"fenced                -2 ms",
+		"new primary writable  +2000 ms",
+		"rto budget                       promotion 500 + fence 1500 + client 700 ms (slowest producer 3 ms more)",
 		"rto publish (max / p99)          2705 / 2705 ms (limit 10000 ms)",
 		"rpo                              15 messages, 95 ms",
 		"duplicated (redelivery / copy)   20 / 1",
-		"in flight / bound                35 / 55",
+		"in flight / bound                55 / 75",
 		"copy in r1                       1201 messages, 1200 distinct, 0 missing, 15 late",
 	} {
 		if !strings.Contains(out.String(), want) {

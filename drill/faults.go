@@ -194,6 +194,24 @@ func ensureTenant(ctx context.Context, c *rest.Client, ns string, clusters []str
 
 func primaryPath(ns string) string { return "/admin/v2/namespaces/" + ns + "/primary" }
 
+// setSyncReplication gives ns synchronous replication to regions other
+// regions (fallback after fallbackAfter), or none when regions is 0 (a
+// namespace reused from an earlier run may have it).
+func setSyncReplication(ctx context.Context, c *rest.Client, ns string, regions int, fallbackAfter time.Duration) error {
+	path := "/admin/v2/namespaces/" + ns + "/syncReplication"
+	if regions <= 0 {
+		if err := c.DeleteWithContext(ctx, path); err != nil {
+			return fmt.Errorf("drill: remove the synchronous replication of %s: %w", ns, err)
+		}
+		return nil
+	}
+	body := map[string]any{"regions": regions, "fallbackAfterSeconds": int(fallbackAfter / time.Second)}
+	if err := c.PostWithContext(ctx, path, body); err != nil {
+		return fmt.Errorf("drill: give %s synchronous replication to %d regions: %w", ns, regions, err)
+	}
+	return nil
+}
+
 func getPrimary(ctx context.Context, c *rest.Client, ns string) (policy.Failover, error) {
 	var f policy.Failover
 	if err := c.GetWithContext(ctx, primaryPath(ns), &f); err != nil {

@@ -69,6 +69,10 @@ type Log struct {
 	// PromotedBy says which.
 	Promoted   time.Time
 	PromotedBy string
+	// Writable is when the new primary first acknowledged a publish of
+	// the drill's probe (a producer of its own that reaches only the new
+	// primary, started at the promotion): its fence taken.
+	Writable time.Time
 	// Healed is when the fault was undone (a killed region running again,
 	// the WAN links back up).
 	Healed time.Time

@@ -27,6 +27,11 @@ type Report struct {
 	Started    time.Time `json:"started"`
 
 	Timeline Timeline `json:"timeline"`
+	// Budget breaks the failover down (null when it did not complete).
+	Budget *Budget `json:"rto_budget_ms"`
+	// SyncRegions is the namespace's synchronous replication during the
+	// run (0: asynchronous).
+	SyncRegions int `json:"sync_regions"`
 
 	RTOPublishMS Spread `json:"rto_publish_ms"`
 	RTOConsumeMS Spread `json:"rto_consume_ms"`
@@ -90,9 +95,26 @@ type Timeline struct {
 	Detected        *Point `json:"detected"`
 	Fenced          *Point `json:"fenced"`
 	Promoted        *Point `json:"promoted"`
+	Writable        *Point `json:"writable"`
 	FirstPublishOK  *Point `json:"first_publish_ok"`
 	FirstDeliveryOK *Point `json:"first_delivery_ok"`
 	Healed          *Point `json:"healed"`
+}
+
+// Budget is where a failover's seconds went, in milliseconds: from the
+// fault to the promotion (detecting the fault and deciding: the drill's
+// own detection and set-primary, or the federation's automatic failover:
+// the primary's presence ending and the delay), from the promotion to the
+// new primary writing (the old primary's fences ending and the new one's
+// taken: Timeline.Writable), and from then to the workload's first
+// publish through it (the redirect and the client's reconnection
+// backoff). Slowest is how much longer the slowest producer took than
+// the first (rto_publish_ms.max less the first one's gap).
+type Budget struct {
+	Promotion int64 `json:"promotion"`
+	Fence     int64 `json:"fence"`
+	Client    int64 `json:"client"`
+	Slowest   int64 `json:"slowest"`
 }
 
 // Spread is, over clients, the longest gap between successes each one
@@ -161,12 +183,16 @@ func (r *Report) WriteTable(w io.Writer) error {
 		promo = "automatic failover"
 	}
 	fmt.Fprintf(w, "drill failover %s: %s %s -> %s, %s: %s\n", r.RunID, r.Fault, r.From, r.To, promo, verdict)
-	fmt.Fprintf(w, "topic %s, %d msg/s, %d producers, %d consumer\n\n", r.Topic, r.Rate, r.Producers, r.Consumers)
+	repl := "asynchronous replication"
+	if r.SyncRegions > 0 {
+		repl = fmt.Sprintf("synchronous replication to %d region(s)", r.SyncRegions)
+	}
+	fmt.Fprintf(w, "topic %s, %d msg/s, %d producers, %d consumer, %s\n\n", r.Topic, r.Rate, r.Producers, r.Consumers, repl)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "timeline\tfrom fault\tat")
 	points := []namedPoint{
 		{"fault", r.Timeline.Fault}, {"detected", r.Timeline.Detected}, {"fenced", r.Timeline.Fenced},
-		{"promoted", r.Timeline.Promoted}, {"first publish ok", r.Timeline.FirstPublishOK},
+		{"promoted", r.Timeline.Promoted}, {"new primary writable", r.Timeline.Writable}, {"first publish ok", r.Timeline.FirstPublishOK},
 		{"first delivery ok", r.Timeline.FirstDeliveryOK}, {"healed", r.Timeline.Healed},
 	}
 	if r.Failback != nil {
@@ -191,6 +217,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintln(tw, "measure\tvalue")
 	fmt.Fprintf(tw, "  rto publish (max / p99)\t%d / %d ms (limit %d ms)\n", r.RTOPublishMS.Max, r.RTOPublishMS.P99, r.Limits.MaxRTOMS)
 	fmt.Fprintf(tw, "  rto consume (max / p99)\t%d / %d ms\n", r.RTOConsumeMS.Max, r.RTOConsumeMS.P99)
+	if b := r.Budget; b != nil {
+		fmt.Fprintf(tw, "  rto budget\tpromotion %d + fence %d + client %d ms (slowest producer %d ms more)\n", b.Promotion, b.Fence, b.Client, b.Slowest)
+	} else {
+		fmt.Fprintf(tw, "  rto budget\tnot measured\n")
+	}
 	if r.RPOMessages != nil && r.RPOMS != nil {
 		fmt.Fprintf(tw, "  rpo\t%d messages, %d ms\n", *r.RPOMessages, *r.RPOMS)
 	} else {

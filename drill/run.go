@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -217,6 +219,7 @@ func (d *driver) run(ctx context.Context) (rep *Report, err error) {
 	r := Analyze(&d.l, Limits{MaxRTOMS: c.MaxRTO.Milliseconds(), MaxLost: c.MaxLost})
 	r.Drill, r.RunID, r.Namespace, r.Topic = "failover", c.RunID, c.Namespace, d.topic
 	r.From, r.To, r.Fault, r.Rate = c.From, c.To, c.Fault, c.Rate
+	r.SyncRegions = c.SyncRegions
 	r.Promotion = "automatic"
 	if d.promotionByDrill {
 		r.Promotion = "drill"
@@ -290,6 +293,12 @@ func (d *driver) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := setSyncReplication(ctx, d.fromA, c.Namespace, c.SyncRegions, c.SyncFallbackAfter); err != nil {
+		return err
+	}
+	if c.SyncRegions > 0 {
+		d.log.Info("drill: synchronous replication", "namespace", c.Namespace, "regions", c.SyncRegions, "fallbackAfter", c.SyncFallbackAfter)
+	}
 	if !c.Promote {
 		f, err := latestPrimary(ctx, views, c.Namespace)
 		if err != nil {
@@ -353,8 +362,71 @@ func (d *driver) failover(ctx context.Context, det *detector) error {
 	}
 	d.log.Info("drill: promoted", "region", c.To, "after", d.l.Promoted.Sub(d.l.Fault).Round(time.Millisecond))
 	promoted := d.l.Promoted
-	return await(ctx, limit, "a publish through "+c.To, func() bool { return d.rec.anyAckedSince(promoted) })
+	probed := make(chan time.Time, 1)
+	pctx, stopProbe := context.WithCancel(ctx)
+	defer stopProbe()
+	go func() { probed <- probeWritable(pctx, d.to.serviceURL(), d.topic+"-probe", d.cfg.ClientLogger) }()
+	if err := await(ctx, limit, "a publish through "+c.To, func() bool { return d.rec.anyAckedSince(promoted) }); err != nil {
+		return err
+	}
+	// The probe answers within moments of the workload's first publish,
+	// or it is told to stop; either way Writable says what it saw.
+	select {
+	case d.l.Writable = <-probed:
+	case <-time.After(probeGrace):
+		stopProbe()
+		d.l.Writable = <-probed
+	}
+	if !d.l.Writable.IsZero() {
+		d.log.Info("drill: new primary writable", "after", d.l.Writable.Sub(d.l.Fault).Round(time.Millisecond))
+	}
+	return nil
 }
+
+// probeGrace is how long after the workload's first publish through the
+// new primary the drill waits for its probe.
+const probeGrace = 5 * time.Second
+
+// probeWritable publishes, through a client that reaches only the new
+// primary's broker at url, to topic (the drill's own, beside the
+// workload's) until a publish is acknowledged, and returns when it was
+// (zero when ctx ended first). A producer that arrives before the new
+// primary holds its fence is held until it does, so the acknowledgement
+// comes within a round trip of the fence being taken. Each try is
+// bounded, so a redirect to the old primary (the new one has not seen
+// its promotion yet) costs at most a try.
+func probeWritable(ctx context.Context, url, topic string, logger *slog.Logger) time.Time {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: url, Logger: plog.NewLoggerWithSlog(logger),
+		OperationTimeout: 2 * time.Second, ConnectionTimeout: time.Second})
+	if err != nil {
+		return time.Time{}
+	}
+	defer client.Close()
+	for ctx.Err() == nil {
+		p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, SendTimeout: 2 * time.Second, DisableBatching: true})
+		if err == nil {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, err = p.Send(sctx, &pulsar.ProducerMessage{Payload: []byte("probe")})
+			at := time.Now()
+			cancel()
+			p.Close()
+			if err == nil {
+				return at
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(writableProbeEvery):
+		}
+	}
+	return time.Time{}
+}
+
+// writableProbeEvery is the pause between probeWritable's tries.
+const writableProbeEvery = 50 * time.Millisecond
 
 // heal undoes the fault and waits until From is ready again.
 func (d *driver) heal(ctx context.Context) error {

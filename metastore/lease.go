@@ -130,6 +130,10 @@ func (s *Store) keepAlive(ctx context.Context, core *leaseCore, id clientv3.Leas
 // "Fence lease renewal" and "Failover in under three seconds").
 func renewEvery(ttl time.Duration) time.Duration { return min(ttl/8, maxRenewEvery) }
 
+// RenewInterval is how often a lease of the given TTL is renewed while
+// the store answers.
+func RenewInterval(ttl time.Duration) time.Duration { return renewEvery(ttl) }
+
 // maxRenewEvery bounds renewEvery.
 const maxRenewEvery = 500 * time.Millisecond
 

@@ -429,17 +429,19 @@ func (gs *Gates) Wait(ctx context.Context, ns, local string) error {
 	}
 }
 
-// Reached is when this broker last reached the global store: the send
-// time of its lease's last answered renewal (zero before it has one).
-// A broker cut off from the store sees it fall behind.
-func (gs *Gates) Reached() time.Time {
+// ReachedSince reports whether this broker reached the global store
+// after t and still does: its lease's last answered renewal was sent
+// after t, and within two renewal intervals of now (a broker cut off
+// from the store stops answering yes within that).
+func (gs *Gates) ReachedSince(t time.Time) bool {
 	gs.mu.Lock()
 	l := gs.lease
 	gs.mu.Unlock()
 	if l == nil || l.Lost() {
-		return time.Time{}
+		return false
 	}
-	return l.Renewed()
+	r := l.Renewed()
+	return r.After(t) && time.Since(r) <= 2*metastore.RenewInterval(gs.cfg.TTL)+100*time.Millisecond
 }
 
 // Failover returns what the gate of the topic of ns named local (or of

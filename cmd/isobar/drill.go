@@ -111,6 +111,8 @@ instead of the table). The exit status is 1 when the drill did not pass
 	fl.BoolVar(&c.Promote, "promote", false, "promote --to (set-primary) as soon as the fault is detected")
 	fl.DurationVar(&c.AutoFailoverAfter, "auto-failover-after", 0, "set the namespace's automatic failover delay (whole seconds); without --promote the drill waits for it")
 	fl.BoolVar(&c.FailBack, "fail-back", false, "after heal and drain, move the primary back to --from (planned) and check again")
+	fl.IntVar(&c.SyncRegions, "sync", 0, "give the namespace synchronous replication to this many other regions for the run (0: asynchronous; docs/failover.md)")
+	fl.DurationVar(&c.SyncFallbackAfter, "sync-fallback-after", 0, "with --sync: the namespace's fallbackAfterSeconds (whole seconds; 0: hold publishes until the regions confirm)")
 	fl.StringVar(&jsonPath, "json", "", `write the JSON report to this file ("-": stdout, instead of the table)`)
 	fl.DurationVar(&c.MaxRTO, "max-rto", drill.DefaultMaxRTO, "longest publish gap that passes")
 	fl.IntVar(&c.MaxLost, "max-lost", 0, "most lost messages that pass")
