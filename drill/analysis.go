@@ -474,11 +474,18 @@ func sortTimes(ts []time.Time) { slices.SortFunc(ts, func(a, b time.Time) int { 
 func ms(d time.Duration) int64 { return d.Round(time.Millisecond).Milliseconds() }
 
 // budget breaks a failover down (Budget), or nil when one of its moments
-// is missing. A moment earlier than the one before it (the probe can
-// answer before the drill hears of its own promotion) counts as zero.
+// is missing. The new primary was writable at the probe's answer or the
+// workload's first publish through it, whichever came first. A moment
+// earlier than the one before it (the probe can answer before the drill
+// hears of its own promotion) counts as zero.
 func budget(fault, promoted, writable, fenced, firstOK time.Time, rtoMax int64) *Budget {
 	if fault.IsZero() || promoted.IsZero() || writable.IsZero() || firstOK.IsZero() {
 		return nil
+	}
+	// The workload's own first publish through the new primary shows it
+	// writable too (the probe may be in a try that began too early).
+	if firstOK.Before(writable) {
+		writable = firstOK
 	}
 	step := func(from, to time.Time) int64 { return max(0, ms(to.Sub(from))) }
 	b := &Budget{Promotion: step(fault, promoted), Fence: step(promoted, writable), Client: step(writable, firstOK)}

@@ -360,6 +360,11 @@ func TestBudget(t *testing.T) {
 	if want := (Budget{Promotion: 400, Fence: 1700, Client: 200, Slowest: 595}); *b != want {
 		t.Fatalf("budget %+v, want %+v", *b, want)
 	}
+	// The workload got through before the probe did.
+	b = budget(at(0), at(400), at(3000), at(-5), at(2300), 2900)
+	if want := (Budget{Promotion: 400, Fence: 1900, Client: 0, Slowest: 595}); *b != want {
+		t.Fatalf("budget %+v, want %+v", *b, want)
+	}
 	// The probe answered before the drill heard of its promotion.
 	b = budget(at(0), at(400), at(350), time.Time{}, at(500), 600)
 	if want := (Budget{Promotion: 400, Fence: 0, Client: 150}); *b != want {

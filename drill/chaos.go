@@ -27,13 +27,24 @@ const (
 	// ActiveStandby: the primary takes publishes; a producer's client
 	// lists every region and is sent on to the primary.
 	ActiveStandby NamespaceKind = "active-standby"
+	// Sync: active-standby with synchronous replication to one other
+	// region (ChaosSync): the primary acknowledges a publish once another
+	// region holds it too.
+	Sync NamespaceKind = "sync"
 )
 
+// ChaosSync is the sync kind's policy: one other region, and a fallback
+// after 2 s, so that the primary takes writes when every other region is
+// faulted (the schedule allows two faults at once).
+var ChaosSync = map[string]int{"regions": 1, "fallbackAfterSeconds": 2}
+
 // ChaosKinds are the namespaces a chaos drill runs, one of each, in this
-// order. A synchronously replicated kind, when there is one, is added
-// here and given its workload in the driver (chaosrun.go's plan of
-// clients); the schedule and the checks do not depend on the kind.
-var ChaosKinds = []NamespaceKind{ActiveActive, ActiveStandby}
+// order; the schedule and the checks do not depend on the kind.
+var ChaosKinds = []NamespaceKind{ActiveActive, ActiveStandby, Sync}
+
+// standby reports whether a namespace of kind has a primary (its
+// producers follow it; the planned move moves it).
+func (k NamespaceKind) standby() bool { return k == ActiveStandby || k == Sync }
 
 // Action is one step of a chaos schedule: a fault (Kill, Partition,
 // Blackhole), its undoing (Start, Heal), or Move.

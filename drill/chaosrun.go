@@ -288,8 +288,11 @@ func (d *chaosDriver) setup(ctx context.Context) error {
 		var did []string
 		var err error
 		switch kind {
-		case ActiveStandby:
+		case ActiveStandby, Sync:
 			did, err = ensureNamespace(ctx, admin, d.admins, ns, clusters, 0)
+			if err == nil && kind == Sync {
+				err = setChaosSync(ctx, admin, d.admins, ns)
+			}
 			if err == nil {
 				err = await(ctx, startTimeout, "every region to see "+d.sched.Primary+" as the primary of "+ns, func() bool {
 					for _, a := range d.admins {
@@ -348,6 +351,24 @@ func ensureActiveActive(ctx context.Context, c *rest.Client, views []*rest.Clien
 	return did, nil
 }
 
+// setChaosSync gives ns the sync kind's synchronous replication
+// (ChaosSync) and waits until every region in views serves it.
+func setChaosSync(ctx context.Context, c *rest.Client, views []*rest.Client, ns string) error {
+	path := "/admin/v2/namespaces/" + ns + "/syncReplication"
+	if err := c.PostWithContext(ctx, path, ChaosSync); err != nil {
+		return fmt.Errorf("drill: synchronous replication of %s: %w", ns, err)
+	}
+	return await(ctx, startTimeout, "every region to see the synchronous replication of "+ns, func() bool {
+		for _, v := range views {
+			var got map[string]int
+			if err := v.GetWithContext(ctx, path, &got); err != nil || !maps.Equal(got, ChaosSync) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // chaosRetention keeps what the drill's consumers acknowledged: the
 // checks read every region's copy from its first message, and without
 // retention a region drops the acknowledged ledgers it closes (on every
@@ -389,8 +410,8 @@ func (d *chaosDriver) planClients() {
 			}
 			t := len(d.l.Topics)
 			d.l.Topics = append(d.l.Topics, ChaosTopic{Name: name, Kind: kind, Partitions: parts})
-			switch kind {
-			case ActiveStandby:
+			switch {
+			case kind.standby():
 				d.l.Producers = append(d.l.Producers, ChaosClient{Topic: t})
 			default:
 				for _, r := range d.l.Regions {
@@ -498,8 +519,11 @@ func (d *chaosDriver) take(ctx context.Context, st Step) StepRecord {
 	var err error
 	switch {
 	case st.Action == Move:
-		ns := ChaosNamespace(d.cfg.Tenant, ActiveStandby)
-		err = setPrimary(sctx, d.admin(st.To), ns, st.To)
+		for _, kind := range ChaosKinds {
+			if kind.standby() && err == nil {
+				err = setPrimary(sctx, d.admin(st.To), ChaosNamespace(d.cfg.Tenant, kind), st.To)
+			}
+		}
 	case st.Action.IsFault():
 		d.mu.Lock()
 		d.faulted[st.Region] = Fault(st.Action) // even a failed request may have reached it
