@@ -25,12 +25,25 @@ const chaosBasePort = "3900"
 // it passed: nothing acknowledged missing from any region's copy,
 // nothing stored twice, every producer's order kept, every region
 // converged, every step taken, one planned move.
+// chaosCISeed is TestDrillChaos's schedule unless ISOBAR_CHAOS_SEED says
+// otherwise: a kill, a planned move and partitions and black holes over
+// 25 s of three regions.
+const chaosCISeed = 7780047808937027
+
 func TestDrillChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation drill: skipped with -short")
 	}
-	seed := rand.Uint64() >> 11
-	if s := os.Getenv("ISOBAR_CHAOS_SEED"); s != "" {
+	// A fixed schedule by default: CI gates every landing on this test,
+	// and the run's timing still varies from one run to the next.
+	// ISOBAR_CHAOS_SEED=random draws a new one (the seed is logged, to
+	// replay it); ISOBAR_CHAOS_SEED=N replays N.
+	seed := uint64(chaosCISeed)
+	switch s := os.Getenv("ISOBAR_CHAOS_SEED"); s {
+	case "":
+	case "random":
+		seed = rand.Uint64() >> 11
+	default:
 		var err error
 		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
 			t.Fatalf("ISOBAR_CHAOS_SEED: %v", err)
@@ -61,10 +74,11 @@ func TestDrillChaos(t *testing.T) {
 	if !strings.Contains(out, "seed "+strconv.FormatUint(seed, 10)) || !strings.Contains(out, ": PASSED") {
 		t.Errorf("table:\n%s", out)
 	}
-	// Two namespaces with a plain and a partitioned topic each; a
-	// producer per region on the active-active ones, one on each
-	// active-standby one; a consumer per region on every topic.
-	if len(r.Topics) != 4 || len(r.Producers) != 8 || len(r.Consumers) != 12 || r.Acknowledged == 0 {
+	// Three namespaces (active-active, active-standby, sync) with a
+	// plain and a partitioned topic each; a producer per region on the
+	// active-active ones, one on each other one; a consumer per region on
+	// every topic.
+	if len(r.Topics) != 6 || len(r.Producers) != 10 || len(r.Consumers) != 18 || r.Acknowledged == 0 {
 		t.Errorf("seed %d: %d topics, %d producers, %d consumers, %d acknowledged", seed, len(r.Topics), len(r.Producers), len(r.Consumers), r.Acknowledged)
 	}
 	for _, tp := range r.Topics {
