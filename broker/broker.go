@@ -255,6 +255,9 @@ type Primary interface {
 	// ReachedSince reports whether the broker reached the global store
 	// after t and still does.
 	ReachedSince(t time.Time) bool
+	// Absent reports whether region has no broker present in the global
+	// store (false when it cannot tell).
+	Absent(region string) bool
 }
 
 // Config configures a broker. It holds settings only (live dependencies

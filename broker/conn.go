@@ -534,6 +534,15 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 		return
 	}
 	pol = pol.ForTopic(name)
+	if _, ok := c.b.redirectToPrimary(pol, c.mayReplicate()); ok && c.b.awaitPrimaryBack(ctx, name, pol) {
+		// A failover happened meanwhile (or the primary came back): decide
+		// on the policy as it is now.
+		if pol, err = c.b.deps.Namespaces.Policy(ctx, name.NamespaceName()); err != nil {
+			fail(err)
+			return
+		}
+		pol = pol.ForTopic(name)
+	}
 	if url, ok := c.b.redirectToPrimary(pol, c.mayReplicate()); ok {
 		if url == "" {
 			fail(fmt.Errorf("%w: topic %s is active-standby and its primary region %s has no broker service URL", wire.ErrServiceNotReady, name, pol.Failover.Primary))

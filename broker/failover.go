@@ -78,6 +78,46 @@ func (b *Broker) holdPrimary(name topic.Name) error {
 	return b.waitPrimary(ctx, name)
 }
 
+// awaitPrimaryBack holds a client's lookup, at a region that is not the
+// primary of name, while the primary region is absent from the global
+// store (every broker of it dead or cut off for a lease TTL): a failover
+// is coming, by hand or automatically, or the primary comes back.
+// Sending the client to the absent primary would cost it a failed
+// connection, and its reconnection backoff would grow with every one,
+// so that once a region takes over the client comes seconds late. It
+// returns, true, once the policy names another primary (as this broker's
+// gates see it) or the primary is present again; false at once when the
+// primary is not absent, and after lookupHold or ctx when nothing
+// changed.
+func (b *Broker) awaitPrimaryBack(ctx context.Context, name topic.Name, pol NamespacePolicy) bool {
+	if b.deps.Primary == nil || name.Domain != topic.Persistent || !b.deps.Primary.Absent(pol.Failover.Primary) {
+		return false
+	}
+	ns, local := name.NamespaceName(), name.Base().Local
+	_ = b.deps.Primary.Check(ns, local) // track the policy from now on
+	ctx, cancel := context.WithTimeout(ctx, lookupHold)
+	defer cancel()
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if f, ok := b.deps.Primary.Failover(ns, local); ok && f.Epoch > pol.Failover.Epoch {
+			return true
+		}
+		if !b.deps.Primary.Absent(pol.Failover.Primary) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// lookupHold bounds awaitPrimaryBack: well within a client's operation
+// timeout (30 s in pulsar-client-go).
+const lookupHold = 10 * time.Second
+
 // waitPrimary waits (within ctx) until this broker may write for name's
 // namespace; the error is ServiceNotReady saying why not.
 func (b *Broker) waitPrimary(ctx context.Context, name topic.Name) error {

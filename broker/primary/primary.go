@@ -180,6 +180,11 @@ type Gates struct {
 	mu    sync.Mutex
 	gates map[scope]*gate
 	lease *metastore.Lease
+
+	// presence is, per region, how many of its brokers have a presence
+	// key (watchPresence); nil until first read.
+	presMu   sync.Mutex
+	presence map[string]map[string]bool
 }
 
 // scope is what a gate fences: a namespace ("tenant/ns"), or one of its
@@ -231,9 +236,78 @@ func New(cfg Config, deps Deps) (*Gates, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	gs := &Gates{cfg: cfg, deps: deps, log: deps.Logger, ctx: ctx, cancel: cancel, gates: map[scope]*gate{}}
-	gs.wg.Add(1)
+	gs.wg.Add(2)
 	go gs.keepPresent()
+	go gs.watchPresence()
 	return gs, nil
+}
+
+// watchPresence follows every region's presence keys, for Absent.
+func (gs *Gates) watchPresence() {
+	defer gs.wg.Done()
+	prefix := policy.Root + "presence/"
+	for gs.ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(gs.ctx, storeTimeout)
+		l, err := gs.deps.Global.ListRev(ctx, prefix)
+		cancel()
+		if err != nil {
+			select {
+			case <-gs.ctx.Done():
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			continue
+		}
+		pres := map[string]map[string]bool{}
+		set := func(key string, present bool) {
+			region, broker, ok := strings.Cut(strings.TrimPrefix(key, prefix), "/")
+			if !ok {
+				return
+			}
+			if pres[region] == nil {
+				pres[region] = map[string]bool{}
+			}
+			if present {
+				pres[region][broker] = true
+			} else {
+				delete(pres[region], broker)
+			}
+		}
+		for _, kv := range l.KVs {
+			set(kv.Key, true)
+		}
+		gs.setPresence(pres)
+		for ev := range gs.deps.Global.Watch(gs.ctx, prefix, l.Rev+1) {
+			if ev.Reset {
+				break // read it all again
+			}
+			set(ev.Key, !ev.Deleted)
+			gs.setPresence(pres)
+		}
+	}
+}
+
+func (gs *Gates) setPresence(pres map[string]map[string]bool) {
+	cp := make(map[string]map[string]bool, len(pres))
+	for r, bs := range pres {
+		cp[r] = maps.Clone(bs)
+	}
+	gs.presMu.Lock()
+	gs.presence = cp
+	gs.presMu.Unlock()
+}
+
+// Absent reports whether region has no broker present in the global
+// store (every broker of it dead, or cut off from the store for a lease
+// TTL), as this broker last saw it; false while it does not know (it
+// cannot reach the store itself, or has not read it yet).
+func (gs *Gates) Absent(region string) bool {
+	if gs.ReachedSince(time.Time{}) == false {
+		return false // cut off ourselves: we know nothing
+	}
+	gs.presMu.Lock()
+	defer gs.presMu.Unlock()
+	return gs.presence != nil && len(gs.presence[region]) == 0
 }
 
 // keepPresent holds the broker's lease, and with it its presence key,

@@ -506,3 +506,26 @@ func TestLapsedFenceIsTakenAgainWithinTheHold(t *testing.T) {
 	link.Up()
 	testcluster.WaitFor(t, 30*time.Second, func() bool { return g0.Check(ns, "") == nil })
 }
+
+// TestAbsentFollowsPresence: a region is absent once none of its brokers
+// is present in the global store (the last one crashed: its presence
+// ends with its lease), present again when one comes back; a region a
+// broker knows nothing of yet is not called absent before the store was
+// read.
+func TestAbsentFollowsPresence(t *testing.T) {
+	w := newWorld(t)
+	w.setPrimary("r0")
+	g1 := w.gates("r1", "a", w.c.Connect(), nil)
+	g0, err := primary.New(primary.Config{Region: "r0", Broker: "a", TTL: 2 * time.Second}, primary.Deps{Global: w.c.Connect()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return !g1.Absent("r0") && g1.ReachedSince(time.Time{}) })
+	g0.Abort() // a crash: the presence key ends with the lease
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return g1.Absent("r0") })
+	g0 = w.gates("r0", "a", w.c.Connect(), nil)
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return !g1.Absent("r0") })
+	if g1.Absent("r1") {
+		t.Fatal("r1 absent while its own broker is present")
+	}
+}
