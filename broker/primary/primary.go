@@ -324,7 +324,7 @@ func (gs *Gates) keepPresent() {
 		select {
 		case <-gs.ctx.Done():
 			return
-		case <-time.After(min(gs.cfg.TTL/4, 500*time.Millisecond)):
+		case <-time.After(min(gs.cfg.TTL/8, 250*time.Millisecond)):
 		}
 	}
 }
@@ -341,19 +341,14 @@ func (gs *Gates) autoFailover(gone map[string]time.Time) {
 	if gs.deps.AutoNamespaces == nil || gs.deps.Promote == nil {
 		return
 	}
-	present := map[string]bool{}
+	// From the watched presence keys (watchPresence): a region is gone
+	// only when this broker reaches the store and sees none of its
+	// brokers; cut off itself, it sees every region present.
 	presentIn := func(region string) (bool, error) {
-		if p, ok := present[region]; ok {
-			return p, nil
+		if !gs.ReachedSince(time.Time{}) {
+			return false, errors.New("the global store cannot be reached")
 		}
-		ctx, cancel := context.WithTimeout(gs.ctx, storeTimeout)
-		defer cancel()
-		keys, err := gs.deps.Global.ListKeys(ctx, PresencePrefix(region))
-		if err != nil {
-			return false, err
-		}
-		present[region] = len(keys) > 0
-		return len(keys) > 0, nil
+		return !gs.Absent(region), nil
 	}
 	seen := map[string]bool{}
 	for _, ns := range gs.deps.AutoNamespaces() {
@@ -369,9 +364,9 @@ func (gs *Gates) autoFailover(gone map[string]time.Time) {
 		}
 		since, ok := gone[ns.Name]
 		if !ok {
-			gone[ns.Name] = time.Now()
+			since = time.Now()
+			gone[ns.Name] = since
 			gs.log.Warn("primary region of namespace is gone", "namespace", ns.Name, "primary", f.Primary, "failoverAfter", time.Duration(f.AutoAfterSeconds)*time.Second)
-			continue
 		}
 		// Its presence keys ended a lease TTL after its brokers last
 		// reached the store: it has been unreachable that much longer
