@@ -331,12 +331,24 @@ func (d *driver) failover(ctx context.Context, det *detector) error {
 	limit := failoverTimeout + time.Duration(f.AutoAfterSeconds)*time.Second
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	promotedAlready := false
 	if c.Promote {
-		select {
-		case <-det.done:
-		case <-ctx.Done():
+		// The namespace may fail over by itself first (automatic failover
+		// set by an earlier run): then there is nothing to promote.
+		if err := await(ctx, limit, "the fault to be detected", func() bool {
+			select {
+			case <-det.done:
+				return true
+			default:
+			}
+			f, err := getPrimary(ctx, d.toA, c.Namespace)
+			promotedAlready = err == nil && f.Primary == c.To
+			return promotedAlready
+		}); err != nil {
 			return fmt.Errorf("drill: the fault was not detected within %v", limit)
 		}
+	}
+	if c.Promote && !promotedAlready {
 		at, how := det.result()
 		d.log.Info("drill: fault detected", "after", at.Sub(d.l.Fault).Round(time.Millisecond), "by", how)
 		for {
@@ -353,6 +365,9 @@ func (d *driver) failover(ctx context.Context, det *detector) error {
 		d.promotionByDrill = true
 	} else {
 		if err := await(ctx, limit, "automatic failover to "+c.To, func() bool {
+			if promotedAlready {
+				return true
+			}
 			f, err := getPrimary(ctx, d.toA, c.Namespace)
 			return err == nil && f.Primary == c.To
 		}); err != nil {
