@@ -19,6 +19,7 @@ package mledger
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -230,6 +231,9 @@ type ManagedLedger struct {
 	// next write is this write's, not another owner's, when the store
 	// holds exactly this value. Guarded by metaMu.
 	unsure []byte
+	// writer is this managed ledger's id in the values it writes
+	// (topicMeta.Writer).
+	writer string
 	// created: Open found no metadata and wrote the first (Created).
 	created bool
 	// terminated is set by Terminate (and at open, from the metadata).
@@ -326,9 +330,10 @@ func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedg
 	}
 	cfg = cfg.withDefaults()
 	m := &ManagedLedger{
-		cfg:  unique.Make(cfg),
-		deps: deps,
-		name: name,
+		cfg:    unique.Make(cfg),
+		deps:   deps,
+		name:   name,
+		writer: rand.Text(),
 	}
 	kv, err := deps.Meta.Get(ctx, m.key())
 	switch {
@@ -528,6 +533,7 @@ func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
 	if err := m.fencedErr(); err != nil {
 		return err
 	}
+	next.Writer = m.writer
 	val, err := encodeMeta(&next)
 	if err != nil {
 		return err

@@ -94,3 +94,32 @@ func TestMetadataWriteAppliedButReportedFailed(t *testing.T) {
 		})
 	}
 }
+
+// TestUnsureWriteThenNewOwner: a write of the old owner whose outcome it
+// does not know, then a new owner's open (which writes the metadata
+// unchanged, to fence it): the old owner's next write must take the
+// conflict for the new owner's, not for its own write, and stay fenced.
+func TestUnsureWriteThenNewOwner(t *testing.T) {
+	cl := startCluster(t)
+	lc := newLedgerClient(t, cl)
+	env := testConfig(cl, lc, 100)
+	lr := &lostReply{Meta: env.Meta}
+	env.Meta = lr
+	const name = "tenant/ns/persistent/lost-reply-new-owner"
+	ctx := context.Background()
+	// No ledger yet: the new owner's open writes the value it read.
+	m := open(t, env, name)
+	c, err := m.OpenCursor(ctx, "sub", Earliest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr.failGet.Store(true)
+	lr.armed.Store(true)
+	if err := c.SetProperties(ctx, map[string]string{"k": "1"}); err == nil {
+		t.Fatal("write whose outcome is unknown succeeded")
+	}
+	open(t, testConfig(cl, lc, 100), name) // the new owner
+	if err := c.SetProperties(ctx, map[string]string{"k": "2"}); !errors.Is(err, ErrFenced) {
+		t.Fatalf("old owner's write after a new owner opened: %v", err)
+	}
+}
