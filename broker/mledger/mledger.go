@@ -542,6 +542,7 @@ func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
 	if errors.Is(err, metastore.ErrConflict) && m.ownWriteLocked(ctx) {
 		// Our own earlier write, which we took as failed, was applied:
 		// write over it (the metadata in memory is what holds).
+		m.logger().Info("a metadata write heard failed had been applied; writing over it")
 		rev, err = m.deps.Meta.CAS(ctx, m.key(), val, m.rev)
 	}
 	if errors.Is(err, metastore.ErrConflict) {
@@ -549,6 +550,7 @@ func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
 	}
 	if err != nil {
 		if landed, lerr := m.landedLocked(ctx, val); lerr == nil && landed > 0 {
+			m.logger().Info("metadata write applied although it failed", "err", err)
 			m.meta, m.rev, m.unsure = next, landed, nil
 			return nil
 		}
