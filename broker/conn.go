@@ -830,7 +830,7 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 	}
 	if replicated {
 		publish = func(done func(mledger.Position, bool, error)) {
-			p.t.publishReplicated(c.ctx, src, srcPos, originSeq{f.Metadata.GetProducerName(), int64(max(f.Metadata.GetSequenceId(), f.Metadata.GetHighestSequenceId())), int64(f.Metadata.GetSequenceId())}, nm, f.Entry, done)
+			p.t.publishReplicated(c.ctx, p, src, srcPos, originSeq{f.Metadata.GetProducerName(), int64(max(f.Metadata.GetSequenceId(), f.Metadata.GetHighestSequenceId())), int64(f.Metadata.GetSequenceId())}, nm, f.Entry, done)
 		}
 	}
 	arrived := c.b.deps.Now()

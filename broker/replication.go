@@ -71,9 +71,47 @@ type replIn struct {
 	confirmed mledger.Position // highest source position stored
 	inflight  int
 	chain     *mledger.Chain
-	msgIn     int64
-	bytesIn   int64
-	last      time.Time // last entry stored
+	// chainFrom are the producers that sent adds of chain. When it
+	// breaks, they are refused until they reconnect (stale): an entry of
+	// theirs that arrives after the failed one, once the broken chain's
+	// adds have all completed, must not be stored over the gap.
+	chainFrom map[*producer]struct{}
+	stale     map[*producer]struct{}
+	// waiting are copies of entries pushed and not yet stored (a frame
+	// sent again while the first copy is being stored), answered when
+	// the first copy's add completes: stored already, or not stored.
+	waiting []replWaiter
+	msgIn   int64
+	bytesIn int64
+	last    time.Time // last entry stored
+}
+
+// replWaiter is a copy of a replicated entry at pos waiting for the
+// outcome of the add of the first copy.
+type replWaiter struct {
+	pos  mledger.Position
+	done func(mledger.Position, bool, error)
+}
+
+// settledLocked removes and returns the waiters the adds completed so
+// far decide: those at or below the confirmed position were stored; once
+// no add is in flight, the others were not (their adds failed), and are
+// answered with a retriable error. t.mu held.
+func (st *replIn) settledLocked() (stored, failed []replWaiter) {
+	keep := st.waiting[:0]
+	for _, w := range st.waiting {
+		switch {
+		case w.pos.Compare(st.confirmed) <= 0:
+			stored = append(stored, w)
+		case st.inflight == 0:
+			failed = append(failed, w)
+		default:
+			keep = append(keep, w)
+		}
+	}
+	clear(st.waiting[len(keep):])
+	st.waiting = keep
+	return stored, failed
 }
 
 var noPosition = mledger.Position{Ledger: -1, Entry: -1}
@@ -107,7 +145,7 @@ func (t *Topic) replStalled(remote string, md mledger.Position, backlog int64) b
 }
 
 func newReplIn(hwm mledger.Position) *replIn {
-	return &replIn{pushed: hwm, confirmed: hwm, chain: mledger.NewChain()}
+	return &replIn{pushed: hwm, confirmed: hwm, chain: mledger.NewChain(), chainFrom: map[*producer]struct{}{}}
 }
 
 // TopicPolicies is implemented by Namespaces that know topics' own
@@ -236,10 +274,19 @@ func (t *Topic) checkReplSubscribe(ctx context.Context, name string, st pb.Comma
 	return nil
 }
 
-// publishReplicated appends an entry that a replicator producer brought
-// from cluster src, unless an entry at or after its source position is
-// already stored from src. done is as for publish.
-func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.Position, origin originSeq, numMsgs int, entry []byte, done func(mledger.Position, bool, error)) {
+// publishReplicated appends an entry that a replicator producer (from)
+// brought from cluster src, unless an entry at or after its source
+// position is already stored from src. done is as for publish.
+//
+// It answers "stored already" only for what is stored: a copy of an
+// entry whose first copy is still being added waits for that add, and
+// fails with it (the source then sends the entry again). After an add
+// of src fails, the producers that sent adds after it are refused until
+// they reconnect, so that none of their later entries is stored over
+// the gap: the high-water mark must never pass an entry that is not
+// stored, or the entry's next copy is dropped as stored and the source,
+// told so, acknowledges it (docs/replication.md, "Exactly once").
+func (t *Topic) publishReplicated(ctx context.Context, from *producer, src string, pos mledger.Position, origin originSeq, numMsgs int, entry []byte, done func(mledger.Position, bool, error)) {
 	if err := t.ensureDedupState(ctx); err != nil {
 		done(mledger.Position{}, false, err)
 		return
@@ -264,12 +311,29 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 			return
 		}
 		// Every add of the broken chain has completed: start over from
-		// what is stored.
+		// what is stored, with the producers that sent to it refused.
 		st.pushed, st.chain = st.confirmed, mledger.NewChain()
+		st.stale, st.chainFrom = st.chainFrom, map[*producer]struct{}{}
 	}
-	if pos.Compare(st.pushed) <= 0 {
+	if _, stale := st.stale[from]; stale && from != nil {
+		t.mu.Unlock()
+		done(mledger.Position{}, false, fmt.Errorf("%w: an earlier replicated entry of producer %s failed; reconnect and resend", wire.ErrServiceNotReady, from.name))
+		return
+	}
+	if pos.Compare(st.confirmed) <= 0 {
 		t.mu.Unlock()
 		done(mledger.Position{}, false, nil) // stored already
+		return
+	}
+	if pos.Compare(st.pushed) <= 0 {
+		// Its first copy is being added: the answer is that add's.
+		if st.inflight == 0 {
+			t.mu.Unlock()
+			done(mledger.Position{}, false, fmt.Errorf("%w: replicated entry %s from %s is not stored; retry", wire.ErrServiceNotReady, pos, src))
+			return
+		}
+		st.waiting = append(st.waiting, replWaiter{pos: pos, done: done})
+		t.mu.Unlock()
 		return
 	}
 	t.mu.Unlock()
@@ -300,6 +364,9 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 	st.pushed = pos
 	st.inflight++
 	chain := st.chain
+	if from != nil {
+		st.chainFrom[from] = struct{}{}
+	}
 	// Counted at once, as a producer's own send is: a resend of the same
 	// message that arrives while this one is stored is dropped.
 	pushedSeq := dedupSeq && origin.producer != "" && t.dedupPushed != nil && origin.seq > t.dedupPushed[origin.producer]
@@ -324,6 +391,7 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 			st.bytesIn += int64(len(entry))
 			st.last = t.b.deps.Now()
 		}
+		stored, failed := st.settledLocked()
 		t.mu.Unlock()
 		if err == nil {
 			t.learnOrigin(origin)
@@ -332,6 +400,12 @@ func (t *Topic) publishReplicated(ctx context.Context, src string, pos mledger.P
 		}
 		t.addFailed(err)
 		done(p, true, err)
+		for _, w := range stored {
+			w.done(mledger.Position{}, false, nil)
+		}
+		for _, w := range failed {
+			w.done(mledger.Position{}, false, fmt.Errorf("%w: replicated entry %s from %s was not stored; retry", wire.ErrServiceNotReady, w.pos, src))
+		}
 	})
 }
 

@@ -64,10 +64,14 @@ type topicMeta struct {
 	Properties map[string]string `json:"properties,omitempty"`
 	// Terminated: the log takes no more entries (Terminate).
 	Terminated bool `json:"terminated,omitempty"`
+	// Writer is a random id of the managed ledger (one Open) that wrote
+	// this value, so that an owner can tell a write of its own that it
+	// heard fail from a new owner's (casLocked).
+	Writer string `json:"writer,omitempty"`
 }
 
 func (m *topicMeta) clone() topicMeta {
-	c := topicMeta{Version: m.Version, Ledgers: append([]LedgerInfo(nil), m.Ledgers...), Properties: maps.Clone(m.Properties), Terminated: m.Terminated}
+	c := topicMeta{Version: m.Version, Ledgers: append([]LedgerInfo(nil), m.Ledgers...), Properties: maps.Clone(m.Properties), Terminated: m.Terminated, Writer: m.Writer}
 	for _, cm := range m.Cursors {
 		props := map[string]string(nil)
 		if cm.Properties != nil {

@@ -17,7 +17,9 @@
 package mledger
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -223,6 +225,15 @@ type ManagedLedger struct {
 	metaMu sync.Mutex
 	meta   topicMeta
 	rev    int64
+	// unsure is the value of a metadata write whose outcome is not known
+	// (the store failed it, but may have applied it: the caller's context
+	// ended, or the connection was lost with the reply). A conflict on the
+	// next write is this write's, not another owner's, when the store
+	// holds exactly this value. Guarded by metaMu.
+	unsure []byte
+	// writer is this managed ledger's id in the values it writes
+	// (topicMeta.Writer).
+	writer string
 	// created: Open found no metadata and wrote the first (Created).
 	created bool
 	// terminated is set by Terminate (and at open, from the metadata).
@@ -319,9 +330,10 @@ func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedg
 	}
 	cfg = cfg.withDefaults()
 	m := &ManagedLedger{
-		cfg:  unique.Make(cfg),
-		deps: deps,
-		name: name,
+		cfg:    unique.Make(cfg),
+		deps:   deps,
+		name:   name,
+		writer: rand.Text(),
 	}
 	kv, err := deps.Meta.Get(ctx, m.key())
 	switch {
@@ -521,19 +533,67 @@ func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
 	if err := m.fencedErr(); err != nil {
 		return err
 	}
+	next.Writer = m.writer
 	val, err := encodeMeta(&next)
 	if err != nil {
 		return err
 	}
 	rev, err := m.deps.Meta.CAS(ctx, m.key(), val, m.rev)
+	if errors.Is(err, metastore.ErrConflict) && m.ownWriteLocked(ctx) {
+		// Our own earlier write, which we took as failed, was applied:
+		// write over it (the metadata in memory is what holds).
+		m.logger().Info("a metadata write heard failed had been applied; writing over it")
+		rev, err = m.deps.Meta.CAS(ctx, m.key(), val, m.rev)
+	}
 	if errors.Is(err, metastore.ErrConflict) {
 		return m.setFenced(err)
 	}
 	if err != nil {
+		if landed, lerr := m.landedLocked(ctx, val); lerr == nil && landed > 0 {
+			m.logger().Info("metadata write applied although it failed", "err", err)
+			m.meta, m.rev, m.unsure = next, landed, nil
+			return nil
+		}
+		m.unsure = val
 		return fmt.Errorf("mledger %s: write metadata: %w", m.name, err)
 	}
-	m.meta, m.rev = next, rev
+	m.meta, m.rev, m.unsure = next, rev, nil
 	return nil
+}
+
+// landedLocked reads the metadata after a write of val failed: the
+// store may have applied it anyway (a context that ended while the write
+// was on its way, a reply lost with the connection). It returns the
+// revision val was stored at, 0 when the store holds something else.
+// The read has a context of its own (the caller's may have ended).
+// metaMu must be held.
+func (m *ManagedLedger) landedLocked(ctx context.Context, val []byte) (int64, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	kv, err := m.deps.Meta.Get(rctx, m.key())
+	if err != nil {
+		return 0, err
+	}
+	if kv.Rev != m.rev && bytes.Equal(kv.Value, val) {
+		return kv.Rev, nil
+	}
+	return 0, nil
+}
+
+// ownWriteLocked reports, after a conflict, whether the store holds the
+// value of this managed ledger's last write of unknown outcome (m.unsure):
+// then nobody else wrote, and m.rev takes that write's revision. metaMu
+// must be held.
+func (m *ManagedLedger) ownWriteLocked(ctx context.Context) bool {
+	if m.unsure == nil {
+		return false
+	}
+	landed, err := m.landedLocked(ctx, m.unsure)
+	if err != nil || landed == 0 {
+		return false
+	}
+	m.rev, m.unsure = landed, nil
+	return true
 }
 
 // update applies fn to a copy of the metadata and writes it by CAS.
