@@ -171,7 +171,8 @@ type syncRepl struct {
 	timer *time.Timer
 	gen   uint64 // tells a stopped or replaced timer from the current one
 	// remotes are the topic's other regions as of the last policy pass
-	// (for dispatchLimit, which may not take the topic's lock).
+	// (applySyncPolicy, which follows every change of them): read on every
+	// publish and confirmation without the topic's lock.
 	remotes []string
 }
 
@@ -199,14 +200,15 @@ func (t *Topic) applySyncPolicy(ctx context.Context) {
 		}
 		return
 	}
+	remotes := t.remotes()
 	if cur == nil {
-		cur = &syncRepl{}
+		// Complete before it is published: syncHold reads it at once.
+		cur = &syncRepl{remotes: remotes}
 		cur.q.regions, cur.q.fallback = sr.Regions, time.Duration(sr.FallbackAfterSeconds)*time.Second
 		if !t.srepl.CompareAndSwap(nil, cur) {
 			cur = t.srepl.Load()
 		}
 	}
-	remotes := t.remotes()
 	for _, r := range remotes {
 		c, err := t.ml.OpenCursor(ctx, replication.CursorName(r), mledger.Earliest)
 		if err != nil {
@@ -244,9 +246,9 @@ func (t *Topic) syncHold(pos mledger.Position, dup bool, ack func()) {
 	if dup {
 		pos = t.ml.LastConfirmed()
 	}
-	remotes := t.remotes()
 	now := t.b.deps.Now()
 	sr.mu.Lock()
+	remotes := sr.remotes
 	cutOff := false
 	if sr.q.degraded && !t.b.reachedStoreSince(time.Time{}) {
 		// Degraded, and now cut off from the global store: this region
@@ -275,8 +277,8 @@ func (t *Topic) syncConfirmed(cursor string, pos mledger.Position) {
 	if !ok {
 		return
 	}
-	remotes := t.remotes()
 	sr.mu.Lock()
+	remotes := sr.remotes
 	sr.q.confirm(remote, pos)
 	acks := sr.q.release(remotes)
 	ended := sr.q.recover(remotes)
@@ -400,10 +402,10 @@ func (t *Topic) syncStats() *admin.SyncReplicationStats {
 	if sr == nil {
 		return nil
 	}
-	remotes := t.remotes()
 	now := t.b.deps.Now()
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
+	remotes := sr.remotes
 	st := &admin.SyncReplicationStats{Regions: sr.q.regions, FallbackAfterSeconds: int(sr.q.fallback / time.Second), State: admin.SyncStateSync, Waiting: len(sr.q.waiting)}
 	if len(sr.q.waiting) > 0 {
 		st.OldestWaitMs = now.Sub(sr.q.waiting[0].since).Milliseconds()

@@ -75,7 +75,7 @@ func (s *Store) Grant(ctx context.Context, ttl time.Duration) (*Lease, error) {
 	return &Lease{id: int64(resp.ID), meta: s, core: core}, nil
 }
 
-// keepAlive renews the lease every renewEvery(ttl), and every
+// keepAlive renews the lease every RenewInterval(ttl), and every
 // retryEvery after a failed renewal, recording when each renewal was
 // sent, until ctx ends, the store says the lease is gone, or the lease's
 // validity ran out with no renewal answered (Done then closes on time,
@@ -84,7 +84,7 @@ func (s *Store) Grant(ctx context.Context, ttl time.Duration) (*Lease, error) {
 // arrived, later than the store dated it.
 func (s *Store) keepAlive(ctx context.Context, core *leaseCore, id clientv3.LeaseID, ttl time.Duration) {
 	defer core.close()
-	wait := renewEvery(ttl)
+	wait := RenewInterval(ttl)
 	for {
 		select {
 		case <-ctx.Done():
@@ -102,7 +102,7 @@ func (s *Store) keepAlive(ctx context.Context, core *leaseCore, id clientv3.Leas
 		switch {
 		case err == nil && resp.TTL > 0:
 			core.extend(sent, time.Duration(resp.TTL)*time.Second)
-			wait = max(0, renewEvery(ttl)-time.Since(sent)) // renewals start renewEvery apart
+			wait = max(0, RenewInterval(ttl)-time.Since(sent)) // renewals start RenewInterval apart
 		case err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound):
 			return // expired or revoked at the store
 		default:
@@ -110,7 +110,7 @@ func (s *Store) keepAlive(ctx context.Context, core *leaseCore, id clientv3.Leas
 			// is repeated no more often than a renewal would be; one
 			// that waited for the connection until its timeout is
 			// repeated at once, to be waiting when the link returns.
-			wait = max(retryEvery, renewEvery(ttl)-time.Since(sent))
+			wait = max(retryEvery, RenewInterval(ttl)-time.Since(sent))
 		}
 		if !core.valid() {
 			return
@@ -118,7 +118,7 @@ func (s *Store) keepAlive(ctx context.Context, core *leaseCore, id clientv3.Leas
 	}
 }
 
-// renewEvery is how long after a successful renewal the next one is
+// RenewInterval is how long after a successful renewal the next one is
 // sent: an eighth of the TTL, and no more than maxRenewEvery. A holder
 // cut off from the store keeps a valid lease for at least the TTL less
 // this interval (and less a renewal's round trip) from the moment the cut
@@ -128,13 +128,9 @@ func (s *Store) keepAlive(ctx context.Context, core *leaseCore, id clientv3.Leas
 // for etcd (its leader answers them without a raft proposal), so a few a
 // second per lease is a small price for that margin (docs/decisions.md,
 // "Fence lease renewal" and "Failover in under three seconds").
-func renewEvery(ttl time.Duration) time.Duration { return min(ttl/8, maxRenewEvery) }
+func RenewInterval(ttl time.Duration) time.Duration { return min(ttl/8, maxRenewEvery) }
 
-// RenewInterval is how often a lease of the given TTL is renewed while
-// the store answers.
-func RenewInterval(ttl time.Duration) time.Duration { return renewEvery(ttl) }
-
-// maxRenewEvery bounds renewEvery.
+// maxRenewEvery bounds RenewInterval.
 const maxRenewEvery = 500 * time.Millisecond
 
 // retryEvery is how soon, at the least, a failed renewal is tried

@@ -152,7 +152,7 @@ func TestShortOutagesKeepTheLease(t *testing.T) {
 		// A fresh renewal, then the moment just before the next one.
 		before := validUntil(l)
 		watchValid(what+": a renewal before", func() bool { return validUntil(l).After(before) })
-		due := validUntil(l).Add(-ttl + renewEvery(ttl) - 20*time.Millisecond)
+		due := validUntil(l).Add(-ttl + RenewInterval(ttl) - 20*time.Millisecond)
 		watchValid(what+": the next renewal due", func() bool { return !time.Now().Before(due) })
 		start := time.Now()
 		left := validUntil(l).Sub(start)

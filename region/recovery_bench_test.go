@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -102,8 +103,8 @@ func BenchmarkRegionRecovery(b *testing.B) {
 			writes = append(writes, first.Sub(up))
 			b.Logf("restart %d: r1 down %v; started (every process ready) in %v; first acknowledged publish %v after that", i, down, up.Sub(starting).Round(time.Millisecond), first.Sub(up).Round(time.Millisecond))
 		}
-		b.ReportMetric(float64(slicesMax(starts))/1e6, "start-ms")
-		b.ReportMetric(float64(slicesMax(writes))/1e6, "writes-ms")
+		b.ReportMetric(float64(slices.Max(starts))/1e6, "start-ms")
+		b.ReportMetric(float64(slices.Max(writes))/1e6, "writes-ms")
 	})
 
 	b.Run("heal", func(b *testing.B) {
@@ -164,21 +165,13 @@ func BenchmarkRegionRecovery(b *testing.B) {
 			caught = append(caught, d)
 			b.Logf("heal %d: r1 cut off %v at 1k msg/s; every one of %d acknowledged messages received in r1 %v after the heal", i, down, len(want), d.Round(time.Millisecond))
 		}
-		b.ReportMetric(float64(slicesMax(caught))/1e6, "caught-up-ms")
+		b.ReportMetric(float64(slices.Max(caught))/1e6, "caught-up-ms")
 	})
 }
 
 // recoveryBasePort is BenchmarkRegionRecovery's port plan (two regions:
 // 5000-5242 and 6793-6993), apart from cmd/isobar's tests'.
 const recoveryBasePort = 5000
-
-func slicesMax(ds []time.Duration) time.Duration {
-	var m time.Duration
-	for _, d := range ds {
-		m = max(m, d)
-	}
-	return m
-}
 
 // recoverySender sends numbered messages (property "n") at a steady rate
 // and records when each was acknowledged.

@@ -302,7 +302,7 @@ func (gs *Gates) setPresence(pres map[string]map[string]bool) {
 // TTL), as this broker last saw it; false while it does not know (it
 // cannot reach the store itself, or has not read it yet).
 func (gs *Gates) Absent(region string) bool {
-	if gs.ReachedSince(time.Time{}) == false {
+	if !gs.ReachedSince(time.Time{}) {
 		return false // cut off ourselves: we know nothing
 	}
 	gs.presMu.Lock()
@@ -835,9 +835,7 @@ func (gs *Gates) release(g *gate, held *metastore.Lease, st *state) *metastore.L
 // fence is taken only while the policy is at rev and every other region's
 // fence in the namespace is gone or was put after rev.
 func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev int64, clusters []string, events <-chan metastore.Event) (_ *metastore.Lease, reread bool) {
-	val, _ := json.Marshal(struct {
-		Epoch int64 `json:"epoch"`
-	}{f.Epoch})
+	val := fenceValue(f)
 	if held != nil && !held.Valid() {
 		if l, reread, ok := gs.retake(g, f, rev, clusters, events); ok || reread {
 			if reread {
@@ -933,9 +931,7 @@ func (gs *Gates) retake(g *gate, f policy.Failover, rev int64, clusters []string
 	deadline := time.Now().Add(gs.cfg.Hold)
 	g.set(&state{failover: f, err: fmt.Errorf("%w: %w (taking the fence again)", ErrFenced, ErrLapsed), pending: true, retaking: true})
 	gs.log.Info("fence lease lapsed; taking the fence again", "scope", g.scope.String(), "hold", gs.cfg.Hold)
-	val, _ := json.Marshal(struct {
-		Epoch int64 `json:"epoch"`
-	}{f.Epoch})
+	val := fenceValue(f)
 	for gs.ctx.Err() == nil && time.Now().Before(deadline) {
 		ctx, cancel := context.WithDeadline(gs.ctx, deadline)
 		nl, err := gs.leaseFor(ctx)
@@ -970,6 +966,14 @@ func (gs *Gates) retake(g *gate, f policy.Failover, rev int64, clusters []string
 		}
 	}
 	return nil, false, false
+}
+
+// fenceValue is what a fence key holds: the epoch it was taken for.
+func fenceValue(f policy.Failover) []byte {
+	val, _ := json.Marshal(struct {
+		Epoch int64 `json:"epoch"`
+	}{f.Epoch})
+	return val
 }
 
 // fenceConds are the conditions on which this broker may take g's fence
