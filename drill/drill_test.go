@@ -138,3 +138,29 @@ func TestReportTableAndTelemetry(t *testing.T) {
 		t.Errorf("span %+v", ss)
 	}
 }
+
+// TestValidateSyncFlags: --sync and --sync-fallback-after are checked
+// with the rest, each problem named by its flag.
+func TestValidateSyncFlags(t *testing.T) {
+	good := Config{Endpoints: twoRegions(), Namespace: "geo/drill", From: "r0", To: "r1", Fault: Kill, SyncRegions: 1, SyncFallbackAfter: time.Second}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("good config: %v", err)
+	}
+	for _, c := range []struct {
+		regions  int
+		fallback time.Duration
+		want     string
+	}{
+		{-1, 0, "--sync: -1 is not within 0..64"},
+		{65, 0, "--sync: 65"},
+		{1, 1500 * time.Millisecond, "--sync-fallback-after: 1.5s is not a whole number of seconds"},
+		{1, 2 * time.Hour, "--sync-fallback-after: 2h0m0s"},
+		{0, time.Second, "--sync-fallback-after: needs --sync"},
+	} {
+		bad := good
+		bad.SyncRegions, bad.SyncFallbackAfter = c.regions, c.fallback
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--sync %d --sync-fallback-after %v: %v, want %q", c.regions, c.fallback, err, c.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestValidate(t *testing.T) {
@@ -83,6 +84,21 @@ func TestLoadBalancerSettingsValidated(t *testing.T) {
 		"loadBalancerNamespaceBundleMaxMsgRate", "loadBalancerNamespaceBundleMaxBandwidthMbytes"} {
 		if err == nil || !strings.Contains(err.Error(), f) {
 			t.Errorf("error does not name %s: %v", f, err)
+		}
+	}
+}
+
+// TestFenceLeaseTTLRefused: broker.fenceLeaseTTL is whole seconds, at
+// least one (etcd counts leases in seconds); zero is the default.
+func TestFenceLeaseTTLRefused(t *testing.T) {
+	for _, ttl := range []time.Duration{0, time.Second, 5 * time.Second} {
+		if err := (BrokerConfig{FenceLeaseTTL: ttl}).Validate(); err != nil && strings.Contains(err.Error(), "fenceLeaseTTL") {
+			t.Errorf("%v refused: %v", ttl, err)
+		}
+	}
+	for _, ttl := range []time.Duration{-time.Second, 500 * time.Millisecond, 1500 * time.Millisecond} {
+		if err := (BrokerConfig{FenceLeaseTTL: ttl}).Validate(); err == nil || !strings.Contains(err.Error(), "broker.fenceLeaseTTL") {
+			t.Errorf("%v: %v, want an error naming broker.fenceLeaseTTL", ttl, err)
 		}
 	}
 }
