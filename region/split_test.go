@@ -117,7 +117,9 @@ func TestBundleSplitUnderTraffic(t *testing.T) {
 	const rounds = 300
 	third, twoThirds := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
+	sent := make(chan struct{}) // closed once every send is under way
 	go func() {
+		defer close(sent)
 		for i := range rounds {
 			switch i {
 			case rounds / 3:
@@ -182,6 +184,9 @@ func TestBundleSplitUnderTraffic(t *testing.T) {
 		t.Logf("the halves hold %d and %d topics: no second split", count[lo], count[hi])
 	}
 
+	// Every wg.Add happens before sent closes, so Wait cannot return
+	// while the sender is between rounds.
+	<-sent
 	wg.Wait()
 	mu.Lock()
 	if len(failed) > 0 {
