@@ -258,6 +258,10 @@ type Primary interface {
 	// Absent reports whether region has no broker present in the global
 	// store (false when it cannot tell).
 	Absent(region string) bool
+	// Unrenewed reports whether region's brokers are still present in
+	// the global store but none has renewed its lease there for over a
+	// second (false when it cannot tell).
+	Unrenewed(region string) bool
 }
 
 // Config configures a broker. It holds settings only (live dependencies
@@ -469,6 +473,10 @@ type Broker struct {
 	cfg  Config
 	deps Deps
 	log  *slog.Logger
+
+	// refused remembers which primary regions' brokers refuse
+	// connections (awaitPrimaryBack).
+	refused refusals
 
 	ctx    context.Context // cancelled by Shutdown's deadline or Close
 	cancel context.CancelFunc

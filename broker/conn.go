@@ -534,7 +534,7 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 		return
 	}
 	pol = pol.ForTopic(name)
-	if _, ok := c.b.redirectToPrimary(pol, c.mayReplicate()); ok && c.b.awaitPrimaryBack(ctx, name, pol) {
+	if url, ok := c.b.redirectToPrimary(pol, c.mayReplicate()); ok && c.b.awaitPrimaryBack(ctx, name, pol, url) {
 		// A failover happened meanwhile (or the primary came back): decide
 		// on the policy as it is now.
 		if pol, err = c.b.deps.Namespaces.Policy(ctx, name.NamespaceName()); err != nil {

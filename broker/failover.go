@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -66,11 +69,14 @@ const primaryHold = 5 * time.Second
 
 // holdPrimary is checkPrimary, but waits (up to primaryHold) while the
 // gate may soon allow writes: a publish or acknowledgement arriving while
-// the broker takes its fence again after a short cut of the global store
-// is delayed, not refused.
+// the broker takes its fence again after a short cut of the global
+// store, or takes it as a newly promoted primary, is delayed, not
+// refused. So is one arriving while the gate has not yet seen a
+// promotion of this region that the namespace policies already show (the
+// client was sent here by a lookup that read them).
 func (b *Broker) holdPrimary(name topic.Name) error {
 	err := b.checkPrimary(name)
-	if err == nil || !errors.Is(err, primary.ErrFenced) {
+	if err == nil || !errors.Is(err, primary.ErrFenced) && !b.promotedHere(name, err) {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, primaryHold)
@@ -78,19 +84,52 @@ func (b *Broker) holdPrimary(name topic.Name) error {
 	return b.waitPrimary(ctx, name)
 }
 
+// promotedHere reports whether err is the gate's "not primary" at an
+// epoch older than the namespace policies' (the broker's cache of the
+// global store), which name this region the primary.
+func (b *Broker) promotedHere(name topic.Name, err error) bool {
+	var np *primary.NotPrimaryError
+	if b.deps.Namespaces == nil || !errors.As(err, &np) {
+		return false
+	}
+	pol, perr := b.deps.Namespaces.Policy(b.ctx, name.NamespaceName())
+	if perr != nil {
+		return false
+	}
+	f := pol.ForTopic(name).Failover
+	return f.Primary == b.cfg.Cluster && f.Epoch > np.Epoch
+}
+
 // awaitPrimaryBack holds a client's lookup, at a region that is not the
-// primary of name, while the primary region is absent from the global
-// store (every broker of it dead or cut off for a lease TTL): a failover
+// primary of name, while the primary region is gone from the global
+// store (every broker of it dead or cut off for a lease TTL) or going
+// (present, but none has renewed its lease for over a second), and for up
+// to unreachableHold while its service URL refuses connections from here
+// (a crashed broker does at once, before the store can tell): a failover
 // is coming, by hand or automatically, or the primary comes back.
-// Sending the client to the absent primary would cost it a failed
+// Sending the client to a dead primary would cost it a failed
 // connection, and its reconnection backoff would grow with every one,
 // so that once a region takes over the client comes seconds late. It
 // returns, true, once the policy names another primary (as this broker's
-// gates see it) or the primary is present again; false at once when the
-// primary is not absent, and after lookupHold or ctx when nothing
-// changed.
-func (b *Broker) awaitPrimaryBack(ctx context.Context, name topic.Name, pol NamespacePolicy) bool {
-	if b.deps.Primary == nil || name.Domain != topic.Persistent || !b.deps.Primary.Absent(pol.Failover.Primary) {
+// gates see it) or the primary is present, renewing and reachable again;
+// false at once when the primary is none of those, and after lookupHold
+// or ctx when nothing changed.
+func (b *Broker) awaitPrimaryBack(ctx context.Context, name topic.Name, pol NamespacePolicy, url string) bool {
+	if b.deps.Primary == nil || b.deps.Namespaces == nil || name.Domain != topic.Persistent {
+		return false
+	}
+	start := time.Now()
+	gone := func() bool {
+		p := pol.Failover.Primary
+		if b.deps.Primary.Absent(p) || b.deps.Primary.Unrenewed(p) {
+			return true
+		}
+		// Unreachable from here only: a hint, which the store confirms
+		// (unrenewed) within the hold if the primary is dead; if it is
+		// not, the client may reach it where this broker cannot.
+		return time.Since(start) < unreachableHold && b.refused.refuses(url)
+	}
+	if !gone() {
 		return false
 	}
 	ns, local := name.NamespaceName(), name.Base().Local
@@ -100,10 +139,12 @@ func (b *Broker) awaitPrimaryBack(ctx context.Context, name topic.Name, pol Name
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if f, ok := b.deps.Primary.Failover(ns, local); ok && f.Epoch > pol.Failover.Epoch {
+		// A failover, as the namespace policies show it (the lookup
+		// decides on them next).
+		if cur, err := b.deps.Namespaces.Policy(ctx, ns); err == nil && cur.ForTopic(name).Failover.Epoch > pol.Failover.Epoch {
 			return true
 		}
-		if !b.deps.Primary.Absent(pol.Failover.Primary) {
+		if !gone() {
 			return true
 		}
 		select {
@@ -114,20 +155,80 @@ func (b *Broker) awaitPrimaryBack(ctx context.Context, name topic.Name, pol Name
 	}
 }
 
+// unreachableHold bounds how long awaitPrimaryBack holds a lookup only
+// because the primary's service URL refuses connections from here: about
+// the fence lease's TTL, within which a dead primary is seen unrenewed.
+const unreachableHold = 2 * time.Second
+
+// refusals remembers, per host, whether connecting to it was refused or
+// timed out (refusedFor), so that many lookups held at once cost one
+// connection attempt.
+type refusals struct {
+	mu sync.Mutex
+	m  map[string]refusal
+}
+
+type refusal struct {
+	yes bool
+	at  time.Time
+}
+
+const (
+	refusedFor  = 100 * time.Millisecond
+	dialTimeout = 250 * time.Millisecond
+)
+
+// refuses reports whether a TCP connection to the host of a broker
+// service URL (pulsar:// or pulsar+ssl://, one host) fails now; false
+// when the URL names no single host.
+func (r *refusals) refuses(serviceURL string) bool {
+	u, err := url.Parse(serviceURL)
+	if err != nil || u.Host == "" || strings.Contains(u.Host, ",") {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a, ok := r.m[u.Host]; ok && time.Since(a.at) < refusedFor {
+		return a.yes
+	}
+	c, err := net.DialTimeout("tcp", u.Host, dialTimeout)
+	if err == nil {
+		c.Close()
+	}
+	if r.m == nil {
+		r.m = map[string]refusal{}
+	}
+	r.m[u.Host] = refusal{yes: err != nil, at: time.Now()}
+	return err != nil
+}
+
 // lookupHold bounds awaitPrimaryBack: well within a client's operation
 // timeout (30 s in pulsar-client-go).
 const lookupHold = 10 * time.Second
 
 // waitPrimary waits (within ctx) until this broker may write for name's
-// namespace; the error is ServiceNotReady saying why not.
+// namespace, also while its gate has not yet seen a promotion of this
+// region that the namespace policies show (promotedHere); the error is
+// ServiceNotReady saying why not.
 func (b *Broker) waitPrimary(ctx context.Context, name topic.Name) error {
 	if b.deps.Primary == nil || name.Domain != topic.Persistent {
 		return nil
 	}
-	if err := b.deps.Primary.Wait(ctx, name.NamespaceName(), name.Base().Local); err != nil {
-		return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
+	for {
+		err := b.deps.Primary.Wait(ctx, name.NamespaceName(), name.Base().Local)
+		if err == nil {
+			return nil
+		}
+		if !b.promotedHere(name, err) {
+			return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
+		}
+		// The gate has not seen this region's promotion yet.
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return nil
 }
 
 // checkPrimary is waitPrimary without waiting.

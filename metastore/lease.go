@@ -173,6 +173,18 @@ func (s *Store) RevokeLease(ctx context.Context, id int64) error {
 	return nil
 }
 
+// LeaseLeft reads lease id's time left and granted TTL at the store.
+func (s *Store) LeaseLeft(ctx context.Context, id int64) (left, granted time.Duration, err error) {
+	resp, err := s.cli.TimeToLive(ctx, clientv3.LeaseID(id))
+	if err != nil {
+		return 0, 0, fmt.Errorf("metastore: time to live of lease %x: %w", id, leaseErr(err))
+	}
+	if resp.TTL < 0 { // expired or revoked
+		return 0, 0, fmt.Errorf("%w: lease %x has ended", ErrNoLease, id)
+	}
+	return time.Duration(resp.TTL) * time.Second, time.Duration(resp.GrantedTTL) * time.Second, nil
+}
+
 // leaseErr marks etcd's "lease not found" with ErrNoLease.
 func leaseErr(err error) error {
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {

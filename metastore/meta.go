@@ -65,6 +65,12 @@ type Meta interface {
 	// every key attached to it is deleted at once. A lease that no longer
 	// exists is not an error.
 	RevokeLease(ctx context.Context, id int64) error
+	// LeaseLeft reads how long lease id, which need not be one of this
+	// process, has left at the store, in whole seconds rounded down (as
+	// etcd keeps it), and the TTL it was granted; ErrNoLease when it has
+	// ended. A holder renews its lease well within the TTL, so a lease
+	// with a second or more missing has not been renewed for a second.
+	LeaseLeft(ctx context.Context, id int64) (left, granted time.Duration, err error)
 
 	// Watch streams changes under prefix after revision rev (0: from now)
 	// until ctx ends, resuming by itself when the watch breaks; see

@@ -12,11 +12,31 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/region"
 )
+
+// clientCounter sums a pulsar-client-go counter over its series.
+func clientCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			n += m.GetCounter().GetValue()
+		}
+	}
+	return n
+}
 
 // multiHostURL is a service URL listing every region's broker, as an
 // application of an active-standby namespace would use.
@@ -286,7 +306,13 @@ func TestActiveStandbyUnplannedFailover(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c := pulsarClient(t, multiHostURL(f))
+			// The client's own metrics count its failed reconnections.
+			reg := prometheus.NewRegistry()
+			c, err := pulsar.NewClient(pulsar.ClientOptions{URL: multiHostURL(f), OperationTimeout: 30 * time.Second, Logger: quietLogger(), MetricsRegisterer: reg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
 			topicName := "persistent://acme/geo/unplanned-" + fault
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
@@ -340,6 +366,16 @@ func TestActiveStandbyUnplannedFailover(t *testing.T) {
 			t.Logf("%s: %d sent, %d acknowledged before the cut; publish RTO (longest gap between acknowledgements) %v; %s", fault, n, before, rto.Round(time.Millisecond), how)
 			if len(s.failed) > 0 {
 				t.Errorf("%d sends failed for good, first: %v", len(s.failed), s.failed[0])
+			}
+			// After a kill, every lookup the producer made while no region
+			// could take its sends was held at r1 (r0 refused connections,
+			// then stopped renewing its lease) until the promotion, rather
+			// than sent to the dead r0: not one reconnection failed, so the
+			// client's backoff never grew.
+			failedReconnects := clientCounter(t, reg, "pulsar_client_producers_reconnect_failure")
+			t.Logf("%s: %v failed reconnections of the producer", fault, failedReconnects)
+			if fault != "partition" && failedReconnects != 0 {
+				t.Errorf("%s: %v failed reconnections of the producer, want none", fault, failedReconnects)
 			}
 
 			// What the new primary has now.

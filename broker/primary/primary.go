@@ -185,7 +185,23 @@ type Gates struct {
 	// key (watchPresence); nil until first read.
 	presMu   sync.Mutex
 	presence map[string]map[string]bool
+	// gone wakes keepPresent when a presence key ends, so that an
+	// automatic failover does not wait for its next round.
+	gone chan struct{}
+
+	// unrenewed caches Unrenewed's answers, per region.
+	unrenewedMu sync.Mutex
+	unrenewed   map[string]unrenewedAnswer
 }
+
+type unrenewedAnswer struct {
+	yes bool
+	at  time.Time
+}
+
+// unrenewedFor is how long an answer of Unrenewed is kept: the lookups
+// held meanwhile (awaitPrimaryBack polls) cost one read of the store.
+const unrenewedFor = 100 * time.Millisecond
 
 // scope is what a gate fences: a namespace ("tenant/ns"), or one of its
 // topics (the local name of a topic, or a partitioned topic's base name).
@@ -235,7 +251,7 @@ func New(cfg Config, deps Deps) (*Gates, error) {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	gs := &Gates{cfg: cfg, deps: deps, log: deps.Logger, ctx: ctx, cancel: cancel, gates: map[scope]*gate{}}
+	gs := &Gates{cfg: cfg, deps: deps, log: deps.Logger, ctx: ctx, cancel: cancel, gates: map[scope]*gate{}, gone: make(chan struct{}, 1)}
 	gs.wg.Add(2)
 	go gs.keepPresent()
 	go gs.watchPresence()
@@ -283,6 +299,12 @@ func (gs *Gates) watchPresence() {
 			}
 			set(ev.Key, !ev.Deleted)
 			gs.setPresence(pres)
+			if ev.Deleted {
+				select {
+				case gs.gone <- struct{}{}:
+				default:
+				}
+			}
 		}
 	}
 }
@@ -310,6 +332,59 @@ func (gs *Gates) Absent(region string) bool {
 	return gs.presence != nil && len(gs.presence[region]) == 0
 }
 
+// Unrenewed reports whether every broker of region still present in the
+// global store has gone over a second without renewing its lease there
+// (each renews several times a second; metastore.RenewInterval): the
+// region is most likely dead or cut off, and its presence ends within the
+// lease TTL. A lookup that would send a client to it can hold the client
+// instead, so that its reconnection backoff does not grow while a
+// failover is coming. False when the region has no presence key (Absent
+// says so), while this broker cannot reach the store, and for leases
+// under 2 s (etcd keeps what is left in whole seconds). An answer is
+// kept for unrenewedFor.
+func (gs *Gates) Unrenewed(region string) bool {
+	gs.unrenewedMu.Lock()
+	defer gs.unrenewedMu.Unlock()
+	if a, ok := gs.unrenewed[region]; ok && time.Since(a.at) < unrenewedFor {
+		return a.yes
+	}
+	yes := gs.readUnrenewed(region)
+	if gs.unrenewed == nil {
+		gs.unrenewed = map[string]unrenewedAnswer{}
+	}
+	gs.unrenewed[region] = unrenewedAnswer{yes: yes, at: time.Now()}
+	return yes
+}
+
+// readUnrenewed reads the region's presence keys and their leases (in
+// parallel: two round trips to the store, bounded by half a second).
+func (gs *Gates) readUnrenewed(region string) bool {
+	if !gs.ReachedSince(time.Time{}) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(gs.ctx, 500*time.Millisecond)
+	defer cancel()
+	kvs, err := gs.deps.Global.List(ctx, PresencePrefix(region))
+	if err != nil || len(kvs) == 0 {
+		return false
+	}
+	renewing := make([]bool, len(kvs))
+	var wg sync.WaitGroup
+	for i, kv := range kvs {
+		wg.Go(func() {
+			left, granted, err := gs.deps.Global.LeaseLeft(ctx, kv.Lease)
+			switch {
+			case errors.Is(err, metastore.ErrNoLease):
+				// ended since the listing: not renewing either
+			case err != nil, granted < 2*time.Second, left >= granted-time.Second:
+				renewing[i] = true // cannot tell, or renewed within the last second
+			}
+		})
+	}
+	wg.Wait()
+	return !slices.Contains(renewing, true)
+}
+
 // keepPresent holds the broker's lease, and with it its presence key,
 // from the start (not only once it writes for a namespace), and runs the
 // automatic failover checks.
@@ -324,6 +399,7 @@ func (gs *Gates) keepPresent() {
 		select {
 		case <-gs.ctx.Done():
 			return
+		case <-gs.gone:
 		case <-time.After(min(gs.cfg.TTL/8, 250*time.Millisecond)):
 		}
 	}

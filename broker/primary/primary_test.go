@@ -529,3 +529,45 @@ func TestAbsentFollowsPresence(t *testing.T) {
 		t.Fatal("r1 absent while its own broker is present")
 	}
 }
+
+// TestUnrenewedBeforeAbsent: a region whose brokers crashed is called
+// unrenewed (present, but no lease renewed for over a second) before its
+// presence ends with the lease, which is what lets a standby hold
+// lookups rather than send clients to it; it is neither while its
+// broker renews, and not unrenewed once absent or back.
+func TestUnrenewedBeforeAbsent(t *testing.T) {
+	w := newWorld(t)
+	g1 := w.gates("r1", "a", w.c.Connect(), nil)
+	g0, err := primary.New(primary.Config{Region: "r0", Broker: "a", TTL: 2 * time.Second}, primary.Deps{Global: w.c.Connect()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return !g1.Absent("r0") && g1.ReachedSince(time.Time{}) })
+	// Renewing: not unrenewed, over more than a lease.
+	for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if g1.Unrenewed("r0") {
+			t.Fatal("r0 called unrenewed while its broker renews")
+		}
+	}
+	g0.Abort() // a crash: the presence key stays until the lease ends
+	crashed := time.Now()
+	var unrenewedAt time.Time
+	testcluster.WaitFor(t, 10*time.Second, func() bool {
+		if g1.Absent("r0") {
+			return true
+		}
+		if unrenewedAt.IsZero() && g1.Unrenewed("r0") {
+			unrenewedAt = time.Now()
+		}
+		return false
+	})
+	if unrenewedAt.IsZero() {
+		t.Fatal("r0 absent without having been called unrenewed first")
+	}
+	t.Logf("unrenewed %v and absent %v after the crash", unrenewedAt.Sub(crashed).Round(time.Millisecond), time.Since(crashed).Round(time.Millisecond))
+	if g1.Unrenewed("r0") {
+		t.Fatal("r0 unrenewed once absent")
+	}
+	w.gates("r0", "a", w.c.Connect(), nil)
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return !g1.Absent("r0") && !g1.Unrenewed("r0") })
+}

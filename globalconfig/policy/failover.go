@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -137,15 +138,50 @@ func (s *Store) AutoFailoverNamespaces(ctx context.Context) ([]NamespaceFailover
 var ErrPrimaryChanged = errors.New("policy: the primary changed meanwhile")
 
 // Promote makes to the primary of an active-standby namespace, only if
-// from still is (the epoch grows by one).
+// from still is (the epoch grows by one). It is an automatic failover's
+// one write, so it takes two round trips to the store (read, then
+// compare-and-swap on the namespace's revision) rather than
+// UpdateNamespace's checks of the tenant and clusters, which a change of
+// primary among the namespace's own clusters cannot break, and it does
+// not wait for this process's cache: the brokers follow the change by
+// their watch.
 func (s *Store) Promote(ctx context.Context, namespace, from, to string) error {
-	_, err := s.UpdateNamespace(ctx, namespace, func(p *Policies) error {
-		if cur := FailoverOf(p); cur.Mode != ActiveStandby || cur.Primary != from {
-			return fmt.Errorf("%w: %s is %s with primary %q, not %q", ErrPrimaryChanged, namespace, cur.Mode, cur.Primary, from)
+	what := "namespace " + namespace
+	tenant, ns, err := parseNS(namespace)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	key := NamespaceKey(tenant, ns)
+	for {
+		p, rev, err := s.namespace(ctx, namespace, s.getJSON)
+		if err != nil {
+			return err
 		}
-		return SetFailover(p, ActiveStandby, to)
-	})
-	return err
+		if cur := FailoverOf(p); cur.Mode != ActiveStandby || cur.Primary != from {
+			return fmt.Errorf("%s: %w: it is %s with primary %q, not %q", what, ErrPrimaryChanged, cur.Mode, cur.Primary, from)
+		}
+		if err := SetFailover(p, ActiveStandby, to); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if err := p.validate(s.cfg.DefaultBundles); err != nil {
+			return invalid(what, err)
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		ok, err := s.txn(ctx, what, []metastore.Cmp{metastore.AtRev(key, rev)}, metastore.PutOp(key, b))
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		s.conflicts.Add(ctx, 1)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s: %w: %w", what, ErrConflict, err)
+		}
+	}
 }
 
 // MaxTopicFailovers bounds the topics of one namespace with their own

@@ -73,6 +73,42 @@ func TestFailoverPolicy(t *testing.T) {
 	}
 }
 
+// Promote moves the primary only from the region named, raising the
+// epoch by one and keeping the automatic failover delay; from another
+// region it is refused (ErrPrimaryChanged), to a region outside the
+// replication clusters too (ErrInvalid), and neither changes anything.
+func TestPromote(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, policy.Config{LocalCluster: "r0"})
+	for _, c := range []string{"r0", "r1", "r2"} {
+		must(t, s.CreateCluster(ctx, c, policy.ClusterData{ServiceURL: "http://" + c}))
+	}
+	must(t, s.CreateTenant(ctx, "acme", policy.TenantInfo{}))
+	must(t, s.CreateNamespace(ctx, "acme/geo", &policy.Policies{ReplicationClusters: []string{"r0", "r1"}}))
+	_, err := s.UpdateNamespace(ctx, "acme/geo", func(p *policy.Policies) error {
+		if err := policy.SetFailover(p, policy.ActiveStandby, "r0"); err != nil {
+			return err
+		}
+		return policy.SetAutoFailover(p, 2)
+	})
+	must(t, err)
+	wantErr(t, s.Promote(ctx, "acme/geo", "r1", "r0"), policy.ErrPrimaryChanged)
+	wantErr(t, s.Promote(ctx, "acme/geo", "r0", "r2"), policy.ErrInvalid)
+	wantErr(t, s.Promote(ctx, "acme/nope", "r0", "r1"), policy.ErrNotFound)
+	p, err := s.Namespace(ctx, "acme/geo")
+	must(t, err)
+	if f := policy.FailoverOf(p); f != (policy.Failover{Mode: policy.ActiveStandby, Primary: "r0", Epoch: 1, AutoAfterSeconds: 2}) {
+		t.Fatalf("after refused promotions: %+v", f)
+	}
+	must(t, s.Promote(ctx, "acme/geo", "r0", "r1"))
+	p, err = s.Namespace(ctx, "acme/geo")
+	must(t, err)
+	if f := policy.FailoverOf(p); f != (policy.Failover{Mode: policy.ActiveStandby, Primary: "r1", Epoch: 2, AutoAfterSeconds: 2}) {
+		t.Fatalf("after the promotion: %+v", f)
+	}
+	wantErr(t, s.Promote(ctx, "acme/geo", "r0", "r1"), policy.ErrPrimaryChanged)
+}
+
 // A topic's own failover policy overrides its namespace's; its epoch is
 // above every epoch the namespace holds; it is checked as the
 // namespace's is, names a base topic, fails over manually only, and a

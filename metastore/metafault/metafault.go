@@ -51,6 +51,7 @@ const (
 	OpRevoke                 // RevokeLease, Lease.Revoke: ""
 	OpWatch                  // each ProgressWatch.Next: the prefix (an error ends the watch)
 	OpProgress               // ProgressWatch.RequestProgress: the prefix
+	OpLeaseLeft              // LeaseLeft: ""
 	// Watch (the resuming watch) is counted under OpWatch when opened but
 	// never failed: it has no error to report and resumes by itself.
 	numOps
@@ -59,6 +60,7 @@ const (
 var opNames = [...]string{
 	OpGet: "get", OpList: "list", OpPut: "put", OpCreate: "create", OpCAS: "cas", OpDelete: "delete",
 	OpTxn: "txn", OpGrant: "grant", OpRevoke: "revoke", OpWatch: "watch", OpProgress: "progress",
+	OpLeaseLeft: "lease-left",
 }
 
 func (o Op) String() string {
@@ -323,6 +325,13 @@ func (m *Meta) RevokeLease(ctx context.Context, id int64) error {
 		return err
 	}
 	return m.inner.RevokeLease(ctx, id)
+}
+
+func (m *Meta) LeaseLeft(ctx context.Context, id int64) (left, granted time.Duration, err error) {
+	if err := m.check(OpLeaseLeft, ""); err != nil {
+		return 0, 0, err
+	}
+	return m.inner.LeaseLeft(ctx, id)
 }
 
 // Watch is counted (OpWatch) but never failed.
