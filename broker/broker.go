@@ -262,6 +262,10 @@ type Primary interface {
 	// the global store but none has renewed its lease there for over a
 	// second (false when it cannot tell).
 	Unrenewed(region string) bool
+	// GoneSince is since when region has been unreachable, as far as the
+	// global store shows: absent, from a lease TTL before its presence
+	// ended (ok false while it is not absent).
+	GoneSince(region string) (time.Time, bool)
 }
 
 // Config configures a broker. It holds settings only (live dependencies

@@ -32,7 +32,7 @@ import (
 // syncWaiter is one held acknowledgement.
 type syncWaiter struct {
 	pos   mledger.Position
-	since time.Time
+	since time.Time // when it arrived
 	ack   func()
 }
 
@@ -130,11 +130,14 @@ func (q *syncQueue) take(i int) []func() {
 }
 
 // expire falls back to asynchronous acknowledgements when the oldest
-// waiter has waited the fallback time at now: every waiter is released
-// and the queue is degraded until the remotes reach end (the log's last
-// position). fell reports that it happened now.
-func (q *syncQueue) expire(now time.Time, end mledger.Position) (acks []func(), fell bool) {
-	if q.fallback <= 0 || q.degraded || len(q.waiting) == 0 || now.Sub(q.waiting[0].since) < q.fallback {
+// waiter has waited the fallback time at now, counted from blocked
+// instead when that is earlier (blockedSince: the regions it waits for
+// were gone before it came): every waiter is released and the queue is
+// degraded until the remotes reach end (the log's last position). fell
+// reports that it happened now.
+func (q *syncQueue) expire(now time.Time, end mledger.Position, blocked time.Time) (acks []func(), fell bool) {
+	at, ok := q.nextExpiry(blocked)
+	if !ok || now.Before(at) {
 		return nil, false
 	}
 	q.degraded, q.degradedSince, q.degradedAt = true, now, end
@@ -154,13 +157,45 @@ func (q *syncQueue) recover(remotes []string) bool {
 	return false
 }
 
-// nextExpiry is when the oldest waiter reaches the fallback time (false
-// when there is nothing to time).
-func (q *syncQueue) nextExpiry() (time.Time, bool) {
+// nextExpiry is when the oldest waiter reaches the fallback time, counted
+// from blocked when that is earlier than its arrival (false when there is
+// nothing to time).
+func (q *syncQueue) nextExpiry(blocked time.Time) (time.Time, bool) {
 	if q.fallback <= 0 || q.degraded || len(q.waiting) == 0 {
 		return time.Time{}, false
 	}
-	return q.waiting[0].since.Add(q.fallback), true
+	start := q.waiting[0].since
+	if !blocked.IsZero() && blocked.Before(start) {
+		start = blocked
+	}
+	return start.Add(q.fallback), true
+}
+
+// blockedSince is since when fewer of remotes than an entry needs could
+// confirm it, given since when each gone remote has been unreachable
+// (absent: reachable, as far as is known); zero while enough are
+// reachable. A waiter's fallback counts from then if that is earlier
+// than its arrival: the bound is on how long the regions have been
+// unreachable, so an entry that arrives at a primary whose regions were
+// gone for the bound already (a new primary after its only other region
+// was lost) is not held for the bound again.
+func (q *syncQueue) blockedSince(remotes []string, gone map[string]time.Time) time.Time {
+	n := q.need(remotes)
+	if n == 0 {
+		return time.Time{}
+	}
+	var since []time.Time
+	for _, r := range remotes {
+		if t, ok := gone[r]; ok {
+			since = append(since, t)
+		}
+	}
+	if len(remotes)-len(since) >= n {
+		return time.Time{}
+	}
+	// Enough were reachable until the (len(remotes)-n+1)-th went.
+	slices.SortFunc(since, func(a, b time.Time) int { return a.Compare(b) })
+	return since[len(remotes)-n]
 }
 
 // syncRepl is a topic's synchronous replication driver: the queue under
@@ -168,8 +203,9 @@ func (q *syncQueue) nextExpiry() (time.Time, bool) {
 type syncRepl struct {
 	mu    sync.Mutex
 	q     syncQueue
-	timer *time.Timer
-	gen   uint64 // tells a stopped or replaced timer from the current one
+	timer   *time.Timer
+	timerAt time.Time // when timer fires
+	gen     uint64    // tells a stopped or replaced timer from the current one
 	// remotes are the topic's other regions as of the last policy pass
 	// (applySyncPolicy, which follows every change of them): read on every
 	// publish and confirmation without the topic's lock.
@@ -291,19 +327,59 @@ func (t *Topic) syncConfirmed(cursor string, pos mledger.Position) {
 }
 
 // armSyncTimerLocked arms the fallback timer for the oldest waiter, if
-// the policy falls back (sr.mu held).
+// the policy falls back (sr.mu held). While the regions the waiters need
+// are not known to be gone it looks again every syncGoneRecheck, since
+// they may be seen gone (from longer ago) meanwhile.
 func (t *Topic) armSyncTimerLocked(sr *syncRepl) {
-	at, ok := sr.q.nextExpiry()
+	now := t.b.deps.Now()
+	blocked := t.syncBlockedSince(sr)
+	at, ok := sr.q.nextExpiry(blocked)
 	if !ok {
 		sr.stopTimerLocked()
 		return
 	}
+	if blocked.IsZero() {
+		at = minTime(at, now.Add(syncGoneRecheck))
+	}
 	if sr.timer != nil {
-		return // armed for the oldest waiter, or earlier; it re-arms itself
+		if !at.Before(sr.timerAt) {
+			return // armed for then or earlier; it re-arms itself
+		}
+		sr.stopTimerLocked()
 	}
 	sr.gen++
 	gen := sr.gen
-	sr.timer = time.AfterFunc(max(at.Sub(t.b.deps.Now()), 0), func() { t.syncTick(sr, gen) })
+	sr.timerAt = at
+	sr.timer = time.AfterFunc(max(at.Sub(now), 0), func() { t.syncTick(sr, gen) })
+}
+
+// syncGoneRecheck is how often a fallback timer looks whether the regions
+// its waiters need were seen gone.
+const syncGoneRecheck = 250 * time.Millisecond
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// syncBlockedSince is the queue's blockedSince with the regions gone as
+// this broker's gates see them (sr.mu held).
+func (t *Topic) syncBlockedSince(sr *syncRepl) time.Time {
+	if t.b.deps.Primary == nil || sr.q.fallback <= 0 {
+		return time.Time{}
+	}
+	var gone map[string]time.Time
+	for _, r := range sr.remotes {
+		if since, ok := t.b.deps.Primary.GoneSince(r); ok {
+			if gone == nil {
+				gone = map[string]time.Time{}
+			}
+			gone[r] = since
+		}
+	}
+	return sr.q.blockedSince(sr.remotes, gone)
 }
 
 func (sr *syncRepl) stopTimerLocked() {
@@ -332,7 +408,7 @@ func (t *Topic) syncTick(sr *syncRepl, gen uint64) {
 		sr.mu.Unlock()
 		return
 	}
-	acks, fell := sr.q.expire(t.b.deps.Now(), t.ml.LastConfirmed())
+	acks, fell := sr.q.expire(t.b.deps.Now(), t.ml.LastConfirmed(), t.syncBlockedSince(sr))
 	regions, fallback := sr.q.regions, sr.q.fallback
 	t.armSyncTimerLocked(sr)
 	sr.mu.Unlock()

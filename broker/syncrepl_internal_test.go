@@ -101,10 +101,10 @@ func TestSyncQueue(t *testing.T) {
 		var r recorder
 		q := syncQueue{regions: 1}
 		r.run(q.hold(syncWaiter{pos: pos(1, 0), since: t0, ack: r.ack("m0")}, remotes))
-		if _, ok := q.nextExpiry(); ok {
+		if _, ok := q.nextExpiry(time.Time{}); ok {
 			t.Fatal("a timer without a fallback")
 		}
-		acks, fell := q.expire(t0.Add(time.Hour), pos(1, 0))
+		acks, fell := q.expire(t0.Add(time.Hour), pos(1, 0), time.Time{})
 		if fell || len(acks) != 0 {
 			t.Fatal("fell back without a fallback")
 		}
@@ -115,13 +115,13 @@ func TestSyncQueue(t *testing.T) {
 		q := syncQueue{regions: 1, fallback: 5 * time.Second}
 		r.run(q.hold(syncWaiter{pos: pos(1, 0), since: t0, ack: r.ack("m0")}, remotes))
 		r.run(q.hold(syncWaiter{pos: pos(1, 1), since: t0.Add(time.Second), ack: r.ack("m1")}, remotes))
-		if at, ok := q.nextExpiry(); !ok || !at.Equal(t0.Add(5*time.Second)) {
+		if at, ok := q.nextExpiry(time.Time{}); !ok || !at.Equal(t0.Add(5*time.Second)) {
 			t.Fatalf("next expiry %v %v", at, ok)
 		}
-		if acks, fell := q.expire(t0.Add(4*time.Second), pos(1, 1)); fell || len(acks) != 0 {
+		if acks, fell := q.expire(t0.Add(4*time.Second), pos(1, 1), time.Time{}); fell || len(acks) != 0 {
 			t.Fatal("fell back early")
 		}
-		acks, fell := q.expire(t0.Add(5*time.Second), pos(1, 4))
+		acks, fell := q.expire(t0.Add(5*time.Second), pos(1, 4), time.Time{})
 		r.run(acks)
 		if !fell || !slices.Equal(r.got, []string{"m0", "m1"}) || !q.degraded {
 			t.Fatalf("fell %v, released %v, degraded %v", fell, r.got, q.degraded)
@@ -142,6 +142,42 @@ func TestSyncQueue(t *testing.T) {
 		r.run(q.hold(syncWaiter{pos: pos(1, 9), since: t0.Add(7 * time.Second), ack: r.ack("m3")}, remotes))
 		if len(r.got) != 3 || len(q.waiting) != 1 {
 			t.Fatalf("after recovering: released %v, waiting %d", r.got, len(q.waiting))
+		}
+	})
+
+	// The bound is on how long the regions have been unreachable: a
+	// waiter that arrives after the regions it needs were gone for the
+	// bound is released at once; while enough are reachable the bound
+	// counts from its arrival.
+	t.Run("fallback counts from when the regions went", func(t *testing.T) {
+		three := []string{"a", "b", "c"}
+		q := syncQueue{regions: 2, fallback: time.Second}
+		for _, c := range []struct {
+			gone map[string]time.Time
+			want time.Time
+		}{
+			{nil, time.Time{}},
+			{map[string]time.Time{"a": t0}, time.Time{}}, // two of three reachable: enough
+			{map[string]time.Time{"a": t0, "c": t0.Add(3 * time.Second)}, t0.Add(3 * time.Second)},
+			{map[string]time.Time{"a": t0.Add(5 * time.Second), "b": t0, "c": t0.Add(time.Second)}, t0.Add(time.Second)},
+		} {
+			if got := q.blockedSince(three, c.gone); !got.Equal(c.want) {
+				t.Errorf("gone %v: blocked since %v, want %v", c.gone, got, c.want)
+			}
+		}
+		var r recorder
+		r.run(q.hold(syncWaiter{pos: pos(1, 0), since: t0.Add(10 * time.Second), ack: r.ack("m0")}, three))
+		blocked := t0.Add(3 * time.Second)
+		if at, ok := q.nextExpiry(blocked); !ok || !at.Equal(t0.Add(4*time.Second)) {
+			t.Fatalf("next expiry %v %v, want the bound after the regions went", at, ok)
+		}
+		if at, _ := q.nextExpiry(t0.Add(11 * time.Second)); !at.Equal(t0.Add(11 * time.Second)) {
+			t.Fatalf("next expiry %v: the regions going after the waiter came must not move it later", at)
+		}
+		acks, fell := q.expire(t0.Add(10*time.Second), pos(1, 0), blocked)
+		r.run(acks)
+		if !fell || !slices.Equal(r.got, []string{"m0"}) {
+			t.Fatalf("fell %v, released %v: a waiter behind regions gone for the bound is released at once", fell, r.got)
 		}
 	})
 

@@ -185,6 +185,9 @@ type Gates struct {
 	// key (watchPresence); nil until first read.
 	presMu   sync.Mutex
 	presence map[string]map[string]bool
+	// absentSince is, per region absent now, when this broker first saw
+	// it absent.
+	absentSince map[string]time.Time
 	// gone wakes keepPresent when a presence key ends, so that an
 	// automatic failover does not wait for its next round.
 	gone chan struct{}
@@ -314,9 +317,42 @@ func (gs *Gates) setPresence(pres map[string]map[string]bool) {
 	for r, bs := range pres {
 		cp[r] = maps.Clone(bs)
 	}
+	now := time.Now()
 	gs.presMu.Lock()
 	gs.presence = cp
+	for r, bs := range cp {
+		if len(bs) > 0 {
+			delete(gs.absentSince, r)
+		} else if _, ok := gs.absentSince[r]; !ok {
+			if gs.absentSince == nil {
+				gs.absentSince = map[string]time.Time{}
+			}
+			gs.absentSince[r] = now
+		}
+	}
 	gs.presMu.Unlock()
+}
+
+// GoneSince reports since when region has been unreachable as far as
+// the global store shows: absent (Absent), from a lease TTL before this
+// broker first saw it absent, when its brokers last reached the store at
+// the latest (taking their TTL to be this broker's); ok false while it
+// is not absent.
+func (gs *Gates) GoneSince(region string) (time.Time, bool) {
+	if !gs.Absent(region) {
+		return time.Time{}, false
+	}
+	gs.presMu.Lock()
+	defer gs.presMu.Unlock()
+	since, ok := gs.absentSince[region]
+	if !ok { // never present since this broker started
+		if gs.absentSince == nil {
+			gs.absentSince = map[string]time.Time{}
+		}
+		since = time.Now()
+		gs.absentSince[region] = since
+	}
+	return since.Add(-gs.cfg.TTL), true
 }
 
 // Absent reports whether region has no broker present in the global
