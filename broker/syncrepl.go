@@ -201,8 +201,8 @@ func (q *syncQueue) blockedSince(remotes []string, gone map[string]time.Time) ti
 // syncRepl is a topic's synchronous replication driver: the queue under
 // its lock and the fallback timer.
 type syncRepl struct {
-	mu    sync.Mutex
-	q     syncQueue
+	mu      sync.Mutex
+	q       syncQueue
 	timer   *time.Timer
 	timerAt time.Time // when timer fires
 	gen     uint64    // tells a stopped or replaced timer from the current one

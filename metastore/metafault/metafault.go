@@ -40,18 +40,18 @@ type Op uint8
 
 // Operation kinds, with the key an Injector sees.
 const (
-	OpGet      Op = iota + 1 // Get: the key
-	OpList                   // List, ListKeys, ListRev, Count: the prefix
-	OpPut                    // Put, PutLeased (Lease.Put): the key
-	OpCreate                 // Create, CreateLeased (Lease.Create): the key
-	OpCAS                    // CAS: the key
-	OpDelete                 // Delete, DeleteIf, DeleteExisting: the key
-	OpTxn                    // Txn: the first key it writes, else the first it compares
-	OpGrant                  // Grant: ""
-	OpRevoke                 // RevokeLease, Lease.Revoke: ""
-	OpWatch                  // each ProgressWatch.Next: the prefix (an error ends the watch)
-	OpProgress               // ProgressWatch.RequestProgress: the prefix
-	OpLeaseLeft              // LeaseLeft: ""
+	OpGet       Op = iota + 1 // Get: the key
+	OpList                    // List, ListKeys, ListRev, Count: the prefix
+	OpPut                     // Put, PutLeased (Lease.Put): the key
+	OpCreate                  // Create, CreateLeased (Lease.Create): the key
+	OpCAS                     // CAS: the key
+	OpDelete                  // Delete, DeleteIf, DeleteExisting: the key
+	OpTxn                     // Txn: the first key it writes, else the first it compares
+	OpGrant                   // Grant: ""
+	OpRevoke                  // RevokeLease, Lease.Revoke: ""
+	OpWatch                   // each ProgressWatch.Next: the prefix (an error ends the watch)
+	OpProgress                // ProgressWatch.RequestProgress: the prefix
+	OpLeaseLeft               // LeaseLeft: ""
 	// Watch (the resuming watch) is counted under OpWatch when opened but
 	// never failed: it has no error to report and resumes by itself.
 	numOps
