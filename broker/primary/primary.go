@@ -948,7 +948,12 @@ func (gs *Gates) release(g *gate, held *metastore.Lease, st *state) *metastore.L
 // fence in the namespace is gone or was put after rev.
 func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev int64, clusters []string, events <-chan metastore.Event) (_ *metastore.Lease, reread bool) {
 	val := fenceValue(f)
+	// lapsed: this broker's lease ran out while it wrote (cut off from
+	// the store); until it reaches the store again it says so (ErrLapsed),
+	// so that lookups here send clients on to another region.
+	lapsed := false
 	if held != nil && !held.Valid() {
+		lapsed = true
 		if l, reread, ok := gs.retake(g, f, rev, clusters, events); ok || reread {
 			if reread {
 				held = gs.release(g, held, &state{failover: f, err: fmt.Errorf("%w: %w", ErrFenced, ErrLapsed)})
@@ -975,11 +980,17 @@ func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev 
 		}
 	}
 	waiting, unreachable := false, false
+	unreachableErr := func(err error) error {
+		if lapsed {
+			return fmt.Errorf("%w: %w: the global store cannot be reached to take the fence: %v", ErrFenced, ErrLapsed, err)
+		}
+		return fmt.Errorf("%w: the global store cannot be reached to take the fence: %v", ErrFenced, err)
+	}
 	for gs.ctx.Err() == nil {
 		l, err := gs.leaseFor(gs.ctx)
 		if err != nil && !unreachable {
 			unreachable, waiting = true, false
-			g.set(&state{failover: f, err: fmt.Errorf("%w: the global store cannot be reached to take the fence: %v", ErrFenced, err)})
+			g.set(&state{failover: f, err: unreachableErr(err)})
 		}
 		if err == nil {
 			var conds []metastore.Cmp
@@ -993,7 +1004,7 @@ func (gs *Gates) acquire(g *gate, held *metastore.Lease, f policy.Failover, rev 
 			}
 			if err != nil && !unreachable {
 				unreachable, waiting = true, false
-				g.set(&state{failover: f, err: fmt.Errorf("%w: the global store cannot be reached to take the fence: %v", ErrFenced, err)})
+				g.set(&state{failover: f, err: unreachableErr(err)})
 			}
 			if err == nil && ok {
 				g.set(&state{failover: f, lease: l})
