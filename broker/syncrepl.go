@@ -355,7 +355,7 @@ func (t *Topic) armSyncTimerLocked(sr *syncRepl) {
 
 // syncGoneRecheck is how often a fallback timer looks whether the regions
 // its waiters need were seen gone.
-const syncGoneRecheck = 250 * time.Millisecond
+const syncGoneRecheck = 100 * time.Millisecond
 
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {
@@ -459,7 +459,7 @@ func (t *Topic) kickConsumers() {
 
 // syncStoreRetry is how often a fallback that waits for the global store
 // looks again.
-const syncStoreRetry = 250 * time.Millisecond
+const syncStoreRetry = 100 * time.Millisecond
 
 // reachedStoreSince reports whether this broker reached the global store
 // after since and still does (always, without fence gates: nothing can
