@@ -82,43 +82,54 @@ func (blockingPlacement) Owns(topic.Name) bool { return true }
 
 // Lookups beyond MaxConcurrentLookups are shed with TooManyRequests
 // (retriable) instead of queueing; so are requests beyond a connection's
-// MaxPendingRequests.
+// MaxPendingRequests. The requests that hold the slots are lookups the
+// placement blocks until the test ends, so which request is shed does
+// not depend on how fast the others are answered.
 func TestLookupsAndPendingRequestsAreShed(t *testing.T) {
-	release := make(chan struct{})
-	e := startEnv(t, func(c *setup) {
-		c.Limits.MaxConcurrentLookups = 2
-		c.Limits.MaxPendingRequests = 3
-		c.Placement = blockingPlacement{release}
-	})
-	defer close(release)
-	c := dialRaw(t, e.url, true)
-	lookup := func(id uint64) {
+	lookup := func(c *rawConn, id uint64) {
 		c.send(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP.Enum(), LookupTopic: &pb.CommandLookupTopic{
 			Topic: proto.String("persistent://public/default/x"), RequestId: proto.Uint64(id)}})
 	}
-	lookup(1)
-	lookup(2)
-	lookup(3) // the third in progress: shed
-	f := c.recv()
-	if f.Cmd.GetError().GetRequestId() != 3 || f.Cmd.GetError().GetError() != pb.ServerError_TooManyRequests ||
-		!wire.ErrorFor(f.Cmd.GetError().GetError()).Retriable {
-		t.Fatalf("third lookup: %v", f.Cmd)
-	}
-	// Two lookups hold two of the connection's three slots: one more
-	// request fits, the next is shed.
-	c.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_LAST_MESSAGE_ID.Enum(), GetLastMessageId: &pb.CommandGetLastMessageId{
-		ConsumerId: proto.Uint64(99), RequestId: proto.Uint64(4)}})
-	c.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_LAST_MESSAGE_ID.Enum(), GetLastMessageId: &pb.CommandGetLastMessageId{
-		ConsumerId: proto.Uint64(99), RequestId: proto.Uint64(5)}})
-	for {
-		f = c.recv()
-		if e := f.Cmd.GetError(); e != nil && e.GetRequestId() == 5 {
-			if e.GetError() != pb.ServerError_TooManyRequests {
-				t.Fatalf("request beyond MaxPendingRequests: %v", f.Cmd)
-			}
-			break
+	shed := func(t *testing.T, c *rawConn, id uint64) {
+		t.Helper()
+		f := c.recv()
+		if f.Cmd.GetError().GetRequestId() != id || f.Cmd.GetError().GetError() != pb.ServerError_TooManyRequests ||
+			!wire.ErrorFor(f.Cmd.GetError().GetError()).Retriable {
+			t.Fatalf("request %d: %v, want it shed (TooManyRequests)", id, f.Cmd)
 		}
 	}
+	t.Run("lookups", func(t *testing.T) {
+		release := make(chan struct{})
+		e := startEnv(t, func(c *setup) {
+			c.Limits.MaxConcurrentLookups = 2
+			c.Limits.MaxPendingRequests = 100
+			c.Placement = blockingPlacement{release}
+		})
+		defer close(release)
+		c := dialRaw(t, e.url, true)
+		lookup(c, 1)
+		lookup(c, 2)
+		lookup(c, 3) // the third in progress: shed
+		shed(t, c, 3)
+	})
+	t.Run("pending requests", func(t *testing.T) {
+		release := make(chan struct{})
+		e := startEnv(t, func(c *setup) {
+			c.Limits.MaxConcurrentLookups = 100
+			c.Limits.MaxPendingRequests = 3
+			c.Placement = blockingPlacement{release}
+		})
+		defer close(release)
+		c := dialRaw(t, e.url, true)
+		// Three lookups hold the connection's three slots: the next
+		// request, of any kind, is shed.
+		lookup(c, 1)
+		lookup(c, 2)
+		lookup(c, 3)
+		c.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_LAST_MESSAGE_ID.Enum(), GetLastMessageId: &pb.CommandGetLastMessageId{
+			ConsumerId: proto.Uint64(99), RequestId: proto.Uint64(4)}})
+		shed(t, c, 4)
+	})
 }
 
 func testWaitFor(t *testing.T, what string, cond func() bool) {
