@@ -98,29 +98,27 @@ func TestLookupsAndPendingRequestsAreShed(t *testing.T) {
 			t.Fatalf("request %d: %v, want it shed (TooManyRequests)", id, f.Cmd)
 		}
 	}
-	t.Run("lookups", func(t *testing.T) {
+	// connect starts a broker with these limits whose lookups block until
+	// the test ends, and connects to it.
+	connect := func(t *testing.T, lookups, pending int) *rawConn {
 		release := make(chan struct{})
 		e := startEnv(t, func(c *setup) {
-			c.Limits.MaxConcurrentLookups = 2
-			c.Limits.MaxPendingRequests = 100
+			c.Limits.MaxConcurrentLookups = lookups
+			c.Limits.MaxPendingRequests = pending
 			c.Placement = blockingPlacement{release}
 		})
-		defer close(release)
-		c := dialRaw(t, e.url, true)
+		t.Cleanup(func() { close(release) })
+		return dialRaw(t, e.url, true)
+	}
+	t.Run("lookups", func(t *testing.T) {
+		c := connect(t, 2, 100)
 		lookup(c, 1)
 		lookup(c, 2)
 		lookup(c, 3) // the third in progress: shed
 		shed(t, c, 3)
 	})
 	t.Run("pending requests", func(t *testing.T) {
-		release := make(chan struct{})
-		e := startEnv(t, func(c *setup) {
-			c.Limits.MaxConcurrentLookups = 100
-			c.Limits.MaxPendingRequests = 3
-			c.Placement = blockingPlacement{release}
-		})
-		defer close(release)
-		c := dialRaw(t, e.url, true)
+		c := connect(t, 100, 3)
 		// Three lookups hold the connection's three slots: the next
 		// request, of any kind, is shed.
 		lookup(c, 1)

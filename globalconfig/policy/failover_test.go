@@ -8,11 +8,10 @@ import (
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 )
 
-// A namespace is active-active at epoch 0 until told otherwise; every
-// change of mode or primary raises the epoch by one, setting the same
-// again does not; a primary must be a replication cluster, and dropping
-// the primary from the replication clusters is refused.
-func TestFailoverPolicy(t *testing.T) {
+// geoStore is a policy store with clusters r0, r1 and r2, tenant acme
+// and namespace acme/geo replicated to r0 and r1.
+func geoStore(t *testing.T) *policy.Store {
+	t.Helper()
 	ctx := context.Background()
 	s := newStore(t, policy.Config{LocalCluster: "r0"})
 	for _, c := range []string{"r0", "r1", "r2"} {
@@ -20,6 +19,16 @@ func TestFailoverPolicy(t *testing.T) {
 	}
 	must(t, s.CreateTenant(ctx, "acme", policy.TenantInfo{}))
 	must(t, s.CreateNamespace(ctx, "acme/geo", &policy.Policies{ReplicationClusters: []string{"r0", "r1"}}))
+	return s
+}
+
+// A namespace is active-active at epoch 0 until told otherwise; every
+// change of mode or primary raises the epoch by one, setting the same
+// again does not; a primary must be a replication cluster, and dropping
+// the primary from the replication clusters is refused.
+func TestFailoverPolicy(t *testing.T) {
+	ctx := context.Background()
+	s := geoStore(t)
 	p, err := s.Namespace(ctx, "acme/geo")
 	must(t, err)
 	if f := policy.FailoverOf(p); f != (policy.Failover{Mode: policy.ActiveActive}) {
@@ -79,12 +88,7 @@ func TestFailoverPolicy(t *testing.T) {
 // replication clusters too (ErrInvalid), and neither changes anything.
 func TestPromote(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t, policy.Config{LocalCluster: "r0"})
-	for _, c := range []string{"r0", "r1", "r2"} {
-		must(t, s.CreateCluster(ctx, c, policy.ClusterData{ServiceURL: "http://" + c}))
-	}
-	must(t, s.CreateTenant(ctx, "acme", policy.TenantInfo{}))
-	must(t, s.CreateNamespace(ctx, "acme/geo", &policy.Policies{ReplicationClusters: []string{"r0", "r1"}}))
+	s := geoStore(t)
 	_, err := s.UpdateNamespace(ctx, "acme/geo", func(p *policy.Policies) error {
 		if err := policy.SetFailover(p, policy.ActiveStandby, "r0"); err != nil {
 			return err
@@ -115,12 +119,7 @@ func TestPromote(t *testing.T) {
 // change of the replication clusters may not drop its primary.
 func TestTopicFailoverPolicy(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t, policy.Config{LocalCluster: "r0"})
-	for _, c := range []string{"r0", "r1", "r2"} {
-		must(t, s.CreateCluster(ctx, c, policy.ClusterData{ServiceURL: "http://" + c}))
-	}
-	must(t, s.CreateTenant(ctx, "acme", policy.TenantInfo{}))
-	must(t, s.CreateNamespace(ctx, "acme/geo", &policy.Policies{ReplicationClusters: []string{"r0", "r1"}}))
+	s := geoStore(t)
 	update := func(fn func(p *policy.Policies) error) (*policy.Policies, error) {
 		return s.UpdateNamespace(ctx, "acme/geo", fn)
 	}
