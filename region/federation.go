@@ -2,10 +2,12 @@ package region
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -203,6 +205,7 @@ func (f *Federation) Start(ctx context.Context) (err error) {
 		gateways[rc.clusterName()] = net.JoinHostPort(rc.Host, strconv.Itoa(rc.NATS.GatewayPort))
 	}
 	var servers []*natsembed.Server
+	wanSecret := rand.Text() // the gateways' password behind the WAN (below)
 	for i, rc := range cfg.Regions {
 		if len(rc.NATS.Gateways) == 0 {
 			rc.NATS.Gateways = map[string]string{}
@@ -215,10 +218,19 @@ func (f *Federation) Start(ctx context.Context) (err error) {
 						return fmt.Errorf("federation: %w", err)
 					}
 				}
-				rc.NATS.Gateways[name] = "nats://" + addr
+				u := url.URL{Scheme: "nats", Host: addr}
+				if f.wan != nil {
+					u.User = url.UserPassword(name, wanSecret)
+				}
+				rc.NATS.Gateways[name] = u.String()
 			}
 			if f.wan != nil {
 				rc.NATS.GatewayAdvertise = unadvertised
+				// Credentials of its own: a URL another region gossips
+				// (its link to the same region) carries none and is
+				// refused, so this region reaches the others only through
+				// its own links (natsembed.Config.GatewayUser).
+				rc.NATS.GatewayUser, rc.NATS.GatewayPassword = rc.clusterName(), wanSecret
 			}
 		}
 		r, err := Start(ctx, rc, deps)

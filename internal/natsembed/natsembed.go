@@ -76,9 +76,23 @@ type Config struct {
 	// gateway on, when it is not the listen address (NAT, containers).
 	GatewayAdvertise string `yaml:"gatewayAdvertise"`
 	// Gateways maps other regions' names to their gateway URLs
-	// ("nats://host:port"). It may be empty for a single region or a seed;
-	// the rest of the mesh is discovered through gateway gossip.
+	// ("nats://host:port", or "nats://user:password@host:port" to present
+	// that region's GatewayUser and GatewayPassword). It may be empty for
+	// a single region or a seed; the rest of the mesh is discovered
+	// through gateway gossip.
 	Gateways map[string]string `yaml:"gateways"`
+	// GatewayUser and GatewayPassword, when set, are the credentials
+	// another region's gateway must present to connect to this one. To
+	// connect, this server presents the credentials in the region's URL in
+	// Gateways, or its own when the URL has none (a URL learnt through
+	// gossip never has any). A federation that shares one pair sets it in
+	// every region and gossip keeps working; regions with pairs of their
+	// own must list every other region in Gateways with its pair, and a
+	// URL another region gossips is then refused (a federation behind an
+	// emulated WAN relies on that: each region reaches another only
+	// through its own link).
+	GatewayUser     string `yaml:"gatewayUser"`
+	GatewayPassword string `yaml:"gatewayPassword"`
 	// TLS, when set, is TLS on the client port and on routes. Clients
 	// must then use TLS (see ClientOptions; the client URL stays
 	// nats://); with requireClientCert they must present a certificate
@@ -130,6 +144,9 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.GatewayAdvertise); err != nil {
 			errs = append(errs, fmt.Errorf("GatewayAdvertise: %q is not host:port", c.GatewayAdvertise))
 		}
+	}
+	if (c.GatewayUser == "") != (c.GatewayPassword == "") {
+		errs = append(errs, errors.New("GatewayUser and GatewayPassword: set both or neither"))
 	}
 	for _, name := range sortedKeys(c.Gateways) {
 		raw := c.Gateways[name]
@@ -195,10 +212,11 @@ func validName(s string) bool {
 func gatewayURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, err
+		// (Not url.Parse's error: it repeats the URL, password and all.)
+		return nil, errors.New("not a URL of the form nats://host:port or nats://user:password@host:port")
 	}
 	if u.Scheme != "nats" || u.Hostname() == "" || u.Port() == "" {
-		return nil, fmt.Errorf("%q is not nats://host:port", raw)
+		return nil, fmt.Errorf("%q is not nats://host:port", u.Redacted())
 	}
 	return u, nil
 }
@@ -278,6 +296,8 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error
 			Host:      host,
 			Port:      natsPort(cfg.GatewayPort),
 			Advertise: cfg.GatewayAdvertise,
+			Username:  cfg.GatewayUser,
+			Password:  cfg.GatewayPassword,
 		},
 	}
 	if cfg.ClusterPort != 0 {

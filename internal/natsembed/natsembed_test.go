@@ -133,6 +133,10 @@ func TestValidate(t *testing.T) {
 	if err := (Config{Region: "a", Gateways: map[string]string{"a": "nats://h:1"}}).Validate(); err == nil || !strings.Contains(err.Error(), "own region") {
 		t.Errorf("own region as gateway: %v", err)
 	}
+	err = Config{Region: "a", GatewayUser: "a", Gateways: map[string]string{"b": "nats://b:hunter2@h"}}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "set both or neither") || !strings.Contains(err.Error(), `"nats://b:xxxxx@h" is not`) || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("user without password, URL without port: %v (want both named, the password not shown)", err)
+	}
 	if _, err := Start(t.Context(), Config{}, nil); err == nil {
 		t.Error("Start accepted an invalid config")
 	}
