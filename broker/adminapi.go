@@ -128,6 +128,12 @@ func (a adminTopics) CreateTopic(ctx context.Context, name topic.Name) error {
 }
 
 func (a adminTopics) DeleteTopic(ctx context.Context, name topic.Name, force bool) error {
+	return a.deleteLocal(ctx, name, force, true)
+}
+
+// deleteLocal deletes this region's copy of name, which this broker must
+// own; with mark, a replicated topic is marked deleted here (deleted.go).
+func (a adminTopics) deleteLocal(ctx context.Context, name topic.Name, force, mark bool) error {
 	ok, err := a.exists(ctx, name)
 	if err != nil {
 		return err
@@ -161,7 +167,9 @@ func (a adminTopics) DeleteTopic(ctx context.Context, name topic.Name, force boo
 		return err
 	}
 	t.deleteCompactedLedger(cst) // the compacted ledger is the topic's too
-	a.b.markDeleted(ctx, t)      // deleted.go
+	if mark {
+		a.b.markDeleted(ctx, t) // deleted.go
+	}
 	if t.reported.Load() {
 		_ = a.b.deps.Meta.Delete(ctx, inactivePartitionKey(a.b.cfg.Region, name)) // inactive.go
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/isobar-mq/isobar/auth"
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/globalconfig/deletes"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/metastore"
@@ -340,6 +341,10 @@ type Deps struct {
 	// granted, which authorization checks (Config.Auth); required with
 	// authorization on.
 	AuthPolicies auth.PolicySource
+	// Deletes are the federation's delete records (package deletes):
+	// deletes of topics and namespaces through the admin API reach every
+	// region. Nil: a delete removes this region's copy only.
+	Deletes *deletes.Store
 	// Schemas is the schema registry (docs/schemas.md); nil: clients'
 	// schemas are taken unchecked and unstored, and none are served.
 	Schemas *schema.Store
@@ -581,6 +586,10 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	go func() { defer b.maint.Done(); b.maintain() }()
 	go func() { defer b.maint.Done(); b.subSyncLoop() }()
 	go func() { defer b.maint.Done(); b.watchDynamic() }()
+	if deps.Deletes != nil {
+		b.maint.Add(1)
+		go func() { defer b.maint.Done(); b.runDeletes(b.ctx) }() // fedelete.go
+	}
 	return b, nil
 }
 
@@ -922,6 +931,9 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 		return nil, err
 	}
 	pol = b.withTopicPolicy(ctx, name, pol)
+	if err := b.deleteGate(ctx, name, pol); err != nil { // fedelete.go
+		return nil, err
+	}
 	if name.Domain == topic.NonPersistent {
 		return newTopic(b, name, nil, pol), nil
 	}

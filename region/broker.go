@@ -21,6 +21,7 @@ import (
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/broker/primary"
+	"github.com/isobar-mq/isobar/globalconfig/deletes"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/internal/lifecycle"
@@ -329,12 +330,23 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	// Deletes of topics and namespaces reach every region through
+	// records in the global store (docs/replication.md).
+	dc := deletes.Config{Meta: globalMeta, Region: cluster}
+	if c.pol.cache != nil {
+		dc.Cache = c.pol.cache
+	}
+	dels, err := deletes.New(dc)
+	if err != nil {
+		return err
+	}
 	schemaSettings := func(ctx context.Context, name topic.Name) (schema.Settings, error) {
 		return schema.SettingsFor(ctx, pol, name)
 	}
 	autoCreate := policy.AutoTopicCreation{AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned}
 	b, err = broker.New(bc, broker.Deps{
 		Schemas:        schemas,
+		Deletes:        dels,
 		SchemaSettings: schemaSettings,
 		Meta:           c.store,
 		Ledgers:        c.ledgers,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/isobar-mq/isobar/globalconfig/deletes"
 	"github.com/isobar-mq/isobar/internal/natsembed"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/replicator"
@@ -79,8 +80,16 @@ func (c *Replicator) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("nats %s: %w", c.cfg.NATSURL, err)
 	}
+	dc := deletes.Config{Meta: c.store, Region: c.cfg.Region}
+	if c.pol.global != nil {
+		dc.Meta, dc.Cache = c.pol.global, c.pol.cache
+	}
+	dels, err := deletes.New(dc)
+	if err != nil {
+		return err
+	}
 	c.w, err = replicator.Start(ctx, c.cfg.Config, replicator.Deps{
-		NATS: c.nc, Meta: c.store, Policies: c.pol.store, Logger: c.logger,
+		NATS: c.nc, Meta: c.store, Policies: c.pol.store, Deletes: dels, Logger: c.logger,
 		MeterProvider: tel.MeterProvider(), TracerProvider: tel.TracerProvider(),
 	})
 	if err != nil {

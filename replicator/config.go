@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	nooptrace "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/isobar-mq/isobar/globalconfig/deletes"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/metastore"
 )
@@ -90,6 +91,10 @@ type Deps struct {
 	// Policies answers which clusters a namespace replicates to (usually
 	// read through the global configuration cache). Required.
 	Policies *policy.Store
+	// Deletes are the federation's delete records: a sink refuses
+	// entries of a copy that is being or has been deleted (package
+	// deletes). Nil: no such check.
+	Deletes *deletes.Store
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// MeterProvider and TracerProvider come from package observability;

@@ -124,6 +124,26 @@ func (w *Worker) checkFrame(ctx context.Context, msg *nats.Msg) (string, topic.N
 	if !slices.Contains(clusters, w.cfg.Region) || !slices.Contains(clusters, src) {
 		return bad(fmt.Errorf("%w: %s does not replicate between %s and %s (replication clusters %v)", ErrBadFrame, name, src, w.cfg.Region, clusters))
 	}
+	if w.deps.Deletes != nil {
+		// What was deleted never comes back: not from a copy still being
+		// deleted, nor from one deleted since (its ledgers are below the
+		// source's bound).
+		recs, err := w.deps.Deletes.Covering(ctx, name)
+		if err != nil {
+			return bad(fmt.Errorf("deletes of %s: %w", name, err))
+		}
+		var ledgers []int64
+		if msg.Header.Get(HeaderKind) != KindSubState {
+			for _, e := range entries {
+				ledgers = append(ledgers, e.Pos.Ledger)
+			}
+		}
+		for _, r := range recs {
+			if err := r.RefuseFrame(src, ledgers); err != nil {
+				return bad(err)
+			}
+		}
+	}
 	return src, name, entries, nil
 }
 

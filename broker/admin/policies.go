@@ -222,6 +222,25 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
+	if fd, ok := s.topics.(FederatedDeletes); ok {
+		force := boolParam(r, "force")
+		if !force {
+			// Partitioned topics are the federation's: the store knows.
+			pts, err := s.cfg.Policies.ListPartitioned(ctx, ns, "")
+			if err != nil {
+				return err
+			}
+			if len(pts) > 0 {
+				return fmt.Errorf("%w: namespace %s has partitioned topics (%s); delete them first, or the namespace with force", ErrConflict, ns, pts[0])
+			}
+		}
+		if handled, err := fd.DeleteNamespaceEverywhere(ctx, ns, force); handled {
+			if err != nil {
+				return err
+			}
+			return noContent(w)
+		}
+	}
 	if boolParam(r, "force") {
 		if _, err := s.cfg.Policies.Namespace(ctx, ns); err != nil {
 			return err

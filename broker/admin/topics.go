@@ -113,6 +113,23 @@ type TopicQuota interface {
 	CheckTopicQuota(ctx context.Context, namespace string, adding int) error
 }
 
+// FederatedDeletes is implemented by a topic service whose deletes reach
+// every region (docs/replication.md, "Deleting topics and namespaces").
+// The deletes return handled false when it cannot (no global store): the
+// delete is then this region's only.
+type FederatedDeletes interface {
+	// DeleteTopicEverywhere deletes a topic (partitioned: the partitioned
+	// topic of partitions partitions, 0 when it is gone already) in every
+	// region, or joins the delete of it under way.
+	DeleteTopicEverywhere(ctx context.Context, name topic.Name, partitioned bool, partitions int, force bool) (handled bool, err error)
+	// DeleteNamespaceEverywhere deletes a namespace in every region: with
+	// force its topics first, without only if no region holds one.
+	DeleteNamespaceEverywhere(ctx context.Context, ns string, force bool) (handled bool, err error)
+	// CheckCreate says whether topic name may be created now (not while
+	// a delete of it or its namespace is under way).
+	CheckCreate(ctx context.Context, name topic.Name) error
+}
+
 // NotOwnerError says another broker owns the topic; the server redirects
 // the request there (307, Location: URL + the request's path and query).
 // It wraps ErrNotOwner.

@@ -184,6 +184,14 @@ func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request, name topic.
 	} else if n > 0 {
 		return fmt.Errorf("%w: %s is a partitioned topic; delete it with DELETE .../partitions", ErrConflict, name)
 	}
+	if fd, ok := s.topics.(FederatedDeletes); ok {
+		if handled, err := fd.DeleteTopicEverywhere(ctx, name, false, 0, boolParam(r, "force")); handled {
+			if err != nil {
+				return err
+			}
+			return noContent(w)
+		}
+	}
 	if err := s.topics.DeleteTopic(ctx, name, boolParam(r, "force")); err != nil {
 		return err
 	}
@@ -217,6 +225,11 @@ func (s *Server) createPartitioned(w http.ResponseWriter, r *http.Request, name 
 	if n <= s.cfg.Policies.MaxPartitions() {
 		// (A count beyond the limit is the store's to refuse.)
 		if err := s.checkTopicQuota(ctx, name, n); err != nil {
+			return err
+		}
+	}
+	if fd, ok := s.topics.(FederatedDeletes); ok {
+		if err := fd.CheckCreate(ctx, name); err != nil {
 			return err
 		}
 	}
@@ -380,6 +393,14 @@ func (s *Server) deletePartitioned(w http.ResponseWriter, r *http.Request, name 
 	}
 	if err != nil {
 		return err
+	}
+	if fd, ok := s.topics.(FederatedDeletes); ok {
+		if handled, err := fd.DeleteTopicEverywhere(ctx, name, true, n, force); handled {
+			if err != nil {
+				return err
+			}
+			return noContent(w)
+		}
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: partitioned topic %s does not exist", ErrTopicNotFound, name)
