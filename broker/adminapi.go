@@ -266,6 +266,9 @@ func (t *Topic) stats() *admin.TopicStats {
 				ConsumersAfterMarkDeletePosition: map[string]string{}, SubscriptionProperties: map[string]string{}}
 			ctx, cancel := context.WithTimeout(t.b.ctx, 5*time.Second)
 			if c, err := t.ml.OpenCursor(ctx, name, mledger.Latest); err == nil {
+				if p := c.Properties(); p != nil {
+					ss.SubscriptionProperties = p
+				}
 				ss.MsgBacklog = c.Backlog()
 				ss.MsgBacklogNoDelayed = ss.MsgBacklog
 			}
@@ -294,7 +297,7 @@ func (s *subscription) stats() admin.SubscriptionStats {
 	ss := admin.SubscriptionStats{
 		SubType: subTypeName(s.subType), IsDurable: s.durable, MsgOutCounter: s.msgOut,
 		Consumers: []admin.ConsumerStats{}, ConsumersAfterMarkDeletePosition: map[string]string{},
-		SubscriptionProperties: map[string]string{}, MsgDelayed: int64(len(s.delayed)),
+		SubscriptionProperties: s.properties(), MsgDelayed: int64(len(s.delayed)),
 		LastConsumedFlowTimestamp: s.lastFlow.Load(), LastConsumedTimestamp: s.lastConsumed.Load(),
 		LastAckedTimestamp: s.lastAcked.Load(),
 	}
@@ -484,6 +487,43 @@ func (a adminTopics) sub(ctx context.Context, name topic.Name, sub string) (*Top
 		return nil, nil, err
 	}
 	return t, s, nil
+}
+
+// properties are the subscription's properties (Pulsar's subscription
+// properties: its cursor's), never nil. s.mu may be held.
+func (s *subscription) properties() map[string]string {
+	if s.cursor == nil {
+		return map[string]string{}
+	}
+	p := s.cursor.Properties()
+	if p == nil {
+		p = map[string]string{}
+	}
+	return p
+}
+
+// SubscriptionProperties implements admin.SubscriptionProperties.
+func (a adminTopics) SubscriptionProperties(ctx context.Context, name topic.Name, sub string) (map[string]string, error) {
+	_, s, err := a.sub(ctx, name, sub)
+	if err != nil {
+		return nil, err
+	}
+	return s.properties(), nil
+}
+
+// SetSubscriptionProperties implements admin.SubscriptionProperties.
+func (a adminTopics) SetSubscriptionProperties(ctx context.Context, name topic.Name, sub string, props map[string]string) error {
+	if strings.HasPrefix(sub, ReservedPrefix) {
+		return fmt.Errorf("%w: subscription %q is the broker's own", admin.ErrNotAllowed, sub)
+	}
+	_, s, err := a.sub(ctx, name, sub)
+	if err != nil {
+		return err
+	}
+	if s.cursor == nil {
+		return fmt.Errorf("%w: subscription %s is not durable", admin.ErrNotAllowed, sub)
+	}
+	return s.cursor.SetProperties(ctx, props)
 }
 
 func (a adminTopics) DeleteSubscription(ctx context.Context, name topic.Name, sub string, force bool) error {

@@ -373,6 +373,8 @@ func (s *Server) routes() {
 		s.handle("GET "+t+"/subscriptions", s.topicHandler(d, s.subscriptions))
 		s.handle("PUT "+t+"/subscription/{sub}", s.topicHandler(d, s.createSubscription))
 		s.handle("DELETE "+t+"/subscription/{sub}", s.topicHandler(d, s.deleteSubscription))
+		s.handle("GET "+t+"/subscription/{sub}/properties", s.topicHandler(d, s.subscriptionProperties))
+		s.handle("PUT "+t+"/subscription/{sub}/properties", s.topicHandler(d, s.setSubscriptionProperties))
 		s.handle("POST "+t+"/subscription/{sub}/skip/{n}", s.topicHandler(d, s.skip))
 		s.handle("POST "+t+"/subscription/{sub}/skip_all", s.topicHandler(d, s.skipAll))
 		s.handle("POST "+t+"/subscription/{sub}/resetcursor/{timestamp}", s.topicHandler(d, s.resetCursorToTime))

@@ -113,6 +113,15 @@ type TopicQuota interface {
 	CheckTopicQuota(ctx context.Context, namespace string, adding int) error
 }
 
+// SubscriptionProperties is implemented by a topic service that keeps
+// subscription properties (Pulsar's, PIP-105): string pairs stored with a
+// durable subscription.
+type SubscriptionProperties interface {
+	SubscriptionProperties(ctx context.Context, name topic.Name, sub string) (map[string]string, error)
+	// SetSubscriptionProperties replaces them.
+	SetSubscriptionProperties(ctx context.Context, name topic.Name, sub string, props map[string]string) error
+}
+
 // FederatedDeletes is implemented by a topic service whose deletes reach
 // every region (docs/replication.md, "Deleting topics and namespaces").
 // The deletes return handled false when it cannot (no global store): the

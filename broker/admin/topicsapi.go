@@ -1,10 +1,12 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -566,12 +568,78 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request, name
 	if err != nil {
 		return badRequest(err)
 	}
+	var withProps struct {
+		Properties map[string]string `json:"properties"`
+	}
+	if len(bytes.TrimSpace(body)) > 0 && json.Unmarshal(body, &withProps) == nil && len(withProps.Properties) > 0 {
+		if err := checkProperties(withProps.Properties); err != nil {
+			return badRequest(err)
+		}
+	}
 	sub := r.PathValue("sub")
 	if sub == "" {
 		return badRequestf("empty subscription name")
 	}
+	sp, _ := s.topics.(SubscriptionProperties)
+	if len(withProps.Properties) > 0 && sp == nil {
+		return fmt.Errorf("%w: subscription properties are not kept here", ErrNotAllowed)
+	}
 	if err := s.eachTarget(r.Context(), name, false, func(t topic.Name) error {
-		return s.topics.CreateSubscription(r.Context(), t, sub, at)
+		if err := s.topics.CreateSubscription(r.Context(), t, sub, at); err != nil {
+			return err
+		}
+		if len(withProps.Properties) > 0 {
+			return sp.SetSubscriptionProperties(r.Context(), t, sub, withProps.Properties)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+// subscriptionProperties serves GET .../subscription/{sub}/properties:
+// the subscription's properties (a partitioned topic's: its partitions',
+// merged, the lowest partition's value winning).
+func (s *Server) subscriptionProperties(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	sp, ok := s.topics.(SubscriptionProperties)
+	if !ok {
+		return fmt.Errorf("%w: subscription properties are not kept here", ErrNotAllowed)
+	}
+	ts, _, err := s.targets(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	out := map[string]string{}
+	for i := len(ts) - 1; i >= 0; i-- {
+		p, err := sp.SubscriptionProperties(r.Context(), ts[i], r.PathValue("sub"))
+		if err != nil {
+			return err
+		}
+		maps.Copy(out, p)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// setSubscriptionProperties serves PUT .../subscription/{sub}/properties:
+// a JSON object of strings replaces the subscription's properties (on
+// every partition).
+func (s *Server) setSubscriptionProperties(w http.ResponseWriter, r *http.Request, name topic.Name) error {
+	sp, ok := s.topics.(SubscriptionProperties)
+	if !ok {
+		return fmt.Errorf("%w: subscription properties are not kept here", ErrNotAllowed)
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	props, err := decodeProperties(body)
+	if err != nil {
+		return badRequest(err)
+	}
+	if err := s.eachTarget(r.Context(), name, false, func(t topic.Name) error {
+		return sp.SetSubscriptionProperties(r.Context(), t, r.PathValue("sub"), props)
 	}); err != nil {
 		return err
 	}

@@ -92,6 +92,27 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// At returns a client for one other web service URL (another region's),
+// with this client's token and TLS settings and retries bounded by
+// retry (negative: none).
+func (c *Client) At(url string, retry time.Duration) (*Client, error) {
+	cfg := c.cfg
+	cfg.URLs, cfg.RetryTimeout = []string{url}, retry
+	return New(cfg)
+}
+
+// Current is the web service URL the client talks to now (the last that
+// answered).
+func (c *Client) Current() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg.URLs[c.current]
+}
+
+// TLS reports whether the client talks https (to pick a region's
+// serviceUrlTls over its serviceUrl).
+func (c *Client) TLS() bool { return strings.HasPrefix(c.cfg.URLs[0], "https://") }
+
 // Error is an answer other than 2xx: the status and the server's reason
 // (the "reason" of its JSON error body, else the body's text).
 type Error struct {
