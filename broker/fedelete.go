@@ -122,7 +122,7 @@ func (b *Broker) runDeletes(ctx context.Context) {
 func (b *Broker) regionalTopics(ctx context.Context, r deletes.Record) ([]topic.Name, error) {
 	var names []topic.Name
 	switch r.Kind {
-	case deletes.Topic:
+	case deletes.Topic, deletes.Subscription:
 		ts, err := r.Topics()
 		if err != nil {
 			return nil, err
@@ -207,7 +207,11 @@ func (b *Broker) applyDelete(ctx context.Context, r deletes.Record) error {
 				continue
 			}
 		}
-		if err := b.deleteHere(ctx, n); err != nil && !errors.Is(err, admin.ErrTopicNotFound) {
+		del := b.deleteHere
+		if r.Kind == deletes.Subscription {
+			del = func(ctx context.Context, n topic.Name) error { return b.deleteSubHere(ctx, n, r.Subscription) }
+		}
+		if err := del(ctx, n); err != nil && !errors.Is(err, admin.ErrTopicNotFound) {
 			errs = append(errs, fmt.Errorf("%s: %w", n, err))
 			left++
 		}
@@ -241,6 +245,26 @@ func (b *Broker) deleteHere(ctx context.Context, n topic.Name) error {
 	return adminTopics{b}.deleteLocal(ctx, n, true, false)
 }
 
+// deleteSubHere deletes subscription sub of topic n's copy here, which
+// this broker owns, whoever consumes from it.
+func (b *Broker) deleteSubHere(ctx context.Context, n topic.Name, sub string) error {
+	err := adminTopics{b}.DeleteSubscription(ctx, n, sub, true)
+	if errors.Is(err, admin.ErrSubscriptionNotFound) || errors.Is(err, ErrTopicNotFound) {
+		return nil
+	}
+	return err
+}
+
+// subDeleting reports whether a delete of subscription sub of topic n is
+// under way (replicated subscription states must not create it again).
+func (b *Broker) subDeleting(ctx context.Context, n topic.Name, sub string) bool {
+	if b.deps.Deletes == nil {
+		return false
+	}
+	r, ok, err := b.deps.Deletes.Get(ctx, deletes.SubscriptionKey(n, sub))
+	return err == nil && ok && !r.Done
+}
+
 // ledgerBound is the first ledger id this region will make from now on.
 func (b *Broker) ledgerBound(ctx context.Context) (uint64, error) {
 	var n uint64
@@ -261,7 +285,7 @@ func (b *Broker) ledgerBound(ctx context.Context) (uint64, error) {
 // namespace is gone.
 func (b *Broker) currentRegions(ctx context.Context, r deletes.Record) ([]string, error) {
 	ns := r.Name
-	if r.Kind == deletes.Topic {
+	if r.Kind != deletes.Namespace {
 		n, err := topic.Parse(r.Name)
 		if err != nil {
 			return nil, err
@@ -375,6 +399,9 @@ func (b *Broker) awaitDelete(ctx context.Context, r deletes.Record) error {
 				return fmt.Errorf("%w: namespace %s: regions %s did not answer within %v, and the check could not be withdrawn: %w", errDeletePending, r.Name, strings.Join(pending, ", "), deleteWait, werr)
 			}
 			return fmt.Errorf("%w: namespace %s not deleted: regions %s did not answer within %v whether they hold topics of it; nothing was deleted", errDeletePending, r.Name, strings.Join(pending, ", "), deleteWait)
+		}
+		if len(pending) == 0 {
+			return fmt.Errorf("%w: %s: every region has deleted its copy, but the delete could not be finished within %v: %v; retry the delete", errDeletePending, r.Name, deleteWait, err)
 		}
 		return fmt.Errorf("%w: %s deleted in %s, but regions %s have not deleted their copies within %v (unreachable?): they will when they return, and until then it cannot be created again; retry the delete to wait for them",
 			errDeletePending, r.Name, strings.Join(appliedRegions(cur), ", "), strings.Join(pending, ", "), deleteWait)
@@ -508,4 +535,59 @@ func (a adminTopics) CheckCreate(ctx context.Context, name topic.Name) error {
 		return err
 	}
 	return a.b.deleteGate(ctx, name, a.b.withTopicPolicy(ctx, name, pol))
+}
+
+// DeleteSubscriptionEverywhere implements admin.FederatedDeletes: it
+// deletes subscription sub of topic name (of every partition of a
+// partitioned topic of partitions partitions) in every region, or joins
+// the delete of it under way.
+func (a adminTopics) DeleteSubscriptionEverywhere(ctx context.Context, name topic.Name, partitions int, sub string, force bool) (bool, error) {
+	d := a.b.deps.Deletes
+	if d == nil {
+		return false, nil
+	}
+	cur, ok, err := d.Get(ctx, deletes.SubscriptionKey(name, sub))
+	if err != nil {
+		return true, err
+	}
+	if !ok || cur.Done {
+		targets := []topic.Name{name}
+		if partitions > 0 {
+			targets = targets[:0]
+			for i := range partitions {
+				targets = append(targets, name.Partitioned(i))
+			}
+		}
+		found := false
+		for _, t := range targets {
+			_, s, err := a.sub(ctx, t, sub)
+			if errors.Is(err, admin.ErrSubscriptionNotFound) || errors.Is(err, ErrTopicNotFound) || errors.Is(err, admin.ErrTopicNotFound) {
+				continue
+			}
+			if err != nil {
+				return true, err
+			}
+			found = true
+			s.mu.Lock()
+			n := len(s.consumers)
+			s.mu.Unlock()
+			if n > 0 && !force {
+				return true, fmt.Errorf("%w: subscription %s has %d consumers", admin.ErrPreconditionFailed, sub, n)
+			}
+		}
+		if !found {
+			return true, fmt.Errorf("%w: %s on %s", admin.ErrSubscriptionNotFound, sub, name)
+		}
+		pol, err := a.b.deps.Namespaces.Policy(ctx, name.NamespaceName())
+		if err != nil {
+			return true, err
+		}
+		pol = a.b.withTopicPolicy(ctx, name, pol)
+		rec := deletes.Record{Kind: deletes.Subscription, Name: name.String(), Subscription: sub, Partitions: partitions,
+			Regions: regionsOf(pol, d.Region())}
+		if cur, _, err = d.Begin(ctx, rec); err != nil {
+			return true, err
+		}
+	}
+	return true, a.b.awaitDelete(ctx, cur)
 }

@@ -480,6 +480,9 @@ func (t *Topic) applySubState(ctx context.Context, st replication.SubState) (wai
 	if err := t.ensureDedupState(ctx); err != nil {
 		return true, err
 	}
+	if t.b.subDeleting(ctx, t.name, st.Subscription) { // fedelete.go
+		return false, nil // being deleted everywhere: not made again
+	}
 	cur, err := t.ml.OpenCursor(ctx, st.Subscription, mledger.Earliest)
 	if err != nil {
 		return true, err

@@ -59,7 +59,8 @@ func storedIn(t *testing.T, r *region.Region, path string) int64 {
 // regions: a topic and a one-partition topic with messages everywhere,
 // deleted through one region, are gone from every region; created again,
 // every copy starts empty and a subscription from earliest gets only
-// what is published after. A namespace delete without force is refused
+// what is published after. A subscription deleted through one region goes
+// from every region. A namespace delete without force is refused
 // while any region holds a topic of it, naming the region; with force it
 // empties every region.
 func TestDeletesReachEveryRegion(t *testing.T) {
@@ -127,6 +128,18 @@ func TestDeletesReachEveryRegion(t *testing.T) {
 					if got.next["r0"] != 0 || got.next["new"] != 2 {
 						t.Errorf("%s in %s after the re-create: %v, want only the 2 new messages", tp, r.Name(), got.next)
 					}
+				}
+			}
+
+			// A subscription deleted through one region goes from every
+			// region (consumeAll made "check" in each).
+			if code, body := adminCall(t, "DELETE", web(last)+"persistent/"+plain+"/subscription/check?force=true", ""); code != http.StatusNoContent {
+				t.Fatalf("delete subscription: %d %s", code, body)
+			}
+			for _, r := range f.Regions {
+				code, body := adminCall(t, "GET", web(r)+"persistent/"+plain+"/subscriptions", "")
+				if code != http.StatusOK || strings.Contains(body, `"check"`) {
+					t.Errorf("%s subscriptions after the delete: %d %s", r.Name(), code, body)
 				}
 			}
 

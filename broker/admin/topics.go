@@ -134,6 +134,10 @@ type FederatedDeletes interface {
 	// DeleteNamespaceEverywhere deletes a namespace in every region: with
 	// force its topics first, without only if no region holds one.
 	DeleteNamespaceEverywhere(ctx context.Context, ns string, force bool) (handled bool, err error)
+	// DeleteSubscriptionEverywhere deletes a subscription of a topic (of
+	// every partition of a partitioned topic of partitions partitions) in
+	// every region, or joins the delete of it under way.
+	DeleteSubscriptionEverywhere(ctx context.Context, name topic.Name, partitions int, sub string, force bool) (handled bool, err error)
 	// CheckCreate says whether topic name may be created now (not while
 	// a delete of it or its namespace is under way).
 	CheckCreate(ctx context.Context, name topic.Name) error

@@ -653,6 +653,18 @@ func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request, name
 	if err != nil {
 		return err
 	}
+	if fd, ok := s.topics.(FederatedDeletes); ok {
+		n := 0
+		if partitioned {
+			n = len(ts)
+		}
+		if handled, err := fd.DeleteSubscriptionEverywhere(ctx, name, n, sub, force); handled {
+			if err != nil {
+				return err
+			}
+			return noContent(w)
+		}
+	}
 	found := false
 	for _, t := range ts {
 		err := s.topics.DeleteSubscription(ctx, t, sub, force)

@@ -14,6 +14,7 @@ package deletes
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -27,8 +28,9 @@ import (
 const Prefix = policy.Root + "deletes/"
 
 const (
-	topicsPrefix     = Prefix + "topics/"
-	namespacesPrefix = Prefix + "namespaces/"
+	topicsPrefix        = Prefix + "topics/"
+	namespacesPrefix    = Prefix + "namespaces/"
+	subscriptionsPrefix = Prefix + "subscriptions/"
 )
 
 // Kind is what a record deletes.
@@ -41,6 +43,9 @@ const (
 	// Namespace deletes every topic of a namespace, and then the
 	// namespace.
 	Namespace Kind = "namespace"
+	// Subscription deletes one subscription of a topic (of every
+	// partition of a partitioned one).
+	Subscription Kind = "subscription"
 )
 
 // Errors, checked with errors.Is.
@@ -61,6 +66,9 @@ type Record struct {
 	// Partitions is a partitioned topic's partition count when it was
 	// deleted (0: not partitioned).
 	Partitions int `json:"partitions,omitempty"`
+	// Subscription is the subscription a Subscription record deletes
+	// (Name is its topic).
+	Subscription string `json:"subscription,omitempty"`
 	// IfEmpty marks a namespace delete without force: each region only
 	// checks that it holds no topic of the namespace (Applied when it
 	// holds none, Refused otherwise) and deletes nothing.
@@ -106,6 +114,13 @@ func TopicKey(n topic.Name) string {
 // NamespaceKey is the record key of namespace ns ("tenant/ns").
 func NamespaceKey(ns string) string { return namespacesPrefix + ns }
 
+// SubscriptionKey is the record key of subscription sub of topic n (its
+// base name).
+func SubscriptionKey(n topic.Name, sub string) string {
+	b := n.Base()
+	return subscriptionsPrefix + b.Tenant + "/" + b.Namespace + "/" + string(b.Domain) + "/" + b.Local + "/" + url.PathEscape(sub)
+}
+
 // Keys returns the keys of the records that may cover topic n: its own
 // and its namespace's.
 func Keys(n topic.Name) []string {
@@ -120,15 +135,16 @@ func (r Record) Covers(n topic.Name) bool {
 	case Namespace:
 		return n.NamespaceName() == r.Name
 	}
-	return false
+	return false // a subscription's record deletes no topic
 }
 
-// Topics lists the topics a topic record deletes: the topic, or each
-// partition.
+// Topics lists the topics a topic record deletes (a subscription
+// record's, the topics it deletes the subscription of): the topic, or
+// each partition.
 func (r Record) Topics() ([]topic.Name, error) {
 	n, err := topic.Parse(r.Name)
-	if err != nil || r.Kind != Topic {
-		return nil, fmt.Errorf("delete record %s: not a topic delete (%v)", r.Key, err)
+	if err != nil || r.Kind == Namespace {
+		return nil, fmt.Errorf("delete record %s: not a topic's (%v)", r.Key, err)
 	}
 	if r.Partitions == 0 {
 		return []topic.Name{n}, nil
@@ -164,8 +180,11 @@ func (r Record) Pending(current []string) []string {
 
 // what names the record's subject in messages.
 func (r Record) what() string {
-	if r.Kind == Namespace {
+	switch r.Kind {
+	case Namespace:
 		return "namespace " + r.Name
+	case Subscription:
+		return "subscription " + r.Subscription + " of " + r.Name
 	}
 	return r.Name
 }

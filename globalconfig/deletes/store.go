@@ -60,7 +60,7 @@ func decode(key string, rev int64, val []byte) (Record, error) {
 	if err := json.Unmarshal(val, &r); err != nil {
 		return Record{}, fmt.Errorf("%w at %s: %w", ErrCorrupt, key, err)
 	}
-	if r.Kind != Topic && r.Kind != Namespace {
+	if r.Kind != Topic && r.Kind != Namespace && r.Kind != Subscription {
 		return Record{}, fmt.Errorf("%w at %s: kind %q", ErrCorrupt, key, r.Kind)
 	}
 	r.Key, r.Rev = key, rev
@@ -192,12 +192,15 @@ func (s *Store) update(ctx context.Context, key string, fn func(r Record, ok boo
 // that one, which Begin returns with joined set.
 func (s *Store) Begin(ctx context.Context, rec Record) (r Record, joined bool, err error) {
 	key := NamespaceKey(rec.Name)
-	if rec.Kind == Topic {
+	if rec.Kind != Namespace {
 		n, err := topic.Parse(rec.Name)
 		if err != nil {
 			return Record{}, false, fmt.Errorf("delete of %q: %w", rec.Name, err)
 		}
 		key = TopicKey(n)
+		if rec.Kind == Subscription {
+			key = SubscriptionKey(n, rec.Subscription)
+		}
 	}
 	rec.By, rec.At = s.cfg.Region, s.now().UTC()
 	rec.Applied, rec.Refused, rec.Done = nil, nil, false
@@ -261,8 +264,8 @@ func (s *Store) Withdraw(ctx context.Context, key string) error {
 	return err
 }
 
-// Forget removes the records under namespace ns's topics (the
-// namespace's own record, which covers them, is kept).
+// Forget removes the records of namespace ns's topics and subscriptions
+// (the namespace's own record, which covers them, is kept).
 func (s *Store) Forget(ctx context.Context, ns string) error {
 	if strings.Count(ns, "/") != 1 {
 		return fmt.Errorf("deletes: %q is not tenant/namespace", ns)
@@ -271,6 +274,11 @@ func (s *Store) Forget(ctx context.Context, ns string) error {
 	if err != nil {
 		return err
 	}
+	subs, err := s.cfg.Meta.ListKeys(ctx, subscriptionsPrefix+ns+"/")
+	if err != nil {
+		return err
+	}
+	keys = append(keys, subs...)
 	for _, k := range keys {
 		if err := s.cfg.Meta.Delete(ctx, k); err != nil {
 			return err
