@@ -165,6 +165,30 @@ func TestDeletesReachEveryRegion(t *testing.T) {
 			if err := f.EnsureReplicated(ctx, "acme", "gone", names); err != nil {
 				t.Fatal(err)
 			}
+			// A tenant with force: its namespaces with force, everywhere.
+			if code, body := adminCall(t, "PUT", web(r0)+"tenants/doomed", fmt.Sprintf(`{"allowedClusters":[%q%s]}`, names[0], func() string {
+				out := ""
+				for _, n := range names[1:] {
+					out += fmt.Sprintf(",%q", n)
+				}
+				return out
+			}())); code/100 != 2 {
+				t.Fatalf("create tenant: %d %s", code, body)
+			}
+			if err := f.EnsureReplicated(ctx, "doomed", "ns", names); err != nil {
+				t.Fatal(err)
+			}
+			produce(t, clients[last.Name()], "persistent://doomed/ns/t", last.Name(), 0, 2)
+			waitFor(t, time.Minute, "doomed/ns/t in r0", func() bool { return storedIn(t, r0, "doomed/ns/t") > 0 })
+			if code, body := adminCall(t, "DELETE", web(r0)+"tenants/doomed?force=true", ""); code != http.StatusNoContent {
+				t.Fatalf("delete of the tenant with force: %d %s", code, body)
+			}
+			for _, r := range f.Regions {
+				if code, body := adminCall(t, "GET", web(r)+"tenants/doomed", ""); code != http.StatusNotFound {
+					t.Errorf("%s: tenant after its delete: %d %s", r.Name(), code, body)
+				}
+			}
+
 			for _, r := range f.Regions {
 				if b := storedIn(t, r, "acme/gone/t"); b != 0 {
 					t.Errorf("%s stores %d bytes of acme/gone/t after the namespace was deleted and created again", r.Name(), b)

@@ -145,7 +145,21 @@ func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Policies == nil {
 		return errNoPolicies
 	}
-	if err := s.cfg.Policies.DeleteTenant(r.Context(), r.PathValue("tenant")); err != nil {
+	ctx, tenant := r.Context(), r.PathValue("tenant")
+	if fd, ok := s.topics.(FederatedDeletes); ok && boolParam(r, "force") {
+		// Pulsar's deleteTenant(force): every namespace with force first,
+		// each in every region.
+		nss, err := s.cfg.Policies.Namespaces(ctx, tenant)
+		if err != nil {
+			return err
+		}
+		for _, ns := range nss {
+			if _, err := fd.DeleteNamespaceEverywhere(ctx, ns, true); err != nil && !errors.Is(err, policy.ErrNotFound) && !isKind(err, wire.ErrNotFound) {
+				return fmt.Errorf("namespace %s: %w", ns, err)
+			}
+		}
+	}
+	if err := s.cfg.Policies.DeleteTenant(ctx, tenant); err != nil {
 		return err
 	}
 	return noContent(w)
