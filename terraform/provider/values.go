@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -108,7 +110,13 @@ func (o oneOf) ValidateString(ctx context.Context, req validator.StringRequest, 
 // int64Range checks that a number is within min..max.
 type int64Range struct{ min, max int64 }
 
+// atLeast checks that a number is min or more.
+func atLeast(min int64) int64Range { return int64Range{min, math.MaxInt64} }
+
 func (r int64Range) Description(context.Context) string {
+	if r.max == math.MaxInt64 {
+		return fmt.Sprintf("at least %d", r.min)
+	}
 	return fmt.Sprintf("from %d to %d", r.min, r.max)
 }
 
@@ -117,5 +125,39 @@ func (r int64Range) MarkdownDescription(ctx context.Context) string { return r.D
 func (r int64Range) ValidateInt64(ctx context.Context, req validator.Int64Request, resp *validator.Int64Response) {
 	if v := req.ConfigValue; known(v) && (v.ValueInt64() < r.min || v.ValueInt64() > r.max) {
 		resp.Diagnostics.AddAttributeError(req.Path, "Value out of range", fmt.Sprintf("%d is not %s", v.ValueInt64(), r.Description(ctx)))
+	}
+}
+
+// keysOneOf checks that every key of a map is one of a few values.
+type keysOneOf []string
+
+func (o keysOneOf) Description(context.Context) string {
+	return "keys one of " + strings.Join(o, ", ")
+}
+
+func (o keysOneOf) MarkdownDescription(ctx context.Context) string { return o.Description(ctx) }
+
+func (o keysOneOf) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+	if !known(req.ConfigValue) {
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(req.ConfigValue.Elements())) {
+		if !slices.Contains(o, k) {
+			resp.Diagnostics.AddAttributeError(req.Path.AtMapKey(k), "Invalid key", fmt.Sprintf("%q is not one of %s", k, strings.Join(o, ", ")))
+		}
+	}
+}
+
+// notEmptyMap refuses a map without elements, saying why (hint): a null
+// map and an empty one would read back the same.
+type notEmptyMap struct{ hint string }
+
+func (n notEmptyMap) Description(context.Context) string { return "at least one element" }
+
+func (n notEmptyMap) MarkdownDescription(ctx context.Context) string { return n.Description(ctx) }
+
+func (n notEmptyMap) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+	if known(req.ConfigValue) && len(req.ConfigValue.Elements()) == 0 {
+		resp.Diagnostics.AddAttributeError(req.Path, "Empty map", n.hint)
 	}
 }
