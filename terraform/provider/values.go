@@ -128,6 +128,21 @@ func (r int64Range) ValidateInt64(ctx context.Context, req validator.Int64Reques
 	}
 }
 
+// float64AtLeast checks that a number is min or more.
+type float64AtLeast float64
+
+func (f float64AtLeast) Description(context.Context) string {
+	return fmt.Sprintf("at least %v", float64(f))
+}
+
+func (f float64AtLeast) MarkdownDescription(ctx context.Context) string { return f.Description(ctx) }
+
+func (f float64AtLeast) ValidateFloat64(ctx context.Context, req validator.Float64Request, resp *validator.Float64Response) {
+	if v := req.ConfigValue; known(v) && !(v.ValueFloat64() >= float64(f)) {
+		resp.Diagnostics.AddAttributeError(req.Path, "Value out of range", fmt.Sprintf("%v is not %s", v.ValueFloat64(), f.Description(ctx)))
+	}
+}
+
 // keysOneOf checks that every key of a map is one of a few values.
 type keysOneOf []string
 
@@ -161,3 +176,7 @@ func (n notEmptyMap) ValidateMap(_ context.Context, req validator.MapRequest, re
 		resp.Diagnostics.AddAttributeError(req.Path, "Empty map", n.hint)
 	}
 }
+
+// joinCode lists values as Markdown code: a`, `b (inside a pair of
+// backquotes).
+func joinCode(values []string) string { return strings.Join(values, "`, `") }
