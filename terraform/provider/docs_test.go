@@ -244,7 +244,7 @@ func typeName(t attr.Type) string {
 	switch t := t.(type) {
 	case basetypes.StringType:
 		return "String"
-	case basetypes.Int64Type:
+	case basetypes.Int64Type, basetypes.Float64Type:
 		return "Number"
 	case basetypes.BoolType:
 		return "Boolean"

@@ -56,6 +56,8 @@ func TestAccDocExamples(t *testing.T) {
 			resource.TestCheckResourceAttr("data.isobar_namespace.payments", "primary_region", "us-east"),
 			resource.TestCheckResourceAttr("data.isobar_namespace.payments", "sync_replication.fallback_after_seconds", "30"),
 			resource.TestCheckResourceAttr("data.isobar_topic.invoices", "partitions", "4"),
+			resource.TestCheckResourceAttr("data.isobar_topic.invoices", "max_producers", "50"),
+			resource.TestCheckResourceAttr("data.isobar_topic.invoices", "retention.time_in_minutes", "43200"),
 			resource.TestCheckResourceAttr("data.isobar_tenant.acme", "admin_roles.#", "1"),
 			resource.TestCheckResourceAttr("data.isobar_subscription.billing", "id", "persistent://acme/payments/invoices/billing"),
 			resource.TestCheckResourceAttr("data.isobar_permission_grant.billing_writes_invoices", "actions.0", "produce"),

@@ -180,6 +180,8 @@ func dataSourceAttribute(a rschema.Attribute, key bool) dschema.Attribute {
 		return dschema.StringAttribute{Computed: true, MarkdownDescription: desc}
 	case rschema.Int64Attribute:
 		return dschema.Int64Attribute{Computed: true, MarkdownDescription: desc}
+	case rschema.Float64Attribute:
+		return dschema.Float64Attribute{Computed: true, MarkdownDescription: desc}
 	case rschema.BoolAttribute:
 		return dschema.BoolAttribute{Computed: true, MarkdownDescription: desc}
 	case rschema.SetAttribute:

@@ -3,10 +3,12 @@ package provider
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -66,6 +68,69 @@ const (
 	maxSyncRegions         = 64
 	maxSyncFallbackSeconds = 3600
 )
+
+// Bounds of policy values, as the server checks them (docs/limits.md,
+// "Policy values").
+const (
+	maxInt32            = math.MaxInt32 // Pulsar's int: TTLs, limits, durations
+	maxRetentionMinutes = math.MaxInt64 / int64(time.Minute)
+	maxRetentionSizeMB  = math.MaxInt64 >> 20
+)
+
+// The policies a namespace and a topic both have, with the same
+// attributes; desc says what the policy is to its owner.
+
+func retentionAttribute(desc string) schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{
+		Optional:            true,
+		MarkdownDescription: desc,
+		Attributes: map[string]schema.Attribute{
+			"time_in_minutes": schema.Int64Attribute{Required: true, MarkdownDescription: "Minutes; -1 unlimited, 0 none.",
+				Validators: []validator.Int64{int64Range{-1, maxRetentionMinutes}}},
+			"size_in_mb": schema.Int64Attribute{Required: true, MarkdownDescription: "Megabytes; -1 unlimited, 0 none.",
+				Validators: []validator.Int64{int64Range{-1, maxRetentionSizeMB}}},
+		},
+	}
+}
+
+func messageTTLAttribute(desc string) schema.Int64Attribute {
+	return schema.Int64Attribute{Optional: true, MarkdownDescription: desc, Validators: []validator.Int64{int64Range{0, maxInt32}}}
+}
+
+func backlogQuotaAttribute(desc string) schema.MapNestedAttribute {
+	return schema.MapNestedAttribute{
+		Optional:            true,
+		MarkdownDescription: desc,
+		Validators: []validator.Map{keysOneOf{"destination_storage", "message_age"},
+			notEmptyMap{"backlog_quota = {} sets no quota: leave backlog_quota out to set none"}},
+		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+			"limit_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(-1),
+				MarkdownDescription: "Bytes; -1 (the default) no limit.", Validators: []validator.Int64{atLeast(-1)}},
+			"limit_time": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(-1),
+				MarkdownDescription: "Seconds; -1 (the default) no limit.", Validators: []validator.Int64{int64Range{-1, maxInt32}}},
+			"policy": schema.StringAttribute{Required: true,
+				MarkdownDescription: "What the broker does at the limit: `producer_request_hold`, `producer_exception` or `consumer_backlog_eviction`.",
+				Validators:          []validator.String{oneOf{"producer_request_hold", "producer_exception", "consumer_backlog_eviction"}}},
+		}},
+	}
+}
+
+// syncReplicationAttribute is sync_replication; regions says how many
+// regions it may wait for.
+func syncReplicationAttribute(regions, desc string) schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{
+		Optional:            true,
+		MarkdownDescription: desc,
+		Attributes: map[string]schema.Attribute{
+			"regions": schema.Int64Attribute{Required: true, MarkdownDescription: regions,
+				Validators: []validator.Int64{int64Range{1, maxSyncRegions}}},
+			"fallback_after_seconds": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(0),
+				MarkdownDescription: fmt.Sprintf("Once a message has waited this long (up to %d seconds), acknowledge it from the local copy "+
+					"alone and stay asynchronous until the regions catch up. 0 (the default): never, publishes wait for the regions.", maxSyncFallbackSeconds),
+				Validators: []validator.Int64{int64Range{0, maxSyncFallbackSeconds}}},
+		},
+	}
+}
 
 // The server's JSON (docs/admin.md).
 type (
@@ -145,31 +210,9 @@ var namespaceKind = &kind[namespaceModel]{
 			Optional:            true,
 			MarkdownDescription: "With `primary_region`: fail over automatically when the primary has been unreachable this long. Left out: manual failover only.",
 		},
-		"retention": schema.SingleNestedAttribute{
-			Optional:            true,
-			MarkdownDescription: "How long acknowledged messages are kept.",
-			Attributes: map[string]schema.Attribute{
-				"time_in_minutes": schema.Int64Attribute{Required: true, MarkdownDescription: "Minutes; -1 unlimited, 0 none."},
-				"size_in_mb":      schema.Int64Attribute{Required: true, MarkdownDescription: "Megabytes; -1 unlimited, 0 none."},
-			},
-		},
-		"message_ttl_seconds": schema.Int64Attribute{
-			Optional:            true,
-			MarkdownDescription: "Unacknowledged messages older than this are acknowledged by the broker (0 to 2147483647 seconds).",
-		},
-		"backlog_quota": schema.MapNestedAttribute{
-			Optional:            true,
-			MarkdownDescription: "Backlog quotas by type: `destination_storage` (size) and `message_age` (time).",
-			NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-				"limit_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(-1),
-					MarkdownDescription: "Bytes; -1 (the default) no limit."},
-				"limit_time": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(-1),
-					MarkdownDescription: "Seconds; -1 (the default) no limit."},
-				"policy": schema.StringAttribute{Required: true,
-					MarkdownDescription: "What the broker does at the limit: `producer_request_hold`, `producer_exception` or `consumer_backlog_eviction`.",
-					Validators:          []validator.String{oneOf{"producer_request_hold", "producer_exception", "consumer_backlog_eviction"}}},
-			}},
-		},
+		"retention":           retentionAttribute("How long acknowledged messages are kept."),
+		"message_ttl_seconds": messageTTLAttribute("Unacknowledged messages older than this are acknowledged by the broker (0 to 2147483647 seconds)."),
+		"backlog_quota":       backlogQuotaAttribute("Backlog quotas by type: `destination_storage` (size) and `message_age` (time)."),
 		"deduplication": schema.BoolAttribute{
 			Optional:            true,
 			MarkdownDescription: "Drop messages a producer resends (by producer name and sequence id). Left out: the broker's default.",
@@ -184,21 +227,10 @@ var namespaceKind = &kind[namespaceModel]{
 				"partitions": schema.Int64Attribute{Optional: true, MarkdownDescription: "Partitions of a topic created as `partitioned` (required then)."},
 			},
 		},
-		"sync_replication": schema.SingleNestedAttribute{
-			Optional: true,
-			MarkdownDescription: "Makes publishes synchronous across regions: a message is acknowledged to its producer only once `regions` other " +
-				"regions of `replication_clusters` hold it too, so failing over to one of them loses nothing acknowledged (docs/failover.md). " +
-				"A topic's own setting wins. Left out: asynchronous replication.",
-			Attributes: map[string]schema.Attribute{
-				"regions": schema.Int64Attribute{Required: true,
-					MarkdownDescription: fmt.Sprintf("How many other regions must hold a message (1 to %d, and fewer than `replication_clusters`).", maxSyncRegions),
-					Validators:          []validator.Int64{int64Range{1, maxSyncRegions}}},
-				"fallback_after_seconds": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(0),
-					MarkdownDescription: fmt.Sprintf("Once a message has waited this long (up to %d seconds), acknowledge it from the local copy "+
-						"alone and stay asynchronous until the regions catch up. 0 (the default): never, publishes wait for the regions.", maxSyncFallbackSeconds),
-					Validators: []validator.Int64{int64Range{0, maxSyncFallbackSeconds}}},
-			},
-		},
+		"sync_replication": syncReplicationAttribute(fmt.Sprintf("How many other regions must hold a message (1 to %d, and fewer than `replication_clusters`).", maxSyncRegions),
+			"Makes publishes synchronous across regions: a message is acknowledged to its producer only once `regions` other "+
+				"regions of `replication_clusters` hold it too, so failing over to one of them loses nothing acknowledged (docs/failover.md). "+
+				"A topic's own setting wins. Left out: asynchronous replication."),
 	},
 	fromID: func(id string) (namespaceModel, error) {
 		t, ns, err := topic.ParseNamespace(id)
@@ -246,12 +278,7 @@ func readNamespace(ctx context.Context, c *client.Client, m namespaceModel) (nam
 	if r := p.Retention; r != nil {
 		out.Retention = &retentionModel{TimeInMinutes: types.Int64Value(r.Minutes), SizeInMB: types.Int64Value(r.SizeMB)}
 	}
-	if len(p.BacklogQuotaMap) > 0 {
-		out.BacklogQuota = map[string]backlogQuotaModel{}
-		for k, q := range p.BacklogQuotaMap {
-			out.BacklogQuota[k] = backlogQuotaModel{LimitSize: types.Int64Value(q.LimitSize), LimitTime: types.Int64Value(q.LimitTime), Policy: types.StringValue(q.Policy)}
-		}
-	}
+	out.BacklogQuota = backlogQuotaModels(p.BacklogQuotaMap)
 	if a := p.AutoTopicCreation; a != nil {
 		out.AutoTopicCreation = &autoTopicCreationModel{Allow: types.BoolValue(a.Allow), Type: types.StringValue(a.Type), Partitions: types.Int64PointerValue(a.Partitions)}
 	}
@@ -271,12 +298,7 @@ func policiesOf(ctx context.Context, m namespaceModel) nsPolicies {
 		p.Retention = &retentionJSON{Minutes: r.TimeInMinutes.ValueInt64(), SizeMB: r.SizeInMB.ValueInt64()}
 	}
 	p.MessageTTL = m.MessageTTLSeconds.ValueInt64Pointer()
-	if len(m.BacklogQuota) > 0 {
-		p.BacklogQuotaMap = map[string]backlogQuotaJS{}
-		for k, q := range m.BacklogQuota {
-			p.BacklogQuotaMap[k] = backlogQuotaJS{LimitSize: q.LimitSize.ValueInt64(), LimitTime: q.LimitTime.ValueInt64(), Policy: q.Policy.ValueString()}
-		}
-	}
+	p.BacklogQuotaMap = backlogQuotaJSON(m.BacklogQuota)
 	p.Deduplication = m.Deduplication.ValueBoolPointer()
 	if a := m.AutoTopicCreation; a != nil {
 		p.AutoTopicCreation = &autoTopicJSON{Allow: a.Allow.ValueBool(), Type: a.Type.ValueString(), Partitions: a.Partitions.ValueInt64Pointer()}
@@ -285,6 +307,31 @@ func policiesOf(ctx context.Context, m namespaceModel) nsPolicies {
 		p.SyncReplication = &syncReplicationJSON{Regions: sr.Regions.ValueInt64(), FallbackAfterSeconds: sr.FallbackAfterSeconds.ValueInt64()}
 	}
 	return p
+}
+
+// backlogQuotaModels are the quotas of the server's map; none is nil
+// (the attribute is null).
+func backlogQuotaModels(qs map[string]backlogQuotaJS) map[string]backlogQuotaModel {
+	if len(qs) == 0 {
+		return nil
+	}
+	out := map[string]backlogQuotaModel{}
+	for k, q := range qs {
+		out[k] = backlogQuotaModel{LimitSize: types.Int64Value(q.LimitSize), LimitTime: types.Int64Value(q.LimitTime), Policy: types.StringValue(q.Policy)}
+	}
+	return out
+}
+
+// backlogQuotaJSON is backlogQuotaModels the other way round.
+func backlogQuotaJSON(qs map[string]backlogQuotaModel) map[string]backlogQuotaJS {
+	if len(qs) == 0 {
+		return nil
+	}
+	out := map[string]backlogQuotaJS{}
+	for k, q := range qs {
+		out[k] = backlogQuotaJS{LimitSize: q.LimitSize.ValueInt64(), LimitTime: q.LimitTime.ValueInt64(), Policy: q.Policy.ValueString()}
+	}
+	return out
 }
 
 func failoverOf(m namespaceModel) failoverJSON {

@@ -231,6 +231,28 @@ resource "isobar_namespace" "bad" {
 				ExpectError: regexp.MustCompile(`primary_region "eu-west" is not one of replication_clusters`),
 			},
 			{
+				// Policies out of range, refused at plan time.
+				Config: p + tenant + `
+resource "isobar_namespace" "bad" {
+  tenant              = isobar_tenant.t.name
+  name                = "limits"
+  message_ttl_seconds = -1
+  retention           = { time_in_minutes = -2, size_in_mb = 0 }
+  backlog_quota       = { size = { limit_size = 1, policy = "producer_exception" } }
+}`,
+				// Every problem, in no particular order.
+				ExpectError: regexp.MustCompile(`(?s)(Value out of range|Invalid key).*(Value out of range|Invalid key).*(Value out of range|Invalid key)`),
+			},
+			{
+				Config: p + tenant + `
+resource "isobar_namespace" "bad" {
+  tenant        = isobar_tenant.t.name
+  name          = "limits"
+  backlog_quota = {}
+}`,
+				ExpectError: regexp.MustCompile(`(?s)Empty map.*sets\s+no\s+quota`),
+			},
+			{
 				// ap-south exists but the tenant does not allow it: the server says so.
 				Config: p + tenant + `
 resource "isobar_namespace" "ns" {

@@ -34,6 +34,7 @@ type topicModel struct {
 	PrimaryRegion       types.String `tfsdk:"primary_region"`
 	ActiveActive        types.Bool   `tfsdk:"active_active"`
 	ForceDelete         types.Bool   `tfsdk:"force_delete"`
+	topicPolicies                    // topicpolicies.go
 }
 
 // topicName is the persistent topic m names.
@@ -59,13 +60,17 @@ var validTopicLocal = nameValidator{"topic", func(s string) error {
 
 var topicKind = &kind[topicModel]{
 	name: "topic",
-	description: "A persistent topic, partitioned or not, with its own replication clusters and primary region when it should not " +
-		"follow its namespace's. A partitioned topic's metadata is the federation's (global store); a non-partitioned topic is created, " +
-		"read and deleted in the region the provider reaches (the first `web_service_url` that answers), and the other regions of its " +
-		"replication clusters get their copies as messages replicate.",
+	description: "A persistent topic, partitioned or not, with its own replication clusters, primary region and policies (retention, " +
+		"message TTL, backlog quotas, de-duplication, limits, rates, ...) where it should not follow its namespace's. A partitioned topic's " +
+		"metadata is the federation's (global store); a non-partitioned topic is created, read and deleted in the region the provider " +
+		"reaches (the first `web_service_url` that answers), and the other regions of its replication clusters get their copies as " +
+		"messages replicate. Its policies are its global ones, which every region applies (`isGlobal=true` in the admin API; a partitioned " +
+		"topic's apply to its partitions): each one left out follows the namespace, and removing one from the configuration removes the " +
+		"topic's own. A policy set for one region only (`isobar admin topics set-...` without `--global`) wins in that region and is not " +
+		"managed here.",
 	keys:       []string{"tenant", "namespace", "name"},
 	importHelp: "the topic's full name, `persistent://tenant/namespace/topic`",
-	attributes: map[string]schema.Attribute{
+	attributes: withTopicPolicies(map[string]schema.Attribute{
 		"id": idAttribute("The full name, `persistent://tenant/namespace/topic`."),
 		"tenant": schema.StringAttribute{Required: true, MarkdownDescription: "The tenant. Changing it replaces the topic.",
 			Validators: []validator.String{validTenant}, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}},
@@ -107,7 +112,7 @@ var topicKind = &kind[topicModel]{
 				"every replicated topic open, so a replicated topic can only be deleted this way; false refuses to delete a topic in use. " +
 				"Not read from the server.",
 		},
-	},
+	}),
 	fromID: func(id string) (topicModel, error) {
 		n, err := topic.Parse(id)
 		if err != nil {
@@ -139,25 +144,40 @@ func readTopic(ctx context.Context, c *client.Client, m topicModel) (topicModel,
 	if !known(force) {
 		force = types.BoolValue(true) // imported: the default
 	}
-	out := topicModel{
-		ID: types.StringValue(n.String()), Tenant: m.Tenant, Namespace: m.Namespace, Name: m.Name, ForceDelete: force,
-		Partitions: types.Int64Value(partitions), ReplicationClusters: types.SetNull(types.StringType), PrimaryRegion: types.StringNull(),
+	out, err := readOwn(ctx, c, p)
+	if err != nil {
+		return m, err
 	}
+	out.ID, out.Tenant, out.Namespace, out.Name, out.ForceDelete = types.StringValue(n.String()), m.Tenant, m.Namespace, m.Name, force
+	out.Partitions = types.Int64Value(partitions)
+	return out, nil
+}
+
+// readOwn reads what the topic at admin path p sets for itself rather
+// than following its namespace: replication clusters, mode and primary,
+// policies.
+func readOwn(ctx context.Context, c *client.Client, p string) (topicModel, error) {
+	out := topicModel{ReplicationClusters: types.SetNull(types.StringType), PrimaryRegion: types.StringNull()}
 	var clusters []string
 	if err := c.Get(ctx, p+"/replication", &clusters); err != nil {
-		return m, err
+		return out, err
 	}
 	if clusters != nil {
 		out.ReplicationClusters = stringSet(clusters)
 	}
 	var fo failoverJSON
 	if err := c.Get(ctx, p+"/primary", &fo); err != nil {
-		return m, err
+		return out, err
 	}
 	out.ActiveActive = types.BoolValue(fo.Mode == activeActive)
 	if fo.Mode == activeStandby {
 		out.PrimaryRegion = types.StringValue(fo.Primary)
 	}
+	pol, err := readOwnPolicies(ctx, c, p)
+	if err != nil {
+		return out, err
+	}
+	out.topicPolicies = pol
 	return out, nil
 }
 
@@ -199,8 +219,13 @@ func createTopic(ctx context.Context, c *client.Client, m topicModel) error {
 	if err != nil {
 		return err
 	}
-	none := topicModel{ReplicationClusters: types.SetNull(types.StringType), PrimaryRegion: types.StringNull(), ActiveActive: types.BoolValue(false)}
-	if err := setTopicPolicies(ctx, c, p, m, none); err != nil {
+	// A topic's own settings outlive it and may be made before it: what
+	// the server holds for the name already is moved to the plan.
+	have, err := readOwn(ctx, c, p)
+	if err == nil {
+		err = setTopicPolicies(ctx, c, p, m, have)
+	}
+	if err != nil {
 		if derr := deleteTopic(ctx, c, m); derr != nil {
 			return fmt.Errorf("%w (and removing the topic again failed: %v)", err, derr)
 		}
@@ -209,9 +234,9 @@ func createTopic(ctx context.Context, c *client.Client, m topicModel) error {
 	return nil
 }
 
-// setTopicPolicies moves the topic's own replication clusters and primary
-// from have to want, in an order the server accepts (the primary must be
-// one of the clusters).
+// setTopicPolicies moves the topic's own replication clusters, primary
+// and policies from have to want, the first two in an order the server
+// accepts (the primary must be one of the clusters).
 func setTopicPolicies(ctx context.Context, c *client.Client, p string, want, have topicModel) error {
 	wantC, haveC := setStrings(ctx, want.ReplicationClusters), setStrings(ctx, have.ReplicationClusters)
 	clustersChange := want.ReplicationClusters.IsNull() != have.ReplicationClusters.IsNull() || !slices.Equal(wantC, haveC)
@@ -245,7 +270,10 @@ func setTopicPolicies(ctx context.Context, c *client.Client, p string, want, hav
 	if err := first(); err != nil {
 		return err
 	}
-	return second()
+	if err := second(); err != nil {
+		return err
+	}
+	return setOwnPolicies(ctx, c, p, &want.topicPolicies, &have.topicPolicies)
 }
 
 // topicFailover is the topic's own mode and primary m asks for; the zero
@@ -274,8 +302,10 @@ func updateTopic(ctx context.Context, c *client.Client, plan, state topicModel) 
 	return setTopicPolicies(ctx, c, p, plan, state)
 }
 
-// deleteTopic removes the topic's own policies, then the topic (so a
-// topic of the same name made later starts from its namespace's).
+// deleteTopic removes the topic's own replication clusters and primary,
+// then the topic, then the policies m says it has (so a topic of the
+// same name made later starts from its namespace's); a topic that is
+// gone already has its policies removed all the same.
 func deleteTopic(ctx context.Context, c *client.Client, m topicModel) error {
 	n, err := topicName(m)
 	if err != nil {
@@ -292,9 +322,17 @@ func deleteTopic(ctx context.Context, c *client.Client, m topicModel) error {
 		force = "?force=true"
 	}
 	if m.Partitions.ValueInt64() > 0 {
-		return c.Do(ctx, client.Request{Method: http.MethodDelete, Path: p + "/partitions" + force})
+		err = c.Do(ctx, client.Request{Method: http.MethodDelete, Path: p + "/partitions" + force})
+	} else {
+		err = c.Do(ctx, client.Request{Method: http.MethodDelete, Path: p + force})
 	}
-	return c.Do(ctx, client.Request{Method: http.MethodDelete, Path: p + force})
+	if err != nil && !client.IsNotFound(err) {
+		return err
+	}
+	if perr := setOwnPolicies(ctx, c, p, &topicPolicies{}, &m.topicPolicies); perr != nil {
+		return perr
+	}
+	return err
 }
 
 func validateTopic(ctx context.Context, cfg tfsdk.Config) diag.Diagnostics {
@@ -325,5 +363,6 @@ func validateTopic(ctx context.Context, cfg tfsdk.Config) diag.Diagnostics {
 	if known(parts) && parts.ValueInt64() < 0 {
 		d.AddAttributeError(path.Root("partitions"), "Negative partition count", "partitions must be 0 (non-partitioned) or more")
 	}
+	d.Append(validateTopicPolicies(ctx, cfg)...)
 	return d
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -108,7 +110,13 @@ func (o oneOf) ValidateString(ctx context.Context, req validator.StringRequest, 
 // int64Range checks that a number is within min..max.
 type int64Range struct{ min, max int64 }
 
+// atLeast checks that a number is min or more.
+func atLeast(min int64) int64Range { return int64Range{min, math.MaxInt64} }
+
 func (r int64Range) Description(context.Context) string {
+	if r.max == math.MaxInt64 {
+		return fmt.Sprintf("at least %d", r.min)
+	}
 	return fmt.Sprintf("from %d to %d", r.min, r.max)
 }
 
@@ -119,3 +127,56 @@ func (r int64Range) ValidateInt64(ctx context.Context, req validator.Int64Reques
 		resp.Diagnostics.AddAttributeError(req.Path, "Value out of range", fmt.Sprintf("%d is not %s", v.ValueInt64(), r.Description(ctx)))
 	}
 }
+
+// float64AtLeast checks that a number is min or more.
+type float64AtLeast float64
+
+func (f float64AtLeast) Description(context.Context) string {
+	return fmt.Sprintf("at least %v", float64(f))
+}
+
+func (f float64AtLeast) MarkdownDescription(ctx context.Context) string { return f.Description(ctx) }
+
+func (f float64AtLeast) ValidateFloat64(ctx context.Context, req validator.Float64Request, resp *validator.Float64Response) {
+	if v := req.ConfigValue; known(v) && !(v.ValueFloat64() >= float64(f)) {
+		resp.Diagnostics.AddAttributeError(req.Path, "Value out of range", fmt.Sprintf("%v is not %s", v.ValueFloat64(), f.Description(ctx)))
+	}
+}
+
+// keysOneOf checks that every key of a map is one of a few values.
+type keysOneOf []string
+
+func (o keysOneOf) Description(context.Context) string {
+	return "keys one of " + strings.Join(o, ", ")
+}
+
+func (o keysOneOf) MarkdownDescription(ctx context.Context) string { return o.Description(ctx) }
+
+func (o keysOneOf) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+	if !known(req.ConfigValue) {
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(req.ConfigValue.Elements())) {
+		if !slices.Contains(o, k) {
+			resp.Diagnostics.AddAttributeError(req.Path.AtMapKey(k), "Invalid key", fmt.Sprintf("%q is not one of %s", k, strings.Join(o, ", ")))
+		}
+	}
+}
+
+// notEmptyMap refuses a map without elements, saying why (hint): a null
+// map and an empty one would read back the same.
+type notEmptyMap struct{ hint string }
+
+func (n notEmptyMap) Description(context.Context) string { return "at least one element" }
+
+func (n notEmptyMap) MarkdownDescription(ctx context.Context) string { return n.Description(ctx) }
+
+func (n notEmptyMap) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+	if known(req.ConfigValue) && len(req.ConfigValue.Elements()) == 0 {
+		resp.Diagnostics.AddAttributeError(req.Path, "Empty map", n.hint)
+	}
+}
+
+// joinCode lists values as Markdown code: a`, `b (inside a pair of
+// backquotes).
+func joinCode(values []string) string { return strings.Join(values, "`, `") }
