@@ -302,21 +302,17 @@ func updateTopic(ctx context.Context, c *client.Client, plan, state topicModel) 
 	return setTopicPolicies(ctx, c, p, plan, state)
 }
 
-// deleteTopic removes the topic's own replication clusters and primary,
-// then the topic, then the policies m says it has (so a topic of the
-// same name made later starts from its namespace's); a topic that is
-// gone already has its policies removed all the same.
+// deleteTopic removes the topic (in every region of its replication
+// clusters), then its own replication clusters and primary and the
+// policies m says it has (so a topic of the same name made later starts
+// from its namespace's); a topic that is gone already has its policies
+// removed all the same.
 func deleteTopic(ctx context.Context, c *client.Client, m topicModel) error {
 	n, err := topicName(m)
 	if err != nil {
 		return err
 	}
 	p := topicPath(n)
-	for _, sub := range []string{"/primary", "/replication"} {
-		if err := c.Do(ctx, client.Request{Method: http.MethodDelete, Path: p + sub}); err != nil && !client.IsNotFound(err) {
-			return err
-		}
-	}
 	force := ""
 	if m.ForceDelete.IsNull() || m.ForceDelete.ValueBool() {
 		force = "?force=true"
@@ -328,6 +324,14 @@ func deleteTopic(ctx context.Context, c *client.Client, m topicModel) error {
 	}
 	if err != nil && !client.IsNotFound(err) {
 		return err
+	}
+	// Only now its own clusters and primary: the delete reaches every
+	// region of the topic's replication clusters as they are when it is
+	// asked.
+	for _, sub := range []string{"/primary", "/replication"} {
+		if err := c.Do(ctx, client.Request{Method: http.MethodDelete, Path: p + sub}); err != nil && !client.IsNotFound(err) {
+			return err
+		}
 	}
 	if perr := setOwnPolicies(ctx, c, p, &topicPolicies{}, &m.topicPolicies); perr != nil {
 		return perr
