@@ -101,3 +101,27 @@ func TestRefuseFrame(t *testing.T) {
 		t.Fatalf("a namespace check deletes nothing: %v", err)
 	}
 }
+
+// FuzzDecodeRecord: a record read from the global store decodes, or is
+// refused as corrupt; it never panics, and what decodes is usable (its
+// checks run without panicking).
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add([]byte(`{"kind":"topic","name":"persistent://a/b/t","partitions":2,"regions":["r0","r1"],"by":"r0","at":"2026-12-07T04:00:00Z","applied":{"r0":{"at":"2026-12-07T04:00:01Z","ledgerBound":10}}}`))
+	f.Add([]byte(`{"kind":"namespace","name":"a/b","ifEmpty":true,"regions":["r0"],"refused":{"r0":"holds 1 topic"}}`))
+	f.Add([]byte(`{"kind":"subscription","name":"persistent://a/b/t","subscription":"s","done":true}`))
+	f.Add([]byte(`{"kind":"topic","name":"not a topic","partitions":-5}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := decode("k", 1, b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		_ = r.Pending([]string{"r0", "r1"})
+		_ = r.Blocks("r0", []string{"r0", "r1"})
+		_ = r.RefuseFrame("r1", []int64{1, -1})
+		_, _ = r.Topics()
+	})
+}

@@ -14,6 +14,10 @@ import (
 	"github.com/isobar-mq/isobar/wire"
 )
 
+// maxPartitions bounds a record's partition count (far above any limit
+// the admin API lets a topic have).
+const maxPartitions = 1 << 16
+
 // ErrCorrupt: a stored record cannot be decoded.
 var ErrCorrupt = wire.Sentinel(wire.ErrUnknown, "deletes: corrupt record")
 
@@ -60,8 +64,20 @@ func decode(key string, rev int64, val []byte) (Record, error) {
 	if err := json.Unmarshal(val, &r); err != nil {
 		return Record{}, fmt.Errorf("%w at %s: %w", ErrCorrupt, key, err)
 	}
-	if r.Kind != Topic && r.Kind != Namespace && r.Kind != Subscription {
+	switch r.Kind {
+	case Topic, Subscription:
+		if _, err := topic.Parse(r.Name); err != nil {
+			return Record{}, fmt.Errorf("%w at %s: %w", ErrCorrupt, key, err)
+		}
+	case Namespace:
+		if _, _, err := topic.ParseNamespace(r.Name); err != nil {
+			return Record{}, fmt.Errorf("%w at %s: %w", ErrCorrupt, key, err)
+		}
+	default:
 		return Record{}, fmt.Errorf("%w at %s: kind %q", ErrCorrupt, key, r.Kind)
+	}
+	if r.Partitions < 0 || r.Partitions > maxPartitions {
+		return Record{}, fmt.Errorf("%w at %s: %d partitions", ErrCorrupt, key, r.Partitions)
 	}
 	r.Key, r.Rev = key, rev
 	return r, nil
