@@ -85,6 +85,7 @@ func TestSentinelKinds(t *testing.T) {
 		{"policy.ErrConflict", policy.ErrConflict, wire.ErrConcurrentModification},
 		{"policy.ErrNotEmpty", policy.ErrNotEmpty, wire.ErrConflict},
 		{"policy.ErrCorrupt", policy.ErrCorrupt, wire.ErrUnknown},
+		{"policy.ErrUnreachable", policy.ErrUnreachable, wire.ErrServiceNotReady},
 
 		{"topic.ErrInvalidName", topic.ErrInvalidName, wire.ErrInvalidTopicName},
 	} {

@@ -169,7 +169,8 @@ func Open(cfg Config) (*Store, error) {
 // connection. gRPC's default waits 1 s after the first failed attempt,
 // then 1.6 times longer after each, up to 2 minutes: after a 3 s cut
 // the client was still not connected 0.85 s after the link was back, by
-// when a 5 s lease had lapsed. Here attempts come at most about
+// when a 5 s lease had lapsed, and after a 20 s cut 6.8 s
+// (TestPromptReconnectAfterALongOutage). Here attempts come at most about
 // 0.3 s apart (MaxDelay with its jitter), so a client is back within that
 // of a heal, at the price of a few attempts a second against a store that
 // is down; and an attempt that has not connected within MinConnectTimeout

@@ -295,10 +295,14 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		go func() { defer close(done); c.auditor.Run(actx) }()
 		c.stopAudit = func() { cancel(); <-done }
 	}
+	// The fences use the global store with timeouts of their own; the
+	// schema and delete records go through the bound of the policies
+	// (policies.meta), as every admin write does.
 	var globalMeta metastore.Meta = c.store // no global store: the region keeps its configuration
+	configMeta := globalMeta
 	var cached func(string) ([]byte, int64, bool)
 	if c.pol.global != nil {
-		globalMeta, cached = c.pol.global, c.pol.cache.Get
+		globalMeta, configMeta, cached = c.pol.global, c.pol.meta, c.pol.cache.Get
 	}
 	c.gates, err = primary.New(primary.Config{Region: cluster, Broker: c.name, TTL: c.cfg.FenceLeaseTTL}, primary.Deps{
 		Global: globalMeta,
@@ -322,7 +326,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	}
 	// Schemas live beside the namespaces: in the global store, read
 	// through its cache, or in the region's own store without one.
-	sc := schema.Config{Meta: globalMeta, Logger: c.logger}
+	sc := schema.Config{Meta: configMeta, Logger: c.logger}
 	if c.pol.cache != nil {
 		sc.Cache = c.pol.cache
 	}
@@ -332,7 +336,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	}
 	// Deletes of topics and namespaces reach every region through
 	// records in the global store (docs/replication.md).
-	dc := deletes.Config{Meta: globalMeta, Region: cluster}
+	dc := deletes.Config{Meta: configMeta, Region: cluster}
 	if c.pol.cache != nil {
 		dc.Cache = c.pol.cache
 	}

@@ -21,7 +21,12 @@ import (
 type policies struct {
 	store  *policy.Store
 	global *metastore.Store
-	cache  *globalconfig.Cache
+	// meta is the global store as the configuration stores (policies,
+	// schemas, deletes) use it: every request bounded by
+	// policy.StoreTimeout, so that an admin write fails with a 503 while
+	// the store is unreachable instead of waiting for it.
+	meta  metastore.Meta
+	cache *globalconfig.Cache
 }
 
 type policiesConfig struct {
@@ -60,8 +65,8 @@ func openPolicies(ctx context.Context, c policiesConfig) (*policies, error) {
 			gm.Close()
 			return nil, fmt.Errorf("global configuration cache: %w", err)
 		}
-		p.global, p.cache = gm, cache
-		pc.Meta, pc.Cache = gm, cache
+		p.global, p.meta, p.cache = gm, policy.Bound(gm, policy.StoreTimeout), cache
+		pc.Meta, pc.Cache = p.meta, cache
 	}
 	store, err := policy.New(pc)
 	if err != nil {

@@ -82,7 +82,7 @@ func (c *Replicator) Start(ctx context.Context) (err error) {
 	}
 	dc := deletes.Config{Meta: c.store, Region: c.cfg.Region}
 	if c.pol.global != nil {
-		dc.Meta, dc.Cache = c.pol.global, c.pol.cache
+		dc.Meta, dc.Cache = c.pol.meta, c.pol.cache
 	}
 	dels, err := deletes.New(dc)
 	if err != nil {

@@ -152,12 +152,9 @@ func (s *Store) List(ctx context.Context) ([]Record, error) {
 	return out, errors.Join(errs...)
 }
 
-// settle waits until the cache holds revision rev.
-func (s *Store) settle(ctx context.Context, rev int64) {
-	if s.cfg.Cache != nil {
-		_ = s.cfg.Cache.WaitRev(ctx, rev)
-	}
-}
+// settle waits, at most policy.StoreTimeout, until the cache has the
+// write at rev, so that a read after a write sees it.
+func (s *Store) settle(ctx context.Context, rev int64) { policy.Settle(ctx, s.cfg.Cache, rev) }
 
 // update applies fn to the record at key with compare-and-swap; fn gets
 // ok false when there is none, and returns the record to write, or nil

@@ -180,7 +180,7 @@ func (s *Store) settle(ctx context.Context, err *error) {
 	if gerr != nil {
 		return // written; the cache catches up on its own
 	}
-	_ = s.cfg.Cache.WaitRev(ctx, rev)
+	Settle(ctx, s.cfg.Cache, rev)
 }
 
 // readJSON is getJSON for reads: from the cache when there is one.

@@ -356,13 +356,9 @@ func (s *Store) append(ctx context.Context, n topic.Name, v Version) (bool, erro
 	return ok, nil
 }
 
-// settle waits until the cache has the write at rev, so that a read
-// after a write sees it.
-func (s *Store) settle(ctx context.Context, rev int64) {
-	if s.cfg.Cache != nil {
-		_ = s.cfg.Cache.WaitRev(ctx, rev)
-	}
-}
+// settle waits, at most policy.StoreTimeout, until the cache has the
+// write at rev, so that a read after a write sees it.
+func (s *Store) settle(ctx context.Context, rev int64) { policy.Settle(ctx, s.cfg.Cache, rev) }
 
 // Delete deletes a topic's schema by adding a tombstone; it returns the
 // tombstone's version. ErrNotFound when the topic has no schema.
