@@ -69,8 +69,8 @@ func (d *chaosDriver) deleteAndRecreate(ctx context.Context, st Step, inc int) D
 	deadline := d.l.Steady.Add(d.cfg.Duration + healTimeout)
 
 	// The incarnation's clients stop sending and receiving now, before
-	// the delete, and close in the background (slowly, while their
-	// region is down): nothing of it is sent or delivered after.
+	// the delete, and close in the background, each apart (slowly while
+	// its region is down): nothing of it is sent or delivered after.
 	d.mu.Lock()
 	old := d.incWorks[inc]
 	delete(d.incWorks, inc)
@@ -81,13 +81,13 @@ func (d *chaosDriver) deleteAndRecreate(ctx context.Context, st Step, inc int) D
 	}
 	stopped := time.Now()
 	d.setIncarnationTimes(inc, func(c *ChaosClient) { c.Stopped = stopped })
-	d.closing.Add(1)
-	go func() {
-		defer d.closing.Done()
-		for _, w := range old {
+	for _, w := range old {
+		d.closing.Add(1)
+		go func() {
+			defer d.closing.Done()
 			w.close()
-		}
-	}()
+		}()
+	}
 
 	giveUp := func(what string) bool {
 		if ctx.Err() == nil && time.Now().Before(deadline) {

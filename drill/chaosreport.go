@@ -80,8 +80,12 @@ func (r *ChaosReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(tw, "  sent / acknowledged / send errors\t%d / %d / %d\n", r.Sent, r.Acknowledged, r.SendErrors)
 	fmt.Fprintf(tw, "  longest gap without an acknowledged send\t%d ms (all producers together)\n", r.LongestGapMS)
 	for _, p := range r.Producers {
-		fmt.Fprintf(tw, "    producer %d (%s, %s)\t%d ms from %+d ms; %d sent, %d acknowledged, %d send errors\n",
-			p.ID, p.Kind, orMulti(p.Region), p.LongestGapMS, p.LongestGapAtMS, p.Sent, p.Acknowledged, p.SendErrors)
+		inc := ""
+		if p.Incarnation > 0 {
+			inc = fmt.Sprintf(", incarnation %d", p.Incarnation)
+		}
+		fmt.Fprintf(tw, "    producer %d (%s, %s%s)\t%d ms from %+d ms; %d sent, %d acknowledged, %d send errors\n",
+			p.ID, p.Kind, orMulti(p.Region), inc, p.LongestGapMS, p.LongestGapAtMS, p.Sent, p.Acknowledged, p.SendErrors)
 	}
 	fmt.Fprintf(tw, "  lost / stored twice / out of order\t%d / %d / %d\n", r.Lost, r.DuplicatedCopy, r.OrderViolations)
 	fmt.Fprintf(tw, "  first delivered out of order\t%d\n", r.DeliveryOrderViolations)
