@@ -164,6 +164,8 @@ func TestPlanValidate(t *testing.T) {
 		{PlanConfig{Regions: three, Duration: time.Minute, Faults: []Fault{"flood"}}, "--faults"},
 		{PlanConfig{Regions: three, Duration: time.Minute, Primary: "r9"}, "primary"},
 		{PlanConfig{Regions: three, Duration: time.Minute, EveryMin: 5 * time.Second, EveryMax: time.Second}, "out of range"},
+		{PlanConfig{Regions: three, Duration: time.Minute, Deletes: 101}, "--deletes"},
+		{PlanConfig{Regions: three, Duration: 10 * time.Second, Deletes: 100}, ""},
 	} {
 		err := tc.c.Validate()
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
