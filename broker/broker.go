@@ -834,10 +834,11 @@ func (b *Broker) loadedTopic(name string) *Topic {
 type createMode int
 
 const (
-	mustExist     createMode = iota // a missing topic is ErrTopicNotFound
-	autoCreate                      // created if the namespace allows auto-creation
-	create                          // created (admin)
-	replicaCreate                   // as autoCreate, for a replicator producer: not a topic deleted here (deleted.go)
+	mustExist      createMode = iota // a missing topic is ErrTopicNotFound
+	autoCreate                       // created if the namespace allows auto-creation
+	create                           // created (admin)
+	replicaCreate                    // as autoCreate, for a replicator producer: not a topic deleted here (deleted.go)
+	applyingDelete                   // as mustExist, for a federation-wide delete deleting this region's copy: past the delete gate (fedelete.go)
 )
 
 // getTopic returns the loaded topic name, loading it if this broker owns
@@ -931,7 +932,9 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 		return nil, err
 	}
 	pol = b.withTopicPolicy(ctx, name, pol)
-	if err := b.deleteGate(ctx, name, pol); err != nil { // fedelete.go
+	if mode == applyingDelete {
+		mode = mustExist
+	} else if err := b.deleteGate(ctx, name, pol); err != nil { // fedelete.go
 		return nil, err
 	}
 	if name.Domain == topic.NonPersistent {

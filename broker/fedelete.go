@@ -234,13 +234,18 @@ func (b *Broker) applyDelete(ctx context.Context, r deletes.Record) error {
 }
 
 // deleteHere deletes topic n's copy in this region, which this broker
-// owns, whoever uses it.
+// owns, whoever uses it. A copy not loaded (the region was down when the
+// delete began, and nothing may load it since) is loaded past the delete
+// gate to be deleted.
 func (b *Broker) deleteHere(ctx context.Context, n topic.Name) error {
 	if n.Domain == topic.NonPersistent {
 		if t := b.loadedTopic(n.String()); t != nil {
 			return b.unloadTopic(ctx, t)
 		}
 		return nil
+	}
+	if _, err := b.getTopic(ctx, n, applyingDelete); err != nil && !errors.Is(err, ErrTopicNotFound) {
+		return err
 	}
 	return adminTopics{b}.deleteLocal(ctx, n, true, false)
 }

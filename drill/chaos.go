@@ -59,6 +59,12 @@ const (
 	// Move sets the active-standby namespace's primary to To while the
 	// old primary, Region, is reachable (a planned failover).
 	Move Action = "move"
+	// Delete deletes the drill's delete topic through Region's admin
+	// API (force), retries until the delete has finished in every
+	// region, creates the topic again and starts its next incarnation's
+	// clients (docs/drills.md, "Deletes and re-creates"). It runs beside
+	// the other steps: a delete waits for the regions a fault cuts off.
+	Delete Action = "delete"
 )
 
 // undo is the action that ends fault f.
@@ -104,6 +110,10 @@ type PlanConfig struct {
 	// from the move on, so that the move is a planned one from start to
 	// end.
 	MoveHold time.Duration
+	// Deletes is how many delete-and-re-create steps the schedule holds
+	// (zero: one per DefaultChaosDeleteEvery of Duration, at least one;
+	// negative: none).
+	Deletes int
 }
 
 // Defaults of PlanConfig.
@@ -114,6 +124,9 @@ const (
 	DefaultChaosLengthMax = 10 * time.Second
 	DefaultChaosMaxFaults = 2
 	DefaultChaosMoveHold  = 5 * time.Second
+	// DefaultChaosDeleteEvery is Duration per delete step when
+	// PlanConfig.Deletes is zero.
+	DefaultChaosDeleteEvery = 20 * time.Second
 )
 
 func (c PlanConfig) withDefaults() PlanConfig {
@@ -130,6 +143,9 @@ func (c PlanConfig) withDefaults() PlanConfig {
 	c.MaxFaults = cmp.Or(c.MaxFaults, DefaultChaosMaxFaults)
 	c.MaxFaults = min(c.MaxFaults, len(c.Regions)-1)
 	c.MoveHold = cmp.Or(c.MoveHold, DefaultChaosMoveHold)
+	if c.Deletes == 0 {
+		c.Deletes = max(1, int(c.Duration/DefaultChaosDeleteEvery))
+	}
 	return c
 }
 
@@ -169,6 +185,9 @@ func (c PlanConfig) Validate() error {
 	} else if c.Duration/2+d.MoveHold > c.Duration {
 		bad("duration", "%v leaves no room for the planned move and its hold of %v", c.Duration, d.MoveHold)
 	}
+	if c.Deletes > 100 {
+		bad("deletes", "%d is over 100", c.Deletes)
+	}
 	if d.EveryMin <= 0 || d.EveryMax < d.EveryMin || d.LengthMin <= 0 || d.LengthMax < d.LengthMin || d.MoveHold < 0 || c.MaxFaults < 0 {
 		errs = append(errs, errors.New("chaos: fault spacing, lengths, hold or count out of range"))
 	}
@@ -194,7 +213,14 @@ const chaosStream = 0x1505ba7c4a05
 // MaxFaults at once (so never every region); and one planned move of the
 // active-standby primary to another region, in the second quarter of the
 // schedule, with neither region faulted from the move to MoveHold after
-// it. The same seed and c give the same schedule.
+// it. Then Deletes delete steps (when positive), one in each of as many
+// equal slots of the first deleteSpan of Duration: one second (at most
+// half the fault) into the first fault that begins in its slot early
+// enough, so that most deletes find a
+// region cut off, or at a random time of the slot when none begins
+// there; each through a random region that no fault touches at that
+// time. The faults and the move are drawn first, so a seed's faults do
+// not depend on Deletes. The same seed and c give the same schedule.
 func Plan(seed uint64, c PlanConfig) (Schedule, error) {
 	if err := c.Validate(); err != nil {
 		return Schedule{}, err
@@ -250,6 +276,30 @@ func Plan(seed uint64, c PlanConfig) (Schedule, error) {
 	for _, f := range faults {
 		s.Steps = append(s.Steps, Step{At: f.from, Action: Action(f.kind), Region: f.region}, Step{At: f.to, Action: undo(f.kind), Region: f.region})
 	}
+	slot := time.Duration(0)
+	if c.Deletes > 0 {
+		slot = (c.Duration * deleteSpan / 100 / time.Duration(c.Deletes)).Truncate(time.Millisecond)
+	}
+	for i := range max(c.Deletes, 0) {
+		lo, hi := time.Duration(i)*slot, time.Duration(i+1)*slot
+		at := time.Duration(-1)
+		for _, f := range faults {
+			if in := f.from + min(time.Second, (f.to-f.from)/2); f.from >= lo && in < hi {
+				at = in
+				break
+			}
+		}
+		if at < 0 {
+			at = between(lo, hi-time.Millisecond)
+		}
+		var free []string
+		for _, r := range c.Regions {
+			if !slices.ContainsFunc(faults, func(f fault) bool { return f.region == r && f.from <= at && at < f.to }) {
+				free = append(free, r)
+			}
+		}
+		s.Steps = append(s.Steps, Step{At: at, Action: Delete, Region: free[rng.IntN(len(free))]})
+	}
 	s.Steps = append(s.Steps, Step{At: moveAt, Action: Move, Region: c.Primary, To: moveTo})
 	// At the same moment: undo first, then the move, then faults, so
 	// that no more regions are down at once than planned.
@@ -259,6 +309,8 @@ func Plan(seed uint64, c PlanConfig) (Schedule, error) {
 			return 0
 		case Move:
 			return 1
+		case Delete:
+			return 3
 		}
 		return 2
 	}
@@ -267,6 +319,12 @@ func Plan(seed uint64, c PlanConfig) (Schedule, error) {
 	})
 	return s, nil
 }
+
+// deleteSpan is the share of Duration, in percent, within which delete
+// steps are planned: the last one, even while a fault holds it up, has
+// time to finish and start the topic's next incarnation before the
+// workload stops.
+const deleteSpan = 80
 
 // IsFault reports whether a is a fault (kill, partition, blackhole).
 func (a Action) IsFault() bool {

@@ -73,7 +73,7 @@ func checkSchedule(t *testing.T, name string, s Schedule, maxAtOnce int) int {
 	c := s.Config
 	down := map[string]Step{} // region -> its fault
 	var lastFault time.Duration = -1
-	moves, faults := 0, 0
+	moves, faults, deletes := 0, 0, 0
 	var move Step
 	allowed := map[Action]bool{}
 	for _, f := range c.Faults {
@@ -127,9 +127,20 @@ func checkSchedule(t *testing.T, name string, s Schedule, maxAtOnce int) int {
 					t.Errorf("%s: move at %v while %s is faulted", name, st.At, r)
 				}
 			}
+		case st.Action == Delete:
+			deletes++
+			if _, ok := down[st.Region]; ok || !slices.Contains(c.Regions, st.Region) {
+				t.Errorf("%s: delete through %s at %v, faulted or unknown", name, st.Region, st.At)
+			}
+			if st.At > c.Duration*deleteSpan/100 {
+				t.Errorf("%s: delete at %v, past %d%% of %v", name, st.At, deleteSpan, c.Duration)
+			}
 		default:
 			t.Errorf("%s: unknown step %+v", name, st)
 		}
+	}
+	if want := max(c.Deletes, 0); deletes != want {
+		t.Errorf("%s: %d deletes, want %d", name, deletes, want)
 	}
 	if len(down) != 0 {
 		t.Errorf("%s: still faulted at the end: %v", name, down)
@@ -153,6 +164,8 @@ func TestPlanValidate(t *testing.T) {
 		{PlanConfig{Regions: three, Duration: time.Minute, Faults: []Fault{"flood"}}, "--faults"},
 		{PlanConfig{Regions: three, Duration: time.Minute, Primary: "r9"}, "primary"},
 		{PlanConfig{Regions: three, Duration: time.Minute, EveryMin: 5 * time.Second, EveryMax: time.Second}, "out of range"},
+		{PlanConfig{Regions: three, Duration: time.Minute, Deletes: 101}, "--deletes"},
+		{PlanConfig{Regions: three, Duration: 10 * time.Second, Deletes: 100}, ""},
 	} {
 		err := tc.c.Validate()
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {

@@ -22,6 +22,13 @@ type ChaosTopic struct {
 type ChaosClient struct {
 	Topic  int
 	Region string
+	// Incarnation is the incarnation of the topic it works on: 0, or n
+	// for the topic created again after its nth delete (DeleteRecord).
+	Incarnation int
+	// Started and Stopped bound the time it worked (zero: from Steady,
+	// until Stop); a client of a later incarnation that never started
+	// has both zero.
+	Started, Stopped time.Time
 }
 
 // ChaosCopy is a read of one region's copy of one topic's partition.
@@ -62,6 +69,8 @@ type ChaosLog struct {
 	// Copies are the final reads of every region's copy of every topic
 	// (each partition apart), after the convergence wait.
 	Copies []ChaosCopy
+	// Deletes are the delete steps as taken.
+	Deletes []DeleteRecord
 
 	Foreign                          int
 	ReceiveErrors, AckErrors         int
@@ -114,6 +123,18 @@ type ChaosReport struct {
 	Late                    int      `json:"late"`
 	NotConverged            []string `json:"not_converged"`
 	Foreign                 int      `json:"foreign"`
+	// Deletes are the delete steps; DeletesCompleted counts those that
+	// finished in every region, DeletesFirst503 those whose first
+	// request answered 503 (a region cut off), LongestDeleteMS the
+	// longest from a first request to the delete finished.
+	Deletes          []DeleteReport `json:"deletes"`
+	DeletesCompleted int            `json:"deletes_completed"`
+	DeletesFirst503  int            `json:"deletes_first_503"`
+	LongestDeleteMS  int64          `json:"longest_delete_ms"`
+	// Resurrected counts messages of a deleted incarnation seen after
+	// the delete finished: delivered then, delivered to a later
+	// incarnation's consumer, or in a final copy.
+	Resurrected int `json:"resurrected"`
 	// Examples name a few messages behind each count, as
 	// "<topic> <region> p<producer>:<seq>".
 	Examples     ChaosExamples `json:"examples"`
@@ -141,6 +162,7 @@ type ProducerReport struct {
 	Topic        string        `json:"topic"`
 	Kind         NamespaceKind `json:"kind"`
 	Region       string        `json:"region"`
+	Incarnation  int           `json:"incarnation"`
 	Sent         int           `json:"sent"`
 	Acknowledged int           `json:"acknowledged"`
 	SendErrors   int           `json:"send_errors"`
@@ -155,6 +177,7 @@ type ConsumerReport struct {
 	ID              int    `json:"id"`
 	Topic           string `json:"topic"`
 	Region          string `json:"region"`
+	Incarnation     int    `json:"incarnation"`
 	Deliveries      int    `json:"deliveries"`
 	Distinct        int    `json:"distinct"`
 	OrderViolations int    `json:"order_violations"`
@@ -182,6 +205,7 @@ type ChaosExamples struct {
 	Lost            []string `json:"lost"`
 	DuplicatedCopy  []string `json:"duplicated_copy"`
 	OrderViolations []string `json:"order_violations"`
+	Resurrected     []string `json:"resurrected"`
 }
 
 // CheckChaos judges what a chaos drill recorded. It reads no clock and
@@ -197,6 +221,11 @@ type ChaosExamples struct {
 //     counted apart in late;
 //   - converged: every region's copy holds the same messages, each read
 //     completely.
+//
+// On a topic deleted and created again, the acknowledged messages are
+// those of its current incarnation; those of the incarnations deleted
+// must not come back (resurrected, and the delete steps' requests are
+// judged: checkDelete).
 //
 // Also: first deliveries to each consumer out of producer order within a
 // partition (delivery_order_violations, late ones apart), send errors,
@@ -237,7 +266,7 @@ func CheckChaos(l *ChaosLog, lim ChaosLimits) ChaosReport {
 	perProducer := make([][]time.Time, len(l.Producers))
 	r.Producers = make([]ProducerReport, len(l.Producers))
 	for i, p := range l.Producers {
-		r.Producers[i] = ProducerReport{ID: i, Topic: topicName(p.Topic), Region: p.Region}
+		r.Producers[i] = ProducerReport{ID: i, Topic: topicName(p.Topic), Region: p.Region, Incarnation: p.Incarnation}
 		if p.Topic >= 0 && p.Topic < len(l.Topics) {
 			r.Producers[i].Kind = l.Topics[p.Topic].Kind
 		}
@@ -259,7 +288,7 @@ func CheckChaos(l *ChaosLog, lim ChaosLimits) ChaosReport {
 		}
 		r.Acknowledged++
 		pr.Acknowledged++
-		if t := l.Producers[s.Producer].Topic; t >= 0 && t < len(acked) {
+		if t := l.Producers[s.Producer].Topic; t >= 0 && t < len(acked) && l.current(s.Producer) {
 			acked[t][s.Key] = s.Acked
 		}
 		perProducer[s.Producer] = append(perProducer[s.Producer], s.Acked)
@@ -269,7 +298,18 @@ func CheckChaos(l *ChaosLog, lim ChaosLimits) ChaosReport {
 	r.LongestGapMS = ms(longestGap(allAcks, l.Steady, l.Stop))
 	for i, ts := range perProducer {
 		sortTimes(ts)
-		began, gap := longestGapAt(ts, l.Steady, l.Stop)
+		p := l.Producers[i]
+		if p.Incarnation > 0 && p.Started.IsZero() {
+			continue // never started: its topic's delete did not finish
+		}
+		from, to := l.Steady, l.Stop
+		if p.Started.After(from) {
+			from = p.Started
+		}
+		if !p.Stopped.IsZero() && p.Stopped.Before(to) {
+			to = p.Stopped
+		}
+		began, gap := longestGapAt(ts, from, to)
 		r.Producers[i].LongestGapMS, r.Producers[i].LongestGapAtMS = ms(gap), ms(began.Sub(l.Steady))
 		if lim.MaxGapMS > 0 && r.Producers[i].LongestGapMS > lim.MaxGapMS {
 			fail("producer %d (%s, %s): %d ms without an acknowledged send, over the limit of %d", i, r.Producers[i].Topic, orMulti(r.Producers[i].Region), r.Producers[i].LongestGapMS, lim.MaxGapMS)
@@ -369,7 +409,7 @@ func CheckChaos(l *ChaosLog, lim ChaosLimits) ChaosReport {
 	// Deliveries.
 	r.Consumers = make([]ConsumerReport, len(l.Consumers))
 	for i, c := range l.Consumers {
-		r.Consumers[i] = ConsumerReport{ID: i, Topic: topicName(c.Topic), Region: c.Region}
+		r.Consumers[i] = ConsumerReport{ID: i, Topic: topicName(c.Topic), Region: c.Region, Incarnation: c.Incarnation}
 	}
 	type stream struct{ consumer, partition int }
 	delivered := map[int]map[Key]bool{}
@@ -403,7 +443,10 @@ func CheckChaos(l *ChaosLog, lim ChaosLimits) ChaosReport {
 	r.Foreign += l.Foreign
 	r.ClientErrors = ClientErrors{Send: r.SendErrors, Receive: l.ReceiveErrors, Ack: l.AckErrors,
 		ProducersClosed: l.ProducersClosed, ConsumersClosed: l.ConsumersClosed}
-	r.Examples = ChaosExamples{Lost: firstStrings(lostEx), DuplicatedCopy: firstStrings(dupEx), OrderViolations: firstStrings(orderEx)}
+	resurrected := checkDeletes(l, &r, topicName)
+	r.Resurrected = len(resurrected)
+	r.Examples = ChaosExamples{Lost: firstStrings(lostEx), DuplicatedCopy: firstStrings(dupEx), OrderViolations: firstStrings(orderEx),
+		Resurrected: firstStrings(resurrected)}
 
 	if r.Lost > 0 {
 		fail("%d acknowledged messages missing from a region's copy (e.g. %v)", r.Lost, r.Examples.Lost)
@@ -416,6 +459,14 @@ func CheckChaos(l *ChaosLog, lim ChaosLimits) ChaosReport {
 	}
 	if r.DeliveryOrderViolations > 0 {
 		fail("%d messages first delivered out of their producer's order", r.DeliveryOrderViolations)
+	}
+	if r.Resurrected > 0 {
+		fail("%d messages of a deleted incarnation seen after its delete finished (e.g. %v)", r.Resurrected, r.Examples.Resurrected)
+	}
+	for _, d := range r.Deletes {
+		for _, u := range d.Unexpected {
+			fail("delete of %s (incarnation %d, planned %d ms through %s): %s", d.Topic, d.Incarnation, d.PlannedMS, d.Region, u)
+		}
 	}
 	if len(r.NotConverged) > 0 {
 		fail("regions' copies differ or were not read completely: %v", r.NotConverged)

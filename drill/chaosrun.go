@@ -31,6 +31,10 @@ type ChaosConfig struct {
 	Duration time.Duration
 	// Faults are the kinds drawn (empty: kill, partition, blackhole).
 	Faults []Fault
+	// Deletes is how many times the delete topic is deleted and created
+	// again (PlanConfig.Deletes: zero, one per 20 s of Duration;
+	// negative, never).
+	Deletes int
 	// Tenant holds the drill's namespaces, one per kind of ChaosKinds:
 	// <Tenant>/chaos-<kind>, created when missing.
 	Tenant string
@@ -74,7 +78,7 @@ func (c *ChaosConfig) plan() PlanConfig {
 	for _, r := range c.Endpoints.Regions {
 		regions = append(regions, r.Name)
 	}
-	return PlanConfig{Regions: regions, Duration: c.Duration, Faults: c.Faults}
+	return PlanConfig{Regions: regions, Duration: c.Duration, Faults: c.Faults, Deletes: c.Deletes}
 }
 
 // Validate reports every problem of c at once, each naming its flag.
@@ -141,7 +145,7 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 		return nil, err
 	}
 	d := &chaosDriver{cfg: c, sched: sched, log: c.Logger.With("run", c.RunID), ctl: restClient(c.Endpoints.ControlURL, c.HTTPClient),
-		faulted: map[string]Fault{}}
+		faulted: map[string]Fault{}, incWorks: map[int][]*workload{}, delTopic: -1}
 	for _, r := range c.Endpoints.Regions {
 		d.admins = append(d.admins, restClient(r.webURL(), c.HTTPClient))
 	}
@@ -167,10 +171,24 @@ type chaosDriver struct {
 	admins []*rest.Client // by region, as in the endpoints
 	l      ChaosLog
 	rec    *recorder
+	// initialProducers and initialConsumers are how many clients start
+	// with the workload (the first of l.Producers and l.Consumers); the
+	// later incarnations' clients follow them.
+	initialProducers, initialConsumers int
+	// delTopic is the delete topic's index in l.Topics (-1: none).
+	delTopic int
+	// byRegion are the Pulsar clients, by region ("": every region).
+	byRegion map[string]pulsar.Client
+	// closing waits for the workloads of deleted incarnations to close.
+	closing sync.WaitGroup
 
+	mu sync.Mutex
 	// faulted holds the regions faulted and not undone yet.
-	mu      sync.Mutex
 	faulted map[string]Fault
+	// works are the workloads running (not those of a deleted
+	// incarnation), incWorks the delete topic's by incarnation.
+	works    []*workload
+	incWorks map[int][]*workload
 }
 
 func (d *chaosDriver) run(ctx context.Context) (*ChaosReport, error) {
@@ -184,13 +202,21 @@ func (d *chaosDriver) run(ctx context.Context) (*ChaosReport, error) {
 	d.planClients()
 	d.rec = newRecorder(c.RunID, len(d.l.Producers))
 	d.l.Start = time.Now()
-	clients, works, err := d.startWorkloads(ctx)
+	clients, err := d.startWorkloads(ctx)
+	deleting := make(chan struct{})
+	close(deleting) // until the deletes start
 	defer func() {
 		// Undo first: a client closes slowly while its region is down.
 		d.undoAll(ctx)
+		<-deleting
+		d.mu.Lock()
+		works := d.works
+		d.works = nil
+		d.mu.Unlock()
 		for _, w := range works {
 			w.close()
 		}
+		d.closing.Wait()
 		for _, cl := range clients {
 			cl.Close()
 		}
@@ -199,7 +225,7 @@ func (d *chaosDriver) run(ctx context.Context) (*ChaosReport, error) {
 		return nil, err
 	}
 	err = await(ctx, startTimeout, "every producer's first acknowledgement and every consumer's first delivery", func() bool {
-		return d.rec.ackedSince(time.Time{}) && d.rec.everyConsumerDelivered(len(d.l.Consumers))
+		return d.rec.ackedSinceFirst(time.Time{}, d.initialProducers) && d.rec.everyConsumerDelivered(d.initialConsumers)
 	})
 	if err == nil {
 		err = pause(ctx, warmup)
@@ -210,7 +236,16 @@ func (d *chaosDriver) run(ctx context.Context) (*ChaosReport, error) {
 	d.l.Steady = time.Now()
 	d.log.Info("chaos: workload steady", "producers", len(d.l.Producers), "consumers", len(d.l.Consumers), "rate", c.Rate)
 
+	deleting = make(chan struct{})
+	var deleteSteps []StepRecord
+	go func() {
+		defer close(deleting)
+		deleteSteps = d.runDeletes(ctx)
+	}()
 	for _, st := range d.sched.Steps {
+		if st.Action == Delete {
+			continue
+		}
 		if err := pause(ctx, time.Until(d.l.Steady.Add(st.At))); err != nil {
 			return nil, err
 		}
@@ -230,6 +265,15 @@ func (d *chaosDriver) run(ctx context.Context) (*ChaosReport, error) {
 	}); err != nil {
 		d.l.Errors = append(d.l.Errors, "heal: "+err.Error())
 	}
+	// The deletes end by themselves: each gives up after healTimeout
+	// past the schedule's end.
+	select {
+	case <-deleting:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	d.l.Steps = append(d.l.Steps, deleteSteps...)
+	slices.SortStableFunc(d.l.Steps, func(a, b StepRecord) int { return cmp.Compare(a.At, b.At) })
 	d.l.Healed = time.Now()
 	d.log.Info("chaos: every region healed and ready")
 	if err := pause(ctx, settle); err != nil {
@@ -237,6 +281,9 @@ func (d *chaosDriver) run(ctx context.Context) (*ChaosReport, error) {
 	}
 
 	d.l.Stop = time.Now()
+	d.mu.Lock()
+	works := slices.Clone(d.works)
+	d.mu.Unlock()
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	var wg sync.WaitGroup
 	errs := make([]error, len(works))
@@ -423,17 +470,42 @@ func (d *chaosDriver) planClients() {
 			}
 		}
 	}
+	deletes := 0
+	for _, st := range d.sched.Steps {
+		if st.Action == Delete {
+			deletes++
+		}
+	}
+	d.initialProducers, d.initialConsumers = len(d.l.Producers), len(d.l.Consumers)
+	if deletes == 0 {
+		return
+	}
+	// The delete topic: active-active, a producer and a consumer in
+	// every region, per incarnation; the first incarnation's start with
+	// the workload.
+	d.delTopic = len(d.l.Topics)
+	d.l.Topics = append(d.l.Topics, ChaosTopic{Name: "persistent://" + ChaosNamespace(c.Tenant, ActiveActive) + "/chaos-" + c.RunID + "-del", Kind: ActiveActive})
+	d.initialProducers += len(d.l.Regions)
+	d.initialConsumers += len(d.l.Regions)
+	for inc := range deletes + 1 {
+		for _, r := range d.l.Regions {
+			d.l.Producers = append(d.l.Producers, ChaosClient{Topic: d.delTopic, Region: r, Incarnation: inc})
+		}
+		for _, r := range d.l.Regions {
+			d.l.Consumers = append(d.l.Consumers, ChaosClient{Topic: d.delTopic, Region: r, Incarnation: inc})
+		}
+	}
 }
 
 // startWorkloads creates the partitioned topics, a client per region and
 // one listing every region, and starts the workload planClients laid
-// out.
-func (d *chaosDriver) startWorkloads(ctx context.Context) ([]pulsar.Client, []*workload, error) {
+// out (the first incarnation of the delete topic).
+func (d *chaosDriver) startWorkloads(ctx context.Context) ([]pulsar.Client, error) {
 	c := d.cfg
 	for _, t := range d.l.Topics {
 		if t.Partitions > 0 {
 			if err := d.createPartitioned(ctx, t.Name, t.Partitions); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 	}
@@ -442,19 +514,26 @@ func (d *chaosDriver) startWorkloads(ctx context.Context) ([]pulsar.Client, []*w
 	for _, r := range c.Endpoints.Regions {
 		cl, err := newClient(r.serviceURL(), c.ClientLogger)
 		if err != nil {
-			return clients, nil, err
+			return clients, err
 		}
 		byRegion[r.Name] = cl
 		clients = append(clients, cl)
 	}
 	multi, err := newClient(c.Endpoints.MultiHostURL(), c.ClientLogger)
 	if err != nil {
-		return clients, nil, err
+		return clients, err
 	}
 	byRegion[""] = multi
 	clients = append(clients, multi)
+	d.byRegion = byRegion
+	return clients, d.startIncarnation(ctx, 0)
+}
 
-	// One workload per topic and client: its consumer, then its producers.
+// startIncarnation starts the clients planClients laid out for
+// incarnation inc of their topics (0: every topic's first): one workload
+// per topic and client, its consumer, then its producers.
+func (d *chaosDriver) startIncarnation(ctx context.Context, inc int) error {
+	c := d.cfg
 	type slot struct {
 		topic  int
 		region string
@@ -471,22 +550,30 @@ func (d *chaosDriver) startWorkloads(ctx context.Context) ([]pulsar.Client, []*w
 		return specs[s]
 	}
 	for i, cn := range d.l.Consumers {
-		sp := spec(cn.Topic, cn.Region)
-		sp.subscription, sp.consumer = "chaos-"+cn.Region, i
+		if cn.Incarnation == inc {
+			sp := spec(cn.Topic, cn.Region)
+			sp.subscription, sp.consumer = "chaos-"+cn.Region, i
+		}
 	}
 	for i, p := range d.l.Producers {
-		sp := spec(p.Topic, p.Region)
-		sp.producers = append(sp.producers, i)
-	}
-	var works []*workload
-	for _, s := range order {
-		w, err := attachWorkload(ctx, byRegion[s.region], d.rec, *specs[s])
-		if err != nil {
-			return clients, works, err
+		if p.Incarnation == inc {
+			sp := spec(p.Topic, p.Region)
+			sp.producers = append(sp.producers, i)
 		}
-		works = append(works, w)
 	}
-	return clients, works, nil
+	for _, s := range order {
+		w, err := attachWorkload(ctx, d.byRegion[s.region], d.rec, *specs[s])
+		if err != nil {
+			return err
+		}
+		d.mu.Lock()
+		d.works = append(d.works, w)
+		if s.topic == d.delTopic {
+			d.incWorks[inc] = append(d.incWorks[inc], w)
+		}
+		d.mu.Unlock()
+	}
+	return nil
 }
 
 // createPartitioned creates topic with n partitions and waits until every
@@ -646,6 +733,9 @@ func (d *chaosDriver) divergence(copies []ChaosCopy) int {
 	}
 	d.rec.mu.Lock()
 	for p, ss := range d.rec.sends {
+		if !d.l.current(p) {
+			continue // of a deleted incarnation
+		}
 		for _, s := range ss {
 			if !s.Acked.IsZero() {
 				acked[d.l.Producers[p].Topic][s.Key] = true

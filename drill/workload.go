@@ -127,9 +127,15 @@ func (r *recorder) pendingCount() int {
 // ackedSince reports whether every producer has had an acknowledgement
 // after t.
 func (r *recorder) ackedSince(t time.Time) bool {
+	return r.ackedSinceFirst(t, len(r.lastAck))
+}
+
+// ackedSinceFirst reports whether producers 0..n-1 have each had an
+// acknowledgement after t.
+func (r *recorder) ackedSinceFirst(t time.Time, n int) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, a := range r.lastAck {
+	for _, a := range r.lastAck[:n] {
 		if !a.After(t) {
 			return false
 		}
@@ -241,6 +247,7 @@ type workload struct {
 	consumer  pulsar.Consumer
 
 	stopSend chan struct{}
+	stopOnce sync.Once      // closes stopSend
 	sendWG   sync.WaitGroup // the producers' loops
 	inflight sync.WaitGroup // sends whose callback has not run
 	recvStop context.CancelFunc
@@ -437,7 +444,7 @@ func (w *workload) receive(ctx context.Context) {
 // stopSending stops the producers' loops and waits until every send has
 // its outcome (the client's send timeout bounds it) or ctx ends.
 func (w *workload) stopSending(ctx context.Context) error {
-	close(w.stopSend)
+	w.stopOnce.Do(func() { close(w.stopSend) })
 	w.sendWG.Wait()
 	done := make(chan struct{})
 	go func() {
@@ -449,6 +456,18 @@ func (w *workload) stopSending(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("drill: %d sends still without an outcome: %w", w.rec.pendingCount(), ctx.Err())
+	}
+}
+
+// halt stops the producers' loops and the consumer's receiving at once:
+// nothing more is sent or recorded as delivered. The sends under way
+// complete when the producers close.
+func (w *workload) halt() {
+	w.stopOnce.Do(func() { close(w.stopSend) })
+	w.sendWG.Wait()
+	if w.recvStop != nil {
+		w.recvStop()
+		w.recvWG.Wait()
 	}
 }
 

@@ -261,3 +261,57 @@ func TestDeleteWhileARegionIsPartitioned(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteWhileARegionIsDown: a delete through r0 while r1 is down
+// answers 503 naming r1. When r1 starts again, none of its brokers has
+// the topic loaded, and the delete gate keeps anyone from loading it:
+// r1's owner loads it past the gate to delete it (the chaos drill's
+// deletes found it waiting forever), the delete retried completes, and
+// the topic created again starts empty in both regions.
+func TestDeleteWhileARegionIsDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("federation test: skipped with -short")
+	}
+	f := startFederation(t, 2, nil)
+	r0 := f.Regions[0]
+	c0 := pulsarClient(t, r0.Endpoints().ServiceURL)
+	const path, tp = "acme/geo/down", "persistent://acme/geo/down"
+	web0 := r0.Endpoints().WebServiceURL + "/admin/v2/persistent/" + path
+	if code, body := adminCall(t, "PUT", web0, ""); code/100 != 2 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	produce(t, c0, tp, "r0", 0, 3)
+	c1 := pulsarClient(t, f.Regions[1].Endpoints().ServiceURL)
+	if got := consumeAll(t, c1, tp, 3, time.Minute); got.next["r0"] != 3 {
+		t.Fatalf("r1 before the kill: %v", got.next)
+	}
+	c1.Close()
+
+	if err := f.KillRegion("r1"); err != nil {
+		t.Fatal(err)
+	}
+	code, body := adminCall(t, "DELETE", web0+"?force=true", "")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "r1") {
+		t.Fatalf("delete with r1 down: %d %s, want 503 naming r1", code, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := f.StartRegion(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "the delete retried to complete", func() bool {
+		code, _ := adminCall(t, "DELETE", web0+"?force=true", "")
+		return code == http.StatusNoContent || code == http.StatusNotFound
+	})
+	if code, body := adminCall(t, "PUT", web0, ""); code/100 != 2 {
+		t.Fatalf("create again: %d %s", code, body)
+	}
+	produce(t, c0, tp, "new", 0, 2)
+	c1 = pulsarClient(t, f.Regions[1].Endpoints().ServiceURL)
+	for name, c := range map[string]pulsar.Client{"r0": c0, "r1": c1} {
+		got := consumeAll(t, c, tp, 2, time.Minute)
+		if got.next["new"] != 2 || got.next["r0"] != 0 {
+			t.Errorf("%s after the re-create: %v, want only the 2 new messages", name, got.next)
+		}
+	}
+}

@@ -32,6 +32,14 @@ region, a consumer in every region), each with a plain and a
 partitioned topic: <tenant>/chaos-active-active and
 <tenant>/chaos-active-standby, created when missing.
 
+The schedule also deletes a topic of its own (in the active-active
+namespace) --deletes times, through a random region's admin API and
+mostly while a region is faulted: the drill retries the delete until
+it has finished in every region (a 503 must name a faulted region, a
+create meanwhile must be refused with 409 "being deleted"), creates
+the topic again and produces and consumes on the new incarnation.
+Nothing published before a delete may be seen after it finished.
+
 After the last heal, the drill stops the producers, waits (at most
 --converge-timeout) until every region's copy of every topic holds the
 same messages, and checks: nothing acknowledged missing from any
@@ -90,6 +98,7 @@ See docs/drills.md, "Randomized drills".`
 	fl.StringVar(&jsonPath, "json", "", `write the JSON report to this file ("-": stdout, instead of the table)`)
 	fl.StringSliceVar(&faults, "faults", []string{string(drill.Kill), string(drill.Partition), string(drill.Blackhole)}, "fault kinds drawn: kill, partition, blackhole (the last two need WAN links)")
 	fl.StringVar(&c.Tenant, "tenant", "geo", "tenant of the drill's namespaces (created when missing)")
+	fl.IntVar(&c.Deletes, "deletes", 0, "deletes and re-creates of the delete topic (0: one per 20s of --duration; -1: none)")
 	fl.IntVar(&c.Rate, "rate", drill.DefaultChaosRate, "messages per second of each producer")
 	fl.IntVar(&c.Partitions, "partitions", drill.DefaultChaosPartitions, "partitions of each namespace's partitioned topic")
 	fl.DurationVar(&c.ConvergeTimeout, "converge-timeout", drill.DefaultChaosConvergeTimeout, "longest wait, after the last heal, for every region's copies to converge")

@@ -24,10 +24,13 @@ const chaosBasePort = "3900"
 // ISOBAR_CHAOS_SEED to replay one; the seed is logged), and checks that
 // it passed: nothing acknowledged missing from any region's copy,
 // nothing stored twice, every producer's order kept, every region
-// converged, every step taken, one planned move.
+// converged, every step taken, one planned move, and one delete and
+// re-create of the delete topic that finished, with nothing of the
+// deleted incarnation seen after.
 // chaosCISeed is TestDrillChaos's schedule unless ISOBAR_CHAOS_SEED says
 // otherwise: a kill, a planned move and partitions and black holes over
-// 25 s of three regions.
+// 25 s of three regions, and a delete while r1 is killed (answered 503
+// naming r1 until it is back).
 const chaosCISeed = 7780047808937027
 
 func TestDrillChaos(t *testing.T) {
@@ -77,8 +80,9 @@ func TestDrillChaos(t *testing.T) {
 	// Three namespaces (active-active, active-standby, sync) with a
 	// plain and a partitioned topic each; a producer per region on the
 	// active-active ones, one on each other one; a consumer per region on
-	// every topic.
-	if len(r.Topics) != 6 || len(r.Producers) != 10 || len(r.Consumers) != 18 || r.Acknowledged == 0 {
+	// every topic; and the delete topic, with a producer and a consumer
+	// per region in each of its two incarnations.
+	if len(r.Topics) != 7 || len(r.Producers) != 16 || len(r.Consumers) != 24 || r.Acknowledged == 0 {
 		t.Errorf("seed %d: %d topics, %d producers, %d consumers, %d acknowledged", seed, len(r.Topics), len(r.Producers), len(r.Consumers), r.Acknowledged)
 	}
 	for _, tp := range r.Topics {
@@ -98,4 +102,25 @@ func TestDrillChaos(t *testing.T) {
 	if moves != 1 {
 		t.Errorf("seed %d: %d planned moves", seed, moves)
 	}
+	if len(r.Deletes) != 1 || r.DeletesCompleted != 1 || r.Resurrected != 0 {
+		t.Errorf("seed %d: deletes %+v, %d finished, %d resurrected", seed, r.Deletes, r.DeletesCompleted, r.Resurrected)
+	}
+	for _, d := range r.Deletes {
+		t.Logf("delete through %s planned at %d ms: first answer %d, %d answered 503, %d creates refused, finished after %v ms, created again after %v ms",
+			d.Region, d.PlannedMS, d.FirstStatus, d.Unavailable, d.BeingDeleted, deref(d.CompletedMS), deref(d.RecreatedMS))
+	}
+	// The new incarnation's messages reached every region.
+	del := r.Topics[len(r.Topics)-1]
+	for _, c := range del.Copies {
+		if c.Distinct == 0 {
+			t.Errorf("seed %d: %s in %s: nothing of the new incarnation", seed, del.Topic, c.Region)
+		}
+	}
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return "-"
+	}
+	return *p
 }
