@@ -3,12 +3,11 @@
 //
 // TestComposeFederation needs a Docker engine and Compose (docker compose
 // or docker-compose), and Debian's prometheus package for the Prometheus
-// image (scripts/build-prometheus-image.sh installs it), and takes 7 to 15
-// minutes; it is skipped with
-// -short, with ISOBAR_SKIP_COMPOSE=1, without Docker, and when the go test
-// deadline leaves it too little time (go test's default is 10 minutes for
-// the whole package: run it with go test -timeout 30m ./deploy/compose, as
-// .ci/run does).
+// image (scripts/build-prometheus-image.sh installs it), and takes 6 to 13
+// minutes; it is skipped with -short, with ISOBAR_SKIP_COMPOSE=1, without
+// Docker, and when the go test deadline leaves it too little time (go
+// test's default is 10 minutes for the whole package: run it with go test
+// -timeout 30m ./deploy/compose, as .ci/run does).
 package compose
 
 import (
@@ -43,8 +42,8 @@ const (
 	imagePrefix     = "isobar:compose-test-"
 	promImagePrefix = "isobar-prometheus:compose-test-"
 	namespace       = "geo/replicated"
-	// budget is what the test needs of the go test deadline: 6 minutes on
-	// a quiet 2-core machine, 13 on a busy one, plus a cold build of the
+	// budget is what the test needs of the go test deadline: 6.5 minutes
+	// on a 2-core machine, 13 on a busy one, plus a cold build of the
 	// static binary (4 minutes).
 	budget = 20 * time.Minute
 	// messages per direction per check.
@@ -128,7 +127,7 @@ type env struct {
 
 func TestComposeFederation(t *testing.T) {
 	if testing.Short() {
-		t.Skip("slow (7 to 15 minutes): skipped with -short")
+		t.Skip("slow (6 to 13 minutes): skipped with -short")
 	}
 	if os.Getenv("ISOBAR_SKIP_COMPOSE") != "" {
 		t.Skip("ISOBAR_SKIP_COMPOSE is set")
