@@ -192,6 +192,7 @@ func TestComposeFederation(t *testing.T) {
 
 	// Clients on the host, through the proxies, with no hosts entries.
 	e.checkMessages("the first check")
+	e.readmeClient(isobar)
 
 	// Prometheus scrapes every process and loaded the rules.
 	e.checkPrometheus()
@@ -628,6 +629,46 @@ func (e *env) poll(timeout time.Duration, what string, f func() (bool, string)) 
 			e.t.Fatalf("%s: not done within %v: %s", what, timeout, msg)
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// readmeClient runs README.md's client commands ("Reaching the
+// federation: the proxies") with the isobar binary built here: consume
+// in eu-west and produce in us-east, each given only its region's proxy,
+// and the topic's stats over us-east's proxy name eu-west's replication.
+func (e *env) readmeClient(isobar string) {
+	t := e.t
+	topic := "persistent://" + namespace + "/hello"
+	type result struct {
+		out string
+		err error
+	}
+	consumed := make(chan result, 1)
+	go func() {
+		out, err := e.run(2*time.Minute, isobar, "client", "consume", topic, "-s", "sub", "-p", "Earliest", "-n", "3",
+			"--service-url", fmt.Sprintf("pulsar://127.0.0.1:%d", regions[1].proxyPulsar))
+		consumed <- result{out, err}
+	}()
+	if out, err := e.run(time.Minute, isobar, "client", "produce", topic, "-m", "hi", "-n", "3",
+		"--service-url", fmt.Sprintf("pulsar://127.0.0.1:%d", regions[0].proxyPulsar)); err != nil {
+		t.Fatalf("README's isobar client produce: %v\n%s", err, out)
+	}
+	res := <-consumed
+	if res.err != nil || strings.Count(res.out, "hi\n") != 3 {
+		t.Fatalf("README's isobar client consume: %v, want three \"hi\" lines in\n%s", res.err, res.out)
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/admin/v2/persistent/%s/hello/stats", regions[0].proxyHTTP, namespace)
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Replication map[string]json.RawMessage `json:"replication"`
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &st) != nil || st.Replication[regions[1].name] == nil {
+		t.Fatalf("GET %s: %s, want replication to %s in\n%s", url, resp.Status, regions[1].name, raw)
 	}
 }
 
