@@ -37,7 +37,7 @@ func newAdminCmd() *cobra.Command {
 	cmd.PersistentFlags().StringVar(&a.url, "admin-url", envOr("ISOBAR_ADMIN_URL", defaultAdminURL), "admin REST URL of a broker (env ISOBAR_ADMIN_URL)")
 	cmd.PersistentFlags().StringVar(&a.tokenFile, "token-file", os.Getenv("ISOBAR_TOKEN_FILE"), "file holding the token to authenticate with, sent as Authorization: Bearer (env ISOBAR_TOKEN_FILE)")
 	cmd.PersistentFlags().StringVar(&a.trustCerts, "tls-trust-certs-file", os.Getenv("ISOBAR_TLS_TRUST_CERTS_FILE"), "PEM file of the CAs an https:// broker's certificate chains to (env ISOBAR_TLS_TRUST_CERTS_FILE)")
-	cmd.AddCommand(a.clustersCmd(), a.tenantsCmd(), a.namespacesCmd(), a.topicsCmd(), a.brokersCmd(), a.schemasCmd(), a.bookiesCmd())
+	cmd.AddCommand(a.clustersCmd(), a.tenantsCmd(), a.namespacesCmd(), a.topicsCmd(), a.brokersCmd(), a.schemasCmd(), a.bookiesCmd(), a.applyCmd())
 	return cmd
 }
 

@@ -2,11 +2,12 @@
 // federation, one container per process, built from the isobar image.
 //
 // TestComposeFederation needs a Docker engine and Compose (docker compose
-// or docker-compose) and takes 6 to 13 minutes; it is skipped with
-// -short, with ISOBAR_SKIP_COMPOSE=1, without Docker, and when the go test
-// deadline leaves it too little time (go test's default is 10 minutes for
-// the whole package: run it with go test -timeout 30m ./deploy/compose, as
-// .ci/run does).
+// or docker-compose), and Debian's prometheus package for the Prometheus
+// image (scripts/build-prometheus-image.sh installs it), and takes 6 to 13
+// minutes; it is skipped with -short, with ISOBAR_SKIP_COMPOSE=1, without
+// Docker, and when the go test deadline leaves it too little time (go
+// test's default is 10 minutes for the whole package: run it with go test
+// -timeout 30m ./deploy/compose, as .ci/run does).
 package compose
 
 import (
@@ -37,11 +38,12 @@ const (
 	// the leftovers of a run that died before its cleanup. The image is
 	// built with scripts/build-image.sh's IMAGE and given to the compose
 	// file as ISOBAR_IMAGE, so the test leaves isobar:dev alone.
-	projectPrefix = "isobartest-"
-	imagePrefix   = "isobar:compose-test-"
-	namespace     = "geo/replicated"
-	// budget is what the test needs of the go test deadline: 6 minutes on
-	// a quiet 2-core machine, 13 on a busy one, plus a cold build of the
+	projectPrefix   = "isobartest-"
+	imagePrefix     = "isobar:compose-test-"
+	promImagePrefix = "isobar-prometheus:compose-test-"
+	namespace       = "geo/replicated"
+	// budget is what the test needs of the go test deadline: 6.5 minutes
+	// on a 2-core machine, 13 on a busy one, plus a cold build of the
 	// static binary (4 minutes).
 	budget = 20 * time.Minute
 	// messages per direction per check.
@@ -51,26 +53,62 @@ const (
 var httpClient = &http.Client{Timeout: 10 * time.Second}
 
 var regions = []struct {
-	name         string
-	pulsar, http []int // broker j's Pulsar and HTTP ports (published on 127.0.0.1)
+	name                   string
+	proxyPulsar, proxyHTTP int   // the proxy's ports, published on 127.0.0.1: the clients' entry point
+	pulsar, http           []int // broker j's Pulsar and HTTP ports (published on 127.0.0.1 for drills)
 }{
-	{"us-east", []int{6650, 6651}, []int{8080, 8081}},
-	{"eu-west", []int{6750, 6751}, []int{8180, 8181}},
+	{"us-east", 6650, 8080, []int{6652, 6653}, []int{8082, 8083}},
+	{"eu-west", 6750, 8180, []int{6752, 6753}, []int{8182, 8183}},
 }
 
-// services are the compose file's services, one container each.
+// prometheusPort is Prometheus's port, published on 127.0.0.1.
+const prometheusPort = 9090
+
+// services are the compose file's long-running processes, one container
+// each, all with a health check.
 func services() []string {
-	s := []string{"global"}
+	var s []string
+	for i := 1; i <= 3; i++ {
+		s = append(s, fmt.Sprintf("global-%d", i))
+	}
 	for _, r := range regions {
-		s = append(s, "etcd-"+r.name, "nats-"+r.name, "replicator-"+r.name)
+		s = append(s, "proxy-"+r.name, "nats-"+r.name, "replicator-"+r.name)
 		for i := 1; i <= 3; i++ {
-			s = append(s, fmt.Sprintf("bookie-%s-%d", r.name, i))
+			s = append(s, fmt.Sprintf("etcd-%s-%d", r.name, i), fmt.Sprintf("bookie-%s-%d", r.name, i))
 		}
 		for i := 1; i <= 2; i++ {
 			s = append(s, fmt.Sprintf("broker-%s-%d", r.name, i))
 		}
 	}
 	slices.Sort(s)
+	return s
+}
+
+// Services without a health check: init runs once and exits, Prometheus
+// (an image without the isobar binary) is checked over its API.
+const (
+	initService       = "init"
+	prometheusService = "prometheus"
+)
+
+// restarted are the services the test restarts one by one: one of each
+// role of each region (the first, where a role has several containers of
+// the same configuration: etcd members, bookies, brokers), and one member
+// of the global store. The kill drill restarts every container of
+// us-east; restarting each one alone as well took minutes (15 s each,
+// most of it the health check's 10 s interval) and told nothing more.
+func restarted() []string {
+	var s []string
+	for _, svc := range services() {
+		switch {
+		case strings.HasPrefix(svc, "global-"), strings.HasPrefix(svc, "etcd-"),
+			strings.HasPrefix(svc, "bookie-"), strings.HasPrefix(svc, "broker-"):
+			if !strings.HasSuffix(svc, "-1") {
+				continue
+			}
+		}
+		s = append(s, svc)
+	}
 	return s
 }
 
@@ -81,8 +119,9 @@ type env struct {
 	compose    []string // "docker compose" or "docker-compose", with -f
 	project    string   // this run's compose project
 	image      string   // this run's image tag
+	promImage  string   // this run's Prometheus image tag
 	containers map[string]string
-	client     string // the container checks run in
+	check      string // the pulsarcheck binary, run on the host
 	round      int
 }
 
@@ -106,7 +145,7 @@ func TestComposeFederation(t *testing.T) {
 	e.root = root
 	e.compose = append(e.compose, "-f", filepath.Join(root, "deploy/compose/docker-compose.yml"))
 	pid := strconv.Itoa(os.Getpid())
-	e.project, e.image = projectPrefix+pid, imagePrefix+pid
+	e.project, e.image, e.promImage = projectPrefix+pid, imagePrefix+pid, promImagePrefix+pid
 	e.removeLeftovers()
 	e.requirePortsFree()
 
@@ -120,9 +159,14 @@ func TestComposeFederation(t *testing.T) {
 	}
 	t.Cleanup(func() { e.run(time.Minute, "docker", "image", "rm", e.image) })
 	t.Logf("%s built (%v)", strings.TrimSpace(lastLine(out)), time.Since(start).Round(time.Second))
+	out, err = e.runEnv(5*time.Minute, []string{"IMAGE=" + e.promImage}, "bash", filepath.Join(root, "scripts/build-prometheus-image.sh"))
+	if err != nil {
+		t.Fatalf("scripts/build-prometheus-image.sh: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { e.run(time.Minute, "docker", "image", "rm", e.promImage) })
 	bin := t.TempDir()
-	check := filepath.Join(bin, "pulsarcheck")
-	if out, err := e.runEnv(10*time.Minute, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", check, "./deploy/compose/pulsarcheck"); err != nil {
+	e.check = filepath.Join(bin, "pulsarcheck")
+	if out, err := e.runEnv(10*time.Minute, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", e.check, "./deploy/compose/pulsarcheck"); err != nil {
 		t.Fatalf("building pulsarcheck: %v\n%s", err, out)
 	}
 	// isobar for fault-control, built as the image's (so from the
@@ -142,28 +186,23 @@ func TestComposeFederation(t *testing.T) {
 	e.waitHealthy(3*time.Minute, "")
 	t.Logf("up and healthy in %v", time.Since(upStart).Round(time.Second))
 
-	// The namespace both regions replicate, made over region us-east's
-	// published admin port and seen over eu-west's.
-	e.createNamespace()
+	// The namespace both regions replicate, made by the init service
+	// from config/init.yaml and seen over eu-west's proxy.
+	e.waitInit()
 
-	// The client container is on both regions' networks (not on wan),
-	// where every broker's advertised name resolves.
-	e.client = e.project + "-client"
-	if out, err := e.run(2*time.Minute, "docker", "run", "-d", "--name", e.client,
-		"--network", e.project+"_"+regions[0].name, "-v", check+":/pulsarcheck:ro",
-		"--entrypoint", "/pulsarcheck", e.image, "-idle"); err != nil {
-		t.Fatalf("client container: %v\n%s", err, out)
-	}
-	for _, r := range regions[1:] {
-		if out, err := e.run(time.Minute, "docker", "network", "connect", e.project+"_"+r.name, e.client); err != nil {
-			t.Fatalf("client container on %s's network: %v\n%s", r.name, err, out)
-		}
-	}
-	e.check("the first check")
+	// Clients on the host, through the proxies, with no hosts entries.
+	e.checkMessages("the first check")
+	e.readmeClient(isobar)
+
+	// Prometheus scrapes every process and loaded the rules.
+	e.checkPrometheus()
+
+	// A region's etcd member down for 30 s costs no write.
+	e.stopEtcdMember("etcd-" + regions[0].name + "-1")
 
 	// Every service in turn: restart, healthy again, messages still go
 	// both ways exactly once.
-	for _, svc := range services() {
+	for _, svc := range restarted() {
 		st := time.Now()
 		if out, err := e.composeCmd(2*time.Minute, "restart", svc); err != nil {
 			e.diagnose()
@@ -172,12 +211,15 @@ func TestComposeFederation(t *testing.T) {
 		restarted := time.Since(st)
 		e.waitHealthy(3*time.Minute, svc)
 		healthy := time.Since(st)
-		e.check("after restarting " + svc)
+		e.checkMessages("after restarting " + svc)
 		t.Logf("%-20s restart %5.1fs, healthy %5.1fs, checked %5.1fs", svc, restarted.Seconds(), healthy.Seconds(), time.Since(st).Seconds())
 	}
 
 	// No process crashed on the way (the restart policy would have hidden it).
 	for svc, id := range e.containers {
+		if svc == initService {
+			continue
+		}
 		out, err := e.run(time.Minute, "docker", "inspect", "-f", "{{.RestartCount}}", id)
 		if err != nil {
 			t.Fatalf("inspect %s: %v\n%s", svc, err, out)
@@ -219,14 +261,18 @@ func (e *env) requireDocker() {
 // requirePortsFree skips the test when something (isobar dev, a compose
 // federation started by hand) holds a port the compose file publishes.
 func (e *env) requirePortsFree() {
+	ports := []int{prometheusPort}
 	for _, r := range regions {
-		for _, p := range append(slices.Clone(r.pulsar), r.http...) {
-			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-			if err != nil {
-				e.t.Skipf("127.0.0.1:%d is in use (isobar dev, or the compose federation started by hand?): %v", p, err)
-			}
-			ln.Close()
+		ports = append(ports, r.proxyPulsar, r.proxyHTTP)
+		ports = append(ports, r.pulsar...)
+		ports = append(ports, r.http...)
+	}
+	for _, p := range ports {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			e.t.Skipf("127.0.0.1:%d is in use (isobar dev, or the compose federation started by hand?): %v", p, err)
 		}
+		ln.Close()
 	}
 }
 
@@ -258,13 +304,13 @@ func (e *env) composeCmd(timeout time.Duration, args ...string) (string, error) 
 
 func (e *env) composeProject(timeout time.Duration, project string, args ...string) (string, error) {
 	full := append(slices.Clone(e.compose[1:]), append([]string{"-p", project}, args...)...)
-	return e.runEnv(timeout, []string{"ISOBAR_IMAGE=" + e.image}, e.compose[0], full...)
+	return e.runEnv(timeout, []string{"ISOBAR_IMAGE=" + e.image, "ISOBAR_PROMETHEUS_IMAGE=" + e.promImage}, e.compose[0], full...)
 }
 
 // down removes a project's containers, networks and volumes, and its
-// client and drill containers.
+// drill container.
 func (e *env) down(project string) {
-	e.run(time.Minute, "docker", "rm", "-f", project+"-client", project+"-drill")
+	e.run(time.Minute, "docker", "rm", "-f", project+"-drill")
 	if out, err := e.composeProject(5*time.Minute, project, "down", "-v", "--remove-orphans", "-t", "10"); err != nil {
 		e.t.Logf("down %s: %v\n%s", project, err, out)
 		// down stops at a network it cannot remove (Docker 20.10 once
@@ -297,7 +343,7 @@ func (e *env) removeLeftovers() {
 		done[p] = true
 		e.t.Logf("removing %s, left by a run that is gone", p)
 		e.down(p)
-		e.run(time.Minute, "docker", "image", "rm", imagePrefix+strconv.Itoa(pid))
+		e.run(time.Minute, "docker", "image", "rm", imagePrefix+strconv.Itoa(pid), promImagePrefix+strconv.Itoa(pid))
 	}
 }
 
@@ -327,16 +373,23 @@ func (e *env) findContainers() {
 		got = append(got, svc)
 	}
 	slices.Sort(got)
-	if !slices.Equal(got, services()) {
-		t.Fatalf("containers of services %v, want %v", got, services())
+	want := append(services(), initService, prometheusService)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("containers of services %v, want %v", got, want)
 	}
 }
 
 // health reads every container's health status.
 func (e *env) health() (map[string]string, error) {
-	ids := []string{"inspect", "-f", "{{.Id}} {{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}"}
+	// A container without a health check (prometheus) has no
+	// .State.Health, which a template may not name: decode the state.
+	ids := []string{"inspect", "-f", "{{.Id}} {{json .State}}"}
 	byID := map[string]string{}
 	for svc, id := range e.containers {
+		if svc == initService {
+			continue // exits when done (waitInit)
+		}
 		ids = append(ids, id)
 		byID[id] = svc
 	}
@@ -346,7 +399,18 @@ func (e *env) health() (map[string]string, error) {
 	}
 	st := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		id, status, _ := strings.Cut(line, " ")
+		id, state, _ := strings.Cut(line, " ")
+		var js struct {
+			Status string
+			Health *struct{ Status string }
+		}
+		if err := json.Unmarshal([]byte(state), &js); err != nil {
+			return nil, fmt.Errorf("docker inspect: %v: %s", err, line)
+		}
+		status := js.Status
+		if js.Health != nil {
+			status = js.Health.Status
+		}
 		for short, svc := range byID {
 			if strings.HasPrefix(id, short) {
 				st[svc] = status
@@ -370,8 +434,8 @@ func (e *env) waitHealthy(timeout time.Duration, svc string) {
 		}
 		last = st
 		all := true
-		for _, s := range st {
-			all = all && s == "healthy"
+		for svc, s := range st {
+			all = all && (s == "healthy" || svc == prometheusService && s == "running")
 		}
 		if all {
 			return
@@ -385,58 +449,172 @@ func (e *env) waitHealthy(timeout time.Duration, svc string) {
 	t.Fatalf("not every service is healthy within %v: %v", timeout, last)
 }
 
-// createNamespace makes tenant geo and namespace geo/replicated, replicated
-// to both regions, over region us-east's published admin port, and waits
-// until region eu-west's brokers see it.
-func (e *env) createNamespace() {
+// waitInit waits for the init service to make config/init.yaml's tenants
+// and namespaces and exit 0, and then for namespace (one of them, replicated
+// to every region) to be seen over every region's proxy.
+func (e *env) waitInit() {
+	id := e.containers[initService]
+	e.poll(3*time.Minute, "the init service", func() (bool, string) {
+		out, err := e.run(time.Minute, "docker", "inspect", "-f", "{{.State.Status}} {{.State.ExitCode}}", id)
+		if err != nil {
+			return false, err.Error() + " " + out
+		}
+		switch st := strings.TrimSpace(out); {
+		case st == "exited 0":
+			return true, ""
+		case strings.HasPrefix(st, "exited"):
+			e.logs(initService, id)
+			e.t.Fatalf("the init service failed: %s", st)
+		}
+		return false, out
+	})
 	var clusters []string
 	for _, r := range regions {
 		clusters = append(clusters, r.name)
 	}
-	tenant, _, _ := strings.Cut(namespace, "/")
-	admin := fmt.Sprintf("http://127.0.0.1:%d/admin/v2/", regions[0].http[0])
-	put := func(path string, body any) {
-		raw, _ := json.Marshal(body)
-		e.poll(time.Minute, "PUT "+path, func() (bool, string) {
-			req, _ := http.NewRequest(http.MethodPut, admin+path, bytes.NewReader(raw))
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := httpClient.Do(req)
+	for _, r := range regions {
+		url := fmt.Sprintf("http://127.0.0.1:%d/admin/v2/namespaces/%s", r.proxyHTTP, namespace)
+		e.poll(time.Minute, "GET "+url, func() (bool, string) {
+			resp, err := httpClient.Get(url)
 			if err != nil {
 				return false, err.Error()
 			}
 			defer resp.Body.Close()
-			msg, _ := io.ReadAll(resp.Body)
-			// 409: made by an earlier attempt whose answer was lost.
-			return resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusConflict, resp.Status + " " + string(msg)
+			var p struct {
+				Clusters []string `json:"replication_clusters"`
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &p) != nil {
+				return false, resp.Status + " " + string(raw)
+			}
+			for _, c := range clusters {
+				if !slices.Contains(p.Clusters, c) {
+					return false, string(raw)
+				}
+			}
+			return true, ""
 		})
 	}
-	put("tenants/"+tenant, map[string]any{"adminRoles": []string{}, "allowedClusters": clusters})
-	put("namespaces/"+namespace, map[string]any{"replication_clusters": clusters})
-	for _, r := range regions[1:] {
-		for _, port := range r.http {
-			url := fmt.Sprintf("http://127.0.0.1:%d/admin/v2/namespaces/%s", port, namespace)
-			e.poll(time.Minute, "GET "+url, func() (bool, string) {
-				resp, err := httpClient.Get(url)
-				if err != nil {
-					return false, err.Error()
-				}
-				defer resp.Body.Close()
-				var p struct {
-					Clusters []string `json:"replication_clusters"`
-				}
-				raw, _ := io.ReadAll(resp.Body)
-				if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &p) != nil {
-					return false, resp.Status + " " + string(raw)
-				}
-				for _, c := range clusters {
-					if !slices.Contains(p.Clusters, c) {
-						return false, string(raw)
-					}
-				}
-				return true, ""
-			})
+}
+
+// checkPrometheus waits until Prometheus's targets API shows every
+// process scraped and up, and checks that its rule groups loaded with
+// every alert.
+func (e *env) checkPrometheus() {
+	t := e.t
+	base := fmt.Sprintf("http://127.0.0.1:%d/api/v1/", prometheusPort)
+	get := func(path string, v any) error {
+		resp, err := httpClient.Get(base + path)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", resp.Status, raw)
+		}
+		return json.Unmarshal(raw, v)
+	}
+	// Every service but init and Prometheus is one target.
+	want := len(services())
+	e.poll(2*time.Minute, "Prometheus's targets all up", func() (bool, string) {
+		var r struct {
+			Data struct {
+				ActiveTargets []struct {
+					Labels    map[string]string `json:"labels"`
+					Health    string            `json:"health"`
+					LastError string            `json:"lastError"`
+				} `json:"activeTargets"`
+			} `json:"data"`
+		}
+		if err := get("targets?state=active", &r); err != nil {
+			return false, err.Error()
+		}
+		var down []string
+		for _, tg := range r.Data.ActiveTargets {
+			if tg.Health != "up" {
+				down = append(down, fmt.Sprintf("%s %s: %s %s", tg.Labels["job"], tg.Labels["instance"], tg.Health, tg.LastError))
+			}
+		}
+		if n := len(r.Data.ActiveTargets); n != want || len(down) > 0 {
+			return false, fmt.Sprintf("%d targets (want %d), not up: %v", n, want, down)
+		}
+		return true, ""
+	})
+	var r struct {
+		Data struct {
+			Groups []struct {
+				Name  string `json:"name"`
+				Rules []struct {
+					Name      string `json:"name"`
+					Type      string `json:"type"`
+					Health    string `json:"health"`
+					LastError string `json:"lastError"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"data"`
+	}
+	if err := get("rules", &r); err != nil {
+		t.Fatalf("Prometheus's rules: %v", err)
+	}
+	var alerts, records []string
+	for _, g := range r.Data.Groups {
+		for _, rule := range g.Rules {
+			if rule.Health == "err" {
+				t.Errorf("rule %s of group %s: %s", rule.Name, g.Name, rule.LastError)
+			}
+			if rule.Type == "alerting" {
+				alerts = append(alerts, rule.Name)
+			} else {
+				records = append(records, rule.Name)
+			}
 		}
 	}
+	for _, a := range []string{"IsobarProcessDown", "IsobarReplicationLagHigh", "IsobarReplicationStalled",
+		"IsobarLateWritesFromFormerPrimary", "IsobarUnderReplicatedLedgers"} {
+		if !slices.Contains(alerts, a) {
+			t.Errorf("alert %s not loaded (alerts: %v)", a, alerts)
+		}
+	}
+	t.Logf("Prometheus: %d targets up, %d recording rules and %d alerts loaded", want, len(records), len(alerts))
+}
+
+// stopEtcdMember stops one member of a region's metadata store for 30 s
+// while a client on the host produces in that region through its proxy,
+// and fails the test if any send fails. Nothing is asserted about time:
+// a send may wait (up to its 30 s send timeout), none may fail.
+func (e *env) stopEtcdMember(svc string) {
+	t := e.t
+	r := regions[0]
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := e.run(3*time.Minute, e.check, "-produce", "45s", "-rate", "20", "-timeout", "2m",
+			"-namespace", namespace, "-region", fmt.Sprintf("%s=pulsar://127.0.0.1:%d", r.name, r.proxyPulsar))
+		done <- result{out, err}
+	}()
+	time.Sleep(5 * time.Second)
+	id := e.containers[svc]
+	st := time.Now()
+	if out, err := e.run(time.Minute, "docker", "stop", "-t", "25", id); err != nil {
+		t.Fatalf("stop %s: %v\n%s", svc, err, out)
+	}
+	time.Sleep(30*time.Second - time.Since(st)) // 30 s after SIGTERM
+	if out, err := e.run(time.Minute, "docker", "start", id); err != nil {
+		t.Fatalf("start %s: %v\n%s", svc, err, out)
+	}
+	down := time.Since(st)
+	res := <-done
+	if res.err != nil {
+		e.diagnose()
+		t.Fatalf("producing in %s while %s was down: %v\n%s", r.name, svc, res.err, res.out)
+	}
+	t.Logf("%s down %.0fs: %s", svc, down.Seconds(), strings.TrimSpace(res.out))
+	e.waitHealthy(3*time.Minute, svc)
+	e.checkMessages("after stopping " + svc + " for 30 s")
 }
 
 // poll calls f until it reports done or timeout passes.
@@ -454,21 +632,58 @@ func (e *env) poll(timeout time.Duration, what string, f func() (bool, string)) 
 	}
 }
 
-// check produces in each region and consumes in the other, inside the
-// compose network, and fails the test unless every message arrived once.
-func (e *env) check(when string) {
+// readmeClient runs README.md's client commands ("Reaching the
+// federation: the proxies") with the isobar binary built here: consume
+// in eu-west and produce in us-east, each given only its region's proxy,
+// and the topic's stats over us-east's proxy name eu-west's replication.
+func (e *env) readmeClient(isobar string) {
 	t := e.t
-	args := []string{"exec", e.client, "/pulsarcheck", "-round", strconv.Itoa(e.round), "-n", strconv.Itoa(messages),
+	topic := "persistent://" + namespace + "/hello"
+	type result struct {
+		out string
+		err error
+	}
+	consumed := make(chan result, 1)
+	go func() {
+		out, err := e.run(2*time.Minute, isobar, "client", "consume", topic, "-s", "sub", "-p", "Earliest", "-n", "3",
+			"--service-url", fmt.Sprintf("pulsar://127.0.0.1:%d", regions[1].proxyPulsar))
+		consumed <- result{out, err}
+	}()
+	if out, err := e.run(time.Minute, isobar, "client", "produce", topic, "-m", "hi", "-n", "3",
+		"--service-url", fmt.Sprintf("pulsar://127.0.0.1:%d", regions[0].proxyPulsar)); err != nil {
+		t.Fatalf("README's isobar client produce: %v\n%s", err, out)
+	}
+	res := <-consumed
+	if res.err != nil || strings.Count(res.out, "hi\n") != 3 {
+		t.Fatalf("README's isobar client consume: %v, want three \"hi\" lines in\n%s", res.err, res.out)
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/admin/v2/persistent/%s/hello/stats", regions[0].proxyHTTP, namespace)
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Replication map[string]json.RawMessage `json:"replication"`
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &st) != nil || st.Replication[regions[1].name] == nil {
+		t.Fatalf("GET %s: %s, want replication to %s in\n%s", url, resp.Status, regions[1].name, raw)
+	}
+}
+
+// checkMessages produces in each region and consumes in the other, from
+// the host through the regions' proxies, and fails the test unless every
+// message arrived once.
+func (e *env) checkMessages(when string) {
+	t := e.t
+	args := []string{"-round", strconv.Itoa(e.round), "-n", strconv.Itoa(messages),
 		"-namespace", namespace, "-timeout", "90s", "-grace", "1s"}
 	for _, r := range regions {
-		var hosts []string
-		for j, p := range r.pulsar {
-			hosts = append(hosts, fmt.Sprintf("broker-%s-%d:%d", r.name, j+1, p))
-		}
-		args = append(args, "-region", r.name+"=pulsar://"+strings.Join(hosts, ","))
+		args = append(args, "-region", fmt.Sprintf("%s=pulsar://127.0.0.1:%d", r.name, r.proxyPulsar))
 	}
 	e.round++
-	out, err := e.run(2*time.Minute, "docker", args...)
+	out, err := e.run(2*time.Minute, e.check, args...)
 	if err != nil {
 		e.diagnose()
 		t.Fatalf("%s: messages do not go both ways exactly once: %v\n%s", when, err, out)

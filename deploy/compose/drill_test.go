@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,11 +28,14 @@ const drillNamespace = "geo/drill"
 // regionServices are a region's services in the order they start: what
 // the kill hook kills and the start hook starts.
 func regionServices(region string) []string {
-	s := []string{"etcd-" + region}
+	var s []string
+	for i := 1; i <= 3; i++ {
+		s = append(s, fmt.Sprintf("etcd-%s-%d", region, i))
+	}
 	for i := 1; i <= 3; i++ {
 		s = append(s, fmt.Sprintf("bookie-%s-%d", region, i))
 	}
-	return append(s, "broker-"+region+"-1", "broker-"+region+"-2", "nats-"+region, "replicator-"+region)
+	return append(s, "broker-"+region+"-1", "broker-"+region+"-2", "proxy-"+region, "nats-"+region, "replicator-"+region)
 }
 
 // wanServices are a region's services on the wan network: what a
@@ -40,54 +44,42 @@ func wanServices(region string) []string {
 	return []string{"broker-" + region + "-1", "broker-" + region + "-2", "nats-" + region, "replicator-" + region}
 }
 
-// partitionScript cuts containers ($2, separated by spaces) off network
-// $1: all at once (one after the other, the first would be cut seconds
-// before the last, on a busy machine), each disconnected and then its
-// connections over the network aborted (ss -K in its network namespace):
-// with its address gone they would hang until TCP gives up, where a
-// real cut link resets them. docs/drills.md shows it.
-const partitionScript = `set -e
-sub=$(docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}} {{end}}' "$1")
-set -- "$1" $(docker inspect -f '{{.Id}}:{{.State.Pid}}' $2)
-net=$1; shift; jobs=
-for c in "$@"; do
-	(docker network disconnect "$net" "${c%:*}" && for s in $sub; do nsenter -t "${c#*:}" -n ss -K dst "$s" >/dev/null; done) &
-	jobs="$jobs $!"
-done
-for j in $jobs; do wait $j; done
-`
-
 // faultConfig is `isobar fault-control`'s configuration for the
-// federation: docker hooks on the containers of each region (as
-// docs/drills.md, "Drilling the compose federation", shows them).
+// federation: deploy/compose/faults.yaml (hooks in faults.sh, run from the
+// repository root with ISOBAR_COMPOSE_PROJECT naming this run's project),
+// listening on listen. The file's kill lists must name every process of
+// the region and its partitions every one on wan.
 func (e *env) faultConfig(listen string) map[string]any {
-	wan := e.project + "_wan"
-	var regs []map[string]any
-	for _, r := range regions {
-		kill := []string{"docker", "kill"}
-		start := []string{"docker", "start"}
-		for _, svc := range regionServices(r.name) {
-			kill = append(kill, e.containers[svc])
-			start = append(start, e.containers[svc])
-		}
-		var wanned []string
-		for _, svc := range wanServices(r.name) {
-			wanned = append(wanned, e.containers[svc])
-		}
-		heal := "set -e"
-		for _, svc := range wanServices(r.name) {
-			heal += fmt.Sprintf("; docker network connect --alias %s %s %s", svc, wan, e.containers[svc])
-		}
-		regs = append(regs, map[string]any{
-			"name":      r.name,
-			"ready":     fmt.Sprintf("http://127.0.0.1:%d/readyz", r.http[0]),
-			"kill":      kill,
-			"start":     start,
-			"partition": []string{"sh", "-c", partitionScript, "partition", wan, strings.Join(wanned, " ")},
-			"heal":      []string{"sh", "-c", heal},
-		})
+	t := e.t
+	raw, err := os.ReadFile(filepath.Join(e.root, "deploy/compose/faults.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return map[string]any{"listen": listen, "hookTimeout": "3m", "regions": regs}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		t.Fatalf("faults.yaml: %v", err)
+	}
+	var f struct {
+		Regions []struct {
+			Name            string
+			Kill, Partition []string
+		}
+	}
+	if err := yaml.Unmarshal(raw, &f); err != nil {
+		t.Fatalf("faults.yaml: %v", err)
+	}
+	if len(f.Regions) != len(regions) {
+		t.Fatalf("faults.yaml has %d regions, want %d", len(f.Regions), len(regions))
+	}
+	for i, r := range regions {
+		fr := f.Regions[i]
+		if fr.Name != r.name || len(fr.Kill) < 3 || len(fr.Partition) < 3 ||
+			!slices.Equal(fr.Kill[3:], regionServices(r.name)) || !slices.Equal(fr.Partition[3:], wanServices(r.name)) {
+			t.Fatalf("faults.yaml's region %d: %+v, want %s killing %v and cutting %v", i, fr, r.name, regionServices(r.name), wanServices(r.name))
+		}
+	}
+	cfg["listen"] = listen
+	return cfg
 }
 
 // drills runs `isobar drill failover` of region us-east to eu-west for
@@ -121,6 +113,8 @@ func (e *env) drills(bin string, faults ...string) {
 		t.Fatal(err)
 	}
 	fc := exec.Command(bin, "fault-control", "--config", filepath.Join(dir, "faults.yaml"))
+	fc.Dir = e.root
+	fc.Env = append(os.Environ(), "ISOBAR_COMPOSE_PROJECT="+e.project)
 	fc.Stdout, fc.Stderr = logf, logf
 	fc.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := fc.Start(); err != nil {

@@ -2,12 +2,11 @@
 // messages in one region and consumes them in another with the real
 // Pulsar Go client (github.com/apache/pulsar-client-go), in both
 // directions at once, and reports whether every message arrived exactly
-// once and in order. The test runs it inside the compose network (the
-// brokers advertise their container names; see deploy/compose/README.md),
-// in a throwaway container of the isobar image:
+// once and in order. The test runs it on the host, through each region's
+// proxy (published on 127.0.0.1; no hosts lines):
 //
-//	pulsarcheck -region us-east=pulsar://broker-us-east-1:6650 \
-//	            -region eu-west=pulsar://broker-eu-west-1:6750 \
+//	pulsarcheck -region us-east=pulsar://127.0.0.1:6650 \
+//	            -region eu-west=pulsar://127.0.0.1:6750 \
 //	            -namespace geo/replicated -round 3 -n 20
 //
 // For each ordered pair of regions (from, to) it uses the topic
@@ -19,8 +18,13 @@
 // earlier round, any message twice and any message out of order is an
 // error. It prints one JSON line per direction and exits 0 when both are
 // clean, 1 otherwise, 2 on bad flags. With -idle it only waits for a
-// signal: the test keeps one such container and runs each check in it with
-// docker exec (starting a container per check costs seconds).
+// signal (the main process of a container to docker exec checks in).
+//
+// With -produce D it only produces, in the one region given, for D:
+// messages at -rate a second to persistent://<namespace>/<region>-steady,
+// each send waited for (up to its 30 s send timeout), and prints one JSON
+// line counting the sends that failed; it exits 1 when any did. The
+// compose test runs it while a metadata store member is down.
 package main
 
 import (
@@ -97,12 +101,29 @@ func main() {
 	timeout := flag.Duration("timeout", 2*time.Minute, "bound on the whole check")
 	flag.DurationVar(&o.grace, "grace", 2*time.Second, "how long to wait for unexpected extra messages after the last expected one")
 	verbose := flag.Bool("v", false, "log the Pulsar client's warnings")
+	produceFor := flag.Duration("produce", 0, "only produce in the one -region for this long, counting failed sends")
+	rate := flag.Int("rate", 20, "with -produce: messages a second")
 	idle := flag.Bool("idle", false, "do nothing until SIGTERM or SIGINT (the main process of a container the checks are run in with docker exec)")
 	flag.Parse()
 	if *idle {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		<-ctx.Done()
+		return
+	}
+	if *produceFor > 0 {
+		if len(regions) != 1 || *rate < 1 || flag.NArg() != 0 {
+			fmt.Fprintln(os.Stderr, "pulsarcheck: -produce wants one -region, -rate >= 1 and no arguments")
+			os.Exit(2)
+		}
+		o.logger = plog.NewLoggerWithSlog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+		defer cancel()
+		r := produce(ctx, regions[0], o, *produceFor, *rate)
+		json.NewEncoder(os.Stdout).Encode(r)
+		if r.Failed > 0 || r.Sent == 0 {
+			os.Exit(1)
+		}
 		return
 	}
 	if len(regions) != 2 || o.n < 1 || o.round < 0 || flag.NArg() != 0 {
@@ -280,5 +301,63 @@ func retry(ctx context.Context, op func() error) error {
 			return errors.Join(err, ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
+	}
+}
+
+// Steady is what -produce saw.
+type Steady struct {
+	Region string   `json:"region"`
+	Topic  string   `json:"topic"`
+	Sent   int      `json:"sent"`
+	Failed int      `json:"failed"`
+	Errors []string `json:"errors,omitempty"` // the first few
+	// SlowestMs is the longest a send waited for its receipt.
+	SlowestMs int64 `json:"slowestMs"`
+}
+
+// produce sends in region r for d at rate messages a second, one send at
+// a time, and counts the sends that fail.
+func produce(ctx context.Context, r region, o options, d time.Duration, rate int) *Steady {
+	res := &Steady{Region: r.name, Topic: fmt.Sprintf("persistent://%s/%s-steady", o.namespace, r.name)}
+	failed := func(err error) {
+		res.Failed++
+		if len(res.Errors) < 5 {
+			res.Errors = append(res.Errors, err.Error())
+		}
+	}
+	c, err := newClient(r.url, o.logger)
+	if err != nil {
+		failed(err)
+		return res
+	}
+	defer c.Close()
+	var producer pulsar.Producer
+	if err := retry(ctx, func() (err error) {
+		producer, err = c.CreateProducer(pulsar.ProducerOptions{Topic: res.Topic, SendTimeout: 30 * time.Second})
+		return err
+	}); err != nil {
+		failed(fmt.Errorf("producer: %w", err))
+		return res
+	}
+	defer producer.Close()
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	end := time.After(d)
+	for i := 0; ; i++ {
+		select {
+		case <-end:
+			return res
+		case <-ctx.Done():
+			failed(ctx.Err())
+			return res
+		case <-tick.C:
+		}
+		st := time.Now()
+		if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(fmt.Sprintf("steady-%d", i))}); err != nil {
+			failed(fmt.Errorf("send %d: %w", i, err))
+			continue
+		}
+		res.Sent++
+		res.SlowestMs = max(res.SlowestMs, time.Since(st).Milliseconds())
 	}
 }
