@@ -194,6 +194,16 @@ resource "isobar_namespace" "bad" {
 				ExpectError: regexp.MustCompile(`Invalid namespace name`),
 			},
 			{
+				// The message names the namespace as configured, not with a
+				// stand-in tenant.
+				Config: p + tenant + `
+resource "isobar_namespace" "bad" {
+  tenant = isobar_tenant.t.name
+  name   = "bad name"
+}`,
+				ExpectError: regexp.MustCompile(`namespace\s+"bad\s+name"`),
+			},
+			{
 				Config: p + tenant + `
 resource "isobar_namespace" "bad" {
   tenant               = isobar_tenant.t.name

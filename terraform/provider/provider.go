@@ -78,9 +78,9 @@ func (p *isobarProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 			"token": schema.StringAttribute{
 				Optional:  true,
 				Sensitive: true,
-				MarkdownDescription: "Bearer token sent with every request (`Authorization: Bearer ...`), also after a broker redirects it. " +
-					"Isobar's brokers do not check tokens yet (authentication comes with a later release); a token set now is sent all the same. " +
-					"Default: `" + EnvToken + "`. Conflicts with `token_file`.",
+				MarkdownDescription: "Bearer token sent with every request (`Authorization: Bearer ...`), also after a broker redirects it, and to " +
+					"the other regions the provider reaches for subscriptions. Brokers with authentication on (docs/security.md) require it: a " +
+					"superuser's, or a tenant admin's for that tenant's objects. Default: `" + EnvToken + "`. Conflicts with `token_file`.",
 			},
 			"token_file": schema.StringAttribute{
 				Optional:            true,

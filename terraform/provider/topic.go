@@ -55,7 +55,12 @@ var validTopicLocal = nameValidator{"topic", func(s string) error {
 	if err == nil && n.Partition() >= 0 {
 		return fmt.Errorf("topic %q is a partition's name", s)
 	}
-	return err
+	if err != nil {
+		// (Checked under a stand-in namespace, which the message must
+		// not show as the configuration's.)
+		return errors.New(strings.ReplaceAll(err.Error(), "persistent://t/ns/"+s, s))
+	}
+	return nil
 }}
 
 var topicKind = &kind[topicModel]{

@@ -87,8 +87,13 @@ var (
 		if strings.Contains(s, "/") {
 			return fmt.Errorf("namespace %q: a namespace's name may not contain '/' (give the tenant apart)", s)
 		}
-		_, _, err := topic.ParseNamespace("tenant/" + s)
-		return err
+		// Checked with a stand-in tenant (the attribute is checked
+		// alone), which the message must not show as if it were the
+		// configuration's.
+		if _, _, err := topic.ParseNamespace("t/" + s); err != nil {
+			return errors.New(strings.Replace(err.Error(), fmt.Sprintf("%q", "t/"+s), fmt.Sprintf("%q", s), 1))
+		}
+		return nil
 	}}
 )
 
