@@ -114,6 +114,7 @@ var kinds = []registered{
 	topicKind.register(),
 	subscriptionKind.register(),
 	permissionGrantKind.register(),
+	permissionsKind.register(),
 }
 
 // kindNames are the kinds' resource type names (isobar_tenant, ...), in

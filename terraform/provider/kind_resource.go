@@ -188,6 +188,8 @@ func dataSourceAttribute(a rschema.Attribute, key bool) dschema.Attribute {
 		return dschema.SetAttribute{Computed: true, ElementType: a.ElementType, MarkdownDescription: desc}
 	case rschema.ListAttribute:
 		return dschema.ListAttribute{Computed: true, ElementType: a.ElementType, MarkdownDescription: desc}
+	case rschema.MapAttribute:
+		return dschema.MapAttribute{Computed: true, ElementType: a.ElementType, MarkdownDescription: desc}
 	case rschema.SingleNestedAttribute:
 		attrs := map[string]dschema.Attribute{}
 		for n, na := range a.Attributes {

@@ -1,0 +1,3 @@
+data "isobar_permissions" "payments" {
+  namespace = "acme/payments"
+}

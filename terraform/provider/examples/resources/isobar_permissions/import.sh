@@ -1,0 +1,1 @@
+tofu import isobar_permissions.payments acme/payments
