@@ -403,13 +403,13 @@ func (b *Broker) awaitDelete(ctx context.Context, r deletes.Record) error {
 			if werr := b.deps.Deletes.Withdraw(ctx, r.Key); werr != nil {
 				return fmt.Errorf("%w: namespace %s: regions %s did not answer within %v, and the check could not be withdrawn: %w", errDeletePending, r.Name, strings.Join(pending, ", "), deleteWait, werr)
 			}
-			return fmt.Errorf("%w: namespace %s not deleted: regions %s did not answer within %v whether they hold topics of it; nothing was deleted", errDeletePending, r.Name, strings.Join(pending, ", "), deleteWait)
+			return &admin.PendingError{Regions: pending, Err: fmt.Errorf("%w: namespace %s not deleted: regions %s did not answer within %v whether they hold topics of it; nothing was deleted", errDeletePending, r.Name, strings.Join(pending, ", "), deleteWait)}
 		}
 		if len(pending) == 0 {
 			return fmt.Errorf("%w: %s: every region has deleted its copy, but the delete could not be finished within %v: %v; retry the delete", errDeletePending, r.Name, deleteWait, err)
 		}
-		return fmt.Errorf("%w: %s deleted in %s, but regions %s have not deleted their copies within %v (unreachable?): they will when they return, and until then it cannot be created again; retry the delete to wait for them",
-			errDeletePending, r.Name, strings.Join(appliedRegions(cur), ", "), strings.Join(pending, ", "), deleteWait)
+		return &admin.PendingError{Regions: pending, Err: fmt.Errorf("%w: %s deleted in %s, but regions %s have not deleted their copies within %v (unreachable?): they will when they return, and until then it cannot be created again; retry the delete to wait for them",
+			errDeletePending, r.Name, strings.Join(appliedRegions(cur), ", "), strings.Join(pending, ", "), deleteWait)}
 	}
 }
 

@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -148,9 +149,16 @@ func faultedDuring(spans map[string][]span, region string, from, to time.Time) b
 // "regions r1 did not answer").
 var pendingRE = regexp.MustCompile(`regions ([^ ,]+(?:, [^ ,]+)*) (?:have not|did not)`)
 
-// pendingRegions are the regions body names as pending; nil when it
-// names none.
+// pendingRegions are the regions body names as pending: its
+// "pendingRegions" field, or else (a broker without it) its reason's
+// words; nil when it names none.
 func pendingRegions(body string) []string {
+	var eb struct {
+		PendingRegions []string `json:"pendingRegions"`
+	}
+	if json.Unmarshal([]byte(body), &eb) == nil && len(eb.PendingRegions) > 0 {
+		return eb.PendingRegions
+	}
 	m := pendingRE.FindStringSubmatch(body)
 	if m == nil {
 		return nil

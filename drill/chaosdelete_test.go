@@ -154,6 +154,7 @@ func TestPendingRegions(t *testing.T) {
 		want []string
 	}{
 		{pending503, []string{"r1"}},
+		{`{"reason":"delete not finished everywhere: …","pendingRegions":["r1","r2"]}`, []string{"r1", "r2"}},
 		{"x deleted in r0, but regions r1, r2 have not deleted their copies within 10s", []string{"r1", "r2"}},
 		{"namespace a/b not deleted: regions eu-west did not answer within 10s", []string{"eu-west"}},
 		{"delete of x: context deadline exceeded", nil},

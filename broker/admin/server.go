@@ -188,6 +188,9 @@ func (c *captureWriter) WriteHeader(status int) {
 
 type errorBody struct {
 	Reason string `json:"reason"`
+	// PendingRegions, on a delete's 503, are the regions that have not
+	// applied it yet (PendingError).
+	PendingRegions []string `json:"pendingRegions,omitempty"`
 }
 
 // handlerFunc is a handler that reports failure by error.
@@ -247,7 +250,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	} else {
 		s.log.Debug("admin request refused", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	}
-	writeJSON(w, status, errorBody{Reason: wire.MessageOf(err)})
+	body := errorBody{Reason: wire.MessageOf(err)}
+	var pe *PendingError
+	if errors.As(err, &pe) {
+		body.PendingRegions = pe.Regions
+	}
+	writeJSON(w, status, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -122,6 +122,16 @@ type SubscriptionProperties interface {
 	SetSubscriptionProperties(ctx context.Context, name topic.Name, sub string, props map[string]string) error
 }
 
+// PendingError is a delete that other regions have not applied yet; the
+// error answer names them in "pendingRegions" besides its reason.
+type PendingError struct {
+	Regions []string
+	Err     error
+}
+
+func (e *PendingError) Error() string { return e.Err.Error() }
+func (e *PendingError) Unwrap() error { return e.Err }
+
 // FederatedDeletes is implemented by a topic service whose deletes reach
 // every region (docs/replication.md, "Deleting topics and namespaces").
 // The deletes return handled false when it cannot (no global store): the
