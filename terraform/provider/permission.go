@@ -128,20 +128,7 @@ var permissionGrantKind = &kind[permissionGrantModel]{
 				"A change is made in place; the order does not matter.",
 			Validators: []validator.Set{actionsValidator{}}},
 	},
-	validate: func(ctx context.Context, cfg tfsdk.Config) diag.Diagnostics {
-		var d diag.Diagnostics
-		var ns, tp types.String
-		d.Append(cfg.GetAttribute(ctx, path.Root("namespace"), &ns)...)
-		d.Append(cfg.GetAttribute(ctx, path.Root("topic"), &tp)...)
-		if d.HasError() || ns.IsUnknown() || tp.IsUnknown() {
-			return d
-		}
-		if ns.IsNull() == tp.IsNull() {
-			d.AddAttributeError(path.Root("namespace"), "Give exactly one of namespace and topic",
-				"a grant is on a namespace (namespace = \"tenant/namespace\") or on one topic (topic = \"persistent://tenant/namespace/topic\")")
-		}
-		return d
-	},
+	validate: namespaceOrTopic("a grant is on a namespace (namespace = \"tenant/namespace\") or on one topic (topic = \"persistent://tenant/namespace/topic\")"),
 	fromID: func(id string) (permissionGrantModel, error) {
 		m := permissionGrantModel{Namespace: types.StringNull(), Topic: types.StringNull()}
 		if d, rest, ok := strings.Cut(id, "://"); ok && (d == "persistent" || d == "non-persistent") {
@@ -188,6 +175,25 @@ var permissionGrantKind = &kind[permissionGrantModel]{
 		}
 		return err
 	},
+}
+
+// namespaceOrTopic is a validate func requiring exactly one of the
+// attributes namespace and topic (values not yet known are skipped);
+// detail says what each means.
+func namespaceOrTopic(detail string) func(context.Context, tfsdk.Config) diag.Diagnostics {
+	return func(ctx context.Context, cfg tfsdk.Config) diag.Diagnostics {
+		var d diag.Diagnostics
+		var ns, tp types.String
+		d.Append(cfg.GetAttribute(ctx, path.Root("namespace"), &ns)...)
+		d.Append(cfg.GetAttribute(ctx, path.Root("topic"), &tp)...)
+		if d.HasError() || ns.IsUnknown() || tp.IsUnknown() {
+			return d
+		}
+		if ns.IsNull() == tp.IsNull() {
+			d.AddAttributeError(path.Root("namespace"), "Give exactly one of namespace and topic", detail)
+		}
+		return d
+	}
 }
 
 // grantTarget returns the namespace ("tenant/namespace") of m's grant

@@ -8,13 +8,10 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
-	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/isobar-mq/isobar/terraform/provider/client"
@@ -79,20 +76,7 @@ var permissionsKind = &kind[permissionsModel]{
 				"role's grant there is revoked. `{}` grants nothing to anyone.",
 			Validators: []validator.Map{grantsValidator{}}},
 	},
-	validate: func(ctx context.Context, cfg tfsdk.Config) diag.Diagnostics {
-		var d diag.Diagnostics
-		var ns, tp types.String
-		d.Append(cfg.GetAttribute(ctx, path.Root("namespace"), &ns)...)
-		d.Append(cfg.GetAttribute(ctx, path.Root("topic"), &tp)...)
-		if d.HasError() || ns.IsUnknown() || tp.IsUnknown() {
-			return d
-		}
-		if ns.IsNull() == tp.IsNull() {
-			d.AddAttributeError(path.Root("namespace"), "Give exactly one of namespace and topic",
-				"an access list is a namespace's (namespace = \"tenant/namespace\") or one topic's (topic = \"persistent://tenant/namespace/topic\")")
-		}
-		return d
-	},
+	validate: namespaceOrTopic("an access list is a namespace's (namespace = \"tenant/namespace\") or one topic's (topic = \"persistent://tenant/namespace/topic\")"),
 	fromID: func(id string) (permissionsModel, error) {
 		m := permissionsModel{Namespace: types.StringNull(), Topic: types.StringNull()}
 		if strings.Contains(id, "://") {
