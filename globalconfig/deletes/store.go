@@ -299,21 +299,3 @@ func (s *Store) Forget(ctx context.Context, ns string) error {
 	}
 	return nil
 }
-
-// Wait polls the record at key until done returns true for it (ok false:
-// there is none) or ctx ends, and returns the last record read.
-func (s *Store) Wait(ctx context.Context, key string, done func(r Record, ok bool) bool) (Record, bool, error) {
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		r, ok, err := s.Get(ctx, key)
-		if err == nil && done(r, ok) {
-			return r, ok, nil
-		}
-		select {
-		case <-ctx.Done():
-			return r, ok, ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
