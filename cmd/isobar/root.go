@@ -43,7 +43,7 @@ func newRootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newDevCmd(g), newStandaloneCmd(g), newRegionCmd(g), newMetastoreCmd(g), newBookieCmd(g),
 		newBrokerCmd(g), newProxyCmd(g), newReplicatorCmd(g), newNATSCmd(g), withPulsarPerf(newPerfCmd(g), g), newClientCmd(g), newAdminCmd(), newVersionCmd(), newProbeCmd())
-	root.AddCommand(newDrillCmd(g), newFaultControlCmd(g), newTokensCmd())
+	root.AddCommand(newDrillCmd(g), newFaultControlCmd(g), newTokensCmd(), newSecretsCmd())
 	return root
 }
 

@@ -14,7 +14,7 @@
 //	<region>/ca.pem, ca-key.pem        the region's own CA: its internal
 //	                                   links (etcd, bookies, NATS clients)
 //	<region>/<kind>.pem, -key.pem      kind etcd, bookie, broker, nats,
-//	                                   replicator: the component's
+//	                                   replicator, proxy: the component's
 //	                                   certificate from the region CA
 //	                                   (server and client use)
 //	<region>/public.pem, -key.pem      the brokers' TLS listener
@@ -23,6 +23,11 @@
 //	                                   other regions (NATS gateway, global
 //	                                   store client), from the federation CA
 //	<region>/replicator.token          a token for role replicator-<region>
+//	<region>/proxy.token               a token for role proxy-<region>, the
+//	                                   region's proxies toward its brokers
+//
+// Every server certificate is valid for the same host names (Ensure's
+// hosts); one that does not cover them all is issued again.
 //
 // A region's internal links trust only its own CA, so another region's
 // certificates are refused there; the links between regions trust the
@@ -46,7 +51,7 @@ import (
 const SuperUser = "admin"
 
 // Kinds are the components with a certificate from their region's CA.
-var Kinds = []string{"etcd", "bookie", "broker", "nats", "replicator"}
+var Kinds = []string{"etcd", "bookie", "broker", "nats", "replicator", "proxy"}
 
 const (
 	caValidity   = 10 * 365 * 24 * time.Hour
@@ -77,6 +82,8 @@ type Region struct {
 	Federation      Pair            // toward the other regions
 	ReplicatorToken string
 	ReplicatorRole  string
+	ProxyToken      string
+	ProxyRole       string
 }
 
 // Ensure makes, or reuses, the files of a federation of regions under
@@ -123,7 +130,7 @@ func Ensure(dir string, regions, hosts []string) (Files, error) {
 		if err != nil {
 			return Files{}, err
 		}
-		r := Region{Name: name, CA: filepath.Join(rdir, "ca.pem"), Certs: map[string]Pair{}, ReplicatorRole: "replicator-" + name}
+		r := Region{Name: name, CA: filepath.Join(rdir, "ca.pem"), Certs: map[string]Pair{}, ReplicatorRole: "replicator-" + name, ProxyRole: "proxy-" + name}
 		for _, kind := range Kinds {
 			if r.Certs[kind], err = ensureLeaf(rca, rfresh, filepath.Join(rdir, kind), name+"-"+kind, hosts); err != nil {
 				return Files{}, err
@@ -137,6 +144,10 @@ func Ensure(dir string, regions, hosts []string) (Files, error) {
 		}
 		r.ReplicatorToken = filepath.Join(rdir, "replicator.token")
 		if err := ensureFile(r.ReplicatorToken, token(r.ReplicatorRole)); err != nil {
+			return Files{}, err
+		}
+		r.ProxyToken = filepath.Join(rdir, "proxy.token")
+		if err := ensureFile(r.ProxyToken, token(r.ProxyRole)); err != nil {
 			return Files{}, err
 		}
 		f.Regions[name] = r
@@ -169,11 +180,11 @@ func ensureCA(dir, name string) (tlsfiles.PEM, bool, error) {
 func ensureLeaf(ca tlsfiles.PEM, caFresh bool, base, commonName string, hosts []string) (Pair, error) {
 	pair := Pair{Cert: base + ".pem", Key: base + "-key.pem"}
 	if !caFresh {
-		_, err := load(pair.Cert, pair.Key)
-		if err == nil {
+		p, err := load(pair.Cert, pair.Key)
+		if err == nil && covers(p, hosts) {
 			return pair, nil
 		}
-		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, errExpiring) {
+		if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, errExpiring) {
 			return Pair{}, err
 		}
 	}
@@ -186,6 +197,24 @@ func ensureLeaf(ca tlsfiles.PEM, caFresh bool, base, commonName string, hosts []
 		return Pair{}, err
 	}
 	return pair, write(pair.Cert, pair.Key, p)
+}
+
+// covers reports whether p's certificate is valid for every host.
+func covers(p tlsfiles.PEM, hosts []string) bool {
+	pair, err := tls.X509KeyPair(p.Cert, p.Key)
+	if err != nil {
+		return false
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return false
+	}
+	for _, h := range hosts {
+		if leaf.VerifyHostname(h) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 var errExpiring = errors.New("secrets: certificate expires soon")

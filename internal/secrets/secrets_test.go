@@ -62,7 +62,7 @@ func TestEnsureMakesAndReuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for file, role := range map[string]string{f.SuperUserToken: SuperUser, us.ReplicatorToken: "replicator-us-east"} {
+	for file, role := range map[string]string{f.SuperUserToken: SuperUser, us.ReplicatorToken: "replicator-us-east", eu.ProxyToken: "proxy-eu-west"} {
 		c, err := v.Verify(strings.TrimSpace(string(read(t, file))))
 		if err != nil || c.Role != role {
 			t.Errorf("%s: %+v %v, want role %s", file, c, err, role)
@@ -96,6 +96,30 @@ func TestEnsureMakesAndReuses(t *testing.T) {
 	if !bytes.Equal(before[eu.Certs["bookie"].Cert], read(t, eu.Certs["bookie"].Cert)) {
 		t.Error("another region's certificate was reissued")
 	}
+	// A host added later: every server certificate is issued again for it.
+	f3, err := Ensure(dir, []string{"us-east", "eu-west"}, []string{"host-a", "host-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Pair{f3.Regions["eu-west"].Certs["proxy"], f3.Regions["eu-west"].Public, f3.Global} {
+		if err := verifiesHost(t, p, "host-b"); err != nil {
+			t.Errorf("%s after host-b was added: %v", p.Cert, err)
+		}
+	}
+}
+
+// verifiesHost checks that pair's certificate is valid for host.
+func verifiesHost(t *testing.T, pair Pair, host string) error {
+	t.Helper()
+	c, err := tls.LoadX509KeyPair(pair.Cert, pair.Key)
+	if err != nil {
+		return err
+	}
+	leaf, err := x509.ParseCertificate(c.Certificate[0])
+	if err != nil {
+		return err
+	}
+	return leaf.VerifyHostname(host)
 }
 
 func TestEnsureRefusesDamagedFiles(t *testing.T) {
