@@ -14,6 +14,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +28,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -89,6 +92,10 @@ func services() []string {
 const (
 	initService       = "init"
 	prometheusService = "prometheus"
+	// secretsService (docker-compose.secure.yml) makes the secrets and
+	// exits.
+	secretsService = "secrets"
+	secureFile     = "docker-compose.secure.yml"
 )
 
 // restarted are the services the test restarts one by one: one of each
@@ -115,80 +122,24 @@ func restarted() []string {
 // env is the machinery of one run.
 type env struct {
 	t          *testing.T
+	start      time.Time
 	root       string   // repository root
 	compose    []string // "docker compose" or "docker-compose", with -f
 	project    string   // this run's compose project
 	image      string   // this run's image tag
 	promImage  string   // this run's Prometheus image tag
 	containers map[string]string
-	check      string // the pulsarcheck binary, run on the host
 	round      int
+	// oneShot are the services that run once and exit (init, secrets),
+	// without a health check.
+	oneShot []string
+	// token is the superuser token's file on the host, and ca the CA's,
+	// when the federation is secure (docker-compose.secure.yml).
+	token, ca string
 }
 
 func TestComposeFederation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow (6 to 13 minutes): skipped with -short")
-	}
-	if os.Getenv("ISOBAR_SKIP_COMPOSE") != "" {
-		t.Skip("ISOBAR_SKIP_COMPOSE is set")
-	}
-	if d, ok := t.Deadline(); ok && time.Until(d) < budget {
-		t.Skipf("needs up to %v and the go test deadline leaves %v: run go test -timeout 30m ./deploy/compose", budget, time.Until(d).Round(time.Second))
-	}
-	start := time.Now()
-	e := &env{t: t}
-	e.requireDocker()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.root = root
-	e.compose = append(e.compose, "-f", filepath.Join(root, "deploy/compose/docker-compose.yml"))
-	pid := strconv.Itoa(os.Getpid())
-	e.project, e.image, e.promImage = projectPrefix+pid, imagePrefix+pid, promImagePrefix+pid
-	e.removeLeftovers()
-	e.requirePortsFree()
-
-	// The image and the in-network client.
-	out, err := e.runEnv(15*time.Minute, []string{"IMAGE=" + e.image}, "bash", filepath.Join(root, "scripts/build-image.sh"))
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && ee.ExitCode() == 3 {
-		t.Skipf("no Docker to build the image with: %s", out)
-	} else if err != nil {
-		t.Fatalf("scripts/build-image.sh: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { e.run(time.Minute, "docker", "image", "rm", e.image) })
-	t.Logf("%s built (%v)", strings.TrimSpace(lastLine(out)), time.Since(start).Round(time.Second))
-	out, err = e.runEnv(5*time.Minute, []string{"IMAGE=" + e.promImage}, "bash", filepath.Join(root, "scripts/build-prometheus-image.sh"))
-	if err != nil {
-		t.Fatalf("scripts/build-prometheus-image.sh: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { e.run(time.Minute, "docker", "image", "rm", e.promImage) })
-	bin := t.TempDir()
-	e.check = filepath.Join(bin, "pulsarcheck")
-	if out, err := e.runEnv(10*time.Minute, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", e.check, "./deploy/compose/pulsarcheck"); err != nil {
-		t.Fatalf("building pulsarcheck: %v\n%s", err, out)
-	}
-	// isobar for fault-control, built as the image's (so from the
-	// build cache build-image.sh filled).
-	isobar := filepath.Join(bin, "isobar")
-	if out, err := e.runEnv(10*time.Minute, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", isobar, "./cmd/isobar"); err != nil {
-		t.Fatalf("building isobar: %v\n%s", err, out)
-	}
-
-	t.Cleanup(func() { e.down(e.project) })
-	upStart := time.Now()
-	if out, err := e.composeCmd(5*time.Minute, "up", "-d"); err != nil {
-		e.diagnose()
-		t.Fatalf("up: %v\n%s", err, out)
-	}
-	e.findContainers()
-	e.waitHealthy(3*time.Minute, "")
-	t.Logf("up and healthy in %v", time.Since(upStart).Round(time.Second))
-
-	// The namespace both regions replicate, made by the init service
-	// from config/init.yaml and seen over eu-west's proxy.
-	e.waitInit()
+	e, isobar := setUp(t, "docker-compose.yml")
 
 	// Clients on the host, through the proxies, with no hosts entries.
 	e.checkMessages("the first check")
@@ -219,25 +170,130 @@ func TestComposeFederation(t *testing.T) {
 		t.Logf("%-20s restart %5.1fs, healthy %5.1fs, checked %5.1fs", svc, restarted.Seconds(), healthy.Seconds(), time.Since(st).Seconds())
 	}
 
-	// No process crashed on the way (the restart policy would have hidden it).
-	for svc, id := range e.containers {
-		if svc == initService {
-			continue
-		}
-		out, err := e.run(time.Minute, "docker", "inspect", "-f", "{{.RestartCount}}", id)
-		if err != nil {
-			t.Fatalf("inspect %s: %v\n%s", svc, err, out)
-		}
-		if n := strings.TrimSpace(out); n != "0" {
-			e.logs(svc, id)
-			t.Errorf("%s exited by itself and was restarted by Docker %s times", svc, n)
-		}
-	}
+	e.noRestarts()
 
 	// Failover drills of us-east, cut off from the other region and the
 	// global store by its network, then killed (drill_test.go).
 	e.drills(isobar, "partition", "kill")
-	t.Logf("wall time %v", time.Since(start).Round(time.Second))
+	t.Logf("wall time %v", time.Since(e.start).Round(time.Second))
+}
+
+// setUp starts the federation of the compose files given (in
+// deploy/compose, in order) as a project of this run, and waits until
+// every service is healthy and the init service has made
+// config/init.yaml's tenants and namespaces. It skips the test where it
+// cannot run (see the package comment), and returns the environment and
+// an isobar binary built on the host.
+func setUp(t *testing.T, files ...string) (*env, string) {
+	if testing.Short() {
+		t.Skip("slow (minutes): skipped with -short")
+	}
+	if os.Getenv("ISOBAR_SKIP_COMPOSE") != "" {
+		t.Skip("ISOBAR_SKIP_COMPOSE is set")
+	}
+	if d, ok := t.Deadline(); ok && time.Until(d) < budget {
+		t.Skipf("needs up to %v and the go test deadline leaves %v: run go test -timeout 30m ./deploy/compose", budget, time.Until(d).Round(time.Second))
+	}
+	e := &env{t: t, start: time.Now(), oneShot: []string{initService}}
+	e.requireDocker()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	for _, f := range files {
+		e.compose = append(e.compose, "-f", filepath.Join(root, "deploy/compose", f))
+		if f == secureFile {
+			e.oneShot = append(e.oneShot, secretsService)
+		}
+	}
+	pid := strconv.Itoa(os.Getpid())
+	e.project, e.image, e.promImage = projectPrefix+pid, imagePrefix+pid, promImagePrefix+pid
+	e.removeLeftovers()
+	e.requirePortsFree()
+
+	// The images and the host's clients, once per test process.
+	built.Do(func() { built.isobar, built.err = e.build() })
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+
+	t.Cleanup(func() { e.down(e.project) })
+	upStart := time.Now()
+	if out, err := e.composeCmd(5*time.Minute, "up", "-d"); err != nil {
+		e.diagnose()
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	e.findContainers()
+	e.waitHealthy(3*time.Minute, "")
+	t.Logf("up and healthy in %v (%s)", time.Since(upStart).Round(time.Second), strings.Join(e.compose, " "))
+	if slices.Contains(e.oneShot, secretsService) {
+		e.clientSecrets()
+	}
+
+	// The namespace both regions replicate, made by the init service
+	// from config/init.yaml and seen over eu-west's proxy.
+	e.waitInit()
+	return e, built.isobar
+}
+
+// built are the images and binaries of this test process, shared by its
+// tests: the images are removed when the process's last test ends
+// (TestMain).
+var built struct {
+	sync.Once
+	isobar string
+	err    error
+	dir    string
+	images []string
+}
+
+// build makes the isobar image, the Prometheus image, pulsarcheck and
+// isobar for the host.
+func (e *env) build() (string, error) {
+	t := e.t
+	start := time.Now()
+	out, err := e.runEnv(15*time.Minute, []string{"IMAGE=" + e.image}, "bash", filepath.Join(e.root, "scripts/build-image.sh"))
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 3 {
+		t.Skipf("no Docker to build the image with: %s", out)
+	} else if err != nil {
+		return "", fmt.Errorf("scripts/build-image.sh: %v\n%s", err, out)
+	}
+	built.images = append(built.images, e.image)
+	t.Logf("%s built (%v)", strings.TrimSpace(lastLine(out)), time.Since(start).Round(time.Second))
+	out, err = e.runEnv(5*time.Minute, []string{"IMAGE=" + e.promImage}, "bash", filepath.Join(e.root, "scripts/build-prometheus-image.sh"))
+	if err != nil {
+		return "", fmt.Errorf("scripts/build-prometheus-image.sh: %v\n%s", err, out)
+	}
+	built.images = append(built.images, e.promImage)
+	bin, err := os.MkdirTemp("", "isobar-compose-test-")
+	if err != nil {
+		return "", err
+	}
+	built.dir = bin
+	if out, err := e.runEnv(10*time.Minute, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", filepath.Join(bin, "pulsarcheck"), "./deploy/compose/pulsarcheck"); err != nil {
+		return "", fmt.Errorf("building pulsarcheck: %v\n%s", err, out)
+	}
+	// isobar for fault-control and the README's commands, built as the
+	// image's (so from the build cache build-image.sh filled).
+	isobar := filepath.Join(bin, "isobar")
+	if out, err := e.runEnv(10*time.Minute, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", isobar, "./cmd/isobar"); err != nil {
+		return "", fmt.Errorf("building isobar: %v\n%s", err, out)
+	}
+	return isobar, nil
+}
+
+// TestMain removes what the tests built once they are all done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, img := range built.images {
+		exec.Command("docker", "image", "rm", img).Run()
+	}
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // requireDocker skips the test without a Docker client, engine or Compose.
@@ -248,6 +304,17 @@ func (e *env) requireDocker() {
 	}
 	if out, err := e.run(30*time.Second, "docker", "info", "--format", "{{.ServerVersion}}"); err != nil {
 		t.Skipf("the Docker daemon does not answer: %v: %s", err, strings.TrimSpace(out))
+	}
+	switch c := os.Getenv("ISOBAR_COMPOSE"); c {
+	case "docker compose", "docker-compose":
+		if out, err := e.run(30*time.Second, "sh", "-c", c+" version"); err != nil {
+			t.Fatalf("ISOBAR_COMPOSE=%s: %s version: %v\n%s", c, c, err, out)
+		}
+		e.compose = strings.Fields(c)
+		return
+	case "":
+	default:
+		t.Fatalf("ISOBAR_COMPOSE=%q: want \"docker compose\" or docker-compose", c)
 	}
 	if _, err := e.run(30*time.Second, "docker", "compose", "version"); err == nil {
 		e.compose = []string{"docker", "compose"}
@@ -266,6 +333,10 @@ func (e *env) requireDocker() {
 // federation started by hand) holds a port the compose file publishes.
 func (e *env) requirePortsFree() {
 	ports := []int{prometheusPort}
+	if slices.Contains(e.oneShot, secretsService) {
+		ports = append(ports, secureProxyPulsar...)
+		ports = append(ports, secureProxyHTTP...)
+	}
 	for _, r := range regions {
 		ports = append(ports, r.proxyPulsar, r.proxyHTTP)
 		ports = append(ports, r.pulsar...)
@@ -377,7 +448,8 @@ func (e *env) findContainers() {
 		got = append(got, svc)
 	}
 	slices.Sort(got)
-	want := append(services(), initService, prometheusService)
+	want := append(services(), prometheusService)
+	want = append(want, e.oneShot...)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("containers of services %v, want %v", got, want)
@@ -391,7 +463,7 @@ func (e *env) health() (map[string]string, error) {
 	ids := []string{"inspect", "-f", "{{.Id}} {{json .State}}"}
 	byID := map[string]string{}
 	for svc, id := range e.containers {
-		if svc == initService {
+		if slices.Contains(e.oneShot, svc) {
 			continue // exits when done (waitInit)
 		}
 		ids = append(ids, id)
@@ -479,7 +551,7 @@ func (e *env) waitInit() {
 	for _, r := range regions {
 		url := fmt.Sprintf("http://127.0.0.1:%d/admin/v2/namespaces/%s", r.proxyHTTP, namespace)
 		e.poll(time.Minute, "GET "+url, func() (bool, string) {
-			resp, err := httpClient.Get(url)
+			resp, err := e.get(url)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -596,7 +668,7 @@ func (e *env) stopEtcdMember(svc string) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		out, err := e.run(3*time.Minute, e.check, "-produce", "45s", "-rate", "20", "-timeout", "2m",
+		out, err := e.run(3*time.Minute, e.pulsarcheck(), "-produce", "45s", "-rate", "20", "-timeout", "2m",
 			"-namespace", namespace, "-region", fmt.Sprintf("%s=pulsar://127.0.0.1:%d", r.name, r.proxyPulsar))
 		done <- result{out, err}
 	}()
@@ -759,7 +831,7 @@ func (e *env) checkMessages(when string) {
 		args = append(args, "-region", fmt.Sprintf("%s=pulsar://127.0.0.1:%d", r.name, r.proxyPulsar))
 	}
 	e.round++
-	out, err := e.run(2*time.Minute, e.check, args...)
+	out, err := e.run(2*time.Minute, e.pulsarcheck(), args...)
 	if err != nil {
 		e.diagnose()
 		t.Fatalf("%s: messages do not go both ways exactly once: %v\n%s", when, err, out)
@@ -784,6 +856,76 @@ func (e *env) diagnose() {
 func (e *env) logs(svc, id string) {
 	out, _ := e.run(time.Minute, "docker", "logs", "--tail", "25", id)
 	e.t.Logf("---- %s (last 25 lines)\n%s", svc, out)
+}
+
+// noRestarts fails the test when a process crashed on the way (the
+// restart policy would have hidden it).
+func (e *env) noRestarts() {
+	t := e.t
+	for svc, id := range e.containers {
+		if slices.Contains(e.oneShot, svc) {
+			continue
+		}
+		out, err := e.run(time.Minute, "docker", "inspect", "-f", "{{.RestartCount}}", id)
+		if err != nil {
+			t.Fatalf("inspect %s: %v\n%s", svc, err, out)
+		}
+		if n := strings.TrimSpace(out); n != "0" {
+			e.logs(svc, id)
+			t.Errorf("%s exited by itself and was restarted by Docker %s times", svc, n)
+		}
+	}
+}
+
+// clientSecrets copies the CA and the superuser's token out of the
+// secrets service's volume (docker cp, as README.md shows) for the
+// host's clients.
+func (e *env) clientSecrets() {
+	t := e.t
+	dir := t.TempDir()
+	e.ca, e.token = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "superuser.token")
+	id, err := e.composeCmd(time.Minute, "ps", "-a", "-q", secretsService)
+	if err != nil || strings.TrimSpace(id) == "" {
+		t.Fatalf("compose ps -a -q %s: %v\n%s", secretsService, err, id)
+	}
+	id = lastLine(id)
+	for _, f := range []string{e.ca, e.token} {
+		if out, err := e.run(time.Minute, "docker", "cp", id+":/data/"+filepath.Base(f), f); err != nil {
+			t.Fatalf("docker cp %s: %v\n%s", filepath.Base(f), err, out)
+		}
+	}
+}
+
+// tlsClient is an HTTP client that trusts the secure federation's CA.
+func (e *env) tlsClient() (*http.Client, error) {
+	pem, err := os.ReadFile(e.ca)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no certificate", e.ca)
+	}
+	return &http.Client{Timeout: httpClient.Timeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}, nil
+}
+
+// pulsarcheck is the pulsarcheck binary built for the host.
+func (e *env) pulsarcheck() string { return filepath.Join(built.dir, "pulsarcheck") }
+
+// get is a GET with the superuser's token when the federation is secure.
+func (e *env) get(url string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if e.token != "" {
+		b, err := os.ReadFile(e.token)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(b)))
+	}
+	return httpClient.Do(req)
 }
 
 func lastLine(s string) string {
