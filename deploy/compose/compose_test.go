@@ -1,13 +1,16 @@
-// Package compose tests deploy/compose/docker-compose.yml: the two-region
-// federation, one container per process, built from the isobar image.
+// Package compose tests deploy/compose: the two-region federation, one
+// container per process, built from the isobar image.
 //
-// TestComposeFederation needs a Docker engine and Compose (docker compose
-// or docker-compose), and Debian's prometheus package for the Prometheus
-// image (scripts/build-prometheus-image.sh installs it), and takes 6 to 13
-// minutes; it is skipped with -short, with ISOBAR_SKIP_COMPOSE=1, without
-// Docker, and when the go test deadline leaves it too little time (go
-// test's default is 10 minutes for the whole package: run it with go test
-// -timeout 30m ./deploy/compose, as .ci/run does).
+// TestComposeFederation runs docker-compose.yml; TestComposeSecure runs
+// it with docker-compose.secure.yml (TLS and tokens). They need a Docker
+// engine and Compose (docker compose or docker-compose; ISOBAR_COMPOSE
+// chooses), and Debian's prometheus package for the Prometheus image
+// (scripts/build-prometheus-image.sh installs it), and take 6 to 13 and
+// about 2 minutes; they are skipped with -short, with
+// ISOBAR_SKIP_COMPOSE=1, without Docker, and when the go test deadline
+// leaves too little time (go test's default is 10 minutes for the whole
+// package: run them with go test -timeout 30m ./deploy/compose, as
+// .ci/run does).
 package compose
 
 import (
