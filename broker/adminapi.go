@@ -11,6 +11,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/compactor"
+	"github.com/isobar-mq/isobar/broker/dispatch"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/metastore"
@@ -295,19 +296,19 @@ func (s *subscription) stats() admin.SubscriptionStats {
 	s.mu.Lock()
 	cons := slices.Clone(s.consumers)
 	ss := admin.SubscriptionStats{
-		SubType: subTypeName(s.subType), IsDurable: s.durable, MsgOutCounter: s.msgOut,
+		SubType: subTypeName(s.subTypeLocked()), IsDurable: s.durable, MsgOutCounter: s.msgOut,
 		Consumers: []admin.ConsumerStats{}, ConsumersAfterMarkDeletePosition: map[string]string{},
-		SubscriptionProperties: s.properties(), MsgDelayed: int64(len(s.delayed)),
+		SubscriptionProperties: s.properties(), MsgDelayed: int64(s.d.Delayed()),
 		LastConsumedFlowTimestamp: s.lastFlow.Load(), LastConsumedTimestamp: s.lastConsumed.Load(),
 		LastAckedTimestamp: s.lastAcked.Load(),
 	}
 	for _, k := range cons {
-		if s.subType == pb.CommandSubscribe_Failover && k.active || s.subType == pb.CommandSubscribe_Exclusive {
+		if kind := s.d.Kind(); kind == dispatch.Failover && k.d.Active() || kind == dispatch.Exclusive {
 			ss.ActiveConsumerName = k.name
 		}
-		ss.UnAckedMessages += int64(len(k.pending))
+		ss.UnAckedMessages += int64(k.d.Unacked())
 		ss.Consumers = append(ss.Consumers, admin.ConsumerStats{
-			AvailablePermits: int(k.permits), UnAckedMessages: len(k.pending), ConsumerName: k.name,
+			AvailablePermits: int(k.d.Permits()), UnAckedMessages: k.d.Unacked(), ConsumerName: k.name,
 			BytesOutCounter: k.bytesOut.Load(), MsgOutCounter: k.msgOut.Load(),
 			Address: k.c.nc.RemoteAddr().String(), ConnectedSince: k.since.UTC().Format(time.RFC3339Nano),
 			ClientVersion: k.c.clientVersion, Metadata: nonNil(k.metadata),
@@ -435,7 +436,7 @@ func (t *Topic) durableSub(ctx context.Context, sub string) (*subscription, erro
 		}
 		s.cursor = cur
 		md := cur.MarkDelete()
-		s.readPos = Position{Ledger: md.Ledger, Entry: md.Entry + 1}
+		s.setStart(Position{Ledger: md.Ledger, Entry: md.Entry + 1})
 		return s, nil
 	})
 }

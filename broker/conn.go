@@ -918,7 +918,6 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 	k := &consumer{
 		c: c, id: cid, name: cmd.GetConsumerName(), priority: cmd.GetPriorityLevel(),
 		metadata: kvMap(cmd.GetMetadata()), since: c.b.deps.Now(),
-		pending: map[mledger.Position]struct{}{},
 	}
 	if km := cmd.GetKeySharedMeta(); km != nil && km.GetKeySharedMode() == pb.KeySharedMode_STICKY {
 		for _, r := range km.GetHashRanges() {
@@ -1056,7 +1055,7 @@ func (c *conn) handleConsumerStats(cmd *pb.CommandConsumerStats) {
 	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_CONSUMER_STATS_RESPONSE.Enum(), ConsumerStatsResponse: &pb.CommandConsumerStatsResponse{
 		RequestId: &reqID, ConsumerName: &k.name, AvailablePermits: u64p(uint64(max(0, st.permits))),
 		UnackedMessages: u64p(uint64(st.unacked)), MsgBacklog: u64p(uint64(max(0, k.sub.backlog()))),
-		Type: strp(k.sub.subType.String()), ConnectedSince: strp(k.since.UTC().Format(time.RFC3339)),
+		Type: strp(k.sub.subType().String()), ConnectedSince: strp(k.since.UTC().Format(time.RFC3339)),
 		Address: strp(c.nc.RemoteAddr().String()),
 	}})
 }

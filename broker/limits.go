@@ -1,12 +1,10 @@
 package broker
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
@@ -285,76 +283,6 @@ func rollback(now time.Time, seconds uint64) time.Time {
 		return time.Unix(0, 0)
 	}
 	return now.Add(-time.Duration(seconds) * time.Second)
-}
-
-// canTakeLocked says whether consumer k can be sent an entry now: it has
-// permits and, on a Shared or Key_Shared subscription, holds fewer
-// unacknowledged entries than its topic's limit per consumer, and the
-// subscription fewer than the limit per subscription (s.mu held).
-func (s *subscription) canTakeLocked(k *consumer) bool {
-	if k.permits <= 0 {
-		return false
-	}
-	if !s.delayable() {
-		return true
-	}
-	if max := s.t.maxUnackedPerConsumer(); max > 0 && len(k.pending) >= max {
-		return false
-	}
-	return s.unackedRoomLocked() > 0
-}
-
-// unackedRoomLocked is how many more entries a Shared or Key_Shared
-// subscription may have unacknowledged before its topic's limit per
-// subscription stops its dispatch (math.MaxInt without a limit; s.mu
-// held).
-func (s *subscription) unackedRoomLocked() int {
-	max := s.t.maxUnackedPerSubscription()
-	if max <= 0 || !s.delayable() {
-		return math.MaxInt
-	}
-	return max - len(s.pending)
-}
-
-// checkRangesLocked checks a Key_Shared sticky consumer's hash ranges
-// (client-sent numbers): each within [0, keyHashRange), start at most
-// end, none overlapping another of its own or of the subscription's
-// other consumers, as Pulsar's sticky selector requires. So at most
-// keyHashRange ranges ever take part in choosing a consumer.
-func (s *subscription) checkRangesLocked(k *consumer, st pb.CommandSubscribe_SubType) error {
-	if len(k.ranges) == 0 || st != pb.CommandSubscribe_Key_Shared {
-		return nil // only Key_Shared reads them
-	}
-	if len(k.ranges) > keyHashRange {
-		return fmt.Errorf("%w: %d hash ranges, more than the %d hashes", wire.ErrConsumerAssign, len(k.ranges), keyHashRange)
-	}
-	type span struct {
-		lo, hi int32
-		k      *consumer
-	}
-	all := make([]span, 0, len(k.ranges))
-	for _, r := range k.ranges {
-		if r[0] < 0 || r[1] >= keyHashRange || r[0] > r[1] {
-			return fmt.Errorf("%w: hash range [%d, %d] is not within [0, %d] with start <= end", wire.ErrConsumerAssign, r[0], r[1], keyHashRange-1)
-		}
-		all = append(all, span{r[0], r[1], k})
-	}
-	for _, o := range s.consumers {
-		for _, r := range o.ranges {
-			all = append(all, span{r[0], r[1], o})
-		}
-	}
-	slices.SortFunc(all, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
-	reach := 0 // the span reaching furthest so far
-	for i := 1; i < len(all); i++ {
-		if all[i].lo <= all[reach].hi {
-			return fmt.Errorf("%w: hash range [%d, %d] overlaps [%d, %d]", wire.ErrConsumerAssign, all[i].lo, all[i].hi, all[reach].lo, all[reach].hi)
-		}
-		if all[i].hi > all[reach].hi {
-			reach = i
-		}
-	}
-	return nil
 }
 
 // maxUnackedPerConsumer is the most unacknowledged entries a consumer of

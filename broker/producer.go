@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/isobar-mq/isobar/broker/dispatch"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
@@ -39,12 +40,10 @@ type consumer struct {
 	compacted bool
 
 	// Guarded by sub.mu.
-	permits        int64
-	pending        map[Position]struct{}
-	active         bool // Failover: this consumer receives
-	flowed         bool // it sent a FLOW: the client knows it
-	told, toldOnce bool // the activity last notified
-	toldEnd        bool // REACHED_END_OF_TOPIC was sent
+	d              *dispatch.Consumer // its dispatch state, from the time it is attached
+	flowed         bool               // it sent a FLOW: the client knows it
+	told, toldOnce bool               // the activity last notified
+	toldEnd        bool               // REACHED_END_OF_TOPIC was sent
 
 	detached bool // guarded by sub.sendMu: nothing more is sent to it
 
@@ -62,5 +61,5 @@ type consumerStats struct {
 func (k *consumer) stats() consumerStats {
 	k.sub.mu.Lock()
 	defer k.sub.mu.Unlock()
-	return consumerStats{permits: k.permits, unacked: len(k.pending)}
+	return consumerStats{permits: k.d.Permits(), unacked: k.d.Unacked()}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/isobar-mq/isobar/broker/dispatch"
 	"github.com/isobar-mq/isobar/broker/ratelimit"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replication"
@@ -345,13 +346,13 @@ func (s *subscription) chargeDispatch(frames []outFrame) {
 	}
 }
 
-// limit caps what the plan reads at n entries.
-func (pl plan) limit(n int64) plan {
-	if int64(len(pl.replay)) > n {
-		pl.replay = pl.replay[:n]
+// limitPlan caps what pl reads at n entries.
+func limitPlan(pl dispatch.Plan, n int64) dispatch.Plan {
+	if int64(len(pl.Replay)) > n {
+		pl.Replay = pl.Replay[:n]
 	}
-	if int64(pl.n) > n {
-		pl.n = int(n)
+	if int64(pl.N) > n {
+		pl.N = int(n)
 	}
 	return pl
 }

@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"cmp"
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -15,10 +13,10 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/compactor"
+	"github.com/isobar-mq/isobar/broker/dispatch"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/broker/ratelimit"
 	"github.com/isobar-mq/isobar/replication"
-	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
@@ -30,9 +28,6 @@ type Position = mledger.Position
 // (de-duplication, replication); clients cannot subscribe with it.
 const ReservedPrefix = replication.ReservedPrefix
 
-// maxReadBatch bounds the entries one dispatch round reads.
-const maxReadBatch = 100
-
 // maxReadBytes bounds the bytes one dispatch round reads (Pulsar's
 // dispatcherMaxReadSizeBytes), counted at the mean size of the entries
 // the round before sent: a catch-up read of a backlog of large batches
@@ -40,13 +35,11 @@ const maxReadBatch = 100
 // MB at a time, not maxReadBatch of them at once.
 const maxReadBytes = 5 << 20
 
-// maxReplay bounds the entries waiting for redelivery before the
-// dispatcher stops reading new ones (Key_Shared with a stuck consumer).
-const maxReplay = 10000
-
 // subscription is a durable cursor (or, for readers and non-persistent
 // topics, an in-memory position) and the consumers attached to it. Its
-// dispatcher goroutine runs while it has consumers.
+// dispatcher goroutine runs while it has consumers: it drives the
+// dispatch core (package dispatch), which decides who gets which entry,
+// reading what the core plans and sending what it assigns.
 type subscription struct {
 	t       *Topic
 	name    string
@@ -57,28 +50,21 @@ type subscription struct {
 	// nothing is sent to a consumer after removeConsumer returned.
 	sendMu sync.Mutex
 
-	// mu guards everything below and the consumers' permits and pending.
-	mu            sync.Mutex
-	subType       pb.CommandSubscribe_SubType
-	consumers     []*consumer
-	readPos       Position
-	startPos      Position // a reader's start (or last seek) position
-	keep          bool     // a reader's subscription outlives its consumers until they resubscribe (seek)
-	epoch         uint64   // bumped by seek: reads begun before are dropped
-	replay        []Position
-	replaySet     map[Position]struct{}
-	replayBlocked bool // the last round could send none of replay
-	pending       map[Position]*consumer
-	redeliveries  map[Position]uint32
-	delayed       delayHeap
-	keyRanges     []keyRange // Key_Shared auto-split assignment
-	rr            int
-	closed        bool
-	running       bool
-	wake          chan struct{}
-	stop          chan struct{}
-	done          chan struct{}
-	msgOut        int64
+	// mu guards everything below and the consumers' dispatch state.
+	mu sync.Mutex
+	d  *dispatch.State
+	// consumers are the attached consumers, in the core's order; of
+	// maps the core's consumers to them.
+	consumers []*consumer
+	of        map[*dispatch.Consumer]*consumer
+	startPos  Position // a reader's start (or last seek) position
+	keep      bool     // a reader's subscription outlives its consumers until they resubscribe (seek)
+	closed    bool
+	running   bool
+	wake      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+	msgOut    int64
 	// When a consumer last sent a FLOW, was last sent an entry and last
 	// acknowledged, Unix ms (0: not since loaded).
 	lastFlow, lastConsumed, lastAcked atomic.Int64
@@ -88,12 +74,59 @@ type subscription struct {
 
 func newSubscription(t *Topic, name string, st pb.CommandSubscribe_SubType, durable bool) *subscription {
 	return &subscription{
-		t: t, name: name, subType: st, durable: durable,
-		replaySet:    map[Position]struct{}{},
-		pending:      map[Position]*consumer{},
-		redeliveries: map[Position]uint32{},
-		wake:         make(chan struct{}, 1),
+		t: t, name: name, durable: durable,
+		d:    dispatch.New(kindOf(st), t.name.Partition(), Position{}),
+		of:   map[*dispatch.Consumer]*consumer{},
+		wake: make(chan struct{}, 1),
 	}
+}
+
+// kindOf is the dispatch core's kind of a subscription type.
+func kindOf(st pb.CommandSubscribe_SubType) dispatch.Kind {
+	switch st {
+	case pb.CommandSubscribe_Shared:
+		return dispatch.Shared
+	case pb.CommandSubscribe_Failover:
+		return dispatch.Failover
+	case pb.CommandSubscribe_Key_Shared:
+		return dispatch.KeyShared
+	}
+	return dispatch.Exclusive
+}
+
+// subTypeLocked is the subscription's type (s.mu held).
+func (s *subscription) subTypeLocked() pb.CommandSubscribe_SubType {
+	switch s.d.Kind() {
+	case dispatch.Shared:
+		return pb.CommandSubscribe_Shared
+	case dispatch.Failover:
+		return pb.CommandSubscribe_Failover
+	case dispatch.KeyShared:
+		return pb.CommandSubscribe_Key_Shared
+	}
+	return pb.CommandSubscribe_Exclusive
+}
+
+// subType is the subscription's type.
+func (s *subscription) subType() pb.CommandSubscribe_SubType {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.subTypeLocked()
+}
+
+// setStart sets where a new subscription starts reading (before it has
+// consumers).
+func (s *subscription) setStart(p Position) {
+	s.mu.Lock()
+	s.d.Seek(p)
+	s.mu.Unlock()
+}
+
+// readPos is where the subscription reads new entries next.
+func (s *subscription) readPos() Position {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.d.ReadPos()
 }
 
 // subscribe attaches k to the subscription cmd names, creating it.
@@ -138,29 +171,31 @@ func (t *Topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, k *cons
 			}
 			s.cursor = cur
 			md := cur.MarkDelete()
-			s.readPos = Position{Ledger: md.Ledger, Entry: md.Entry + 1}
+			start := Position{Ledger: md.Ledger, Entry: md.Entry + 1}
 			if k.compacted && md.Entry == -1 {
 				// Nothing consumed (created at Earliest, or reset there):
 				// the compacted view's entries before the log are unread.
-				s.readPos = t.compactedStart(ctx, Position{}, s.readPos)
+				start = t.compactedStart(ctx, Position{}, start)
 			}
+			s.setStart(start)
 			t.subChanged(name) // it exists in every region of the namespace
 			return s, nil
 		}
-		s.readPos = t.startPosition(cmd.GetStartMessageId(), cmd.GetInitialPosition())
+		start := t.startPosition(cmd.GetStartMessageId(), cmd.GetInitialPosition())
 		if d := cmd.GetStartMessageRollbackDurationSec(); d > 0 {
 			if p, err := t.findByTime(ctx, rollback(t.b.deps.Now(), d)); err == nil {
-				s.readPos = p
+				start = p
 			}
 		}
 		if k.compacted {
-			want := s.readPos
+			want := start
 			if startsEarliest(cmd.GetStartMessageId(), cmd.GetInitialPosition()) {
 				want = Position{}
 			}
-			s.readPos = t.compactedStart(ctx, want, s.readPos)
+			start = t.compactedStart(ctx, want, start)
 		}
-		s.startPos = s.readPos
+		s.setStart(start)
+		s.startPos = start
 		return s, nil
 	})
 	if err != nil {
@@ -276,23 +311,22 @@ func (s *subscription) addConsumer(k *consumer, st pb.CommandSubscribe_SubType) 
 	if err := s.checkConsumerLimitsLocked(maxTopic, maxSub, onOthers); err != nil {
 		return err
 	}
-	if err := s.checkRangesLocked(k, st); err != nil {
+	d := dispatch.NewConsumer(k.name, k.priority, k.ranges, k.compacted)
+	switch err := s.d.Attach(d, kindOf(st)); {
+	case errors.Is(err, dispatch.ErrRanges):
+		return fmt.Errorf("%w: %w", wire.ErrConsumerAssign, err)
+	case errors.Is(err, dispatch.ErrKindMismatch):
+		return fmt.Errorf("%w: subscription %s is %v, consumer asks for %v", ErrBusy, s.name, s.subTypeLocked(), st)
+	case errors.Is(err, dispatch.ErrExclusive):
+		return fmt.Errorf("%w: exclusive consumer is already connected to subscription %s", ErrBusy, s.name)
+	case err != nil:
 		return err
 	}
-	if len(s.consumers) > 0 {
-		if st != s.subType {
-			return fmt.Errorf("%w: subscription %s is %v, consumer asks for %v", ErrBusy, s.name, s.subType, st)
-		}
-		if st == pb.CommandSubscribe_Exclusive {
-			return fmt.Errorf("%w: exclusive consumer is already connected to subscription %s", ErrBusy, s.name)
-		}
-	}
-	s.subType = st
 	s.keep = false
-	k.sub = s
+	k.sub, k.d = s, d
 	s.consumers = append(s.consumers, k)
+	s.of[d] = k
 	s.t.touchSub(s.name)
-	s.keyAddLocked(k)
 	if !s.running {
 		s.running = true
 		s.stop, s.done = make(chan struct{}), make(chan struct{})
@@ -311,38 +345,30 @@ func (s *subscription) consumerReady(k *consumer) {
 // ACTIVE_CONSUMER_CHANGE to every consumer.
 func (s *subscription) notifyActive() {
 	s.mu.Lock()
-	if s.subType != pb.CommandSubscribe_Failover || len(s.consumers) == 0 {
+	if s.d.Kind() != dispatch.Failover || len(s.consumers) == 0 {
 		s.mu.Unlock()
 		return
 	}
-	active := s.activeLocked()
+	was := make([]bool, len(s.consumers))
+	for i, c := range s.consumers {
+		was[i] = c.d.Active()
+	}
+	// (Entries the previous active one held go to the new one.)
+	s.d.UpdateActive()
 	type note struct {
 		k      *consumer
 		active bool
 	}
 	var notes []note
-	for _, c := range s.consumers {
-		was := c.active
-		if c == active && !c.active {
-			// Entries the previous active one held go to the new one.
-			for _, o := range s.consumers {
-				if o != c && len(o.pending) > 0 {
-					for p := range o.pending {
-						delete(s.pending, p)
-						s.addReplayLocked(p)
-					}
-					clear(o.pending)
-				}
-			}
-		}
-		c.active = c == active
+	for i, c := range s.consumers {
+		active := c.d.Active()
 		// The Go client registers a consumer only after it has read the
 		// SUBSCRIBE reply, and drops notifications for unknown ids: tell a
 		// consumer once it has sent its first FLOW (see flow), after that
 		// on every change.
-		if c.flowed && (c.active != was || c.told != c.active || !c.toldOnce) {
-			c.told, c.toldOnce = c.active, true
-			notes = append(notes, note{c, c.active})
+		if c.flowed && (active != was[i] || c.told != active || !c.toldOnce) {
+			c.told, c.toldOnce = active, true
+			notes = append(notes, note{c, active})
 		}
 	}
 	s.mu.Unlock()
@@ -358,28 +384,6 @@ func (s *subscription) notifyActive() {
 	s.kick()
 }
 
-// activeLocked picks the Failover active consumer: consumers sorted by
-// priority then name; index 0, or the partition index modulo the count on
-// a partition of a partitioned topic (so N consumers of N partitions get
-// one partition each).
-func (s *subscription) activeLocked() *consumer {
-	if len(s.consumers) == 0 {
-		return nil
-	}
-	sorted := slices.Clone(s.consumers)
-	slices.SortStableFunc(sorted, func(a, b *consumer) int {
-		if c := cmp.Compare(a.priority, b.priority); c != 0 {
-			return c // not a.priority-b.priority, which overflows int32
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	i := 0
-	if p := s.t.name.Partition(); p >= 0 {
-		i = p % len(sorted)
-	}
-	return sorted[i]
-}
-
 // removeConsumer detaches k; what it held unacknowledged is redelivered
 // to the others.
 func (s *subscription) removeConsumer(k *consumer) {
@@ -393,20 +397,15 @@ func (s *subscription) removeConsumer(k *consumer) {
 		return
 	}
 	s.consumers = slices.Delete(s.consumers, i, i+1)
-	for p := range k.pending {
-		delete(s.pending, p)
-		s.redeliveries[p]++
-		s.addReplayLocked(p)
-	}
-	clear(k.pending)
-	s.keyRemoveLocked(k)
+	delete(s.of, k.d)
+	s.d.Detach(k.d)
 	empty := len(s.consumers) == 0
 	var stop chan struct{}
 	if empty && s.running {
 		s.running = false
 		stop = s.stop
 	}
-	failover := s.subType == pb.CommandSubscribe_Failover
+	failover := s.d.Kind() == dispatch.Failover
 	keep := s.keep
 	s.mu.Unlock()
 	if stop != nil {
@@ -469,15 +468,10 @@ func (s *subscription) flow(k *consumer, n int64) {
 	s.mu.Lock()
 	// Permits only add up: a client sending FLOWs for ever saturates at
 	// the most an int64 holds instead of wrapping to a negative count.
-	if k.permits > math.MaxInt64-n {
-		k.permits = math.MaxInt64
-	} else {
-		k.permits += n
-	}
-	s.replayBlocked = false
+	s.d.Flow(k.d, n)
 	first := !k.flowed
 	k.flowed = true
-	failover := s.subType == pb.CommandSubscribe_Failover
+	failover := s.d.Kind() == dispatch.Failover
 	s.mu.Unlock()
 	if first && failover {
 		if strings.HasPrefix(s.name, replication.Prefix) {
@@ -509,33 +503,19 @@ func (s *subscription) ack(k *consumer, ps []Position, cumulative bool) error {
 	s.acked(k)
 	s.mu.Lock()
 	if cumulative {
-		if s.subType == pb.CommandSubscribe_Shared || s.subType == pb.CommandSubscribe_Key_Shared {
+		if s.d.Delayable() { // Shared and Key_Shared
 			s.mu.Unlock()
-			return fmt.Errorf("%w: cumulative acknowledgement is not allowed on %v subscription %s", ErrInvalidArgument, s.subType, s.name)
+			return fmt.Errorf("%w: cumulative acknowledgement is not allowed on %v subscription %s", ErrInvalidArgument, s.subTypeLocked(), s.name)
 		}
 		upTo := ps[0]
 		// On a replication cursor, the replicator acknowledges once the
 		// remote region stored the entries: publishes waiting for it may
 		// go (a no-op elsewhere).
 		s.t.syncConfirmed(s.name, upTo)
-		for p, o := range s.pending {
-			if p.Compare(upTo) <= 0 {
-				delete(s.pending, p)
-				delete(o.pending, p)
-				delete(s.redeliveries, p)
-			}
-		}
-		s.replay = slices.DeleteFunc(s.replay, func(p Position) bool {
-			if p.Compare(upTo) <= 0 {
-				delete(s.replaySet, p)
-				return true
-			}
-			return false
-		})
+		s.d.AckCumulative(upTo)
 	} else {
-		s.forgetLocked(ps)
+		s.d.Ack(ps)
 	}
-	s.replayBlocked = false
 	s.mu.Unlock()
 	s.kick()
 	if s.cursor == nil {
@@ -596,33 +576,10 @@ func (s *subscription) ackBatch(k *consumer, p Position, remaining []int64) erro
 // empty) again, each with its redelivery count raised by one.
 func (s *subscription) redeliver(k *consumer, ps []Position) {
 	s.mu.Lock()
-	if len(ps) == 0 {
-		for p := range k.pending {
-			ps = append(ps, p)
-		}
-	}
-	for _, p := range ps {
-		if s.pending[p] != k {
-			continue
-		}
-		delete(s.pending, p)
-		delete(k.pending, p)
-		s.redeliveries[p]++
-		k.redelivered.Add(1)
-		s.addReplayLocked(p)
-	}
-	s.replayBlocked = false
+	n := s.d.Redeliver(k.d, ps)
 	s.mu.Unlock()
+	k.redelivered.Add(int64(n))
 	s.kick()
-}
-
-func (s *subscription) addReplayLocked(p Position) {
-	if _, ok := s.replaySet[p]; ok {
-		return
-	}
-	s.replaySet[p] = struct{}{}
-	i, _ := slices.BinarySearchFunc(s.replay, p, Position.Compare)
-	s.replay = slices.Insert(s.replay, i, p)
 }
 
 // unsubscribe removes the subscription: only k may be attached unless
@@ -696,15 +653,9 @@ func (s *subscription) seekTime(ctx context.Context, ts time.Time) error {
 
 func (s *subscription) resetTo(p Position) {
 	s.mu.Lock()
-	s.readPos, s.startPos = p, p
-	s.epoch++
-	s.replay, s.replayBlocked = nil, false
-	clear(s.replaySet)
-	clear(s.pending)
-	clear(s.redeliveries)
-	s.delayed = nil
+	s.startPos = p
+	s.d.Seek(p)
 	for _, k := range s.consumers {
-		clear(k.pending)
 		k.toldEnd = false
 	}
 	s.mu.Unlock()
@@ -736,15 +687,6 @@ func (s *subscription) backlog() int64 {
 // ---------------------------------------------------------------------------
 // Dispatch
 
-type plan struct {
-	epoch  uint64
-	replay []Position
-	from   Position
-	n      int
-	// compacted: the consumer reads the compacted view (read_compacted).
-	compacted bool
-}
-
 type outFrame struct {
 	k *consumer
 	// the MESSAGE frame: its head, then the entry (conn.sendEntry)
@@ -775,17 +717,19 @@ func (s *subscription) run(stop, done chan struct{}) {
 			}
 			continue
 		}
+		now := s.t.b.deps.Now()
 		s.mu.Lock()
-		s.promoteDelayedLocked()
+		dd := s.t.delayedDelivery()
+		s.d.PromoteDelayed(now, dd.off)
 		var notify <-chan struct{}
 		if s.t.ml != nil {
 			notify = s.t.ml.Notify()
 		}
 		pl, ok := s.planLocked()
-		pl = pl.limit(min(budget, s.readBytesCap()))
+		pl = limitPlan(pl, min(budget, s.readBytesCap()))
 		wait := time.Hour
-		if len(s.delayed) > 0 {
-			wait = max(time.Millisecond, time.Until(s.t.delayedDelivery().releaseAt(s.delayed[0].at)))
+		if at, ok := s.d.NextDelayed(); ok {
+			wait = max(time.Millisecond, dd.releaseAt(at).Sub(now))
 		}
 		var ended []*consumer
 		if !ok {
@@ -829,46 +773,22 @@ func (s *subscription) run(stop, done chan struct{}) {
 	}
 }
 
-// planLocked decides what the next round reads: entries to redeliver
-// first, else new entries from readPos; false when nothing can be sent.
-func (s *subscription) planLocked() (plan, bool) {
-	// Permits count messages; a round reads entries, counted at the mean
-	// messages per entry of the last round sent (as Pulsar does), so a
-	// backlog of batches is read as the consumers make room, not in
-	// rounds of many times their permits.
-	per := max(1, s.rl.avgMsgs)
-	var permits int64
-	for _, k := range s.consumers {
-		if s.eligibleLocked(k) && s.canTakeLocked(k) {
-			permits += min(k.permits, maxReadBatch*per) // no overflow summing
-		}
+// planLocked asks the core what the next round reads (s.mu held): false
+// when nothing can be sent.
+func (s *subscription) planLocked() (dispatch.Plan, bool) {
+	if s.t.ml == nil {
+		return dispatch.Plan{}, false
 	}
-	if permits <= 0 || s.t.ml == nil {
-		return plan{}, false
-	}
-	n := int(min(max(1, permits/per), maxReadBatch, int64(s.unackedRoomLocked())))
-	pl := plan{epoch: s.epoch}
-	for _, k := range s.consumers {
-		if k.compacted && s.eligibleLocked(k) {
-			pl.compacted = true
-		}
-	}
-	if len(s.replay) > 0 && !s.replayBlocked {
-		cnt := min(n, len(s.replay))
-		pl.replay = slices.Clone(s.replay[:cnt])
-		return pl, true
-	}
-	if len(s.replay) >= maxReplay {
-		return plan{}, false
-	}
-	if s.readPos.Compare(s.t.ml.LastConfirmed()) > 0 {
-		return plan{}, false
-	}
-	if lim, ok := s.syncLimit(); ok && s.readPos.Compare(lim) > 0 {
-		return plan{}, false // not confirmed by enough regions yet (syncrepl.go)
-	}
-	pl.from, pl.n = s.readPos, n
-	return pl, true
+	s.setLimitsLocked()
+	log := dispatch.Log{LastConfirmed: s.t.ml.LastConfirmed()}
+	log.Limit, log.HasLimit = s.syncLimit()
+	return s.d.Plan(log, s.rl.avgMsgs)
+}
+
+// setLimitsLocked gives the core the topic's limits on unacknowledged
+// entries, which its policies may have changed.
+func (s *subscription) setLimitsLocked() {
+	s.d.SetLimits(dispatch.Limits{PerConsumer: s.t.maxUnackedPerConsumer(), PerSubscription: s.t.maxUnackedPerSubscription()})
 }
 
 // syncLimit is the topic's dispatch limit for this subscription: none for
@@ -880,25 +800,15 @@ func (s *subscription) syncLimit() (Position, bool) {
 	return s.t.dispatchLimit()
 }
 
-func (s *subscription) eligibleLocked(k *consumer) bool {
-	switch s.subType {
-	case pb.CommandSubscribe_Exclusive:
-		return len(s.consumers) > 0 && s.consumers[0] == k
-	case pb.CommandSubscribe_Failover:
-		return k.active
-	}
-	return true
-}
-
 // read reads what pl names, outside the lock: from the topic, or, for a
 // consumer reading compacted, from the compacted view up to its horizon.
 // masks are the ack sets of compacted batches some of whose messages
 // were removed (by position).
-func (s *subscription) read(pl plan) (_ []mledger.Entry, masks map[Position][]int64, _ Position, _ error) {
+func (s *subscription) read(pl dispatch.Plan) (_ []mledger.Entry, masks map[Position][]int64, _ Position, _ error) {
 	ctx, cancel := context.WithTimeout(s.t.b.ctx, 30*time.Second)
 	defer cancel()
 	var view *compactor.View
-	if pl.compacted {
+	if pl.Compacted {
 		v, err := s.t.compactedView(ctx)
 		if err != nil {
 			return nil, nil, Position{}, err
@@ -915,9 +825,9 @@ func (s *subscription) read(pl plan) (_ []mledger.Entry, masks map[Position][]in
 		}
 		return mledger.Entry{Position: e.Position, Data: e.Data}
 	}
-	if len(pl.replay) > 0 {
+	if len(pl.Replay) > 0 {
 		var out []mledger.Entry
-		for _, p := range pl.replay {
+		for _, p := range pl.Replay {
 			if inView(p) {
 				e, ok, err := view.Find(ctx, p)
 				if err != nil {
@@ -942,15 +852,15 @@ func (s *subscription) read(pl plan) (_ []mledger.Entry, masks map[Position][]in
 		}
 		return out, masks, Position{}, nil
 	}
-	if inView(pl.from) {
-		es, next, err := view.Read(ctx, pl.from, pl.n)
+	if inView(pl.From) {
+		es, next, err := view.Read(ctx, pl.From, pl.N)
 		out := make([]mledger.Entry, 0, len(es))
 		for _, e := range es {
 			out = append(out, keep(e))
 		}
 		return out, masks, next, err
 	}
-	es, next, err := s.t.ml.Read(ctx, pl.from, pl.n)
+	es, next, err := s.t.ml.Read(ctx, pl.From, pl.N)
 	if lim, ok := s.syncLimit(); ok && err == nil {
 		for i, e := range es {
 			if e.Position.Compare(lim) > 0 {
@@ -962,76 +872,57 @@ func (s *subscription) read(pl plan) (_ []mledger.Entry, masks map[Position][]in
 	return es, nil, next, err
 }
 
-// assign hands the entries read to consumers and builds their frames.
-// covered are entries another region's state acknowledges (still waiting
-// to be applied here): not sent, acknowledged by the caller.
-func (s *subscription) assign(pl plan, entries []mledger.Entry, masks map[Position][]int64, next Position, advance bool) (out []outFrame, covered []Position) {
+// assign hands the entries read to the core, which gives them to
+// consumers, and builds their frames. covered are entries another
+// region's state acknowledges (still waiting to be applied here): not
+// sent, acknowledged by the caller.
+func (s *subscription) assign(pl dispatch.Plan, entries []mledger.Entry, masks map[Position][]int64, next Position, advance bool) (out []outFrame, covered []Position) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pl.epoch != s.epoch || s.closed {
+	if s.closed {
 		return nil, nil
 	}
-	isReplay := len(pl.replay) > 0
-	if isReplay {
-		for _, p := range pl.replay {
-			if _, ok := s.replaySet[p]; ok {
-				delete(s.replaySet, p)
-			}
-		}
-		s.replay = slices.DeleteFunc(s.replay, func(p Position) bool {
-			return slices.Contains(pl.replay, p)
-		})
-	} else if advance {
-		s.readPos = next
-	}
-	blocked := map[*consumer]bool{}
-	sentReplay := false
-	now := s.t.b.deps.Now()
-	delay := !s.t.delayedDelivery().off && s.delayable()
-	for _, e := range entries {
+	keyed := s.d.Kind() == dispatch.KeyShared
+	in := make([]dispatch.Entry, len(entries))
+	metas := make([]*pb.MessageMetadata, len(entries))
+	for i, e := range entries {
 		p := e.Position
+		in[i].Position = p
 		if e.Data == nil {
-			delete(s.redeliveries, p)
+			in[i].Gone = true
 			continue
 		}
-		if s.cursor != nil && s.cursor.IsAcked(p) && !(pl.compacted && s.t.goneFromLog(p)) || s.pending[p] != nil {
-			// (A compacted entry whose own is trimmed from the log is not
-			// acknowledged by a mark-delete position past it.)
-			delete(s.redeliveries, p)
+		// (A compacted entry whose own is trimmed from the log is not
+		// acknowledged by a mark-delete position past it.)
+		if s.cursor != nil && s.cursor.IsAcked(p) && !(pl.Compacted && s.t.goneFromLog(p)) {
+			in[i].Acked = true
 			continue
 		}
 		meta, _, err := wire.DecodeEntry(e.Data)
 		if err != nil {
 			s.t.b.log.Error("undecodable entry skipped", "topic", s.t.name.String(), "position", p.String(), "err", err)
+			in[i].Bad = true
 			continue
 		}
-		if s.cursor != nil && s.t.waitingCovers(s.name, p, meta) {
-			delete(s.redeliveries, p)
-			covered = append(covered, p)
-			continue
+		metas[i] = meta
+		in[i].Covered = s.cursor != nil && s.t.waitingCovers(s.name, p, meta)
+		if keyed {
+			in[i].Key = stickyKey(meta)
 		}
-		if at := meta.GetDeliverAtTime(); at > 0 && delay && !isReplay {
-			if t := time.UnixMilli(at); t.After(now) {
-				heap.Push(&s.delayed, delayed{at: t, p: p})
-				continue
-			}
-		}
-		k := s.pickLocked(meta, blocked)
-		if k == nil {
-			s.addReplayLocked(p)
-			continue
-		}
-		n := int64(1)
+		in[i].Messages = 1
 		if meta.NumMessagesInBatch != nil {
-			n = int64(max(1, meta.GetNumMessagesInBatch()))
+			in[i].Messages = int64(max(1, meta.GetNumMessagesInBatch()))
 		}
-		k.permits -= n
-		k.pending[p] = struct{}{}
-		s.pending[p] = k
-		if isReplay {
-			sentReplay = true
+		if at := meta.GetDeliverAtTime(); at > 0 {
+			in[i].DeliverAt = time.UnixMilli(at)
 		}
-		f, err := s.messageFrame(k, p, e.Data, masks[p])
+	}
+	now := s.t.b.deps.Now()
+	s.setLimitsLocked()
+	ds, covered := s.d.Assign(pl, in, next, advance, now, !s.t.delayedDelivery().off)
+	for _, d := range ds {
+		e, k, n := entries[d.Index], s.of[d.Consumer], d.Messages
+		f, err := s.messageFrame(k, e.Position, e.Data, masks[e.Position])
 		if err != nil {
 			continue
 		}
@@ -1041,21 +932,10 @@ func (s *subscription) assign(pl plan, entries []mledger.Entry, masks map[Positi
 		s.lastConsumed.Store(now.UnixMilli())
 		s.msgOut += n
 		s.t.b.recordOut(s.t, n, int64(len(e.Data)))
-		s.traceDeliver(meta, k)
+		s.traceDeliver(metas[d.Index], k)
 		out = append(out, outFrame{k, f, e.Data, n, int64(len(e.Data))})
 	}
-	if isReplay && !sentReplay {
-		s.replayBlocked = true
-	}
 	return out, covered
-}
-
-// delayable says whether deliver-at times are honoured, while the
-// topic's delayed delivery is on: on Shared and Key_Shared
-// subscriptions, as in Pulsar. (The limits on unacknowledged entries
-// apply to the same subscriptions.)
-func (s *subscription) delayable() bool {
-	return s.subType == pb.CommandSubscribe_Shared || s.subType == pb.CommandSubscribe_Key_Shared
 }
 
 // messageFrame builds the head of the MESSAGE frame of the entry at p
@@ -1067,7 +947,7 @@ func (s *subscription) messageFrame(k *consumer, p Position, data []byte, mask [
 		ConsumerId: &k.id,
 		MessageId:  &pb.MessageIdData{LedgerId: u64p(uint64(p.Ledger)), EntryId: u64p(uint64(p.Entry)), Partition: &part},
 	}}
-	if rc := s.redeliveries[p]; rc > 0 {
+	if rc := s.d.Redeliveries(p); rc > 0 {
 		cmd.Message.RedeliveryCount = &rc
 	}
 	if s.cursor != nil {
@@ -1081,62 +961,25 @@ func (s *subscription) messageFrame(k *consumer, p Position, data []byte, mask [
 	return wire.AppendEntryCommandHead(nil, cmd, nil, data)
 }
 
-// pickLocked chooses the consumer for an entry, nil if none can take it
-// now. blocked records Key_Shared consumers that missed an entry this
-// round, so that their later entries wait too (per-key order).
-func (s *subscription) pickLocked(meta *pb.MessageMetadata, blocked map[*consumer]bool) *consumer {
-	switch s.subType {
-	case pb.CommandSubscribe_Exclusive, pb.CommandSubscribe_Failover:
-		for _, k := range s.consumers {
-			if s.eligibleLocked(k) && k.permits > 0 {
-				return k
-			}
-		}
-		return nil
-	case pb.CommandSubscribe_Key_Shared:
-		k := s.keyOwnerLocked(stickyKey(meta))
-		if k == nil || blocked[k] || !s.canTakeLocked(k) {
-			if k != nil {
-				blocked[k] = true
-			}
-			return nil
-		}
-		return k
-	default:
-		// Shared: round robin over consumers with permits, the highest
-		// priority level (lowest number) first.
-		best := int32(math.MaxInt32)
-		for _, k := range s.consumers {
-			if s.canTakeLocked(k) && k.priority < best {
-				best = k.priority
-			}
-		}
-		for i := range s.consumers {
-			k := s.consumers[(s.rr+i)%len(s.consumers)]
-			if s.canTakeLocked(k) && k.priority == best {
-				s.rr = (s.rr + i + 1) % len(s.consumers)
-				return k
-			}
-		}
-		return nil
-	}
-}
-
 // offerNonPersistent delivers a message of a non-persistent topic to a
 // consumer with a permit, or drops it.
 func (s *subscription) offerNonPersistent(p Position, entry []byte) {
-	s.mu.Lock()
 	meta, _, err := wire.DecodeEntry(entry)
 	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	var key []byte
+	if s.d.Kind() == dispatch.KeyShared {
+		key = stickyKey(meta)
+	}
+	s.setLimitsLocked()
+	d := s.d.Offer(key, int64(max(1, meta.GetNumMessagesInBatch())))
+	if d == nil {
 		s.mu.Unlock()
 		return
 	}
-	k := s.pickLocked(meta, map[*consumer]bool{})
-	if k == nil {
-		s.mu.Unlock()
-		return
-	}
-	k.permits -= int64(max(1, meta.GetNumMessagesInBatch()))
+	k := s.of[d]
 	f, err := s.messageFrame(k, p, entry, nil)
 	s.mu.Unlock()
 	if err == nil {
@@ -1164,121 +1007,11 @@ func stickyKey(meta *pb.MessageMetadata) []byte {
 	return stickyKeyNone
 }
 
-// keyHashRange is the size of Key_Shared's hash space.
-const keyHashRange = 65536
-
-func keyHash(key []byte) int32 {
-	return int32((topic.Murmur3(key, 0) & 0x7fffffff) % keyHashRange)
-}
-
-// keyRange is one part of the auto-split hash space: the hashes after
-// the previous range's end up to end (inclusive) belong to k.
-type keyRange struct {
-	end int32
-	k   *consumer
-}
-
-// keyAddLocked gives a new AUTO_SPLIT consumer a range, as Pulsar's
-// hash-range auto-split selector does: the first takes everything, each
-// next one takes the upper half of the largest range, so keys already
-// placed mostly stay where they are.
-func (s *subscription) keyAddLocked(k *consumer) {
-	if s.subType != pb.CommandSubscribe_Key_Shared || len(k.ranges) > 0 {
-		return
-	}
-	if len(s.keyRanges) == 0 {
-		s.keyRanges = []keyRange{{end: keyHashRange - 1, k: k}}
-		return
-	}
-	best, bestSize, start := 0, int32(-1), int32(0)
-	for i, r := range s.keyRanges {
-		if size := r.end - start + 1; size > bestSize {
-			best, bestSize = i, size
-		}
-		start = r.end + 1
-	}
-	if bestSize < 2 {
-		return // no room: it gets no keys
-	}
-	lo := int32(0)
-	if best > 0 {
-		lo = s.keyRanges[best-1].end + 1
-	}
-	mid := lo + bestSize/2 - 1
-	old := s.keyRanges[best]
-	s.keyRanges[best] = keyRange{end: mid, k: old.k}
-	s.keyRanges = slices.Insert(s.keyRanges, best+1, keyRange{end: old.end, k: k})
-}
-
-// keyRemoveLocked gives a leaving consumer's ranges to the range after
-// each (or before, for the last).
-func (s *subscription) keyRemoveLocked(k *consumer) {
-	for i := 0; i < len(s.keyRanges); {
-		if s.keyRanges[i].k != k {
-			i++
-			continue
-		}
-		if i == len(s.keyRanges)-1 && i > 0 {
-			s.keyRanges[i-1].end = s.keyRanges[i].end
-		}
-		s.keyRanges = slices.Delete(s.keyRanges, i, i+1)
-	}
-}
-
-func (s *subscription) keyOwnerLocked(key []byte) *consumer {
-	h := keyHash(key)
-	for _, k := range s.consumers {
-		for _, r := range k.ranges {
-			if h >= r[0] && h <= r[1] {
-				return k
-			}
-		}
-	}
-	i := sort.Search(len(s.keyRanges), func(i int) bool { return s.keyRanges[i].end >= h })
-	if i == len(s.keyRanges) {
-		return nil
-	}
-	return s.keyRanges[i].k
-}
-
-// ---------------------------------------------------------------------------
-// Delayed delivery
-
-type delayed struct {
-	at time.Time
-	p  Position
-}
-
-type delayHeap []delayed
-
-func (h delayHeap) Len() int           { return len(h) }
-func (h delayHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h delayHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *delayHeap) Push(x any)        { *h = append(*h, x.(delayed)) }
-func (h *delayHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// promoteDelayedLocked moves delayed entries that are due to replay: all
-// of them once the topic's delayed delivery is off.
-func (s *subscription) promoteDelayedLocked() {
-	now := s.t.b.deps.Now()
-	off := s.t.delayedDelivery().off
-	for len(s.delayed) > 0 && (off || !s.delayed[0].at.After(now)) {
-		d := heap.Pop(&s.delayed).(delayed)
-		s.addReplayLocked(d.p)
-		s.replayBlocked = false
-	}
-}
-
 // reachedEndLocked returns the consumers to tell that they reached the end
 // of a terminated topic: everything was read (nothing to redeliver either)
 // and they were not told yet.
 func (s *subscription) reachedEndLocked() []*consumer {
-	if s.t.ml == nil || !s.t.ml.Terminated() || len(s.replay) > 0 || s.readPos.Compare(s.t.ml.LastConfirmed()) <= 0 {
+	if s.t.ml == nil || !s.t.ml.Terminated() || !s.d.Drained(s.t.ml.LastConfirmed()) {
 		return nil
 	}
 	var out []*consumer

@@ -216,7 +216,7 @@ func (t *Topic) replConsumers() []*consumer {
 		}
 		s.mu.Lock()
 		for _, k := range s.consumers {
-			if k.active && k.flowed {
+			if k.d.Active() && k.flowed {
 				out = append(out, k)
 			}
 		}
@@ -622,28 +622,9 @@ func (b *Broker) internOrigin(s string) string {
 // an acknowledgement from a consumer does.
 func (s *subscription) forget(ps []Position) {
 	s.mu.Lock()
-	s.forgetLocked(ps)
-	s.replayBlocked = false
+	s.d.Ack(ps)
 	s.mu.Unlock()
 	s.kick()
-}
-
-// forgetLocked drops individually acknowledged entries from the pending,
-// redelivery and replay sets. s.mu held.
-func (s *subscription) forgetLocked(ps []Position) {
-	for _, p := range ps {
-		if o := s.pending[p]; o != nil {
-			delete(s.pending, p)
-			delete(o.pending, p)
-		}
-		delete(s.redeliveries, p)
-		if _, ok := s.replaySet[p]; ok {
-			delete(s.replaySet, p)
-			if i, found := slices.BinarySearchFunc(s.replay, p, Position.Compare); found {
-				s.replay = slices.Delete(s.replay, i, i+1)
-			}
-		}
-	}
 }
 
 // splitForeign separates acknowledged positions in this region's log from
