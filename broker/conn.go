@@ -614,7 +614,7 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		case t.ml == nil:
 			err = fmt.Errorf("%w: non-persistent topic %s is not replicated", ErrInvalidArgument, name)
 		default:
-			err = t.ensureDedupState(ctx)
+			err = t.dedup.ensureLoaded(ctx)
 		}
 		if err != nil {
 			c.sendError(reqID, err)

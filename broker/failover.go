@@ -319,15 +319,15 @@ func (t *Topic) markEpoch(ctx context.Context) error {
 		return nil
 	}
 	t.mu.Lock()
-	done, cur := t.epochs.marked(f.Epoch), t.dedupCur
+	done, cur := t.epochs.marked(f.Epoch), t.dedup.cur
 	t.mu.Unlock()
 	if done || cur == nil {
 		return nil
 	}
 	// Under dedupWrite, so a snapshot written meanwhile keeps the mark
-	// (writeDedupSnapshot puts the current one in).
-	t.dedupWrite.Lock()
-	defer t.dedupWrite.Unlock()
+	// (dedup.writeSnapshot puts the current one in).
+	t.dedup.write.Lock()
+	defer t.dedup.write.Unlock()
 	t.mu.Lock()
 	done = t.epochs.marked(f.Epoch)
 	t.mu.Unlock()

@@ -145,7 +145,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 		t.policy = t.b.sharedPolicy(t.name.NamespaceName(), p)
 	}
 	if pol.Failover.Mode == policy.ActiveStandby {
-		t.dedupOn = true
+		t.dedup.on = true
 	}
 	subs := make([]*subscription, 0, len(t.subs))
 	for _, s := range t.subs {
@@ -153,7 +153,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	}
 	t.mu.Unlock()
 	t.storeLimits(pol)
-	t.setDedupInterval(t.b.dedupSnapshotInterval(pol))
+	t.dedup.setInterval(t.b.dedupSnapshotInterval(pol))
 	if t.ml != nil {
 		t.ml.SetRetention(pol.Retention)
 		t.ml.SetAffinity(pol.Affinity)

@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/mledger"
-	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -287,7 +284,7 @@ func (t *Topic) checkReplSubscribe(ctx context.Context, name string, st pb.Comma
 // stored, or the entry's next copy is dropped as stored and the source,
 // told so, acknowledges it (docs/replication.md, "Exactly once").
 func (t *Topic) publishReplicated(ctx context.Context, from *producer, src string, pos mledger.Position, origin originSeq, numMsgs int, entry []byte, done func(mledger.Position, bool, error)) {
-	if err := t.ensureDedupState(ctx); err != nil {
+	if err := t.dedup.ensureLoaded(ctx); err != nil {
 		done(mledger.Position{}, false, err)
 		return
 	}
@@ -343,7 +340,7 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 		done(mledger.Position{}, false, nil)
 		return
 	}
-	dedupSeq := t.replicaDedup(src)
+	dedupSeq := t.dedup.replica(src)
 	t.mu.Lock()
 	if pos.Compare(st.pushed) <= 0 || st.chain.Broken() {
 		t.mu.Unlock()
@@ -354,8 +351,8 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 	// already is a copy of a message stored here: this region stored it
 	// as the primary when it was cut off, and the producer, not told,
 	// resent it to the new primary, which sends it back now.
-	if dedupSeq && origin.producer != "" && t.dedupPushed != nil {
-		if last, ok := t.dedupPushed[origin.producer]; ok && origin.first <= last {
+	if dedupSeq && origin.producer != "" && t.dedup.pushed != nil {
+		if last, ok := t.dedup.pushed[origin.producer]; ok && origin.first <= last {
 			t.mu.Unlock()
 			done(mledger.Position{}, false, nil)
 			return
@@ -369,9 +366,9 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 	}
 	// Counted at once, as a producer's own send is: a resend of the same
 	// message that arrives while this one is stored is dropped.
-	pushedSeq := dedupSeq && origin.producer != "" && t.dedupPushed != nil && origin.seq > t.dedupPushed[origin.producer]
+	pushedSeq := dedupSeq && origin.producer != "" && t.dedup.pushed != nil && origin.seq > t.dedup.pushed[origin.producer]
 	if pushedSeq {
-		t.dedupPushed[origin.producer] = origin.seq
+		t.dedup.pushed[origin.producer] = origin.seq
 	}
 	t.mu.Unlock()
 	entry = t.markLate(src, entry, numMsgs)
@@ -380,8 +377,8 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 	t.ml.AddEntryChainedAsync(ctx, chain, entry, func(p mledger.Position, err error) {
 		t.mu.Lock()
 		st.inflight--
-		if err != nil && pushedSeq && t.dedupPushed[origin.producer] == origin.seq {
-			t.dedupPushed[origin.producer] = t.dedupConfirmed[origin.producer]
+		if err != nil && pushedSeq && t.dedup.pushed[origin.producer] == origin.seq {
+			t.dedup.pushed[origin.producer] = t.dedup.confirmed[origin.producer]
 		}
 		if err == nil {
 			if pos.Compare(st.confirmed) > 0 {
@@ -395,7 +392,7 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 		t.mu.Unlock()
 		if err == nil {
 			t.learnOrigin(origin)
-			t.dedupStored(p)
+			t.dedup.stored(p)
 			t.noteReplicated()
 		}
 		t.addFailed(err)
@@ -417,146 +414,23 @@ type originSeq struct {
 	first    int64 // its first (a batch's own sequence id)
 }
 
-// crossRegionDedup says whether producers' sequence ids carry across
-// regions: in an active-standby namespace a producer that fails over to
-// the new primary resends what it had pending with the same name and
-// sequence ids, so the new primary drops what it already has from the
-// old one by replication.
-func (t *Topic) crossRegionDedup() bool {
-	return t.failover().Mode == policy.ActiveStandby
-}
-
-// replicaDedup says whether entries replicated from src are
-// de-duplicated by their producers' sequence ids against what this topic
-// stored, in an active-standby namespace: at a standby, those from the
-// primary; at a primary that does not hold its fence (cut off, or taking
-// over), all of them — after a partition heals, the new primary's stream
-// may come before this region hears that it is no longer the primary.
-// Not at the primary that writes: an old primary's late tail is stored
-// there, or dropped by resentHere.
-func (t *Topic) replicaDedup(src string) bool {
-	f := t.failover()
-	switch {
-	case f.Mode != policy.ActiveStandby:
-		return false
-	case f.Primary != t.b.cfg.Cluster:
-		return src == f.Primary
-	default:
-		return t.b.checkPrimary(t.name) != nil
-	}
-}
-
 // learnOrigin records a replicated entry's producer sequence id for
 // de-duplication, in active-standby namespaces.
 func (t *Topic) learnOrigin(o originSeq) {
-	if o.producer == "" || !t.crossRegionDedup() {
+	if o.producer == "" || !t.dedup.crossRegion() {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.dedupPushed == nil {
+	if t.dedup.pushed == nil {
 		return
 	}
-	if o.seq > t.dedupPushed[o.producer] {
-		t.dedupPushed[o.producer] = o.seq
+	if o.seq > t.dedup.pushed[o.producer] {
+		t.dedup.pushed[o.producer] = o.seq
 	}
-	if o.seq > t.dedupConfirmed[o.producer] {
-		t.dedupConfirmed[o.producer] = o.seq
+	if o.seq > t.dedup.confirmed[o.producer] {
+		t.dedup.confirmed[o.producer] = o.seq
 	}
-}
-
-// ensureDedupState loads the de-duplication state (producer sequence ids
-// and replication high-water marks) unless it is loaded: the snapshot in
-// the isobar.dedup cursor's properties, then a replay of every entry after
-// its mark-delete position.
-func (t *Topic) ensureDedupState(ctx context.Context) error {
-	t.dedupLoad.Lock()
-	defer t.dedupLoad.Unlock()
-	t.mu.Lock()
-	loaded := t.dedupCur != nil
-	t.mu.Unlock()
-	if loaded || t.ml == nil {
-		return nil
-	}
-	c, err := t.ml.OpenCursor(ctx, dedupCursor, mledger.Earliest)
-	if err != nil {
-		return err
-	}
-	seqs := map[string]int64{}
-	hwm := map[string]mledger.Position{}
-	lastOwn := noPosition
-	props := c.Properties()
-	epochs, err := loadEpochFirsts(props)
-	if err != nil {
-		// Not fatal: without it a late copy of a resent message may be
-		// stored twice, as before the state was kept.
-		t.b.log.Warn("de-duplication state of the epoch unreadable; starting without it", "topic", t.name.String(), "err", err)
-		epochs = epochFirsts{}
-	}
-	for k, v := range props {
-		if isEpochFirstKey(k) {
-			continue
-		}
-		if src, ok := strings.CutPrefix(k, replication.Prefix); ok {
-			if p, err := ParseSourcePosition(v); err == nil {
-				hwm[src] = p
-			}
-			continue
-		}
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			seqs[k] = n
-		}
-	}
-	md := c.MarkDelete()
-	from := mledger.Position{Ledger: md.Ledger, Entry: md.Entry + 1}
-	crossRegion := t.crossRegionDedup()
-	for {
-		es, next, err := t.ml.Read(ctx, from, 256)
-		if err != nil {
-			return fmt.Errorf("topic %s: de-duplication replay: %w", t.name, err)
-		}
-		for _, e := range es {
-			meta, _, err := wire.DecodeEntry(e.Data)
-			if err != nil {
-				continue
-			}
-			if src, pos, ok, _ := sourcePosition(meta); ok {
-				if old, seen := hwm[src]; !seen || pos.Compare(old) > 0 {
-					hwm[src] = pos
-				}
-				if !crossRegion {
-					continue
-				}
-			} else {
-				lastOwn = e.Position
-				epochs.replayed(e.Position, meta.GetProducerName(), int64(meta.GetSequenceId()))
-			}
-			seq := int64(max(meta.GetSequenceId(), meta.GetHighestSequenceId()))
-			if seq > seqs[meta.GetProducerName()] {
-				seqs[meta.GetProducerName()] = seq
-			}
-		}
-		if len(es) == 0 {
-			break
-		}
-		from = next
-	}
-	t.mu.Lock()
-	t.dedupCur = c
-	t.dedupPushed = seqs
-	t.dedupConfirmed = maps.Clone(seqs)
-	for src, p := range hwm {
-		if t.replIn == nil {
-			t.replIn = map[string]*replIn{}
-		}
-		t.replIn[src] = newReplIn(p)
-	}
-	if lastOwn.Compare(t.lastOwn) > 0 {
-		t.lastOwn = lastOwn
-	}
-	t.epochs = epochs
-	t.mu.Unlock()
-	return nil
 }
 
 // oldestUnacked is the publish time of the first entry after c's

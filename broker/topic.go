@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,21 +14,10 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
-	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
-
-// dedupCursor is the cursor whose properties hold the de-duplication
-// snapshot (producer name → highest sequence id) and whose mark-delete
-// position says up to where the snapshot covers the log.
-const dedupCursor = "isobar.dedup"
-
-// dedupSnapshotEvery is how many entries pass between snapshots (Pulsar's
-// brokerDeduplicationEntriesInterval); the topic's snapshot interval
-// (Broker.dedupSnapshotInterval) takes one sooner when fewer are written.
-const dedupSnapshotEvery = 1000
 
 // Topic is a loaded topic: its managed ledger (nil for a non-persistent
 // topic), producers and subscriptions.
@@ -55,29 +43,13 @@ type Topic struct {
 	// when someone waits for it (goneCh).
 	isGone bool
 	gone   chan struct{}
-	// De-duplication: highest sequence id per producer name, persisted
-	// (pushed) and confirmed.
-	dedupPushed    map[string]int64
-	dedupConfirmed map[string]int64
-	dedupCur       *mledger.Cursor
-	dedupSince     int64            // entries stored since the last snapshot
-	dedupLast      mledger.Position // the last of them
-	// dedupTimer takes a snapshot once the interval has passed since the
-	// first entry after the last one (nil: none armed); dedupGen tells a
-	// timer that was replaced or stopped from the current one.
-	dedupTimer *time.Timer
-	dedupGen   uint64
-	dedupOn    bool                // producers are de-duplicated (policy at load)
-	replIn     map[string]*replIn  // by source cluster (nil until one)
-	replOut    map[string]*replOut // by remote cluster (nil until one)
-	lastOwn    Position            // this region's last own entry (noPosition: not known)
-	epochs     epochFirsts         // per producer, its first sequence id stored here as the primary of the last epoch (epochfirst.go)
-	// dedupLoad serializes loading the de-duplication state.
-	dedupLoad sync.Mutex
-	// dedupWrite serializes writing snapshots, so an older one never
-	// replaces a newer one.
-	dedupWrite    sync.Mutex
-	nonPersistent atomic.Int64 // message ids of a non-persistent topic
+	// dedup is the de-duplication state (dedup.go); t.mu guards most of it.
+	dedup         dedup
+	replIn        map[string]*replIn  // by source cluster (nil until one)
+	replOut       map[string]*replOut // by remote cluster (nil until one)
+	lastOwn       Position            // this region's last own entry (noPosition: not known)
+	epochs        epochFirsts         // per producer, its first sequence id stored here as the primary of the last epoch (epochfirst.go)
+	nonPersistent atomic.Int64        // message ids of a non-persistent topic
 	// subActive is when each subscription last had a consumer come or
 	// go (subscription expiration, maintenance.go).
 	subActiveMu sync.Mutex
@@ -94,7 +66,6 @@ type Topic struct {
 	maxMessageSize atomic.Int64                    // NamespacePolicy.MaxMessageSize, read on every SEND
 	maxUnacked     atomic.Int64                    // NamespacePolicy.MaxUnackedPerConsumer, read on every dispatch
 	maxUnackedSub  atomic.Int64                    // NamespacePolicy.MaxUnackedPerSubscription, likewise
-	dedupInterval  atomic.Int64                    // Broker.dedupSnapshotInterval, nanoseconds
 	delay          atomic.Pointer[delayPolicy]     // Broker.delayPolicyOf, read on every SEND and dispatch round
 	encryption     atomic.Bool                     // NamespacePolicy.EncryptionRequired, read on every SEND
 	quotaExceeded  atomic.Bool                     // a backlog is over its quota (producer policies)
@@ -112,8 +83,9 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 		lastOwn: noPosition,
 		created: b.deps.Now().UnixNano(),
 	}
+	t.dedup.t = t
 	t.storeLimits(pol)
-	t.dedupInterval.Store(int64(b.dedupSnapshotInterval(pol)))
+	t.dedup.interval.Store(int64(b.dedupSnapshotInterval(pol)))
 	t.setRates(pol.Rates)
 	t.attrs = b.topicAttrs(t)
 	return t
@@ -177,9 +149,9 @@ func (t *Topic) load(ctx context.Context) error {
 	t.ml.SetMarkDeleteRate(markDeleteRate(*t.policy))
 	// Active-standby namespaces always de-duplicate: producers resend
 	// across a failover (docs/failover.md).
-	t.dedupOn = t.policy.Deduplication || t.policy.Failover.Mode == policy.ActiveStandby
-	if t.dedupOn || len(t.remotes()) > 0 {
-		if err := t.ensureDedupState(ctx); err != nil {
+	t.dedup.on = t.policy.Deduplication || t.policy.Failover.Mode == policy.ActiveStandby
+	if t.dedup.on || len(t.remotes()) > 0 {
+		if err := t.dedup.ensureLoaded(ctx); err != nil {
 			return err
 		}
 	}
@@ -199,7 +171,7 @@ func (t *Topic) close(ctx context.Context, notify bool) error {
 		return nil
 	}
 	t.closed = true
-	t.stopDedupTimerLocked()
+	t.dedup.stopTimerLocked()
 	t.stopSync()
 	prods := make([]*producer, 0, len(t.producers)+len(t.waiting))
 	for _, p := range t.producers {
@@ -286,8 +258,8 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 	}
 	t.producers[p.name] = p
 	lastSeq = -1
-	if t.dedupOn && t.dedupPushed != nil {
-		if s, ok := t.dedupPushed[p.name]; ok {
+	if t.dedup.on && t.dedup.pushed != nil {
+		if s, ok := t.dedup.pushed[p.name]; ok {
 			lastSeq = s
 		}
 	}
@@ -320,8 +292,8 @@ func (t *Topic) removeProducer(p *producer) {
 		t.producers[next.name] = next
 	}
 	lastSeq := int64(-1)
-	if next != nil && t.dedupOn && t.dedupPushed != nil {
-		if v, ok := t.dedupPushed[next.name]; ok {
+	if next != nil && t.dedup.on && t.dedup.pushed != nil {
+		if v, ok := t.dedup.pushed[next.name]; ok {
 			lastSeq = v
 		}
 	}
@@ -351,9 +323,9 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 		return
 	}
 	top := int64(max(seq, highest))
-	standby := t.crossRegionDedup()
+	standby := t.dedup.crossRegion()
 	t.mu.Lock()
-	dedup := (t.dedupOn || standby) && t.dedupPushed != nil && dedupable
+	dedup := (t.dedup.on || standby) && t.dedup.pushed != nil && dedupable
 	t.mu.Unlock()
 	if standby {
 		if err := t.markEpoch(ctx); err != nil {
@@ -363,14 +335,14 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 	}
 	if dedup {
 		t.mu.Lock()
-		last, ok := t.dedupPushed[p.name]
+		last, ok := t.dedup.pushed[p.name]
 		if ok && int64(seq) <= last {
 			t.mu.Unlock()
 			// Its first copy may still wait for the other regions.
 			t.syncHold(mledger.Position{}, true, func() { done(mledger.Position{}, false, nil) })
 			return
 		}
-		t.dedupPushed[p.name] = top
+		t.dedup.pushed[p.name] = top
 		t.mu.Unlock()
 	}
 	if standby {
@@ -384,16 +356,16 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 			t.noteOwn(pos)
 		}
 		if err == nil && dedup {
-			t.confirmDedup(p.name, top, pos)
-		} else if err == nil && t.dedupLoaded() {
+			t.dedup.confirmStored(p.name, top, pos)
+		} else if err == nil && t.dedup.loaded() {
 			// Not de-duplicated, but counted: the snapshot cursor moves
 			// on, so it never holds back retention.
-			t.dedupStored(pos)
+			t.dedup.stored(pos)
 		}
 		if err != nil && dedup {
 			t.mu.Lock()
-			if t.dedupPushed[p.name] == top {
-				t.dedupPushed[p.name] = t.dedupConfirmed[p.name]
+			if t.dedup.pushed[p.name] == top {
+				t.dedup.pushed[p.name] = t.dedup.confirmed[p.name]
 			}
 			t.mu.Unlock()
 		}
@@ -421,143 +393,6 @@ func (t *Topic) addFailed(err error) {
 		defer cancel()
 		t.b.unloadTopic(ctx, t)
 	}()
-}
-
-// confirmDedup records a persisted sequence id and snapshots now and then.
-func (t *Topic) confirmDedup(name string, seq int64, pos mledger.Position) {
-	t.mu.Lock()
-	if seq > t.dedupConfirmed[name] {
-		t.dedupConfirmed[name] = seq
-	}
-	t.mu.Unlock()
-	t.dedupStored(pos)
-}
-
-func (t *Topic) dedupLoaded() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.dedupCur != nil
-}
-
-// dedupStored counts an entry stored under de-duplication and snapshots
-// the state (sequence ids and replication high-water marks) into the
-// isobar.dedup cursor, whose mark-delete position then says up to where
-// the snapshot covers the log: every dedupSnapshotEvery entries, and
-// once the topic's snapshot interval has passed since the first entry
-// after the last snapshot (a timer armed by that entry, so an idle
-// topic holds none). Callbacks confirm in log order, so a snapshot taken
-// at pos covers every entry up to pos.
-func (t *Topic) dedupStored(pos mledger.Position) {
-	t.mu.Lock()
-	t.dedupSince++
-	t.dedupLast = pos
-	var snap map[string]string
-	if t.dedupSince >= dedupSnapshotEvery {
-		snap = t.dedupSnapshotLocked()
-	} else if t.dedupTimer == nil && !t.closed {
-		t.armDedupTimerLocked(time.Duration(t.dedupInterval.Load()))
-	}
-	cur := t.dedupCur
-	t.mu.Unlock()
-	if snap != nil {
-		// Off the add callback: the callback must not block.
-		go t.writeDedupSnapshot(cur, snap, pos)
-	}
-}
-
-// dedupSnapshotLocked takes the state to snapshot at t.dedupLast and
-// starts counting (and timing) afresh (t.mu held).
-func (t *Topic) dedupSnapshotLocked() map[string]string {
-	t.dedupSince = 0
-	t.stopDedupTimerLocked()
-	snap := make(map[string]string, len(t.dedupConfirmed)+len(t.replIn))
-	for k, v := range t.dedupConfirmed {
-		snap[k] = strconv.FormatInt(v, 10)
-	}
-	for src, st := range t.replIn {
-		if st.confirmed.Ledger >= 0 {
-			snap[replication.Prefix+src] = FormatSourcePosition(st.confirmed)
-		}
-	}
-	t.epochs.appendProps(snap)
-	return snap
-}
-
-// armDedupTimerLocked arms the snapshot timer to fire after d (none when
-// d is not positive; t.mu held).
-func (t *Topic) armDedupTimerLocked(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t.dedupGen++
-	gen := t.dedupGen
-	t.dedupTimer = time.AfterFunc(d, func() { t.dedupTick(gen) })
-}
-
-// stopDedupTimerLocked disarms the snapshot timer (t.mu held); one that
-// is firing already finds itself replaced and does nothing.
-func (t *Topic) stopDedupTimerLocked() {
-	if t.dedupTimer != nil {
-		t.dedupTimer.Stop()
-		t.dedupTimer = nil
-	}
-	t.dedupGen++
-}
-
-// dedupTick is the snapshot timer of generation gen firing: a snapshot
-// at the last entry stored, if any was since the last snapshot.
-func (t *Topic) dedupTick(gen uint64) {
-	t.mu.Lock()
-	if gen != t.dedupGen || t.closed || t.dedupCur == nil {
-		t.mu.Unlock()
-		return
-	}
-	t.dedupTimer = nil
-	if t.dedupSince == 0 {
-		t.mu.Unlock()
-		return
-	}
-	pos := t.dedupLast
-	snap := t.dedupSnapshotLocked()
-	cur := t.dedupCur
-	t.mu.Unlock()
-	t.writeDedupSnapshot(cur, snap, pos)
-}
-
-// setDedupInterval applies a new snapshot interval: a timer armed with
-// the old one is armed again with the new one, from now.
-func (t *Topic) setDedupInterval(d time.Duration) {
-	if time.Duration(t.dedupInterval.Swap(int64(d))) == d {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.dedupTimer != nil {
-		t.stopDedupTimerLocked()
-		t.armDedupTimerLocked(d)
-	}
-}
-
-// writeDedupSnapshot stores snap, the state at pos, in the isobar.dedup
-// cursor: its properties, then its mark-delete position. One at a time,
-// and never over a snapshot of a later position. A failure leaves the
-// previous snapshot in force (the next one covers more).
-func (t *Topic) writeDedupSnapshot(cur *mledger.Cursor, snap map[string]string, pos mledger.Position) {
-	t.dedupWrite.Lock()
-	defer t.dedupWrite.Unlock()
-	if pos.Compare(cur.MarkDelete()) <= 0 {
-		return
-	}
-	// An epoch mark written since snap was taken (markEpoch, under
-	// dedupWrite too) must not be lost.
-	t.mu.Lock()
-	t.epochs.appendProps(snap)
-	t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(t.b.ctx, 10*time.Second)
-	defer cancel()
-	if err := cur.SetProperties(ctx, snap); err == nil {
-		_ = cur.AckCumulative(ctx, pos)
-	}
 }
 
 // subscription returns the named subscription, creating it with create.
