@@ -81,28 +81,34 @@ func newSubscription(t *Topic, name string, st pb.CommandSubscribe_SubType, dura
 	}
 }
 
+// subTypes pairs the protocol's subscription types with the dispatch
+// core's kinds.
+var subTypes = [...]struct {
+	pb   pb.CommandSubscribe_SubType
+	kind dispatch.Kind
+}{
+	{pb.CommandSubscribe_Exclusive, dispatch.Exclusive},
+	{pb.CommandSubscribe_Shared, dispatch.Shared},
+	{pb.CommandSubscribe_Failover, dispatch.Failover},
+	{pb.CommandSubscribe_Key_Shared, dispatch.KeyShared},
+}
+
 // kindOf is the dispatch core's kind of a subscription type.
 func kindOf(st pb.CommandSubscribe_SubType) dispatch.Kind {
-	switch st {
-	case pb.CommandSubscribe_Shared:
-		return dispatch.Shared
-	case pb.CommandSubscribe_Failover:
-		return dispatch.Failover
-	case pb.CommandSubscribe_Key_Shared:
-		return dispatch.KeyShared
+	for _, t := range subTypes {
+		if t.pb == st {
+			return t.kind
+		}
 	}
 	return dispatch.Exclusive
 }
 
 // subTypeLocked is the subscription's type (s.mu held).
 func (s *subscription) subTypeLocked() pb.CommandSubscribe_SubType {
-	switch s.d.Kind() {
-	case dispatch.Shared:
-		return pb.CommandSubscribe_Shared
-	case dispatch.Failover:
-		return pb.CommandSubscribe_Failover
-	case dispatch.KeyShared:
-		return pb.CommandSubscribe_Key_Shared
+	for _, t := range subTypes {
+		if t.kind == s.d.Kind() {
+			return t.pb
+		}
 	}
 	return pb.CommandSubscribe_Exclusive
 }
