@@ -182,14 +182,8 @@ func (s *Server) Addr() string {
 	return s.ln.Addr().String()
 }
 
-// SetReadOnly forces the bookie into read-only mode (or releases the force).
-func (s *Server) SetReadOnly(on bool) {
-	s.forceReadOnly.Store(on)
-	s.refreshReadOnly()
-}
-
 // ReadOnly reports whether the bookie refuses adds: its disk is past the
-// threshold, an operator forced it, or its storage failed (an I/O error
+// threshold, a test forced it, or its storage failed (an I/O error
 // stops the storage accepting writes until a restart). Ledger writers
 // replace a read-only bookie and placement skips it.
 func (s *Server) ReadOnly() bool {
