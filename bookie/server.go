@@ -159,9 +159,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}, nil
 }
 
-// Storage exposes the bookie's storage engine (for tests and tools).
-func (s *Server) Storage() *storage.Store { return s.store }
-
 // ID is the bookie id: the one in its directories' cookie (configured or
 // generated at its first start; for directories of earlier versions, the
 // configured id or the advertised address). Empty until StartOn only for

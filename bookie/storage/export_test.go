@@ -18,3 +18,13 @@ func (s *Store) Checkpoint(ctx context.Context) error {
 	}
 	return s.flush()
 }
+
+// Compact runs one compaction pass now: every sealed entry log whose live
+// fraction is below CompactionThreshold has its live entries copied and is
+// removed (the store runs one every CompactionInterval).
+func (s *Store) Compact(ctx context.Context) (CompactionStats, error) {
+	if s.isClosed.Load() {
+		return CompactionStats{}, ErrClosed
+	}
+	return s.compact(ctx)
+}

@@ -389,16 +389,6 @@ func (s *Store) QueueDepths() (journal, flush int) {
 	return len(s.queue), flush
 }
 
-// Compact runs one compaction pass now: every sealed entry log whose live
-// fraction is below CompactionThreshold has its live entries copied and is
-// removed. It also runs every CompactionInterval.
-func (s *Store) Compact(ctx context.Context) (CompactionStats, error) {
-	if s.isClosed.Load() {
-		return CompactionStats{}, ErrClosed
-	}
-	return s.compact(ctx)
-}
-
 // Close stops accepting requests, completes every queued one, flushes the
 // write cache, writes a final checkpoint and stops all goroutines. Add after
 // Close fails with ErrClosed.
