@@ -152,11 +152,12 @@ var knownTestImports = map[string]map[string]string{
 	// The proxy's tests put it in front of a real region's brokers
 	// (harness_test.go).
 	"proxy": {"region": "harness_test.go: a real region's brokers behind the proxy"},
-	// The provider's acceptance tests run against a real region, and
-	// check its policies in the store.
+	// The provider's acceptance tests run against a real region; one test
+	// checks that the provider's copies of the server's tables (the
+	// permission actions, the longest role) still match them.
 	"terraform/provider": {
 		"region":              "acc_test.go, replication_test.go: acceptance tests against a real region",
-		"globalconfig/policy": "the acceptance tests read the policies the provider wrote",
+		"globalconfig/policy": "permission_test.go: the provider's copies of policy.AuthActions and MaxRoleLen match",
 	},
 	// pulsarconn is the replicator's Pulsar client; its tests talk to a
 	// real broker (pulsarconn_test.go), with its ledgers on real bookies
