@@ -171,10 +171,9 @@ var knownTestImports = map[string]map[string]string{
 }
 
 // TestLayering checks the import rules of the architecture: the
-// replicator talks to brokers over the wire and links none of the broker,
-// the managed ledger or the bookie client; the metadata store is a leaf
-// but for the TLS files utilities (its clients and members serve TLS
-// like every server), which are leaves themselves;
+// replicator talks to brokers over the wire and links no broker or bookie
+// package; the metadata store is a leaf but for the leaf utilities (TLS
+// files: its clients and members serve TLS like every server);
 // only commands import region (composition); only the metadata store
 // talks to etcd (every other package, tests included, goes through
 // metastore.Meta, where a test can put a fault-injecting wrapper).
