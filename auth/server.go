@@ -151,10 +151,6 @@ func (s *Server) IsReplicator(role string) bool {
 	return !s.Enabled() || s.super[role] || s.replicator[role]
 }
 
-// IsProxy reports whether role is a proxy role (never with
-// authentication off: then nobody acts for anybody).
-func (s *Server) IsProxy(role string) bool { return s.Enabled() && s.proxy[role] }
-
 // OriginalPrincipalHeader carries, on an admin or lookup request a proxy
 // forwards, the role of the client it acts for (Pulsar's header).
 const OriginalPrincipalHeader = "X-Original-Principal"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -233,5 +234,38 @@ func TestCloseAfterClientCloseIsNotSuccess(t *testing.T) {
 	md, _, err := newLedgerClient(t, cl).Metadata(ctx, w.ID())
 	if err != nil || md.State == ledger.StateClosed {
 		t.Fatalf("metadata %+v %v: the ledger must still be open (for recovery)", md, err)
+	}
+}
+
+// TestReadOnlyBookieIsReplaced: a ledger writer replaces a bookie of its
+// ensemble that turns read-only, as it does one that fails.
+func TestReadOnlyBookieIsReplaced(t *testing.T) {
+	t.Parallel()
+	cl := testcluster.Start(t, testcluster.Options{Bookies: 4})
+	c := newLedgerClient(t, cl)
+	ctx := context.Background()
+	w, err := c.Create(ctx, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 3, AckQuorum: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := w.Append(ctx, payload(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ro := w.Metadata().Ensembles[0].Bookies[0]
+	cl.BookieByID(ro).Server().SetReadOnly(true)
+	for i := 10; i < 30; i++ {
+		if _, err := w.Append(ctx, payload(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testcluster.WaitFor(t, 10*time.Second, func() bool { return len(w.Metadata().Ensembles) == 2 })
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	md := w.Metadata()
+	if slices.Contains(md.Last().Bookies, ro) {
+		t.Fatalf("read-only bookie still in the ensemble: %+v", md.Ensembles)
 	}
 }

@@ -111,7 +111,8 @@ func TestMetrics(t *testing.T) {
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })
 
 	cfg := testConfig(t, t.TempDir())
-	cfg.FlushInterval = time.Hour // flushes only when the test asks
+	cfg.FlushInterval = time.Hour            // flushes only when the test asks:
+	cfg.WriteCacheMaxBytes = writeCacheBytes // with flushWriteCache
 	s := startServer(t, cfg, Deps{MeterProvider: mp})
 	id := s.ID()
 
@@ -171,9 +172,7 @@ func TestMetrics(t *testing.T) {
 	}
 
 	// Flush to ledger storage; reads then come from the entry log: misses.
-	if err := s.Storage().Checkpoint(ctx); err != nil {
-		t.Fatal(err)
-	}
+	flushWriteCache(t, ctx, s, c, ledger+1)
 	for e := uint64(10); e < 20; e++ {
 		if _, err := c.Read(ctx, ledger, e, false); err != nil {
 			t.Fatalf("read %d: %v", e, err)

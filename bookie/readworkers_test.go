@@ -50,6 +50,7 @@ func TestReadWorkersBoundConcurrentReads(t *testing.T) {
 	g := &gatedReads{arrived: make(chan struct{}, 64), release: make(chan struct{})}
 	cfg := testConfig(t, t.TempDir())
 	cfg.FlushInterval = time.Hour
+	cfg.WriteCacheMaxBytes = writeCacheBytes // flushed by flushWriteCache
 	cfg.ReadWorkers = 2
 	s := startServer(t, cfg, Deps{FS: vfs.NewErrorFS(vfs.Default, g)})
 	var releaseOnce sync.Once
@@ -67,9 +68,7 @@ func TestReadWorkersBoundConcurrentReads(t *testing.T) {
 			t.Fatalf("add %d: %v", e, err)
 		}
 	}
-	if err := s.Storage().Checkpoint(ctx); err != nil { // the entries leave the write cache
-		t.Fatal(err)
-	}
+	flushWriteCache(t, ctx, s, c, ledger+1) // the entries leave the write cache
 	g.mu.Lock()
 	g.armed = true
 	g.mu.Unlock()

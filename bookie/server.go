@@ -159,9 +159,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}, nil
 }
 
-// Storage exposes the bookie's storage engine (for tests and tools).
-func (s *Server) Storage() *storage.Store { return s.store }
-
 // ID is the bookie id: the one in its directories' cookie (configured or
 // generated at its first start; for directories of earlier versions, the
 // configured id or the advertised address). Empty until StartOn only for
@@ -182,14 +179,8 @@ func (s *Server) Addr() string {
 	return s.ln.Addr().String()
 }
 
-// SetReadOnly forces the bookie into read-only mode (or releases the force).
-func (s *Server) SetReadOnly(on bool) {
-	s.forceReadOnly.Store(on)
-	s.refreshReadOnly()
-}
-
 // ReadOnly reports whether the bookie refuses adds: its disk is past the
-// threshold, an operator forced it, or its storage failed (an I/O error
+// threshold, a test forced it, or its storage failed (an I/O error
 // stops the storage accepting writes until a restart). Ledger writers
 // replace a read-only bookie and placement skips it.
 func (s *Server) ReadOnly() bool {

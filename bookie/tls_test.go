@@ -94,7 +94,7 @@ func TestTLSMutual(t *testing.T) {
 	a, b := tlstest.NewCA(t, "region-a"), tlstest.NewCA(t, "region-b")
 	btls := bookieTLS(a)
 	cl := testcluster.Start(t, testcluster.Options{Bookies: 1, Bookie: func(_ int, c *bookie.Config) { c.TLS = btls }})
-	addr, id := cl.Bookie(0).Addr(), cl.Bookie(0).ID()
+	addr := cl.Bookie(0).Addr()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -151,7 +151,7 @@ func TestTLSMutual(t *testing.T) {
 
 			// A ledger client of such credentials reads nothing.
 			lc := tlsLedgerClient(t, cl, tc.cfg)
-			if _, err := lc.BookieConn(ctx, id); err == nil && tc.cfg != nil {
+			if _, err := lc.Pool().Get(ctx, addr); err == nil && tc.cfg != nil {
 				t.Fatal("the ledger client got a connection to the bookie")
 			}
 			r, err := lc.OpenNoRecovery(ctx, ledgerID)

@@ -593,10 +593,6 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	return b, nil
 }
 
-// Panics is the number of panics recovered in command handlers; each is a
-// bug (the connection it happened on is closed).
-func (b *Broker) Panics() int64 { return b.panics.Load() }
-
 // Auth is the broker's authentication: its HTTP server wraps the admin
 // API and lookups with Auth().HTTP.
 func (b *Broker) Auth() *auth.Server { return b.auth }

@@ -25,15 +25,15 @@ func (b *Broker) maintain() {
 			return
 		case <-t.C:
 		}
-		b.MaintainOnce(b.ctx)
+		b.maintainOnce(b.ctx)
 	}
 }
 
-// MaintainOnce re-reads the namespace policies of the loaded topics and
+// maintainOnce re-reads the namespace policies of the loaded topics and
 // applies message TTL, backlog quotas, retention and the deletion of
 // inactive topics once (the maintenance loop calls it every
-// MaintenanceInterval; tests call it directly).
-func (b *Broker) MaintainOnce(ctx context.Context) {
+// MaintenanceInterval; tests call it through export_test.go).
+func (b *Broker) maintainOnce(ctx context.Context) {
 	pols := map[string]NamespacePolicy{}
 	skip := map[string]bool{} // namespaces whose policies could not be read
 	// The topics' own policies, read once per namespace when the

@@ -13,11 +13,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/isobar-mq/isobar/internal/atomicfile"
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -637,7 +639,7 @@ func (c *Cache) persist(written *uint64) {
 	sort.Slice(s.KVs, func(i, j int) bool { return s.KVs[i].Key < s.KVs[j].Key })
 	b, err := encodeSnapshot(s)
 	if err == nil {
-		err = writeFileAtomic(c.cfg.Persist, SnapshotFile, b)
+		err = atomicfile.Write(filepath.Join(c.cfg.Persist, SnapshotFile), b, 0o600)
 	}
 	if err != nil {
 		err = fmt.Errorf("globalconfig: persist to %s: %w", c.cfg.Persist, err)

@@ -276,22 +276,6 @@ func (s *Store) Count(ctx context.Context, prefix string) (n, rev int64, err err
 	return resp.Count, resp.Header.Revision, nil
 }
 
-// DBSize returns the size of the backend database of the first member
-// the store is connected to, and the part of it in use (etcd's Status:
-// what the space quota is checked against, and what compaction and
-// defragmentation would leave).
-func (s *Store) DBSize(ctx context.Context) (size, inUse int64, err error) {
-	eps := s.cli.Endpoints()
-	if len(eps) == 0 {
-		return 0, 0, errors.New("metastore: db size: no endpoint")
-	}
-	st, err := s.cli.Status(ctx, eps[0])
-	if err != nil {
-		return 0, 0, fmt.Errorf("metastore: db size: %w", err)
-	}
-	return st.DbSize, st.DbSizeInUse, nil
-}
-
 // Put writes key unconditionally and returns its new revision.
 func (s *Store) Put(ctx context.Context, key string, value []byte) (int64, error) {
 	resp, err := s.cli.Put(ctx, key, string(value))

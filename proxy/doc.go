@@ -6,7 +6,7 @@
 // broker is a lookup connection: the proxy answers CONNECT itself and
 // forwards LOOKUP, PARTITIONED_METADATA, GET_TOPICS_OF_NAMESPACE and
 // GET_SCHEMA to a live broker of the region (found in the region's broker
-// registrations, package broker/ownership), following the brokers'
+// registrations, which the region passes in as Deps.Brokers), following the brokers'
 // redirects itself, and answers lookups with proxy_through_service_url
 // set, so the client connects to the proxy again with CONNECT naming the
 // owner (proxy_to_broker_url). For such a connection the proxy dials that

@@ -18,15 +18,29 @@ import (
 	noopmetric "go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/isobar-mq/isobar/auth"
-	"github.com/isobar-mq/isobar/broker/ownership"
 )
 
-// brokerInfo is a broker's registration.
-type brokerInfo = ownership.BrokerInfo
+// Broker is what the proxy needs of a broker's registration (the
+// broker/ownership BrokerInfo, which the region converts): its id, its
+// listeners and whether it is draining. The proxy links no broker code.
+type Broker struct {
+	// ID names the broker in its region.
+	ID string
+	// ServiceURL and HTTPURL are its binary protocol and HTTP addresses
+	// ("pulsar://host:port", "http://host:port").
+	ServiceURL, HTTPURL string
+	// ServiceURLTLS and HTTPURLTLS are the same over TLS; empty without.
+	ServiceURLTLS, HTTPURLTLS string
+	// Draining is set while the broker shuts down: no new work for it.
+	Draining bool
+}
 
-// Brokers gives the live brokers of the region (an ownership.View).
+// brokerInfo is a broker's registration.
+type brokerInfo = Broker
+
+// Brokers gives the live brokers of the region.
 type Brokers interface {
-	Brokers() []ownership.BrokerInfo
+	Brokers() []Broker
 }
 
 // Deps are the proxy's live dependencies.
@@ -218,9 +232,9 @@ func (s *Server) Connections() int { return int(s.conns.Load()) }
 // pick returns a live broker for a request that any broker can answer,
 // in turn; draining brokers only when nothing else is live. skip names
 // brokers already tried.
-func (s *Server) pick(skip map[string]bool) (ownership.BrokerInfo, bool) {
+func (s *Server) pick(skip map[string]bool) (Broker, bool) {
 	all := s.deps.Brokers.Brokers()
-	var live, draining []ownership.BrokerInfo
+	var live, draining []Broker
 	for _, b := range all {
 		if skip[b.ID] {
 			continue
@@ -235,14 +249,14 @@ func (s *Server) pick(skip map[string]bool) (ownership.BrokerInfo, bool) {
 		live = draining
 	}
 	if len(live) == 0 {
-		return ownership.BrokerInfo{}, false
+		return Broker{}, false
 	}
 	return live[s.next.Add(1)%uint64(len(live))], true
 }
 
 // brokerByHost finds the registered broker one of whose Pulsar URLs
 // (pulsar:// or pulsar+ssl://) is at hostport.
-func (s *Server) brokerByHost(hostport string) (ownership.BrokerInfo, bool) {
+func (s *Server) brokerByHost(hostport string) (Broker, bool) {
 	for _, b := range s.deps.Brokers.Brokers() {
 		for _, u := range []string{b.ServiceURL, b.ServiceURLTLS} {
 			if u != "" && hostOf(u) == hostport {
@@ -250,12 +264,12 @@ func (s *Server) brokerByHost(hostport string) (ownership.BrokerInfo, bool) {
 			}
 		}
 	}
-	return ownership.BrokerInfo{}, false
+	return Broker{}, false
 }
 
 // brokerByHTTP finds the registered broker one of whose HTTP URLs is at
 // hostport.
-func (s *Server) brokerByHTTP(hostport string) (ownership.BrokerInfo, bool) {
+func (s *Server) brokerByHTTP(hostport string) (Broker, bool) {
 	for _, b := range s.deps.Brokers.Brokers() {
 		for _, u := range []string{b.HTTPURL, b.HTTPURLTLS} {
 			if u != "" && hostOf(u) == hostport {
@@ -263,7 +277,7 @@ func (s *Server) brokerByHTTP(hostport string) (ownership.BrokerInfo, bool) {
 			}
 		}
 	}
-	return ownership.BrokerInfo{}, false
+	return Broker{}, false
 }
 
 // hostOf is the host:port of a URL ("" if it has none).
@@ -277,7 +291,7 @@ func hostOf(u string) string {
 
 // brokerAddr is where the proxy dials broker b's Pulsar port: its TLS
 // listener when the proxy connects over TLS.
-func (s *Server) brokerAddr(b ownership.BrokerInfo) (string, error) {
+func (s *Server) brokerAddr(b Broker) (string, error) {
 	if s.brokerTLS != nil {
 		if b.ServiceURLTLS == "" {
 			return "", fmt.Errorf("broker %s serves no TLS listener (proxy.brokerClient.tls is on)", b.ID)
@@ -288,7 +302,7 @@ func (s *Server) brokerAddr(b ownership.BrokerInfo) (string, error) {
 }
 
 // brokerHTTP is the base URL the proxy sends broker b's HTTP requests to.
-func (s *Server) brokerHTTP(b ownership.BrokerInfo) (string, error) {
+func (s *Server) brokerHTTP(b Broker) (string, error) {
 	if s.brokerTLS != nil {
 		if b.HTTPURLTLS == "" {
 			return "", fmt.Errorf("broker %s serves no HTTPS listener (proxy.brokerClient.tls is on)", b.ID)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/bookie/proto"
+	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/region"
 )
@@ -135,7 +136,7 @@ func TestDecommissionThroughTheRegion(t *testing.T) {
 		for e := int64(0); e <= md.LastEntry; e++ {
 			seg := md.SegmentFor(e)
 			for _, idx := range ledger.WriteSet(e, md.EnsembleSize, md.WriteQuorum) {
-				conn, err := lc.BookieConn(ctx, seg.Bookies[idx])
+				conn, err := testcluster.BookieConn(ctx, meta, "autorec", seg.Bookies[idx], lc.Pool())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -2,12 +2,15 @@ package region
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/broker/primary"
 	"github.com/isobar-mq/isobar/globalconfig"
+	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replicator"
 )
 
@@ -90,3 +93,19 @@ func (r *Region) StopMetastore(ctx context.Context) error { return r.etcd.Shutdo
 
 // StartMetastore starts the embedded etcd again.
 func (r *Region) StartMetastore(ctx context.Context) error { return r.etcd.Start(ctx) }
+
+// EnsureReplicated creates tenant (allowing clusters) and namespace
+// tenant/ns replicated to clusters, unless they exist, and waits until
+// every region sees it.
+func (f *Federation) EnsureReplicated(ctx context.Context, tenant, ns string, clusters []string) error {
+	pol := f.Regions[0].Policies()
+	err := pol.CreateTenant(ctx, tenant, policy.TenantInfo{AdminRoles: []string{}, AllowedClusters: clusters})
+	if err != nil && !errors.Is(err, policy.ErrExists) {
+		return fmt.Errorf("federation: tenant %s: %w", tenant, err)
+	}
+	err = pol.CreateNamespace(ctx, tenant+"/"+ns, &policy.Policies{ReplicationClusters: clusters})
+	if err != nil && !errors.Is(err, policy.ErrExists) {
+		return fmt.Errorf("federation: namespace %s/%s: %w", tenant, ns, err)
+	}
+	return f.waitReplicated(ctx, tenant+"/"+ns, clusters)
+}

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/natsembed"
 	"github.com/isobar-mq/isobar/internal/secrets"
 	"github.com/isobar-mq/isobar/metastore"
@@ -268,22 +267,6 @@ func natsPort(rc Config, planned int) (int, error) {
 		return planned, nil
 	}
 	return freePort(rc.Host)
-}
-
-// EnsureReplicated creates tenant (allowing clusters) and namespace
-// tenant/ns replicated to clusters, unless they exist, and waits until
-// every region sees it.
-func (f *Federation) EnsureReplicated(ctx context.Context, tenant, ns string, clusters []string) error {
-	pol := f.Regions[0].Policies()
-	err := pol.CreateTenant(ctx, tenant, policy.TenantInfo{AdminRoles: []string{}, AllowedClusters: clusters})
-	if err != nil && !errors.Is(err, policy.ErrExists) {
-		return fmt.Errorf("federation: tenant %s: %w", tenant, err)
-	}
-	err = pol.CreateNamespace(ctx, tenant+"/"+ns, &policy.Policies{ReplicationClusters: clusters})
-	if err != nil && !errors.Is(err, policy.ErrExists) {
-		return fmt.Errorf("federation: namespace %s/%s: %w", tenant, ns, err)
-	}
-	return f.waitReplicated(ctx, tenant+"/"+ns, clusters)
 }
 
 // waitReplicated waits until every region sees namespace ns replicated to

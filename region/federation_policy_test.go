@@ -317,7 +317,9 @@ func TestReplicationAddRemoveRegion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
-	f := startFederation(t, 3, nil)
+	f := startFederation(t, 3, func(_ int, c *region.Config) {
+		c.Broker.MaintenanceInterval = 200 * time.Millisecond // drops a removed region's cursor
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r0, r2 := f.Regions[0], f.Regions[2]
@@ -347,7 +349,7 @@ func TestReplicationAddRemoveRegion(t *testing.T) {
 	})
 
 	// Remove r2: no more replication to it, its cursor is gone after the
-	// next maintenance pass, and r2 keeps what it has.
+	// next maintenance pass (every 200ms here), and r2 keeps what it has.
 	if _, err := r0.Policies().UpdateNamespace(ctx, "acme/pair", func(p *policy.Policies) error {
 		p.ReplicationClusters = slices.DeleteFunc(p.ReplicationClusters, func(c string) bool { return c == "r2" })
 		return nil
@@ -355,7 +357,6 @@ func TestReplicationAddRemoveRegion(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "r0's replication section to drop r2", func() bool {
-		r0.Broker(0).MaintainOnce(ctx)
 		_, ok := getStats(t, r0, "acme/pair/grow").Repl["r2"]
 		return !ok
 	})

@@ -147,7 +147,7 @@ func (p *Proxy) Start(ctx context.Context) (err error) {
 		return err
 	}
 	tel := p.deps.Telemetry
-	if p.px, err = proxy.New(p.cfg.Config, proxy.Deps{Brokers: p.view, Logger: p.logger, MeterProvider: tel.MeterProvider()}); err != nil {
+	if p.px, err = proxy.New(p.cfg.Config, proxy.Deps{Brokers: proxyBrokers{p.view}, Logger: p.logger, MeterProvider: tel.MeterProvider()}); err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
@@ -265,4 +265,21 @@ func (p *Proxy) release() {
 		p.store.Close()
 		p.store = nil
 	}
+}
+
+// proxyBrokers gives the proxy the region's live brokers from the
+// ownership registrations, in the proxy's terms (proxy.Broker).
+type proxyBrokers struct{ v *ownership.View }
+
+// Brokers implements proxy.Brokers.
+func (b proxyBrokers) Brokers() []proxy.Broker {
+	infos := b.v.Brokers()
+	out := make([]proxy.Broker, len(infos))
+	for i, in := range infos {
+		out[i] = proxy.Broker{
+			ID: in.ID, ServiceURL: in.ServiceURL, HTTPURL: in.HTTPURL,
+			ServiceURLTLS: in.ServiceURLTLS, HTTPURLTLS: in.HTTPURLTLS, Draining: in.Draining,
+		}
+	}
+	return out
 }

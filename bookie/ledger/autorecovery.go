@@ -327,15 +327,15 @@ func (c *Client) NewAuditor(cfg AuditorConfig) (*Auditor, error) {
 	return a, nil
 }
 
-// Trigger asks for a pass now (a bookie was decommissioned).
-func (a *Auditor) Trigger() {
+// requestPass asks for a pass now (a bookie was decommissioned).
+func (a *Auditor) requestPass() {
 	select {
 	case a.trigger <- struct{}{}:
 	default:
 	}
 }
 
-// Run audits every Interval (and on Trigger) until ctx ends.
+// Run audits every Interval (and on requestPass) until ctx ends.
 func (a *Auditor) Run(ctx context.Context) {
 	defer a.reg.Unregister()
 	t := time.NewTicker(a.cfg.Interval)
@@ -347,7 +347,7 @@ func (a *Auditor) Run(ctx context.Context) {
 		case <-t.C:
 		case <-a.trigger:
 		}
-		r, err := a.AuditOnce(ctx)
+		r, err := a.auditOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			a.c.log.Warn("auditor: pass failed", "err", err)
 		} else if r.Fragments > 0 || r.OpenRecovered > 0 {
@@ -387,10 +387,10 @@ func (a *Auditor) lostSet(v bookieView, named []string, now time.Time) func(stri
 	return func(b string) bool { return lost[b] }
 }
 
-// AuditOnce runs one pass: when this process is the auditor, it finds the
+// auditOnce runs one pass: when this process is the auditor, it finds the
 // ledgers on lost bookies and re-replicates the closed ones. A failure on
 // one ledger is logged and the pass goes on; the error joins them all.
-func (a *Auditor) AuditOnce(ctx context.Context) (AuditReport, error) {
+func (a *Auditor) auditOnce(ctx context.Context) (AuditReport, error) {
 	if a.cfg.Leader != nil && !a.cfg.Leader(ctx) {
 		a.underReplicated.Store(0)
 		a.mu.Lock()
@@ -711,7 +711,7 @@ func (o Operations) Decommission(ctx context.Context, bookie string) error {
 		return err
 	}
 	if o.Auditor != nil {
-		o.Auditor.Trigger()
+		o.Auditor.requestPass()
 	}
 	return nil
 }

@@ -494,12 +494,6 @@ func (c *Client) refreshAddrsSince(ctx context.Context, since time.Time) {
 	c.lastRefresh = time.Now()
 }
 
-// BookieConn returns a connection to bookie id at its current address
-// (for tools and tests).
-func (c *Client) BookieConn(ctx context.Context, id string) (*client.Conn, error) {
-	return c.bookie(ctx, id)
-}
-
 // bookie returns a connection to bookie id. A bookie's address may change
 // while its id stays (docs/format/cookie.md): an id without a known
 // address, or one whose known address does not answer, re-reads the

@@ -330,38 +330,6 @@ func TestEnsembleChangeUnderLoad(t *testing.T) {
 	checkReadBack(t, r, a.data, total-1)
 }
 
-// TestReadOnlyBookieIsReplaced: a bookie turning read-only is replaced too.
-func TestReadOnlyBookieIsReplaced(t *testing.T) {
-	t.Parallel()
-	cl := startCluster(t, 4)
-	c := newClient(t, cl)
-	ctx := context.Background()
-	w, err := c.Create(ctx, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 3, AckQuorum: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 10 {
-		if _, err := w.Append(ctx, payload(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ro := w.Metadata().Ensembles[0].Bookies[0]
-	cl.BookieByID(ro).Server().SetReadOnly(true)
-	for i := 10; i < 30; i++ {
-		if _, err := w.Append(ctx, payload(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testcluster.WaitFor(t, 10*time.Second, func() bool { return len(w.Metadata().Ensembles) == 2 })
-	if err := w.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	md := w.Metadata()
-	if slices.Contains(md.Last().Bookies, ro) {
-		t.Fatalf("read-only bookie still in the ensemble: %+v", md.Ensembles)
-	}
-}
-
 // TestNotEnoughBookies: with no replacement and Qw = Qa, adds fail.
 func TestNotEnoughBookies(t *testing.T) {
 	t.Parallel()

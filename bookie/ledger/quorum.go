@@ -69,14 +69,6 @@ func (t *ackTracker) slot(id int64) (int, bool) {
 	return i, true
 }
 
-// Confirmed is the mask of ensemble indices that confirmed a pending entry.
-func (t *ackTracker) Confirmed(id int64) uint64 {
-	if i, ok := t.slot(id); ok {
-		return t.masks[i]
-	}
-	return 0
-}
-
 // Confirm records that the bookie at ensemble index idx has entry id and
 // returns how many entries became acknowledged (in order) as a result.
 // Confirmations of entries already acknowledged or never added, from an

@@ -40,10 +40,6 @@ type journalPos struct {
 	off  int64
 }
 
-func (p journalPos) less(q journalPos) bool {
-	return p.file < q.file || (p.file == q.file && p.off < q.off)
-}
-
 func journalName(id uint64) string { return fmt.Sprintf("journal-%016x.log", id) }
 
 // parseSeqName parses names like prefix-%016x.suffix.

@@ -389,30 +389,6 @@ func (s *Store) QueueDepths() (journal, flush int) {
 	return len(s.queue), flush
 }
 
-// Checkpoint flushes the write cache to ledger storage, writes a checkpoint
-// and removes journal files wholly before it. It also runs every
-// FlushInterval. ctx is checked before starting; a flush in progress is not
-// interrupted.
-func (s *Store) Checkpoint(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if s.isClosed.Load() {
-		return ErrClosed
-	}
-	return s.flush()
-}
-
-// Compact runs one compaction pass now: every sealed entry log whose live
-// fraction is below CompactionThreshold has its live entries copied and is
-// removed. It also runs every CompactionInterval.
-func (s *Store) Compact(ctx context.Context) (CompactionStats, error) {
-	if s.isClosed.Load() {
-		return CompactionStats{}, ErrClosed
-	}
-	return s.compact(ctx)
-}
-
 // Close stops accepting requests, completes every queued one, flushes the
 // write cache, writes a final checkpoint and stops all goroutines. Add after
 // Close fails with ErrClosed.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/isobar-mq/isobar/internal/atomicfile"
 	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/internal/secrets"
 	"github.com/isobar-mq/isobar/region"
@@ -217,7 +218,8 @@ func parseRegions(s string) ([]string, error) {
 	return names, nil
 }
 
-// writeJSON writes v atomically (temp file + rename).
+// writeJSON writes v atomically (package atomicfile), making the
+// directory if needed.
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -226,9 +228,5 @@ func writeJSON(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, append(b, '\n'), 0o644)
 }

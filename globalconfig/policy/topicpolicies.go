@@ -544,15 +544,6 @@ func (s *Store) SetTopicReplication(ctx context.Context, name topic.Name, cluste
 	})
 }
 
-// RemoveTopicReplication removes a topic's replication override: it
-// follows its namespace again.
-func (s *Store) RemoveTopicReplication(ctx context.Context, name topic.Name) error {
-	return s.UpdateTopicPolicies(ctx, name, GlobalScope, func(tp *TopicPolicies) error {
-		tp.ReplicationClusters = nil
-		return nil
-	})
-}
-
 // deleteTopicPoliciesUnder deletes the topic policies, global and local,
 // of the topics of a namespace just deleted, so a namespace created again
 // under the name does not inherit them. Best effort: a record left behind

@@ -58,9 +58,6 @@ func NewGroup(name string, parts ...Component) *Group {
 // Add appends parts; only before Start.
 func (g *Group) Add(parts ...Component) { g.parts = append(g.parts, parts...) }
 
-// Parts returns the components, in start order.
-func (g *Group) Parts() []Component { return g.parts }
-
 // Name implements Component.
 func (g *Group) Name() string { return g.name }
 

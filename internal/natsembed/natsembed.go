@@ -438,17 +438,6 @@ func (s *Server) Shutdown() {
 	s.ns.WaitForShutdown()
 }
 
-// NumGateways returns how many gateway connections are up, outbound plus
-// inbound (a full mesh of N regions has 2(N-1) on every server).
-func (s *Server) NumGateways() int {
-	out, in := s.gateways()
-	n := len(out)
-	for _, c := range in {
-		n += c
-	}
-	return n
-}
-
 // gateways returns the regions with an outbound gateway connection up and
 // the number of inbound connections up per region.
 func (s *Server) gateways() (out map[string]bool, in map[string]int) {

@@ -21,8 +21,10 @@ const etcdPrefix = "go.etcd.io/etcd/"
 // moduleImports maps every package of the module (by import path) to the
 // module packages its non-test files import, and tells which are commands.
 // etcd lists, by package, the files (test files included) that import one
-// of etcd's packages.
-func moduleImports(t *testing.T) (imports map[string][]string, commands map[string]bool, etcd map[string][]string) {
+// of etcd's packages. tests maps every package to the module packages its
+// test files (of the package and of its _test package) import, other than
+// itself, each with the files that import it.
+func moduleImports(t *testing.T) (imports map[string][]string, commands map[string]bool, etcd map[string][]string, tests map[string]map[string][]string) {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -34,6 +36,7 @@ func moduleImports(t *testing.T) (imports map[string][]string, commands map[stri
 	out := map[string][]string{}
 	commands = map[string]bool{}
 	etcd = map[string][]string{}
+	tests = map[string]map[string][]string{}
 	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -61,6 +64,15 @@ func moduleImports(t *testing.T) (imports map[string][]string, commands map[stri
 			}
 		}
 		if strings.HasSuffix(path, "_test.go") {
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if strings.HasPrefix(p, module+"/") && p != pkg {
+					if tests[pkg] == nil {
+						tests[pkg] = map[string][]string{}
+					}
+					tests[pkg][p] = append(tests[pkg][p], filepath.Base(path))
+				}
+			}
 			return nil
 		}
 		if _, ok := out[pkg]; !ok {
@@ -77,7 +89,7 @@ func moduleImports(t *testing.T) (imports map[string][]string, commands map[stri
 		}
 		return nil
 	})
-	return out, commands, etcd
+	return out, commands, etcd, tests
 }
 
 // deps is every module package pkg links, directly or not.
@@ -96,19 +108,84 @@ func deps(imports map[string][]string, pkg string) map[string]bool {
 	return seen
 }
 
+// under reports whether pkg is the package p or one of its sub-packages
+// (both import paths).
+func under(pkg, p string) bool { return pkg == p || strings.HasPrefix(pkg, p+"/") }
+
+// forbidden are the import rules of the architecture: a package, and
+// every package under it, links none of the packages listed, nor any
+// package under them; "*" means nothing of the module but the package's
+// own sub-packages and the leaf utilities.
+var forbidden = map[string][]string{
+	"replicator":        {"broker", "bookie", "region"},
+	"metastore":         {"*"},
+	"internal/tlsfiles": {"*"},
+	// The leaf utilities are leaves themselves.
+	"internal/filewatch":  {"*"},
+	"internal/atomicfile": {"*"},
+	"wire":                {"*"},
+	"topic":               {"*"},
+	"bookie":              {"broker", "replicator", "region", "globalconfig"},
+	"broker":              {"replicator", "region"},
+	// The proxy forwards bytes to brokers it finds in the region's
+	// registrations (the region hands them over as proxy.Broker): it
+	// links no broker, storage or policy code.
+	"proxy": {"broker", "bookie", "replicator", "region", "globalconfig"},
+	// The Terraform provider is a client of the admin REST API: it
+	// links no server part.
+	"terraform/provider": {"broker", "bookie", "replicator", "region", "globalconfig", "metastore"},
+}
+
+// knownTestImports are the test files that break a rule of forbidden
+// (by package, then import): known, and listed so that no new ones
+// appear. An entry that no longer matches fails too, so the list only
+// shrinks. What the listed import links is not checked further.
+var knownTestImports = map[string]map[string]string{
+	// BenchmarkIdleTopics and BenchmarkManyTopics (scale_test.go,
+	// manytopics_test.go) measure a broker as the region composes it
+	// (region.NewBroker: ownership registry, policies, listeners) over a
+	// region's storage run in a child process (region.Start with no
+	// brokers; scale_test.go's TestMain, which every test of the package
+	// goes through); BenchmarkManyTopics calls Broker.MaintainOnce from
+	// broker/export_test.go, so it cannot simply move into region.
+	"broker": {"region": "scale_test.go, manytopics_test.go: the million-topic benchmarks run a composed broker over a region's storage"},
+	// The proxy's tests put it in front of a real region's brokers
+	// (harness_test.go).
+	"proxy": {"region": "harness_test.go: a real region's brokers behind the proxy"},
+	// The provider's acceptance tests run against a real region; one test
+	// checks that the provider's copies of the server's tables (the
+	// permission actions, the longest role) still match them.
+	"terraform/provider": {
+		"region":              "acc_test.go, replication_test.go: acceptance tests against a real region",
+		"globalconfig/policy": "permission_test.go: the provider's copies of policy.AuthActions and MaxRoleLen match",
+	},
+	// pulsarconn is the replicator's Pulsar client; its tests talk to a
+	// real broker (pulsarconn_test.go), with its ledgers on real bookies
+	// and its namespace policies.
+	"replicator/pulsarconn": {
+		"broker":               "pulsarconn_test.go: a real broker to talk to",
+		"bookie/ledger":        "the broker's ledgers",
+		"internal/testcluster": "the bookies the ledgers are on",
+		"globalconfig/policy":  "the broker's namespace policies",
+	},
+}
+
 // TestLayering checks the import rules of the architecture: the
-// replicator talks to brokers over the wire and links none of the broker,
-// the managed ledger or the bookie client; the metadata store is a leaf
-// but for the TLS files utilities (its clients and members serve TLS
-// like every server), which are leaves themselves;
+// replicator talks to brokers over the wire and links no broker or bookie
+// package; the metadata store is a leaf but for the leaf utilities (TLS
+// files: its clients and members serve TLS like every server);
 // only commands import region (composition); only the metadata store
 // talks to etcd (every other package, tests included, goes through
 // metastore.Meta, where a test can put a fault-injecting wrapper).
+// A rule on a package holds for its sub-packages, and what it forbids
+// includes the forbidden packages' sub-packages. The named rules hold
+// for test files too (what they import and what that links), but for
+// knownTestImports; the leaf rules ("*") do not: tests may use helpers.
 func TestLayering(t *testing.T) {
-	// leafUtilities may be linked by the leaves ("*" below): TLS from
-	// files and the reload-on-change they share.
-	leafUtilities := []string{"internal/tlsfiles", "internal/filewatch"}
-	imports, commands, etcd := moduleImports(t)
+	// leafUtilities may be linked by the leaves ("*" above): TLS from
+	// files, the reload-on-change they share, and atomic file writes.
+	leafUtilities := []string{"internal/tlsfiles", "internal/filewatch", "internal/atomicfile"}
+	imports, commands, etcd, tests := moduleImports(t)
 	for pkg, files := range etcd {
 		if pkg != module+"/metastore" {
 			t.Errorf("%s imports etcd (%s): only metastore may; use metastore.Meta", strings.TrimPrefix(pkg, module+"/"), strings.Join(files, ", "))
@@ -117,32 +194,63 @@ func TestLayering(t *testing.T) {
 	if len(etcd[module+"/metastore"]) == 0 {
 		t.Error("metastore imports no etcd package: is the check looking at the right files?")
 	}
-	forbidden := map[string][]string{
-		"replicator":        {"broker", "broker/mledger", "bookie", "bookie/ledger", "bookie/client", "region"},
-		"metastore":         {"*"},
-		"internal/tlsfiles": {"*"},
-		"wire":              {"*"},
-		"topic":             {"*"},
-		"bookie":            {"broker", "replicator", "region", "globalconfig"},
-		"broker":            {"replicator", "region"},
-		// The proxy forwards bytes to brokers it finds in the region's
-		// registrations: it links no broker, storage or policy code.
-		"proxy": {"broker", "broker/mledger", "broker/admin", "bookie", "bookie/ledger", "bookie/client", "replicator", "region", "globalconfig", "globalconfig/policy"},
-		// The Terraform provider is a client of the admin REST API: it
-		// links no server part.
-		"terraform/provider": {"broker", "broker/admin", "bookie", "replicator", "region", "globalconfig", "globalconfig/policy", "metastore"},
+	// breaks reports whether pkg, under the rule of subject, may not
+	// link d.
+	breaks := func(subject, d string, bad []string) (bool, string) {
+		full := module + "/" + subject
+		for _, b := range bad {
+			if b == "*" && !under(d, full) && !slices.Contains(leafUtilities, strings.TrimPrefix(d, module+"/")) {
+				return true, "*"
+			}
+			if b != "*" && under(d, module+"/"+b) {
+				return true, b
+			}
+		}
+		return false, ""
 	}
-	for pkg, bad := range forbidden {
-		full := module + "/" + pkg
+	usedKnown := map[[2]string]bool{}
+	for subject, bad := range forbidden {
+		full := module + "/" + subject
 		if _, ok := imports[full]; !ok {
-			t.Errorf("package %s not found", pkg)
+			t.Errorf("package %s not found", subject)
 			continue
 		}
-		for d := range deps(imports, full) {
-			for _, b := range bad {
-				if b == "*" && !strings.HasPrefix(d, full+"/") && !slices.Contains(leafUtilities, strings.TrimPrefix(d, module+"/")) || d == module+"/"+b {
-					t.Errorf("%s links %s", pkg, strings.TrimPrefix(d, module+"/"))
+		var named []string // the rules that hold for test files too
+		for _, b := range bad {
+			if b != "*" {
+				named = append(named, b)
+			}
+		}
+		for pkg := range imports {
+			if !under(pkg, full) {
+				continue
+			}
+			short := strings.TrimPrefix(pkg, module+"/")
+			for d := range deps(imports, pkg) {
+				if ok, rule := breaks(subject, d, bad); ok {
+					t.Errorf("%s links %s (rule %s: %s)", short, strings.TrimPrefix(d, module+"/"), subject, rule)
 				}
+			}
+			for imp, files := range tests[pkg] {
+				shortImp := strings.TrimPrefix(imp, module+"/")
+				if _, ok := knownTestImports[short][shortImp]; ok {
+					usedKnown[[2]string{short, shortImp}] = true
+					continue
+				}
+				linked := deps(imports, imp)
+				linked[imp] = true
+				for d := range linked {
+					if ok, rule := breaks(subject, d, named); ok && !under(d, pkg) {
+						t.Errorf("tests of %s (%s) import %s, which is or links %s (rule %s: %s)", short, strings.Join(files, ", "), shortImp, strings.TrimPrefix(d, module+"/"), subject, rule)
+					}
+				}
+			}
+		}
+	}
+	for pkg, m := range knownTestImports {
+		for imp := range m {
+			if !usedKnown[[2]string{pkg, imp}] {
+				t.Errorf("knownTestImports lists %s tests importing %s, which they no longer do: remove the entry", pkg, imp)
 			}
 		}
 	}
@@ -152,6 +260,19 @@ func TestLayering(t *testing.T) {
 		}
 		if slices.Contains(imps, module+"/region") {
 			t.Errorf("%s imports region (composition only: nothing below it may import it)", pkg)
+		}
+	}
+	// Tests may stand up a region only where a rule above lets them (or
+	// lists them): region's own, the commands', and the process tests'.
+	for pkg, imps := range tests {
+		short := strings.TrimPrefix(pkg, module+"/")
+		if commands[pkg] || under(pkg, module+"/region") || pkg == module+"/internal/proctest" {
+			continue
+		}
+		if files, ok := imps[module+"/region"]; ok {
+			if _, known := knownTestImports[short]["region"]; !known {
+				t.Errorf("tests of %s (%s) import region: only region's, the commands' and internal/proctest's tests compose a region", short, strings.Join(files, ", "))
+			}
 		}
 	}
 }

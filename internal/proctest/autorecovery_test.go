@@ -13,6 +13,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/bookie/proto"
+	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -179,7 +180,7 @@ func TestProcessBookieLossReReplicates(t *testing.T) {
 			seg := md.SegmentFor(e)
 			for _, idx := range ledger.WriteSet(e, md.EnsembleSize, md.WriteQuorum) {
 				b := seg.Bookies[idx]
-				conn, err := lc.BookieConn(ctx, b)
+				conn, err := testcluster.BookieConn(ctx, meta, east.Name, b, lc.Pool())
 				if err != nil {
 					t.Fatalf("bookie %s: %v", b, err)
 				}

@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/auth"
+	"github.com/isobar-mq/isobar/internal/atomicfile"
 	"github.com/isobar-mq/isobar/internal/tlsfiles"
 )
 
@@ -265,12 +266,10 @@ func ensureFile(path string, make func() ([]byte, error)) error {
 	return writeFile(path, b)
 }
 
+// writeFile replaces path with b, readable by the owner only, atomically
+// (package atomicfile).
 func writeFile(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("secrets: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.Write(path, b, 0o600); err != nil {
 		return fmt.Errorf("secrets: %w", err)
 	}
 	return nil

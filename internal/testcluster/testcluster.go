@@ -5,6 +5,7 @@ package testcluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie"
+	"github.com/isobar-mq/isobar/bookie/client"
+	"github.com/isobar-mq/isobar/bookie/proto"
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -273,6 +276,21 @@ func (b *Bookie) Stop() {
 func (b *Bookie) Restart() {
 	b.Stop()
 	b.Start()
+}
+
+// BookieConn connects through pool to bookie id of region, at the address
+// its registration in meta names, as a ledger client does: tests read a
+// ledger's copies from each bookie of its write sets with it.
+func BookieConn(ctx context.Context, meta metastore.Meta, region, id string, pool *client.Pool) (*client.Conn, error) {
+	kv, err := meta.Get(ctx, proto.BookiesPrefix(metastore.RegionPrefix(region))+id)
+	if err != nil {
+		return nil, fmt.Errorf("bookie %s: registration: %w", id, err)
+	}
+	var reg proto.Registration
+	if err := json.Unmarshal(kv.Value, &reg); err != nil {
+		return nil, fmt.Errorf("bookie %s: registration: %w", id, err)
+	}
+	return pool.Get(ctx, reg.Address)
 }
 
 // WaitFor polls cond until it holds or timeout passes, then fails the test.

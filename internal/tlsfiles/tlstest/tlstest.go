@@ -7,11 +7,11 @@ package tlstest
 import (
 	"crypto/x509"
 	"encoding/pem"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/isobar-mq/isobar/internal/atomicfile"
 	"github.com/isobar-mq/isobar/internal/tlsfiles"
 )
 
@@ -81,14 +81,11 @@ func (c *CA) Client(name string, trust *CA) tlsfiles.ClientConfig {
 	return tlsfiles.ClientConfig{TrustCertsFile: trust.File, CertFile: cert, KeyFile: key}
 }
 
-// Write writes a file atomically (a temporary file renamed).
+// Write writes a file atomically (package atomicfile), readable by the
+// owner only.
 func Write(t testing.TB, path string, data []byte) {
 	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
