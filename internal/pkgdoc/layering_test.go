@@ -276,3 +276,54 @@ func TestLayering(t *testing.T) {
 		}
 	}
 }
+
+// cores are the pure cores (docs/architecture.md): state machines that
+// do no I/O, take no lock and read no clock, driven by a package that
+// does. Each may link only the module packages listed, and may import
+// none of the standard library's packages for I/O, locks or processes.
+var cores = map[string][]string{
+	"broker/dispatch":       {"broker/mledger/ackset", "topic"},
+	"broker/mledger/ackset": nil,
+	"replicator/frame":      nil,
+}
+
+// coreForbiddenStd are the standard library packages a core may not
+// import.
+var coreForbiddenStd = []string{"os", "net", "net/http", "sync", "sync/atomic", "io/fs", "os/exec", "context", "log", "log/slog"}
+
+func TestCores(t *testing.T) {
+	imports, _, _, _ := moduleImports(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for core, allowed := range cores {
+		full := module + "/" + core
+		if _, ok := imports[full]; !ok {
+			t.Errorf("core %s not found", core)
+			continue
+		}
+		for d := range deps(imports, full) {
+			short := strings.TrimPrefix(d, module+"/")
+			if !slices.Contains(allowed, short) {
+				t.Errorf("core %s links %s; it may link only %v", core, short, allowed)
+			}
+		}
+		files, _ := filepath.Glob(filepath.Join(root, core, "*.go"))
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if slices.Contains(coreForbiddenStd, p) {
+					t.Errorf("core %s: %s imports %s (no I/O, locks or processes in a core)", core, filepath.Base(path), p)
+				}
+			}
+		}
+	}
+}
