@@ -228,6 +228,52 @@ func (s *Store) getJSON(ctx context.Context, key, what string, v any) (int64, er
 	return kv.Rev, nil
 }
 
+// create stores v, as JSON, as the new record at key: ErrExists when
+// there is one. Every record type is created, replaced and removed
+// through create, replace and remove, and read through getJSON or
+// readJSON.
+func (s *Store) create(ctx context.Context, key, what string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if _, err := s.meta.Create(ctx, key, b); err != nil {
+		if errors.Is(err, metastore.ErrExists) {
+			return fmt.Errorf("%s: %w", what, ErrExists)
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// replace stores v, as JSON, over the record at key if it is still at
+// revision rev: ErrConflict when it changed meanwhile.
+func (s *Store) replace(ctx context.Context, key, what string, rev int64, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if _, err := s.meta.CAS(ctx, key, b, rev); err != nil {
+		if errors.Is(err, metastore.ErrConflict) {
+			return fmt.Errorf("%s: %w", what, ErrConflict)
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// remove deletes the record at key if it is still at revision rev:
+// ErrConflict when it changed meanwhile.
+func (s *Store) remove(ctx context.Context, key, what string, rev int64) error {
+	if err := s.meta.DeleteIf(ctx, key, rev); err != nil {
+		if errors.Is(err, metastore.ErrConflict) {
+			return fmt.Errorf("%s: %w", what, ErrConflict)
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
 // txn commits ops if every comparison holds; it reports whether it did.
 func (s *Store) txn(ctx context.Context, what string, cmps []metastore.Cmp, ops ...metastore.Op) (bool, error) {
 	ok, _, err := s.meta.Txn(ctx, cmps, ops)
@@ -276,17 +322,7 @@ func (s *Store) CreateCluster(ctx context.Context, name string, d ClusterData) (
 	if err := validClusterName(name); err != nil {
 		return invalid(what, err)
 	}
-	b, err := json.Marshal(d)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if _, err := s.meta.Create(ctx, ClusterKey(name), b); err != nil {
-		if errors.Is(err, metastore.ErrExists) {
-			return fmt.Errorf("%s: %w", what, ErrExists)
-		}
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
+	return s.create(ctx, ClusterKey(name), what, d)
 }
 
 // Cluster reads a cluster.
@@ -317,17 +353,7 @@ func (s *Store) UpdateCluster(ctx context.Context, name string, d ClusterData) (
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(d)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if _, err := s.meta.CAS(ctx, ClusterKey(name), b, rev); err != nil {
-		if errors.Is(err, metastore.ErrConflict) {
-			return fmt.Errorf("%s: %w", what, ErrConflict)
-		}
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
+	return s.replace(ctx, ClusterKey(name), what, rev, d)
 }
 
 // DeleteCluster removes a cluster; ErrNotEmpty while a tenant allows it or
@@ -371,13 +397,7 @@ func (s *Store) DeleteCluster(ctx context.Context, name string) (err error) {
 			return fmt.Errorf("%s: %w: topic %s replicates to it", what, ErrNotEmpty, strings.TrimPrefix(n.Key, topicPoliciesPrefix))
 		}
 	}
-	if err := s.meta.DeleteIf(ctx, ClusterKey(name), kv.Rev); err != nil {
-		if errors.Is(err, metastore.ErrConflict) {
-			return fmt.Errorf("%s: %w", what, ErrConflict)
-		}
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
+	return s.remove(ctx, ClusterKey(name), what, kv.Rev)
 }
 
 // checkClustersExist checks that every cluster named exists, with one
@@ -423,17 +443,7 @@ func (s *Store) CreateTenant(ctx context.Context, name string, info TenantInfo) 
 	if err := s.checkClustersExist(ctx, info.AllowedClusters); err != nil {
 		return fmt.Errorf("%s: allowedClusters: %w", what, err)
 	}
-	b, err := json.Marshal(info)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if _, err := s.meta.Create(ctx, TenantKey(name), b); err != nil {
-		if errors.Is(err, metastore.ErrExists) {
-			return fmt.Errorf("%s: %w", what, ErrExists)
-		}
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
+	return s.create(ctx, TenantKey(name), what, info)
 }
 
 // Tenant reads a tenant.
@@ -488,17 +498,7 @@ func (s *Store) UpdateTenant(ctx context.Context, name string, info TenantInfo) 
 			}
 		}
 	}
-	b, err := json.Marshal(info)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if _, err := s.meta.CAS(ctx, TenantKey(name), b, rev); err != nil {
-		if errors.Is(err, metastore.ErrConflict) {
-			return fmt.Errorf("%s: %w", what, ErrConflict)
-		}
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
+	return s.replace(ctx, TenantKey(name), what, rev, info)
 }
 
 // DeleteTenant removes a tenant; ErrNotEmpty while it has namespaces.
@@ -885,16 +885,9 @@ func (s *Store) UpdatePartitions(ctx context.Context, name topic.Name, n int) (e
 			return nil
 		}
 		m.Partitions = n
-		b, err := json.Marshal(m)
-		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		_, err = s.meta.CAS(ctx, PartitionedKey(name), b, rev)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, metastore.ErrConflict) {
-			return fmt.Errorf("%s: %w", what, err)
+		err = s.replace(ctx, PartitionedKey(name), what, rev, m)
+		if !errors.Is(err, ErrConflict) {
+			return err
 		}
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("%s: %w: %w", what, ErrConflict, err)

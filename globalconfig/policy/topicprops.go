@@ -2,12 +2,10 @@ package policy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 
-	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -47,16 +45,9 @@ func (s *Store) UpdatePartitionedProperties(ctx context.Context, name topic.Name
 			return nil
 		}
 		m.Properties = next
-		b, err := json.Marshal(m)
-		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		_, err = s.meta.CAS(ctx, PartitionedKey(name), b, rev)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, metastore.ErrConflict) {
-			return fmt.Errorf("%s: %w", what, err)
+		err = s.replace(ctx, PartitionedKey(name), what, rev, m)
+		if !errors.Is(err, ErrConflict) {
+			return err
 		}
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("%s: %w: %w", what, ErrConflict, err)
