@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
@@ -157,12 +157,12 @@ func (l Limits) WithDefaults() Limits {
 // ErrTooManyTopics: creating the topic would pass the namespace's topic
 // limit (Pulsar: 412 "Exceed maximum number of topics in namespace",
 // NotAllowedError on the binary protocol).
-var ErrTooManyTopics = wire.Sentinel(wire.ErrPreconditionFailed, "broker: too many topics in the namespace")
+var ErrTooManyTopics = errkind.Sentinel(errkind.ErrPreconditionFailed, "broker: too many topics in the namespace")
 
 // ErrTooManySubscriptions: a new subscription would pass the topic's
 // maxSubscriptionsPerTopic (412; NotAllowedError on the binary
 // protocol, as Pulsar).
-var ErrTooManySubscriptions = wire.Sentinel(wire.ErrPreconditionFailed, "broker: too many subscriptions on the topic")
+var ErrTooManySubscriptions = errkind.Sentinel(errkind.ErrPreconditionFailed, "broker: too many subscriptions on the topic")
 
 // CheckTopicQuota reports, when namespace ns has a topic limit (its
 // maxTopicsPerNamespace policy, else the dynamic setting, else
@@ -234,7 +234,7 @@ func (b *Broker) countTopics(ctx context.Context, ns string) (int, error) {
 // binary protocol and in the admin API alike: what the managed ledger can
 // store as a cursor (1 to mledger.MaxNameLen bytes of UTF-8, no '/', no
 // spaces or control characters), for durable subscriptions and readers
-// alike. The error is of kind wire.ErrBadRequest (400; NotAllowedError on
+// alike. The error is of kind errkind.ErrBadRequest (400; NotAllowedError on
 // the binary protocol), as for an empty or reserved name. Names starting
 // with ReservedPrefix are the broker's own and refused where clients
 // subscribe.
@@ -264,7 +264,7 @@ func (b *Broker) checkSend(t *Topic, seq, highest uint64, meta *pb.MessageMetada
 			now := b.deps.Now().UnixMilli()
 			if at > now && at-now > dd.max.Milliseconds() {
 				return fmt.Errorf("%w: deliver-at time is %v ahead, more than the maximum delivery delay %v (%s)",
-					wire.ErrNotAllowed, time.Duration(min(at-now, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond, dd.max, dd.from)
+					errkind.ErrNotAllowed, time.Duration(min(at-now, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond, dd.max, dd.from)
 			}
 		}
 	}
@@ -326,7 +326,7 @@ func (s *subscription) checkRangesLocked(k *consumer, st pb.CommandSubscribe_Sub
 		return nil // only Key_Shared reads them
 	}
 	if len(k.ranges) > keyHashRange {
-		return fmt.Errorf("%w: %d hash ranges, more than the %d hashes", wire.ErrConsumerAssign, len(k.ranges), keyHashRange)
+		return fmt.Errorf("%w: %d hash ranges, more than the %d hashes", errkind.ErrConsumerAssign, len(k.ranges), keyHashRange)
 	}
 	type span struct {
 		lo, hi int32
@@ -335,7 +335,7 @@ func (s *subscription) checkRangesLocked(k *consumer, st pb.CommandSubscribe_Sub
 	all := make([]span, 0, len(k.ranges))
 	for _, r := range k.ranges {
 		if r[0] < 0 || r[1] >= keyHashRange || r[0] > r[1] {
-			return fmt.Errorf("%w: hash range [%d, %d] is not within [0, %d] with start <= end", wire.ErrConsumerAssign, r[0], r[1], keyHashRange-1)
+			return fmt.Errorf("%w: hash range [%d, %d] is not within [0, %d] with start <= end", errkind.ErrConsumerAssign, r[0], r[1], keyHashRange-1)
 		}
 		all = append(all, span{r[0], r[1], k})
 	}
@@ -348,7 +348,7 @@ func (s *subscription) checkRangesLocked(k *consumer, st pb.CommandSubscribe_Sub
 	reach := 0 // the span reaching furthest so far
 	for i := 1; i < len(all); i++ {
 		if all[i].lo <= all[reach].hi {
-			return fmt.Errorf("%w: hash range [%d, %d] overlaps [%d, %d]", wire.ErrConsumerAssign, all[i].lo, all[i].hi, all[reach].lo, all[reach].hi)
+			return fmt.Errorf("%w: hash range [%d, %d] overlaps [%d, %d]", errkind.ErrConsumerAssign, all[i].lo, all[i].hi, all[reach].lo, all[reach].hi)
 		}
 		if all[i].hi > all[reach].hi {
 			reach = i
