@@ -469,6 +469,12 @@ func (c *conn) sendError(reqID uint64, err error) {
 	c.sendCmd(wire.NewErrorCommand(reqID, serverError(err)))
 }
 
+// failer returns the function that answers request id, of type
+// requestType, that failed with err (wire.NewFailure of serverError(err)).
+func (c *conn) failer(requestType pb.BaseCommand_Type, id uint64) func(err error) {
+	return func(err error) { c.sendCmd(wire.NewFailure(requestType, id, serverError(err))) }
+}
+
 func (c *conn) sendSuccess(reqID uint64) {
 	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_SUCCESS.Enum(), Success: &pb.CommandSuccess{RequestId: &reqID}})
 }
@@ -480,13 +486,7 @@ func (c *conn) opCtx() (context.Context, context.CancelFunc) {
 
 func (c *conn) handlePartitionedMetadata(cmd *pb.CommandPartitionedTopicMetadata) {
 	id := cmd.GetRequestId()
-	fail := func(err error) {
-		err = serverError(err)
-		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: &pb.CommandPartitionedTopicMetadataResponse{
-			RequestId: &id, Response: pb.CommandPartitionedTopicMetadataResponse_Failed.Enum(),
-			Error: wire.CodeOf(err).Enum(), Message: strp(errkind.MessageOf(err)),
-		}})
-	}
+	fail := c.failer(pb.BaseCommand_PARTITIONED_METADATA, id)
 	name, err := topic.Parse(cmd.GetTopic())
 	if err != nil {
 		fail(err)
@@ -511,13 +511,7 @@ func (c *conn) handlePartitionedMetadata(cmd *pb.CommandPartitionedTopicMetadata
 
 func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 	id := cmd.GetRequestId()
-	fail := func(err error) {
-		err = serverError(err)
-		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
-			RequestId: &id, Response: pb.CommandLookupTopicResponse_Failed.Enum(),
-			Error: wire.CodeOf(err).Enum(), Message: strp(errkind.MessageOf(err)),
-		}})
-	}
+	fail := c.failer(pb.BaseCommand_LOOKUP, id)
 	name, err := topic.Parse(cmd.GetTopic())
 	if err != nil {
 		fail(err)
@@ -1159,12 +1153,7 @@ func (c *conn) handleGetTopics(cmd *pb.CommandGetTopicsOfNamespace) {
 // asked for, to a role that may look the topic up.
 func (c *conn) handleGetSchema(cmd *pb.CommandGetSchema) {
 	id := cmd.GetRequestId()
-	fail := func(err error) {
-		err = serverError(err)
-		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
-			RequestId: &id, ErrorCode: wire.CodeOf(err).Enum(), ErrorMessage: strp(errkind.MessageOf(err)),
-		}})
-	}
+	fail := c.failer(pb.BaseCommand_GET_SCHEMA, id)
 	name, err := topic.Parse(cmd.GetTopic())
 	if err != nil {
 		fail(err)
@@ -1206,12 +1195,7 @@ func (c *conn) handleGetSchema(cmd *pb.CommandGetSchema) {
 // produce to the topic.
 func (c *conn) handleGetOrCreateSchema(cmd *pb.CommandGetOrCreateSchema) {
 	id := cmd.GetRequestId()
-	fail := func(err error) {
-		err = serverError(err)
-		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE.Enum(), GetOrCreateSchemaResponse: &pb.CommandGetOrCreateSchemaResponse{
-			RequestId: &id, ErrorCode: wire.CodeOf(err).Enum(), ErrorMessage: strp(errkind.MessageOf(err)),
-		}})
-	}
+	fail := c.failer(pb.BaseCommand_GET_OR_CREATE_SCHEMA, id)
 	name, err := topic.Parse(cmd.GetTopic())
 	if err != nil {
 		fail(err)

@@ -85,14 +85,14 @@ func (c *clientConn) async(cmd *pb.BaseCommand) {
 	if c.pending.Add(1) > maxPendingPerConn {
 		c.pending.Add(-1)
 		c.s.m.rejectedLookup(c.ctx)
-		c.writeCmd(failure(cmd.GetType(), reqID, fmt.Errorf("%w: %d requests in progress on this connection", errkind.ErrTooManyRequests, maxPendingPerConn)))
+		c.writeCmd(wire.NewFailure(cmd.GetType(), reqID, fmt.Errorf("%w: %d requests in progress on this connection", errkind.ErrTooManyRequests, maxPendingPerConn)))
 		return
 	}
 	if c.s.lookups.Add(1) > int64(c.s.cfg.MaxConcurrentLookups) {
 		c.s.lookups.Add(-1)
 		c.pending.Add(-1)
 		c.s.m.rejectedLookup(c.ctx)
-		c.writeCmd(failure(cmd.GetType(), reqID, fmt.Errorf("%w: %d lookups in progress", errkind.ErrTooManyRequests, c.s.cfg.MaxConcurrentLookups)))
+		c.writeCmd(wire.NewFailure(cmd.GetType(), reqID, fmt.Errorf("%w: %d lookups in progress", errkind.ErrTooManyRequests, c.s.cfg.MaxConcurrentLookups)))
 		return
 	}
 	c.slow.Add(1)
@@ -121,7 +121,7 @@ func (c *clientConn) anyBroker(ctx context.Context, cmd *pb.BaseCommand) *pb.Bas
 	for {
 		b, ok := c.s.pick(skip)
 		if !ok {
-			return failure(cmd.GetType(), 0, c.noBroker(skip))
+			return wire.NewFailure(cmd.GetType(), 0, c.noBroker(skip))
 		}
 		resp, err := c.request(ctx, b, cmd)
 		var ue *unreachableError
@@ -130,7 +130,7 @@ func (c *clientConn) anyBroker(ctx context.Context, cmd *pb.BaseCommand) *pb.Bas
 			continue
 		}
 		if err != nil {
-			return failure(cmd.GetType(), 0, err)
+			return wire.NewFailure(cmd.GetType(), 0, err)
 		}
 		return resp
 	}
@@ -155,7 +155,7 @@ func (c *clientConn) lookup(ctx context.Context, l *pb.CommandLookupTopic) *pb.B
 	authoritative := false
 	for hop := 0; hop < maxRedirects; hop++ {
 		if !ok {
-			return failure(pb.BaseCommand_LOOKUP, 0, c.noBroker(skip))
+			return wire.NewFailure(pb.BaseCommand_LOOKUP, 0, c.noBroker(skip))
 		}
 		req := &pb.BaseCommand{Type: pb.BaseCommand_LOOKUP.Enum(), LookupTopic: &pb.CommandLookupTopic{
 			Topic: l.Topic, Authoritative: boolp(authoritative),
@@ -169,14 +169,14 @@ func (c *clientConn) lookup(ctx context.Context, l *pb.CommandLookupTopic) *pb.B
 			continue
 		}
 		if err != nil {
-			return failure(pb.BaseCommand_LOOKUP, 0, err)
+			return wire.NewFailure(pb.BaseCommand_LOOKUP, 0, err)
 		}
 		if resp.GetType() == pb.BaseCommand_ERROR {
-			return failure(pb.BaseCommand_LOOKUP, 0, serverError(resp.Error.GetError(), resp.Error.GetMessage()))
+			return wire.NewFailure(pb.BaseCommand_LOOKUP, 0, serverError(resp.Error.GetError(), resp.Error.GetMessage()))
 		}
 		lr := resp.GetLookupTopicResponse()
 		if lr == nil {
-			return failure(pb.BaseCommand_LOOKUP, 0, fmt.Errorf("%w: proxy: broker %s answered LOOKUP with %v", errkind.ErrServiceNotReady, b.ID, resp.GetType()))
+			return wire.NewFailure(pb.BaseCommand_LOOKUP, 0, fmt.Errorf("%w: proxy: broker %s answered LOOKUP with %v", errkind.ErrServiceNotReady, b.ID, resp.GetType()))
 		}
 		switch lr.GetResponse() {
 		case pb.CommandLookupTopicResponse_Connect:
@@ -198,7 +198,7 @@ func (c *clientConn) lookup(ctx context.Context, l *pb.CommandLookupTopic) *pb.B
 			return resp
 		}
 	}
-	return failure(pb.BaseCommand_LOOKUP, 0, fmt.Errorf("%w: proxy: more than %d lookup redirects for %s", errkind.ErrServiceNotReady, maxRedirects, l.GetTopic()))
+	return wire.NewFailure(pb.BaseCommand_LOOKUP, 0, fmt.Errorf("%w: proxy: more than %d lookup redirects for %s", errkind.ErrServiceNotReady, maxRedirects, l.GetTopic()))
 }
 
 // request sends cmd (a copy, with a request id of the backend's) to
@@ -241,27 +241,6 @@ func (c *clientConn) backendFor(ctx context.Context, b brokerInfo) (*backend, er
 // code's kind.
 func serverError(code pb.ServerError, msg string) error {
 	return fmt.Errorf("%w: %s", wire.ErrorFor(code), msg)
-}
-
-// failure is the answer to a request of type t that failed with err, in
-// the form the client expects for that request.
-func failure(t pb.BaseCommand_Type, reqID uint64, err error) *pb.BaseCommand {
-	code, msg := wire.CodeOf(err).Enum(), strp(errkind.MessageOf(err))
-	switch t {
-	case pb.BaseCommand_LOOKUP:
-		return &pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
-			RequestId: &reqID, Response: pb.CommandLookupTopicResponse_Failed.Enum(), Error: code, Message: msg,
-		}}
-	case pb.BaseCommand_PARTITIONED_METADATA:
-		return &pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: &pb.CommandPartitionedTopicMetadataResponse{
-			RequestId: &reqID, Response: pb.CommandPartitionedTopicMetadataResponse_Failed.Enum(), Error: code, Message: msg,
-		}}
-	case pb.BaseCommand_GET_SCHEMA:
-		return &pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
-			RequestId: &reqID, ErrorCode: code, ErrorMessage: msg,
-		}}
-	}
-	return wire.NewErrorCommand(reqID, err)
 }
 
 // requestID is the request id a request or response carries (0 if its

@@ -109,4 +109,33 @@ func NewSendErrorCommand(producerID, sequenceID uint64, err error) *pb.BaseComma
 	}
 }
 
+// NewFailure builds the answer to request requestID, of type
+// requestType, that failed with err, in the form the client expects for
+// that type: the failed response of a LOOKUP, PARTITIONED_METADATA,
+// GET_SCHEMA or GET_OR_CREATE_SCHEMA (each has its own error fields), an
+// ERROR (NewErrorCommand) for any other request. Its code and message are
+// those of NewErrorCommand.
+func NewFailure(requestType pb.BaseCommand_Type, requestID uint64, err error) *pb.BaseCommand {
+	code, msg := CodeOf(err).Enum(), strPtr(errkind.MessageOf(err))
+	switch requestType {
+	case pb.BaseCommand_LOOKUP:
+		return &pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
+			RequestId: &requestID, Response: pb.CommandLookupTopicResponse_Failed.Enum(), Error: code, Message: msg,
+		}}
+	case pb.BaseCommand_PARTITIONED_METADATA:
+		return &pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: &pb.CommandPartitionedTopicMetadataResponse{
+			RequestId: &requestID, Response: pb.CommandPartitionedTopicMetadataResponse_Failed.Enum(), Error: code, Message: msg,
+		}}
+	case pb.BaseCommand_GET_SCHEMA:
+		return &pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
+			RequestId: &requestID, ErrorCode: code, ErrorMessage: msg,
+		}}
+	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
+		return &pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE.Enum(), GetOrCreateSchemaResponse: &pb.CommandGetOrCreateSchemaResponse{
+			RequestId: &requestID, ErrorCode: code, ErrorMessage: msg,
+		}}
+	}
+	return NewErrorCommand(requestID, err)
+}
+
 func strPtr(s string) *string { return &s }

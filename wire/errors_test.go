@@ -121,3 +121,44 @@ func TestErrorCommands(t *testing.T) {
 		t.Fatalf("%v", se)
 	}
 }
+
+// TestNewFailure checks that each request type is answered in its own
+// response's form, with the code and message of NewErrorCommand.
+func TestNewFailure(t *testing.T) {
+	err := fmt.Errorf("%w: topic t", errkind.ErrTooManyRequests)
+	const code, msg = pb.ServerError_TooManyRequests, "too many concurrent requests: topic t"
+	for _, c := range []struct {
+		req   pb.BaseCommand_Type
+		resp  pb.BaseCommand_Type
+		check func(*pb.BaseCommand) bool
+	}{
+		{pb.BaseCommand_LOOKUP, pb.BaseCommand_LOOKUP_RESPONSE, func(cmd *pb.BaseCommand) bool {
+			r := cmd.GetLookupTopicResponse()
+			return r.GetRequestId() == 9 && r.GetResponse() == pb.CommandLookupTopicResponse_Failed && r.GetError() == code && r.GetMessage() == msg
+		}},
+		{pb.BaseCommand_PARTITIONED_METADATA, pb.BaseCommand_PARTITIONED_METADATA_RESPONSE, func(cmd *pb.BaseCommand) bool {
+			r := cmd.GetPartitionMetadataResponse()
+			return r.GetRequestId() == 9 && r.GetResponse() == pb.CommandPartitionedTopicMetadataResponse_Failed && r.GetError() == code && r.GetMessage() == msg
+		}},
+		{pb.BaseCommand_GET_SCHEMA, pb.BaseCommand_GET_SCHEMA_RESPONSE, func(cmd *pb.BaseCommand) bool {
+			r := cmd.GetGetSchemaResponse()
+			return r.GetRequestId() == 9 && r.GetErrorCode() == code && r.GetErrorMessage() == msg
+		}},
+		{pb.BaseCommand_GET_OR_CREATE_SCHEMA, pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE, func(cmd *pb.BaseCommand) bool {
+			r := cmd.GetGetOrCreateSchemaResponse()
+			return r.GetRequestId() == 9 && r.GetErrorCode() == code && r.GetErrorMessage() == msg
+		}},
+		{pb.BaseCommand_GET_TOPICS_OF_NAMESPACE, pb.BaseCommand_ERROR, func(cmd *pb.BaseCommand) bool {
+			r := cmd.GetError()
+			return r.GetRequestId() == 9 && r.GetError() == code && r.GetMessage() == msg
+		}},
+	} {
+		cmd := NewFailure(c.req, 9, err)
+		if _, e := AppendCommand(nil, cmd); e != nil {
+			t.Fatalf("%v: %v", c.req, e)
+		}
+		if cmd.GetType() != c.resp || !c.check(cmd) {
+			t.Errorf("NewFailure(%v) = %v", c.req, cmd)
+		}
+	}
+}
