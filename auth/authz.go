@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // Actions a role may be granted on a namespace or a topic (Pulsar's
@@ -63,9 +63,9 @@ func (a *Authorizer) Enabled() bool { return a != nil && a.srv.AuthorizationEnab
 // refuse is the error of a refused operation.
 func refuse(role, what string) error {
 	if role == "" {
-		return fmt.Errorf("%w: anonymous peer may not %s", wire.ErrAuthorization, what)
+		return fmt.Errorf("%w: anonymous peer may not %s", errkind.ErrAuthorization, what)
 	}
-	return fmt.Errorf("%w: role %q may not %s", wire.ErrAuthorization, role, what)
+	return fmt.Errorf("%w: role %q may not %s", errkind.ErrAuthorization, role, what)
 }
 
 // SuperUser allows only superusers.
@@ -151,7 +151,7 @@ func (a *Authorizer) Consume(ctx context.Context, role string, t topic.Name, sub
 		}
 		if mode == SubscriptionAuthPrefix {
 			// Pulsar's message; its check, too, is a plain prefix.
-			return fmt.Errorf("%w: Failed to create consumer - The subscription name needs to be prefixed by the authentication role, like %s-xxxx for topic: %s", wire.ErrAuthorization, role, t)
+			return fmt.Errorf("%w: Failed to create consumer - The subscription name needs to be prefixed by the authentication role, like %s-xxxx for topic: %s", errkind.ErrAuthorization, role, t)
 		}
 	}
 	ok, err := a.has(ctx, role, t, ActionConsume)

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // grants is an in-memory PolicySource for the decision table.
@@ -103,7 +103,7 @@ func TestAuthorizationTable(t *testing.T) {
 			if want && err != nil {
 				t.Errorf("role %q %s: refused: %v", role, o.name, err)
 			}
-			if !want && !errors.Is(err, wire.ErrAuthorization) {
+			if !want && !errors.Is(err, errkind.ErrAuthorization) {
 				t.Errorf("role %q %s: %v, want AuthorizationError", role, o.name, err)
 			}
 		}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/errkind"
 )
 
 // Config is a server's authentication and authorization settings
@@ -171,16 +171,16 @@ func (s *Server) Delegate(id Identity, original, originalMethod, originalData st
 	}
 	switch {
 	case original == "" && s.proxy[id.Role]:
-		return Identity{}, fmt.Errorf("%w: role %q is a proxy role (auth.proxyRoles): it connects only on behalf of a client (original principal)", wire.ErrAuthorization, id.Role)
+		return Identity{}, fmt.Errorf("%w: role %q is a proxy role (auth.proxyRoles): it connects only on behalf of a client (original principal)", errkind.ErrAuthorization, id.Role)
 	case original == "":
 		return id, nil
 	case !s.proxy[id.Role]:
-		return Identity{}, fmt.Errorf("%w: role %q is not a proxy role (auth.proxyRoles), so it may not act for %q", wire.ErrAuthorization, id.Role, truncate(original, 64))
+		return Identity{}, fmt.Errorf("%w: role %q is not a proxy role (auth.proxyRoles), so it may not act for %q", errkind.ErrAuthorization, id.Role, truncate(original, 64))
 	case s.proxy[original]:
-		return Identity{}, fmt.Errorf("%w: the original principal %q is a proxy role", wire.ErrAuthorization, original)
+		return Identity{}, fmt.Errorf("%w: the original principal %q is a proxy role", errkind.ErrAuthorization, original)
 	}
 	if err := ValidRole(original); err != nil {
-		return Identity{}, fmt.Errorf("%w: original principal: %w", wire.ErrAuthentication, err)
+		return Identity{}, fmt.Errorf("%w: original principal: %w", errkind.ErrAuthentication, err)
 	}
 	out := Identity{Role: original, Expires: id.Expires, Proxy: id.Role}
 	if originalMethod == TokenMethod && originalData != "" && s.verifier != nil {
@@ -189,7 +189,7 @@ func (s *Server) Delegate(id Identity, original, originalMethod, originalData st
 			return Identity{}, fmt.Errorf("original credentials: %w", err)
 		}
 		if c.Role != original {
-			return Identity{}, fmt.Errorf("%w: the original credentials are for role %q, not the original principal %q", wire.ErrAuthentication, c.Role, original)
+			return Identity{}, fmt.Errorf("%w: the original credentials are for role %q, not the original principal %q", errkind.ErrAuthentication, c.Role, original)
 		}
 		out.Expires = c.Expires
 	}
@@ -228,9 +228,9 @@ func (s *Server) Authenticate(method string, data []byte, peer *tls.ConnectionSt
 	case method == TLSMethod && s.cfg.TLSAuthentication:
 		return s.certificateIdentity(peer)
 	case method == "" || method == "none":
-		return Identity{}, fmt.Errorf("%w: no credentials; this server requires auth method %s", wire.ErrAuthentication, s.methods())
+		return Identity{}, fmt.Errorf("%w: no credentials; this server requires auth method %s", errkind.ErrAuthentication, s.methods())
 	default:
-		return Identity{}, fmt.Errorf("%w: auth method %q is not accepted; this server requires %s", wire.ErrAuthentication, truncate(method, 64), s.methods())
+		return Identity{}, fmt.Errorf("%w: auth method %q is not accepted; this server requires %s", errkind.ErrAuthentication, truncate(method, 64), s.methods())
 	}
 	c, err := s.verifier.Verify(string(data))
 	if err != nil {
@@ -243,15 +243,15 @@ func (s *Server) Authenticate(method string, data []byte, peer *tls.ConnectionSt
 // subject's common name.
 func (s *Server) certificateIdentity(peer *tls.ConnectionState) (Identity, error) {
 	if peer == nil {
-		return Identity{}, fmt.Errorf("%w: certificate authentication needs a TLS connection", wire.ErrAuthentication)
+		return Identity{}, fmt.Errorf("%w: certificate authentication needs a TLS connection", errkind.ErrAuthentication)
 	}
 	if len(peer.VerifiedChains) == 0 || len(peer.PeerCertificates) == 0 {
-		return Identity{}, fmt.Errorf("%w: no verified client certificate (the TLS listener needs broker.tls.trustCertsFile)", wire.ErrAuthentication)
+		return Identity{}, fmt.Errorf("%w: no verified client certificate (the TLS listener needs broker.tls.trustCertsFile)", errkind.ErrAuthentication)
 	}
 	leaf := peer.PeerCertificates[0]
 	role := leaf.Subject.CommonName
 	if err := ValidRole(role); err != nil {
-		return Identity{}, fmt.Errorf("%w: client certificate's common name: %w", wire.ErrAuthentication, err)
+		return Identity{}, fmt.Errorf("%w: client certificate's common name: %w", errkind.ErrAuthentication, err)
 	}
 	// No expiry: the certificate was checked at the handshake, as Pulsar's
 	// TLS provider does, and is not challenged on an open connection.
@@ -303,7 +303,7 @@ func (s *Server) HTTP(next http.Handler) http.Handler {
 		id, err := s.authenticateHTTP(r)
 		if err == nil {
 			if id, err = s.Delegate(id, r.Header.Get(OriginalPrincipalHeader), "", ""); err != nil {
-				status = wire.HTTPStatusOf(err) // 403 for a pair not allowed
+				status = errkind.HTTPStatusOf(err) // 403 for a pair not allowed
 			}
 		}
 		if err != nil {
@@ -314,7 +314,7 @@ func (s *Server) HTTP(next http.Handler) http.Handler {
 			w.WriteHeader(status)
 			json.NewEncoder(w).Encode(struct {
 				Reason string `json:"reason"`
-			}{wire.MessageOf(err)})
+			}{errkind.MessageOf(err)})
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
@@ -327,14 +327,14 @@ func (s *Server) authenticateHTTP(r *http.Request) (Identity, error) {
 		return s.certificateIdentity(r.TLS)
 	}
 	if h == "" {
-		return Identity{}, fmt.Errorf("%w: no credentials; send Authorization: Bearer <token>", wire.ErrAuthentication)
+		return Identity{}, fmt.Errorf("%w: no credentials; send Authorization: Bearer <token>", errkind.ErrAuthentication)
 	}
 	if s.verifier == nil {
-		return Identity{}, fmt.Errorf("%w: this server takes client certificates, not tokens", wire.ErrAuthentication)
+		return Identity{}, fmt.Errorf("%w: this server takes client certificates, not tokens", errkind.ErrAuthentication)
 	}
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return Identity{}, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", wire.ErrAuthentication)
+		return Identity{}, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", errkind.ErrAuthentication)
 	}
 	c, err := s.verifier.Verify(tok)
 	if err != nil {

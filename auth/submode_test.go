@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // TestSubscriptionAuthModePrefix: with Prefix, every role but the
@@ -53,13 +53,13 @@ func TestSubscriptionAuthModePrefix(t *testing.T) {
 			t.Errorf("%s consuming %s as %q: %v, want allowed %t", c.role, c.t, c.sub, err, c.ok)
 			continue
 		}
-		if err != nil && !errors.Is(err, wire.ErrAuthorization) {
+		if err != nil && !errors.Is(err, errkind.ErrAuthorization) {
 			t.Errorf("%s as %q: %v is not an authorization error", c.role, c.sub, err)
 		}
 		if err != nil && c.role != "nobody" {
 			want := "The subscription name needs to be prefixed by the authentication role, like " + c.role + "-xxxx for topic: " + c.t.String()
-			if !strings.Contains(wire.MessageOf(err), want) {
-				t.Errorf("%s as %q: message %q lacks Pulsar's %q", c.role, c.sub, wire.MessageOf(err), want)
+			if !strings.Contains(errkind.MessageOf(err), want) {
+				t.Errorf("%s as %q: message %q lacks Pulsar's %q", c.role, c.sub, errkind.MessageOf(err), want)
 			}
 		}
 	}

@@ -2,7 +2,7 @@
 // Pulsar's token authentication (the role is the "sub" claim, "exp" is
 // honoured, keys in Pulsar's file formats), the keys that sign and verify
 // them, and the checks a server runs on a credential. Refusals wrap
-// wire.ErrAuthentication, so every server answers them the same way
+// errkind.ErrAuthentication, so every server answers them the same way
 // (AuthenticationError on the binary protocol, 401 over HTTP).
 package auth
 
@@ -24,7 +24,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/errkind"
 )
 
 // Algorithms that sign tokens: HS256 with a secret key, RS256 and ES256
@@ -232,12 +232,12 @@ func Sign(alg string, key []byte, role string, expires time.Time) (string, error
 // signature: for showing a token (isobar tokens show), never for deciding.
 func Unverified(token string) (header, claims map[string]any, err error) {
 	if len(token) > MaxTokenBytes {
-		return nil, nil, fmt.Errorf("%w: token of %d bytes, more than %d", wire.ErrAuthentication, len(token), MaxTokenBytes)
+		return nil, nil, fmt.Errorf("%w: token of %d bytes, more than %d", errkind.ErrAuthentication, len(token), MaxTokenBytes)
 	}
 	var mc jwt.MapClaims
 	t, _, err := jwt.NewParser().ParseUnverified(strings.TrimSpace(token), &mc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: malformed token: %w", wire.ErrAuthentication, err)
+		return nil, nil, fmt.Errorf("%w: malformed token: %w", errkind.ErrAuthentication, err)
 	}
 	return t.Header, mc, nil
 }

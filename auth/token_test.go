@@ -12,8 +12,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/internal/filewatch"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 func writeFile(t *testing.T, name string, b []byte) string {
@@ -121,7 +121,7 @@ func TestVerifyRefusals(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := v.Verify(c.tok)
-			if !errors.Is(err, wire.ErrAuthentication) || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, errkind.ErrAuthentication) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err %v, want ErrAuthentication saying %q", err, c.want)
 			}
 			if len(c.tok) > 20 && strings.Contains(err.Error(), c.tok) {
@@ -146,13 +146,13 @@ func TestPublicKeyVerifierRefusesHMAC(t *testing.T) {
 	priv, pub, _ := NewKeyPair(RS256)
 	v := mustVerifier(t, TokenConfig{PublicKey: writeFile(t, "pub", pub)})
 	forged := signClaims(t, jwt.SigningMethodHS256, pub, jwt.MapClaims{"sub": "admin"})
-	if _, err := v.Verify(forged); !errors.Is(err, wire.ErrAuthentication) {
+	if _, err := v.Verify(forged); !errors.Is(err, errkind.ErrAuthentication) {
 		t.Fatalf("HS256 token against an RSA key: %v", err)
 	}
 	// An ES256 token against an RSA key is refused too.
 	epriv, _, _ := NewKeyPair(ES256)
 	es, _ := Sign(ES256, epriv, "admin", time.Time{})
-	if _, err := v.Verify(es); !errors.Is(err, wire.ErrAuthentication) {
+	if _, err := v.Verify(es); !errors.Is(err, errkind.ErrAuthentication) {
 		t.Fatalf("ES256 token against an RSA key: %v", err)
 	}
 	good, _ := Sign(RS256, priv, "admin", time.Time{})

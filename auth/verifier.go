@@ -9,8 +9,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/internal/filewatch"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // TokenConfig says how tokens are checked: by a secret key (HS256) or a
@@ -112,14 +112,14 @@ func (v *Verifier) load() (verifyKey, error) {
 
 // Verify checks a token's signature, expiry (and audience, when
 // configured) and returns its claims. Every refusal wraps
-// wire.ErrAuthentication and says why, without echoing the token.
+// errkind.ErrAuthentication and says why, without echoing the token.
 func (v *Verifier) Verify(token string) (Claims, error) {
 	token = strings.TrimSpace(token)
 	if token == "" {
-		return Claims{}, fmt.Errorf("%w: no token", wire.ErrAuthentication)
+		return Claims{}, fmt.Errorf("%w: no token", errkind.ErrAuthentication)
 	}
 	if len(token) > MaxTokenBytes {
-		return Claims{}, fmt.Errorf("%w: token of %d bytes, more than %d", wire.ErrAuthentication, len(token), MaxTokenBytes)
+		return Claims{}, fmt.Errorf("%w: token of %d bytes, more than %d", errkind.ErrAuthentication, len(token), MaxTokenBytes)
 	}
 	k := v.key.Get()
 	key := k.key
@@ -130,11 +130,11 @@ func (v *Verifier) Verify(token string) (Claims, error) {
 	var mc jwt.MapClaims
 	_, err := jwt.ParseWithClaims(token, &mc, func(*jwt.Token) (any, error) { return key, nil }, opts...)
 	if err != nil {
-		return Claims{}, fmt.Errorf("%w: %s", wire.ErrAuthentication, reasonOf(err))
+		return Claims{}, fmt.Errorf("%w: %s", errkind.ErrAuthentication, reasonOf(err))
 	}
 	role, ok := mc[v.cfg.RoleClaim].(string)
 	if !ok || role == "" {
-		return Claims{}, fmt.Errorf("%w: the token has no %q claim naming a role", wire.ErrAuthentication, v.cfg.RoleClaim)
+		return Claims{}, fmt.Errorf("%w: the token has no %q claim naming a role", errkind.ErrAuthentication, v.cfg.RoleClaim)
 	}
 	c := Claims{Role: role}
 	if exp, err := mc.GetExpirationTime(); err == nil && exp != nil {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie/proto"
-	"github.com/isobar-mq/isobar/bookie/storage"
 )
 
 // conn serves one client connection: a reader loop that decodes requests and
@@ -256,7 +255,7 @@ func (c *conn) dispatch(ctx context.Context, req *proto.Request) {
 				case c.s.readSlots <- struct{}{}:
 					defer func() { <-c.s.readSlots }()
 				case <-ctx.Done():
-					reply(&proto.Response{Op: req.Op, ID: req.ID, Ledger: req.Ledger, Status: statusOf(ctx.Err())})
+					reply(&proto.Response{Op: req.Op, ID: req.ID, Ledger: req.Ledger, Status: proto.StatusOf(ctx.Err())})
 					return
 				}
 			}
@@ -278,29 +277,4 @@ func (c *conn) safely(req *proto.Request, reply func(*proto.Response), fn func()
 		}
 	}()
 	fn()
-}
-
-// statusOf maps a storage error to a protocol status.
-func statusOf(err error) proto.Status {
-	switch {
-	case err == nil:
-		return proto.StatusOK
-	case errors.Is(err, storage.ErrNoEntry):
-		return proto.StatusNoEntry
-	case errors.Is(err, storage.ErrNoLedger):
-		return proto.StatusNoLedger
-	case errors.Is(err, storage.ErrFenced):
-		return proto.StatusFenced
-	case errors.Is(err, storage.ErrCorrupt), errors.Is(err, proto.ErrEntryCorrupt):
-		return proto.StatusCorrupt
-	case errors.Is(err, storage.ErrTooLarge):
-		return proto.StatusTooLarge
-	case errors.Is(err, storage.ErrClosed), errors.Is(err, context.Canceled):
-		return proto.StatusShutdown
-	case errors.Is(err, errReadOnly):
-		return proto.StatusReadOnly
-	case errors.Is(err, context.DeadlineExceeded):
-		return proto.StatusTimeout
-	}
-	return proto.StatusInternal
 }

@@ -25,8 +25,6 @@ import (
 	"github.com/isobar-mq/isobar/metastore"
 )
 
-var errReadOnly = errors.New("bookie: read-only")
-
 // Server is a running bookie.
 type Server struct {
 	cfg     Config
@@ -454,7 +452,7 @@ func (s *Server) handleAdd(req *proto.Request, reply func(*proto.Response)) {
 	// The request frame buffer is fresh per frame, so the storage may keep the payload.
 	lac := e.LAC
 	s.store.Add(req.Ledger, req.Entry, req.Payload, req.Flags&proto.FlagRecovery != 0, func(err error) {
-		r.Status = statusOf(err)
+		r.Status = proto.StatusOf(err)
 		if err == nil {
 			s.observeLAC(req.Ledger, lac)
 		} else if r.Status == proto.StatusInternal {
@@ -487,7 +485,7 @@ func (s *Server) handleSlow(ctx context.Context, req *proto.Request) *proto.Resp
 	case proto.OpRead:
 		if req.Flags&proto.FlagFence != 0 {
 			if err := s.store.Fence(ctx, req.Ledger); err != nil {
-				r.Status = statusOf(err)
+				r.Status = proto.StatusOf(err)
 				return r
 			}
 		}
@@ -500,7 +498,7 @@ func (s *Server) handleSlow(ctx context.Context, req *proto.Request) *proto.Resp
 			}
 		}
 		if err != nil {
-			r.Status = statusOf(err)
+			r.Status = proto.StatusOf(err)
 			if r.Status == proto.StatusCorrupt || r.Status == proto.StatusInternal {
 				s.logger.Error("read failed", "ledger", req.Ledger, "entry", req.Entry, "err", err)
 			}
@@ -511,16 +509,16 @@ func (s *Server) handleSlow(ctx context.Context, req *proto.Request) *proto.Resp
 	case proto.OpReadLAC:
 		lac, err := s.waitLAC(ctx, req.Ledger, req.PrevLAC, time.Duration(req.Timeout)*time.Millisecond)
 		r.LAC = lac
-		r.Status = statusOf(err)
+		r.Status = proto.StatusOf(err)
 	case proto.OpFence:
 		if err := s.store.Fence(ctx, req.Ledger); err != nil {
-			r.Status = statusOf(err)
+			r.Status = proto.StatusOf(err)
 			return r
 		}
 		r.LAC = s.lac(req.Ledger)
 	case proto.OpDelete:
 		if err := s.store.Delete(ctx, req.Ledger); err != nil {
-			r.Status = statusOf(err)
+			r.Status = proto.StatusOf(err)
 			return r
 		}
 		s.lacMu.Lock()

@@ -13,10 +13,10 @@ import (
 	"github.com/isobar-mq/isobar/broker/compactor"
 	"github.com/isobar-mq/isobar/broker/dispatch"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
@@ -665,7 +665,7 @@ func (a adminTopics) Lookup(ctx context.Context, name topic.Name) (admin.LookupD
 		pol = pol.ForTopic(name)
 		if _, ok := a.b.redirectToPrimary(pol, false); ok {
 			if pol.PrimaryWebServiceURL == "" {
-				return admin.LookupData{}, fmt.Errorf("%w: topic %s is active-standby and its primary region %s has no web service URL", wire.ErrServiceNotReady, name, pol.Failover.Primary)
+				return admin.LookupData{}, fmt.Errorf("%w: topic %s is active-standby and its primary region %s has no web service URL", errkind.ErrServiceNotReady, name, pol.Failover.Primary)
 			}
 			return admin.LookupData{}, &admin.NotOwnerError{URL: strings.TrimRight(pol.PrimaryWebServiceURL, "/"), URLTLS: strings.TrimRight(pol.PrimaryWebServiceURLTLS, "/")}
 		}

@@ -10,8 +10,8 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // Peeking reads a subscription's n-th unacknowledged entry and moves
@@ -61,7 +61,7 @@ func TestAdminPeekMessages(t *testing.T) {
 			t.Fatalf("peek s %d: %+v %v, want %+v", n, id, err, at(int(n-1)))
 		}
 	}
-	if _, err := peek("s", 6); wire.KindOf(err) != wire.ErrNotFound {
+	if _, err := peek("s", 6); errkind.KindOf(err) != errkind.ErrNotFound {
 		t.Fatalf("peek past the end: %v, want not found", err)
 	}
 	if got := internal(); got.MarkDeletePosition != cur.MarkDeletePosition || got.IndividuallyDeletedMessages != cur.IndividuallyDeletedMessages {
@@ -78,7 +78,7 @@ func TestAdminPeekMessages(t *testing.T) {
 	if subs, _ := adm.Subscriptions(ctx, name); !slices.Equal(subs, []string{"s"}) {
 		t.Fatalf("subscriptions after peeking an unknown one: %v", subs)
 	}
-	if _, err := peek("bad/name", 1); wire.KindOf(err) != wire.ErrBadRequest {
+	if _, err := peek("bad/name", 1); errkind.KindOf(err) != errkind.ErrBadRequest {
 		t.Fatalf("peek with an invalid subscription name: %v, want bad request", err)
 	}
 
@@ -97,7 +97,7 @@ func TestAdminPeekMessages(t *testing.T) {
 			t.Fatalf("after acking message 1: peek %d: %+v %v, want %+v", n, id, err, at(want))
 		}
 	}
-	if _, err := peek("s", 5); wire.KindOf(err) != wire.ErrNotFound {
+	if _, err := peek("s", 5); errkind.KindOf(err) != errkind.ErrNotFound {
 		t.Fatalf("peek 5 of 4 unacknowledged: %v, want not found", err)
 	}
 
@@ -111,7 +111,7 @@ func TestAdminPeekMessages(t *testing.T) {
 			t.Fatalf("examine earliest=%v %d: %+v %v, want %+v", tc.earliest, tc.n, id, err, at(tc.want))
 		}
 	}
-	if _, _, err := adm.ExamineMessage(ctx, name, true, 6); wire.KindOf(err) != wire.ErrNotFound {
+	if _, _, err := adm.ExamineMessage(ctx, name, true, 6); errkind.KindOf(err) != errkind.ErrNotFound {
 		t.Fatalf("examine 6 of 5: %v, want not found", err)
 	}
 
@@ -119,7 +119,7 @@ func TestAdminPeekMessages(t *testing.T) {
 	if id, err := adm.MessageIDByTime(ctx, name, before); err != nil || id != at(0) {
 		t.Fatalf("message id at %v: %+v %v, want %+v", before, id, err, at(0))
 	}
-	if _, err := adm.MessageIDByTime(ctx, name, time.Now().Add(time.Hour)); wire.KindOf(err) != wire.ErrNotFound {
+	if _, err := adm.MessageIDByTime(ctx, name, time.Now().Add(time.Hour)); errkind.KindOf(err) != errkind.ErrNotFound {
 		t.Fatalf("message id an hour ahead: %v, want not found", err)
 	}
 }
@@ -132,7 +132,7 @@ func TestAdminTopicProperties(t *testing.T) {
 	ctx := context.Background()
 	name, _ := topic.Parse("persistent://public/default/props")
 	adm := e.b.Admin()
-	if _, err := adm.Properties(ctx, name); wire.KindOf(err) != wire.ErrTopicNotFound {
+	if _, err := adm.Properties(ctx, name); errkind.KindOf(err) != errkind.ErrTopicNotFound {
 		t.Fatalf("properties of a missing topic: %v, want topic not found", err)
 	}
 	if err := adm.CreateTopic(ctx, name); err != nil {
@@ -148,7 +148,7 @@ func TestAdminTopicProperties(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, bad := range []map[string]string{{"": "x"}, {"big": string(make([]byte, 20<<10))}} {
-		if err := adm.UpdateProperties(ctx, name, bad, nil); wire.KindOf(err) != wire.ErrBadRequest {
+		if err := adm.UpdateProperties(ctx, name, bad, nil); errkind.KindOf(err) != errkind.ErrBadRequest {
 			t.Fatalf("bad properties: %v, want bad request", err)
 		}
 	}

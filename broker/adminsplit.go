@@ -10,10 +10,10 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/ownership"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // SplitGrace is how long the key of a split bundle stays after the split
@@ -22,7 +22,7 @@ import (
 const SplitGrace = 10 * time.Second
 
 // errSplitRaced: the bundle left the namespace's boundaries meanwhile.
-var errSplitRaced = wire.Sentinel(wire.ErrConflict, "the bundle is no longer one of the namespace's (split meanwhile)")
+var errSplitRaced = errkind.Sentinel(errkind.ErrConflict, "the bundle is no longer one of the namespace's (split meanwhile)")
 
 // RegionBundles is the region's own bundle boundaries of a namespace that
 // was split in the region, stored as JSON under
@@ -114,7 +114,7 @@ func (p *OwnershipPlacement) commitSplit(ctx context.Context, ns string, parent,
 	}
 	next, err := topic.Replace(cur, parent, lo, hi)
 	if errors.Is(err, topic.ErrUnsplittable) {
-		return nil, wire.Sentinel(wire.ErrPreconditionFailed, err.Error())
+		return nil, errkind.Sentinel(errkind.ErrPreconditionFailed, err.Error())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errSplitRaced, err)

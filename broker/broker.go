@@ -28,6 +28,7 @@ import (
 	"github.com/isobar-mq/isobar/auth"
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/deletes"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
@@ -44,13 +45,13 @@ const Version = "Isobar 0.1"
 // error table, which decides the server error code and the HTTP status a
 // client gets (docs/admin.md lists them).
 var (
-	ErrClosed          = wire.Sentinel(wire.ErrServiceNotReady, "broker: closed")
-	ErrNotOwner        = wire.Sentinel(wire.ErrServiceNotReady, "broker: topic not served by this broker")
-	ErrTopicNotFound   = wire.Sentinel(wire.ErrTopicNotFound, "broker: topic not found")
-	ErrSubNotFound     = wire.Sentinel(wire.ErrSubscriptionNotFound, "broker: subscription not found")
-	ErrNamespace       = wire.Sentinel(wire.ErrNotFound, "broker: namespace not found")
-	ErrInvalidArgument = wire.Sentinel(wire.ErrBadRequest, "broker: invalid argument")
-	ErrBusy            = wire.Sentinel(wire.ErrConsumerBusy, "broker: in use")
+	ErrClosed          = errkind.Sentinel(errkind.ErrServiceNotReady, "broker: closed")
+	ErrNotOwner        = errkind.Sentinel(errkind.ErrServiceNotReady, "broker: topic not served by this broker")
+	ErrTopicNotFound   = errkind.Sentinel(errkind.ErrTopicNotFound, "broker: topic not found")
+	ErrSubNotFound     = errkind.Sentinel(errkind.ErrSubscriptionNotFound, "broker: subscription not found")
+	ErrNamespace       = errkind.Sentinel(errkind.ErrNotFound, "broker: namespace not found")
+	ErrInvalidArgument = errkind.Sentinel(errkind.ErrBadRequest, "broker: invalid argument")
+	ErrBusy            = errkind.Sentinel(errkind.ErrConsumerBusy, "broker: in use")
 )
 
 // LookupResult says which broker serves a topic.
@@ -718,7 +719,7 @@ func (b *Broker) refuse(nc net.Conn, why string) {
 	go func() {
 		defer nc.Close()
 		nc.SetWriteDeadline(time.Now().Add(time.Second))
-		if f, err := wire.AppendCommand(nil, wire.NewErrorCommand(0, fmt.Errorf("%w: %s", wire.ErrTooManyRequests, why))); err == nil {
+		if f, err := wire.AppendCommand(nil, wire.NewErrorCommand(0, fmt.Errorf("%w: %s", errkind.ErrTooManyRequests, why))); err == nil {
 			nc.Write(f)
 		}
 	}()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/compactor"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
@@ -25,7 +26,7 @@ const (
 
 // ErrCompactionRunning: a compaction of the topic is already running
 // (Pulsar's AlreadyRunningException, 409).
-var ErrCompactionRunning = wire.Sentinel(wire.ErrConflict, "Compaction already in progress")
+var ErrCompactionRunning = errkind.Sentinel(errkind.ErrConflict, "Compaction already in progress")
 
 // CompactionStatus is the status of a topic's last compaction on this
 // broker (Pulsar keeps it in memory too: NOT_RUN after a restart).
@@ -73,7 +74,7 @@ func (t *Topic) compactionOptions() compactor.Options {
 // ErrCompactionRunning if a compaction is running.
 func (t *Topic) startCompaction() error {
 	if t.ml == nil {
-		return fmt.Errorf("%w: a non-persistent topic cannot be compacted", wire.ErrNotAllowed)
+		return fmt.Errorf("%w: a non-persistent topic cannot be compacted", errkind.ErrNotAllowed)
 	}
 	// t.mu is taken before c.mu, never under it (a subscription is made
 	// under t.mu and may open the compacted view).
@@ -271,10 +272,10 @@ func (t *Topic) checkReadCompacted(cmd *pb.CommandSubscribe) error {
 		return nil
 	}
 	if t.ml == nil {
-		return fmt.Errorf("%w: readCompacted is not allowed on non-persistent topic %s", wire.ErrNotAllowed, t.name)
+		return fmt.Errorf("%w: readCompacted is not allowed on non-persistent topic %s", errkind.ErrNotAllowed, t.name)
 	}
 	if st := cmd.GetSubType(); st != pb.CommandSubscribe_Exclusive && st != pb.CommandSubscribe_Failover {
-		return fmt.Errorf("%w: readCompacted only allowed on failover or exclusive subscriptions", wire.ErrNotAllowed)
+		return fmt.Errorf("%w: readCompacted only allowed on failover or exclusive subscriptions", errkind.ErrNotAllowed)
 	}
 	return nil
 }

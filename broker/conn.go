@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
@@ -267,10 +268,10 @@ func (c *conn) readLoop() error {
 			var ne net.Error
 			switch {
 			case errors.Is(err, wire.ErrFrameTooLarge) && !connected:
-				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %w (before CONNECT at most %d bytes)", wire.ErrNotAllowed, err, limit)))
+				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %w (before CONNECT at most %d bytes)", errkind.ErrNotAllowed, err, limit)))
 				c.drainAndClose()
 			case errors.Is(err, wire.ErrFrameTooLarge):
-				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %w (max message size %d)", wire.ErrNotAllowed, err, c.b.cfg.MaxMessageSize)))
+				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %w (max message size %d)", errkind.ErrNotAllowed, err, c.b.cfg.MaxMessageSize)))
 				c.drainAndClose()
 			case errors.As(err, &ne) && ne.Timeout() && !connected:
 				err = fmt.Errorf("broker: no CONNECT within %v: %w", c.b.cfg.Limits.HandshakeTimeout, err)
@@ -281,13 +282,13 @@ func (c *conn) readLoop() error {
 		}
 		f, derr := wire.DecodeFrame(raw)
 		if derr != nil && f.Cmd == nil {
-			c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %w", wire.ErrUnknown, derr)))
+			c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %w", errkind.ErrUnknown, derr)))
 			c.drainAndClose()
 			return derr
 		}
 		if !connected {
 			if f.Cmd.GetType() != pb.BaseCommand_CONNECT {
-				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: expected CONNECT first, got %v", wire.ErrNotAllowed, f.Cmd.GetType())))
+				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: expected CONNECT first, got %v", errkind.ErrNotAllowed, f.Cmd.GetType())))
 				c.drainAndClose()
 				return fmt.Errorf("broker: %v before CONNECT", f.Cmd.GetType())
 			}
@@ -395,9 +396,9 @@ func (c *conn) handle(f wire.Frame, derr error) (err error) {
 	case pb.BaseCommand_AUTH_RESPONSE:
 		return c.handleAuthResponse(cmd.AuthResponse)
 	case pb.BaseCommand_CONNECT:
-		c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: CONNECT on a connected connection", wire.ErrNotAllowed)))
+		c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: CONNECT on a connected connection", errkind.ErrNotAllowed)))
 	default:
-		c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: command %v is not supported by this broker", wire.ErrNotAllowed, cmd.GetType())))
+		c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: command %v is not supported by this broker", errkind.ErrNotAllowed, cmd.GetType())))
 	}
 	return nil
 }
@@ -409,7 +410,7 @@ func (c *conn) handle(f wire.Frame, derr error) (err error) {
 func (c *conn) async(reqID uint64, fn func()) {
 	if c.pending.Add(1) > int64(c.b.cfg.Limits.MaxPendingRequests) {
 		c.pending.Add(-1)
-		c.sendError(reqID, fmt.Errorf("%w: %d requests in progress on this connection", wire.ErrTooManyRequests, c.b.cfg.Limits.MaxPendingRequests))
+		c.sendError(reqID, fmt.Errorf("%w: %d requests in progress on this connection", errkind.ErrTooManyRequests, c.b.cfg.Limits.MaxPendingRequests))
 		return
 	}
 	c.slow.Add(1)
@@ -432,7 +433,7 @@ func (c *conn) async(reqID uint64, fn func()) {
 func (c *conn) asyncLookup(reqID uint64, fn func()) {
 	if c.b.lookups.Add(1) > int64(c.b.cfg.Limits.MaxConcurrentLookups) {
 		c.b.lookups.Add(-1)
-		c.sendError(reqID, fmt.Errorf("%w: %d lookups in progress", wire.ErrTooManyRequests, c.b.cfg.Limits.MaxConcurrentLookups))
+		c.sendError(reqID, fmt.Errorf("%w: %d lookups in progress", errkind.ErrTooManyRequests, c.b.cfg.Limits.MaxConcurrentLookups))
 		return
 	}
 	c.async(reqID, func() {
@@ -454,18 +455,24 @@ func (c *conn) producer(id uint64) *producer {
 }
 
 // serverError returns err as the broker answers it: as is when it is of a
-// kind of wire's error table (every sentinel a client can meet is), else
+// kind of errkind's table (every sentinel a client can meet is), else
 // as a storage failure (PersistenceError, which the client retries): an
 // error of no kind comes from the bookies or the metadata store.
 func serverError(err error) error {
-	if wire.HasKind(err) {
+	if errkind.HasKind(err) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", wire.ErrPersistence, err)
+	return fmt.Errorf("%w: %w", errkind.ErrPersistence, err)
 }
 
 func (c *conn) sendError(reqID uint64, err error) {
 	c.sendCmd(wire.NewErrorCommand(reqID, serverError(err)))
+}
+
+// failer returns the function that answers request id, of type
+// requestType, that failed with err (wire.NewFailure of serverError(err)).
+func (c *conn) failer(requestType pb.BaseCommand_Type, id uint64) func(err error) {
+	return func(err error) { c.sendCmd(wire.NewFailure(requestType, id, serverError(err))) }
 }
 
 func (c *conn) sendSuccess(reqID uint64) {
@@ -479,13 +486,7 @@ func (c *conn) opCtx() (context.Context, context.CancelFunc) {
 
 func (c *conn) handlePartitionedMetadata(cmd *pb.CommandPartitionedTopicMetadata) {
 	id := cmd.GetRequestId()
-	fail := func(err error) {
-		err = serverError(err)
-		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: &pb.CommandPartitionedTopicMetadataResponse{
-			RequestId: &id, Response: pb.CommandPartitionedTopicMetadataResponse_Failed.Enum(),
-			Error: wire.CodeOf(err).Enum(), Message: strp(wire.MessageOf(err)),
-		}})
-	}
+	fail := c.failer(pb.BaseCommand_PARTITIONED_METADATA, id)
 	name, err := topic.Parse(cmd.GetTopic())
 	if err != nil {
 		fail(err)
@@ -510,13 +511,7 @@ func (c *conn) handlePartitionedMetadata(cmd *pb.CommandPartitionedTopicMetadata
 
 func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 	id := cmd.GetRequestId()
-	fail := func(err error) {
-		err = serverError(err)
-		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
-			RequestId: &id, Response: pb.CommandLookupTopicResponse_Failed.Enum(),
-			Error: wire.CodeOf(err).Enum(), Message: strp(wire.MessageOf(err)),
-		}})
-	}
+	fail := c.failer(pb.BaseCommand_LOOKUP, id)
 	name, err := topic.Parse(cmd.GetTopic())
 	if err != nil {
 		fail(err)
@@ -545,7 +540,7 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 	}
 	if url, ok := c.b.redirectToPrimary(pol, c.mayReplicate()); ok {
 		if url == "" {
-			fail(fmt.Errorf("%w: topic %s is active-standby and its primary region %s has no broker service URL", wire.ErrServiceNotReady, name, pol.Failover.Primary))
+			fail(fmt.Errorf("%w: topic %s is active-standby and its primary region %s has no broker service URL", errkind.ErrServiceNotReady, name, pol.Failover.Primary))
 			return
 		}
 		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
@@ -704,9 +699,9 @@ func (c *conn) duplicateProducer(reqID, pid uint64, old *producer, name topic.Na
 			RequestId: &reqID, ProducerName: &oname, LastSequenceId: proto64(-1), ProducerReady: boolp(true), SchemaVersion: old.schemaV,
 		}})
 	case same:
-		c.sendError(reqID, fmt.Errorf("%w: producer id %d is already present on the connection and not ready yet", wire.ErrServiceNotReady, pid))
+		c.sendError(reqID, fmt.Errorf("%w: producer id %d is already present on the connection and not ready yet", errkind.ErrServiceNotReady, pid))
 	default:
-		c.sendError(reqID, fmt.Errorf("%w: producer id %d is already in use on this connection", wire.ErrProducerBusy, pid))
+		c.sendError(reqID, fmt.Errorf("%w: producer id %d is already in use on this connection", errkind.ErrProducerBusy, pid))
 	}
 }
 
@@ -746,7 +741,7 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 	pid, seq := cmd.GetProducerId(), cmd.GetSequenceId()
 	p := c.producer(pid)
 	if p == nil {
-		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: no producer %d on this connection", wire.ErrNotAllowed, pid)))
+		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: no producer %d on this connection", errkind.ErrNotAllowed, pid)))
 		return
 	}
 	if derr != nil {
@@ -754,17 +749,17 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 		return
 	}
 	if f.Entry == nil {
-		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: SEND without a message", wire.ErrNotAllowed)))
+		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: SEND without a message", errkind.ErrNotAllowed)))
 		return
 	}
 	if n := len(f.Payload); n > c.b.cfg.MaxMessageSize {
-		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: message of %d bytes exceeds the maximum message size %d", wire.ErrNotAllowed, n, c.b.cfg.MaxMessageSize)))
+		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: message of %d bytes exceeds the maximum message size %d", errkind.ErrNotAllowed, n, c.b.cfg.MaxMessageSize)))
 		return
 	}
 	// A replicated message was accepted in its region: the topic's limit
 	// is not applied to it again.
 	if max := p.t.maxMessageSize.Load(); max > 0 && p.replFrom == "" && int64(len(f.Payload)) > max {
-		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: message of %d bytes exceeds the maximum message size %d of topic %s (maxMessageSize)", wire.ErrNotAllowed, len(f.Payload), max, p.t.name)))
+		c.sendCmd(wire.NewSendErrorCommand(pid, seq, fmt.Errorf("%w: message of %d bytes exceeds the maximum message size %d of topic %s (maxMessageSize)", errkind.ErrNotAllowed, len(f.Payload), max, p.t.name)))
 		return
 	}
 	if err := p.checkEncrypted(f.Metadata); err != nil {
@@ -798,15 +793,15 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 	src, srcPos, replicated, rerr := sourcePosition(f.Metadata)
 	switch {
 	case p.replFrom == "" && f.Metadata.GetReplicatedFrom() != "":
-		rerr = fmt.Errorf("%w: only replicator producers (%s<source>) may send replicated messages", wire.ErrNotAllowed, replication.Prefix)
+		rerr = fmt.Errorf("%w: only replicator producers (%s<source>) may send replicated messages", errkind.ErrNotAllowed, replication.Prefix)
 	case p.replFrom != "" && rerr == nil && !replicated:
-		rerr = fmt.Errorf("%w: replicator producer %s sent an entry without replicated_from", wire.ErrNotAllowed, p.name)
+		rerr = fmt.Errorf("%w: replicator producer %s sent an entry without replicated_from", errkind.ErrNotAllowed, p.name)
 	case p.replFrom != "" && src != p.replFrom:
-		rerr = fmt.Errorf("%w: replicator producer %s sent an entry replicated from %q", wire.ErrNotAllowed, p.name, src)
+		rerr = fmt.Errorf("%w: replicator producer %s sent an entry replicated from %q", errkind.ErrNotAllowed, p.name, src)
 	}
 	if rerr != nil {
-		if !errors.Is(rerr, wire.ErrNotAllowed) {
-			rerr = fmt.Errorf("%w: %w", wire.ErrNotAllowed, rerr)
+		if !errors.Is(rerr, errkind.ErrNotAllowed) {
+			rerr = fmt.Errorf("%w: %w", errkind.ErrNotAllowed, rerr)
 		}
 		c.sendCmd(wire.NewSendErrorCommand(pid, seq, rerr))
 		return
@@ -857,7 +852,7 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 			// A terminated topic is told on the reconnection: a
 			// SEND_ERROR would make the Go client forget the producer,
 			// and the CLOSE_PRODUCER with it.
-			if err = serverError(err); !wire.ErrorFor(wire.CodeOf(err)).Retriable && wire.KindOf(err) != wire.ErrTopicTerminated {
+			if err = serverError(err); !wire.ErrorFor(wire.CodeOf(err)).Retriable && errkind.KindOf(err) != errkind.ErrTopicTerminated {
 				c.sendCmd(wire.NewSendErrorCommand(pid, seq, err))
 			}
 			c.closeProducer(p, true)
@@ -970,7 +965,7 @@ func (c *conn) handleUnsubscribe(cmd *pb.CommandUnsubscribe) {
 	reqID := cmd.GetRequestId()
 	k := c.consumer(cmd.GetConsumerId())
 	if k == nil {
-		c.sendError(reqID, fmt.Errorf("%w: no consumer %d on this connection", wire.ErrConsumerNotFound, cmd.GetConsumerId()))
+		c.sendError(reqID, fmt.Errorf("%w: no consumer %d on this connection", errkind.ErrConsumerNotFound, cmd.GetConsumerId()))
 		return
 	}
 	ctx, cancel := c.opCtx()
@@ -989,7 +984,7 @@ func (c *conn) handleSeek(cmd *pb.CommandSeek) {
 	reqID := cmd.GetRequestId()
 	k := c.consumer(cmd.GetConsumerId())
 	if k == nil {
-		c.sendError(reqID, fmt.Errorf("%w: no consumer %d on this connection", wire.ErrConsumerNotFound, cmd.GetConsumerId()))
+		c.sendError(reqID, fmt.Errorf("%w: no consumer %d on this connection", errkind.ErrConsumerNotFound, cmd.GetConsumerId()))
 		return
 	}
 	ctx, cancel := c.opCtx()
@@ -1018,7 +1013,7 @@ func (c *conn) handleGetLastMessageID(cmd *pb.CommandGetLastMessageId) {
 	reqID := cmd.GetRequestId()
 	k := c.consumer(cmd.GetConsumerId())
 	if k == nil {
-		c.sendError(reqID, fmt.Errorf("%w: no consumer %d on this connection", wire.ErrConsumerNotFound, cmd.GetConsumerId()))
+		c.sendError(reqID, fmt.Errorf("%w: no consumer %d on this connection", errkind.ErrConsumerNotFound, cmd.GetConsumerId()))
 		return
 	}
 	ctx, cancel := c.opCtx()
@@ -1069,12 +1064,12 @@ func (c *conn) handleAck(cmd *pb.CommandAck) {
 		r := &pb.CommandAckResponse{ConsumerId: u64p(cmd.GetConsumerId()), RequestId: cmd.RequestId}
 		if err != nil {
 			err = serverError(err)
-			r.Error, r.Message = wire.CodeOf(err).Enum(), strp(wire.MessageOf(err))
+			r.Error, r.Message = wire.CodeOf(err).Enum(), strp(errkind.MessageOf(err))
 		}
 		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_ACK_RESPONSE.Enum(), AckResponse: r})
 	}
 	if k == nil {
-		respond(fmt.Errorf("%w: no consumer %d on this connection", wire.ErrConsumerNotFound, cmd.GetConsumerId()))
+		respond(fmt.Errorf("%w: no consumer %d on this connection", errkind.ErrConsumerNotFound, cmd.GetConsumerId()))
 		return
 	}
 	if !strings.HasPrefix(k.sub.name, replication.Prefix) {
@@ -1157,12 +1152,7 @@ func (c *conn) handleGetTopics(cmd *pb.CommandGetTopicsOfNamespace) {
 // asked for, to a role that may look the topic up.
 func (c *conn) handleGetSchema(cmd *pb.CommandGetSchema) {
 	id := cmd.GetRequestId()
-	fail := func(err error) {
-		err = serverError(err)
-		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
-			RequestId: &id, ErrorCode: wire.CodeOf(err).Enum(), ErrorMessage: strp(wire.MessageOf(err)),
-		}})
-	}
+	fail := c.failer(pb.BaseCommand_GET_SCHEMA, id)
 	name, err := topic.Parse(cmd.GetTopic())
 	if err != nil {
 		fail(err)
@@ -1176,7 +1166,7 @@ func (c *conn) handleGetSchema(cmd *pb.CommandGetSchema) {
 	}
 	reg := c.b.deps.Schemas
 	if reg == nil {
-		fail(fmt.Errorf("%w: no schema stored for the topic (this broker has no schema registry)", wire.ErrTopicNotFound))
+		fail(fmt.Errorf("%w: no schema stored for the topic (this broker has no schema registry)", errkind.ErrTopicNotFound))
 		return
 	}
 	var v schema.Version
@@ -1188,7 +1178,7 @@ func (c *conn) handleGetSchema(cmd *pb.CommandGetSchema) {
 		v, err = reg.Get(ctx, name, int64(binary.BigEndian.Uint64(b)))
 	}
 	if errors.Is(err, schema.ErrNotFound) {
-		err = fmt.Errorf("%w: %w", wire.ErrTopicNotFound, err) // what Pulsar answers
+		err = fmt.Errorf("%w: %w", errkind.ErrTopicNotFound, err) // what Pulsar answers
 	}
 	if err != nil {
 		fail(err)
@@ -1204,12 +1194,7 @@ func (c *conn) handleGetSchema(cmd *pb.CommandGetSchema) {
 // produce to the topic.
 func (c *conn) handleGetOrCreateSchema(cmd *pb.CommandGetOrCreateSchema) {
 	id := cmd.GetRequestId()
-	fail := func(err error) {
-		err = serverError(err)
-		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE.Enum(), GetOrCreateSchemaResponse: &pb.CommandGetOrCreateSchemaResponse{
-			RequestId: &id, ErrorCode: wire.CodeOf(err).Enum(), ErrorMessage: strp(wire.MessageOf(err)),
-		}})
-	}
+	fail := c.failer(pb.BaseCommand_GET_OR_CREATE_SCHEMA, id)
 	name, err := topic.Parse(cmd.GetTopic())
 	if err != nil {
 		fail(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/auth"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -52,7 +53,7 @@ func (c *conn) authenticate(cmd *pb.CommandConnect) error {
 		return err
 	}
 	if c.b.auth.Enabled() && strings.HasPrefix(cmd.GetClientVersion(), replication.ClientVersion) && !c.b.auth.IsReplicator(id.Role) {
-		return fmt.Errorf("%w: role %q is not a replicator role (broker.auth.replicatorRoles), so it may not connect as %s", wire.ErrAuthorization, id.Role, replication.ClientVersion)
+		return fmt.Errorf("%w: role %q is not a replicator role (broker.auth.replicatorRoles), so it may not connect as %s", errkind.ErrAuthorization, id.Role, replication.ClientVersion)
 	}
 	c.auth.mu.Lock()
 	c.auth.id = id
@@ -95,7 +96,7 @@ func (c *conn) challenge() {
 		c.auth.mu.Unlock()
 		if pending && c.ctx.Err() == nil {
 			c.log.Info("closing connection: its token expired and no fresh one came", "grace", authRefreshGrace)
-			c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: token expired and not refreshed within %v", wire.ErrAuthentication, authRefreshGrace)))
+			c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: token expired and not refreshed within %v", errkind.ErrAuthentication, authRefreshGrace)))
 			c.close()
 		}
 	})
@@ -116,7 +117,7 @@ func (c *conn) handleAuthResponse(cmd *pb.CommandAuthResponse) error {
 	r := cmd.GetResponse()
 	id, err := c.b.auth.Authenticate(r.GetAuthMethodName(), r.GetAuthData(), c.tlsState())
 	if err == nil && id.Role != c.role() {
-		err = fmt.Errorf("%w: a refreshed token must be for role %q, not %q", wire.ErrAuthentication, c.role(), id.Role)
+		err = fmt.Errorf("%w: a refreshed token must be for role %q, not %q", errkind.ErrAuthentication, c.role(), id.Role)
 	}
 	if err != nil {
 		c.sendCmd(wire.NewErrorCommand(0, err))
@@ -173,9 +174,9 @@ func (c *conn) authorizeProducer(ctx context.Context, name topic.Name, pname, in
 			return nil
 		}
 		if c.b.auth.IsReplicator(c.role()) {
-			return fmt.Errorf("%w: producer names starting %s are replicator producers; role %q may open them only on a connection made as %s", wire.ErrAuthorization, replication.Prefix, c.role(), replication.ClientVersion)
+			return fmt.Errorf("%w: producer names starting %s are replicator producers; role %q may open them only on a connection made as %s", errkind.ErrAuthorization, replication.Prefix, c.role(), replication.ClientVersion)
 		}
-		return fmt.Errorf("%w: producer names starting %s are replicator producers; role %q is not a replicator role", wire.ErrAuthorization, replication.Prefix, c.role())
+		return fmt.Errorf("%w: producer names starting %s are replicator producers; role %q is not a replicator role", errkind.ErrAuthorization, replication.Prefix, c.role())
 	}
 	if err := c.b.authz.Produce(ctx, c.role(), name); err != nil {
 		return err

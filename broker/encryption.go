@@ -3,7 +3,7 @@ package broker
 import (
 	"fmt"
 
-	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
@@ -23,8 +23,8 @@ import (
 // Replicator producers are not checked: they copy entries their source
 // region accepted under the same (global) policy, byte for byte.
 var (
-	ErrEncryptionRequired = wire.Sentinel(wire.ErrMetadata, "broker: Encryption is required")
-	ErrNotEncrypted       = wire.Sentinel(wire.ErrMetadata, "broker: Messages must be encrypted")
+	ErrEncryptionRequired = errkind.Sentinel(errkind.ErrMetadata, "broker: Encryption is required")
+	ErrNotEncrypted       = errkind.Sentinel(errkind.ErrMetadata, "broker: Messages must be encrypted")
 )
 
 // checkProducerEncryption refuses a producer that declares it does not

@@ -17,95 +17,96 @@ import (
 	"github.com/isobar-mq/isobar/broker/dynconfig"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/broker/ownership"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
-// TestSentinelKinds pins the kind of wire's error table every sentinel a
+// TestSentinelKinds pins the kind of the error table (errkind) every sentinel a
 // client can meet belongs to: it decides the server error code and the
 // HTTP status (docs/admin.md lists them).
 func TestSentinelKinds(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		err  error
-		kind *wire.Error
+		kind *errkind.Error
 	}{
-		{"broker.ErrClosed", broker.ErrClosed, wire.ErrServiceNotReady},
-		{"broker.ErrNotOwner", broker.ErrNotOwner, wire.ErrServiceNotReady},
-		{"broker.ErrTopicNotFound", broker.ErrTopicNotFound, wire.ErrTopicNotFound},
-		{"broker.ErrSubNotFound", broker.ErrSubNotFound, wire.ErrSubscriptionNotFound},
-		{"broker.ErrNamespace", broker.ErrNamespace, wire.ErrNotFound},
-		{"broker.ErrInvalidArgument", broker.ErrInvalidArgument, wire.ErrBadRequest},
-		{"broker.ErrBusy", broker.ErrBusy, wire.ErrConsumerBusy},
-		{"broker.ErrTooManyTopics", broker.ErrTooManyTopics, wire.ErrPreconditionFailed},
-		{"broker.ErrTooManyProducers", broker.ErrTooManyProducers, wire.ErrProducerBusy},
-		{"broker.ErrTooManyConsumers", broker.ErrTooManyConsumers, wire.ErrConsumerBusy},
-		{"broker.ErrTooManySubscriptions", broker.ErrTooManySubscriptions, wire.ErrPreconditionFailed},
-		{"broker.ErrTooManySubConsumers", broker.ErrTooManySubConsumers, wire.ErrConsumerBusy},
-		{"broker.ErrNoAutoSubscription", broker.ErrNoAutoSubscription, wire.ErrSubscriptionNotFound},
-		{"broker.ErrSchemaAutoUpdateDisabled", broker.ErrSchemaAutoUpdateDisabled, wire.ErrIncompatibleSchema},
-		{"broker.ErrEncryptionRequired", broker.ErrEncryptionRequired, wire.ErrMetadata},
-		{"broker.ErrNotEncrypted", broker.ErrNotEncrypted, wire.ErrMetadata},
-		{"dynconfig.ErrUnknown", dynconfig.ErrUnknown, wire.ErrPreconditionFailed},
-		{"dynconfig.ErrInvalid", dynconfig.ErrInvalid, wire.ErrPreconditionFailed},
+		{"broker.ErrClosed", broker.ErrClosed, errkind.ErrServiceNotReady},
+		{"broker.ErrNotOwner", broker.ErrNotOwner, errkind.ErrServiceNotReady},
+		{"broker.ErrTopicNotFound", broker.ErrTopicNotFound, errkind.ErrTopicNotFound},
+		{"broker.ErrSubNotFound", broker.ErrSubNotFound, errkind.ErrSubscriptionNotFound},
+		{"broker.ErrNamespace", broker.ErrNamespace, errkind.ErrNotFound},
+		{"broker.ErrInvalidArgument", broker.ErrInvalidArgument, errkind.ErrBadRequest},
+		{"broker.ErrBusy", broker.ErrBusy, errkind.ErrConsumerBusy},
+		{"broker.ErrTooManyTopics", broker.ErrTooManyTopics, errkind.ErrPreconditionFailed},
+		{"broker.ErrTooManyProducers", broker.ErrTooManyProducers, errkind.ErrProducerBusy},
+		{"broker.ErrTooManyConsumers", broker.ErrTooManyConsumers, errkind.ErrConsumerBusy},
+		{"broker.ErrTooManySubscriptions", broker.ErrTooManySubscriptions, errkind.ErrPreconditionFailed},
+		{"broker.ErrTooManySubConsumers", broker.ErrTooManySubConsumers, errkind.ErrConsumerBusy},
+		{"broker.ErrNoAutoSubscription", broker.ErrNoAutoSubscription, errkind.ErrSubscriptionNotFound},
+		{"broker.ErrSchemaAutoUpdateDisabled", broker.ErrSchemaAutoUpdateDisabled, errkind.ErrIncompatibleSchema},
+		{"broker.ErrEncryptionRequired", broker.ErrEncryptionRequired, errkind.ErrMetadata},
+		{"broker.ErrNotEncrypted", broker.ErrNotEncrypted, errkind.ErrMetadata},
+		{"dynconfig.ErrUnknown", dynconfig.ErrUnknown, errkind.ErrPreconditionFailed},
+		{"dynconfig.ErrInvalid", dynconfig.ErrInvalid, errkind.ErrPreconditionFailed},
 
-		{"admin.ErrTopicNotFound", admin.ErrTopicNotFound, wire.ErrTopicNotFound},
-		{"admin.ErrSubscriptionNotFound", admin.ErrSubscriptionNotFound, wire.ErrSubscriptionNotFound},
-		{"admin.ErrEntryNotFound", admin.ErrEntryNotFound, wire.ErrNotFound},
-		{"admin.ErrBadRequest", admin.ErrBadRequest, wire.ErrBadRequest},
-		{"admin.ErrConflict", admin.ErrConflict, wire.ErrConflict},
-		{"admin.ErrPreconditionFailed", admin.ErrPreconditionFailed, wire.ErrPreconditionFailed},
-		{"admin.ErrNotAllowed", admin.ErrNotAllowed, wire.ErrNotAllowed},
-		{"admin.ErrUnavailable", admin.ErrUnavailable, wire.ErrServiceNotReady},
-		{"admin.ErrNotOwner", admin.ErrNotOwner, wire.ErrRedirect},
-		{"admin.NotOwnerError", &admin.NotOwnerError{URL: "http://b2:8080"}, wire.ErrRedirect},
-		{"admin.ErrTooLarge", admin.ErrTooLarge, wire.ErrRequestTooLarge},
+		{"admin.ErrTopicNotFound", admin.ErrTopicNotFound, errkind.ErrTopicNotFound},
+		{"admin.ErrSubscriptionNotFound", admin.ErrSubscriptionNotFound, errkind.ErrSubscriptionNotFound},
+		{"admin.ErrEntryNotFound", admin.ErrEntryNotFound, errkind.ErrNotFound},
+		{"admin.ErrBadRequest", admin.ErrBadRequest, errkind.ErrBadRequest},
+		{"admin.ErrConflict", admin.ErrConflict, errkind.ErrConflict},
+		{"admin.ErrPreconditionFailed", admin.ErrPreconditionFailed, errkind.ErrPreconditionFailed},
+		{"admin.ErrNotAllowed", admin.ErrNotAllowed, errkind.ErrNotAllowed},
+		{"admin.ErrUnavailable", admin.ErrUnavailable, errkind.ErrServiceNotReady},
+		{"admin.ErrNotOwner", admin.ErrNotOwner, errkind.ErrRedirect},
+		{"admin.NotOwnerError", &admin.NotOwnerError{URL: "http://b2:8080"}, errkind.ErrRedirect},
+		{"admin.ErrTooLarge", admin.ErrTooLarge, errkind.ErrRequestTooLarge},
 
-		{"ownership.ErrClosed", ownership.ErrClosed, wire.ErrServiceNotReady},
-		{"ownership.ErrNotRegistered", ownership.ErrNotRegistered, wire.ErrServiceNotReady},
-		{"ownership.ErrNoBrokers", ownership.ErrNoBrokers, wire.ErrServiceNotReady},
-		{"ownership.ErrNotOwned", ownership.ErrNotOwned, wire.ErrServiceNotReady},
-		{"ownership.ErrContended", ownership.ErrContended, wire.ErrServiceNotReady},
-		{"ownership.ErrInvalidBundle", ownership.ErrInvalidBundle, wire.ErrPreconditionFailed},
+		{"ownership.ErrClosed", ownership.ErrClosed, errkind.ErrServiceNotReady},
+		{"ownership.ErrNotRegistered", ownership.ErrNotRegistered, errkind.ErrServiceNotReady},
+		{"ownership.ErrNoBrokers", ownership.ErrNoBrokers, errkind.ErrServiceNotReady},
+		{"ownership.ErrNotOwned", ownership.ErrNotOwned, errkind.ErrServiceNotReady},
+		{"ownership.ErrContended", ownership.ErrContended, errkind.ErrServiceNotReady},
+		{"ownership.ErrInvalidBundle", ownership.ErrInvalidBundle, errkind.ErrPreconditionFailed},
 
-		{"mledger.ErrFenced", mledger.ErrFenced, wire.ErrServiceNotReady},
-		{"mledger.ErrClosed", mledger.ErrClosed, wire.ErrServiceNotReady},
-		{"mledger.ErrInvalidName", mledger.ErrInvalidName, wire.ErrPreconditionFailed},
-		{"mledger.ErrTooManyAckRanges", mledger.ErrTooManyAckRanges, wire.ErrPreconditionFailed},
-		{"mledger.ErrInvalidPosition", mledger.ErrInvalidPosition, wire.ErrBadRequest},
-		{"mledger.ErrCorruptMeta", mledger.ErrCorruptMeta, wire.ErrPersistence},
-		{"mledger.ErrNoCursor", mledger.ErrNoCursor, wire.ErrSubscriptionNotFound},
-		{"mledger.ErrChainBroken", mledger.ErrChainBroken, wire.ErrPersistence},
+		{"mledger.ErrFenced", mledger.ErrFenced, errkind.ErrServiceNotReady},
+		{"mledger.ErrClosed", mledger.ErrClosed, errkind.ErrServiceNotReady},
+		{"mledger.ErrInvalidName", mledger.ErrInvalidName, errkind.ErrPreconditionFailed},
+		{"mledger.ErrTooManyAckRanges", mledger.ErrTooManyAckRanges, errkind.ErrPreconditionFailed},
+		{"mledger.ErrInvalidPosition", mledger.ErrInvalidPosition, errkind.ErrBadRequest},
+		{"mledger.ErrCorruptMeta", mledger.ErrCorruptMeta, errkind.ErrPersistence},
+		{"mledger.ErrNoCursor", mledger.ErrNoCursor, errkind.ErrSubscriptionNotFound},
+		{"mledger.ErrChainBroken", mledger.ErrChainBroken, errkind.ErrPersistence},
 
-		{"policy.ErrNotFound", policy.ErrNotFound, wire.ErrNotFound},
-		{"policy.ErrExists", policy.ErrExists, wire.ErrConflict},
-		{"policy.ErrInvalid", policy.ErrInvalid, wire.ErrPreconditionFailed},
-		{"policy.ErrConflict", policy.ErrConflict, wire.ErrConcurrentModification},
-		{"policy.ErrNotEmpty", policy.ErrNotEmpty, wire.ErrConflict},
-		{"policy.ErrCorrupt", policy.ErrCorrupt, wire.ErrUnknown},
-		{"policy.ErrUnreachable", policy.ErrUnreachable, wire.ErrServiceNotReady},
+		{"policy.ErrNotFound", policy.ErrNotFound, errkind.ErrNotFound},
+		{"policy.ErrExists", policy.ErrExists, errkind.ErrConflict},
+		{"policy.ErrInvalid", policy.ErrInvalid, errkind.ErrPreconditionFailed},
+		{"policy.ErrConflict", policy.ErrConflict, errkind.ErrConcurrentModification},
+		{"policy.ErrNotEmpty", policy.ErrNotEmpty, errkind.ErrConflict},
+		{"policy.ErrCorrupt", policy.ErrCorrupt, errkind.ErrUnknown},
+		{"policy.ErrUnreachable", policy.ErrUnreachable, errkind.ErrServiceNotReady},
 
-		{"topic.ErrInvalidName", topic.ErrInvalidName, wire.ErrInvalidTopicName},
+		{"topic.ErrInvalidName", topic.ErrInvalidName, errkind.ErrInvalidTopicName},
 	} {
 		wrapped := fmt.Errorf("op on x: %w", c.err)
-		if k := wire.KindOf(wrapped); k != c.kind {
+		if k := errkind.KindOf(wrapped); k != c.kind {
 			t.Errorf("%s: kind %v, want %v", c.name, k, c.kind)
 		}
-		if !strings.Contains(c.err.Error(), ":") || strings.Contains(c.err.Error(), c.kind.Code.String()) {
-			t.Errorf("%s: text %q should name its package, not its code", c.name, c.err)
+		if !strings.Contains(c.err.Error(), ":") || strings.Contains(c.err.Error(), c.kind.Name) || strings.Contains(c.err.Error(), wire.CodeOf(c.kind).String()) {
+			t.Errorf("%s: text %q should name its package, not its kind or code", c.name, c.err)
 		}
 	}
 	// Errors that stop a broker or reveal a bug never reach a client as
 	// themselves: they have no kind (a 500, PersistenceError on the wire).
 	for _, err := range []error{ownership.ErrIDInUse, mledger.ErrInvalidConfig} {
-		if wire.HasKind(err) {
-			t.Errorf("%v has kind %v", err, wire.KindOf(err))
+		if errkind.HasKind(err) {
+			t.Errorf("%v has kind %v", err, errkind.KindOf(err))
 		}
 	}
-	if _, err := topic.Parse("persistent://t/n s/x"); wire.KindOf(err) != wire.ErrInvalidTopicName {
-		t.Errorf("topic.Parse error %v: kind %v", err, wire.KindOf(err))
+	if _, err := topic.Parse("persistent://t/n s/x"); errkind.KindOf(err) != errkind.ErrInvalidTopicName {
+		t.Errorf("topic.Parse error %v: kind %v", err, errkind.KindOf(err))
 	}
 }
 

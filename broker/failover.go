@@ -17,6 +17,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/broker/primary"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
@@ -220,12 +221,12 @@ func (b *Broker) waitPrimary(ctx context.Context, name topic.Name) error {
 			return nil
 		}
 		if !b.promotedHere(name, err) {
-			return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
+			return fmt.Errorf("%w: %w", errkind.ErrServiceNotReady, err)
 		}
 		// The gate has not seen this region's promotion yet.
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
+			return fmt.Errorf("%w: %w", errkind.ErrServiceNotReady, err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -237,7 +238,7 @@ func (b *Broker) checkPrimary(name topic.Name) error {
 		return nil
 	}
 	if err := b.deps.Primary.Check(name.NamespaceName(), name.Base().Local); err != nil {
-		return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
+		return fmt.Errorf("%w: %w", errkind.ErrServiceNotReady, err)
 	}
 	return nil
 }
@@ -341,7 +342,7 @@ func (t *Topic) markEpoch(ctx context.Context) error {
 	}
 	m.appendProps(props)
 	if err := cur.SetProperties(ctx, props); err != nil {
-		return fmt.Errorf("%w: topic %s: recording epoch %d in the de-duplication state: %w", wire.ErrServiceNotReady, t.name, f.Epoch, err)
+		return fmt.Errorf("%w: topic %s: recording epoch %d in the de-duplication state: %w", errkind.ErrServiceNotReady, t.name, f.Epoch, err)
 	}
 	t.mu.Lock()
 	t.epochs.setMark(m.mark)

@@ -12,11 +12,11 @@ import (
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/deletes"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // Federation-wide deletes (docs/replication.md, "Deleting topics and
@@ -29,8 +29,8 @@ import (
 
 // Errors of federation-wide deletes.
 var (
-	errNotEmpty      = wire.Sentinel(wire.ErrConflict, "namespace not empty")                   // 409
-	errDeletePending = wire.Sentinel(wire.ErrServiceNotReady, "delete not finished everywhere") // 503
+	errNotEmpty      = errkind.Sentinel(errkind.ErrConflict, "namespace not empty")                   // 409
+	errDeletePending = errkind.Sentinel(errkind.ErrServiceNotReady, "delete not finished everywhere") // 503
 )
 
 // deleteScanInterval is how often a broker looks for deletes to apply.

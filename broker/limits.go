@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
@@ -155,12 +155,12 @@ func (l Limits) WithDefaults() Limits {
 // ErrTooManyTopics: creating the topic would pass the namespace's topic
 // limit (Pulsar: 412 "Exceed maximum number of topics in namespace",
 // NotAllowedError on the binary protocol).
-var ErrTooManyTopics = wire.Sentinel(wire.ErrPreconditionFailed, "broker: too many topics in the namespace")
+var ErrTooManyTopics = errkind.Sentinel(errkind.ErrPreconditionFailed, "broker: too many topics in the namespace")
 
 // ErrTooManySubscriptions: a new subscription would pass the topic's
 // maxSubscriptionsPerTopic (412; NotAllowedError on the binary
 // protocol, as Pulsar).
-var ErrTooManySubscriptions = wire.Sentinel(wire.ErrPreconditionFailed, "broker: too many subscriptions on the topic")
+var ErrTooManySubscriptions = errkind.Sentinel(errkind.ErrPreconditionFailed, "broker: too many subscriptions on the topic")
 
 // CheckTopicQuota reports, when namespace ns has a topic limit (its
 // maxTopicsPerNamespace policy, else the dynamic setting, else
@@ -232,7 +232,7 @@ func (b *Broker) countTopics(ctx context.Context, ns string) (int, error) {
 // binary protocol and in the admin API alike: what the managed ledger can
 // store as a cursor (1 to mledger.MaxNameLen bytes of UTF-8, no '/', no
 // spaces or control characters), for durable subscriptions and readers
-// alike. The error is of kind wire.ErrBadRequest (400; NotAllowedError on
+// alike. The error is of kind errkind.ErrBadRequest (400; NotAllowedError on
 // the binary protocol), as for an empty or reserved name. Names starting
 // with ReservedPrefix are the broker's own and refused where clients
 // subscribe.
@@ -262,7 +262,7 @@ func (b *Broker) checkSend(t *Topic, seq, highest uint64, meta *pb.MessageMetada
 			now := b.deps.Now().UnixMilli()
 			if at > now && at-now > dd.max.Milliseconds() {
 				return fmt.Errorf("%w: deliver-at time is %v ahead, more than the maximum delivery delay %v (%s)",
-					wire.ErrNotAllowed, time.Duration(min(at-now, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond, dd.max, dd.from)
+					errkind.ErrNotAllowed, time.Duration(min(at-now, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond, dd.max, dd.from)
 			}
 		}
 	}

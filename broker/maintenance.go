@@ -10,9 +10,9 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/compactor"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // maintain runs the periodic work on loaded topics until the broker stops.
@@ -393,9 +393,9 @@ func (t *Topic) quotaErrOf(creating bool) error {
 	if t.policy.BacklogAge > 0 {
 		quota = append(quota, fmt.Sprintf("messages %s old", t.policy.BacklogAge))
 	}
-	e := wire.ErrProducerBlockedQuotaExceeded
+	e := errkind.ErrProducerBlockedQuotaExceeded
 	if creating {
-		e = wire.ErrProducerBlockedQuotaExceededException
+		e = errkind.ErrProducerBlockedQuotaExceededException
 	}
 	return fmt.Errorf("%w: topic %s has a subscription backlog over its quota of %s", e, t.name, strings.Join(quota, " or "))
 }

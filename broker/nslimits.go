@@ -5,7 +5,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/dynconfig"
 	"github.com/isobar-mq/isobar/broker/mledger"
-	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/errkind"
 )
 
 // The limits of a namespace's producers, consumers and topics: each is the
@@ -16,12 +16,12 @@ import (
 // round (Config.MaintenanceInterval); a dynamic setting within moments.
 // The errors carry Pulsar's messages after their package's name.
 var (
-	ErrTooManyProducers    = wire.Sentinel(wire.ErrProducerBusy, "broker: Topic reached max producers limit")
-	ErrTooManyConsumers    = wire.Sentinel(wire.ErrConsumerBusy, "broker: Topic reached max consumers limit")
-	ErrTooManySubConsumers = wire.Sentinel(wire.ErrConsumerBusy, "broker: Subscription reached max consumers limit")
+	ErrTooManyProducers    = errkind.Sentinel(errkind.ErrProducerBusy, "broker: Topic reached max producers limit")
+	ErrTooManyConsumers    = errkind.Sentinel(errkind.ErrConsumerBusy, "broker: Topic reached max consumers limit")
+	ErrTooManySubConsumers = errkind.Sentinel(errkind.ErrConsumerBusy, "broker: Subscription reached max consumers limit")
 	// ErrNoAutoSubscription: the subscription does not exist and the
 	// dynamic setting allowAutoSubscriptionCreation is false.
-	ErrNoAutoSubscription = wire.Sentinel(wire.ErrSubscriptionNotFound, "broker: Subscription does not exist")
+	ErrNoAutoSubscription = errkind.Sentinel(errkind.ErrSubscriptionNotFound, "broker: Subscription does not exist")
 )
 
 // dynamicSnapshot is a read of the dynamic settings and the revision of

@@ -10,10 +10,10 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/dispatch"
 	"github.com/isobar-mq/isobar/broker/ratelimit"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
@@ -187,7 +187,7 @@ func (t *Topic) rates() (r Rates, pubMsgs, pubBytes float64) {
 
 // ErrSubscribeRate refuses a SUBSCRIBE beyond the topic's subscribe rate;
 // the client retries it (ServiceNotReady, as in Pulsar).
-var ErrSubscribeRate = wire.Sentinel(wire.ErrServiceNotReady, "Subscribe limited by subscribe rate limit per consumer")
+var ErrSubscribeRate = errkind.Sentinel(errkind.ErrServiceNotReady, "Subscribe limited by subscribe rate limit per consumer")
 
 // maxSubscribeWindows bounds the consumers a topic remembers before it
 // forgets those whose window has passed.

@@ -12,10 +12,10 @@ import (
 
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/ratelimit"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // The rate tests check the mechanism, not the clock: the limiters' own
@@ -317,7 +317,7 @@ func TestSubscribeRate(t *testing.T) {
 	if err := sub("other"); err != nil {
 		t.Fatalf("another consumer: %v", err)
 	}
-	if k := wire.KindOf(broker.ErrSubscribeRate); k != wire.ErrServiceNotReady || !k.Retriable {
+	if k := errkind.KindOf(broker.ErrSubscribeRate); k != errkind.ErrServiceNotReady || !k.Retriable {
 		t.Fatalf("the refusal is %v, want ServiceNotReady (retriable, as Pulsar)", k)
 	}
 }

@@ -10,9 +10,9 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
@@ -304,7 +304,7 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 	if st.chain.Broken() {
 		if st.inflight > 0 {
 			t.mu.Unlock()
-			done(mledger.Position{}, false, fmt.Errorf("%w: replicated entries from %s are being failed; retry", wire.ErrServiceNotReady, src))
+			done(mledger.Position{}, false, fmt.Errorf("%w: replicated entries from %s are being failed; retry", errkind.ErrServiceNotReady, src))
 			return
 		}
 		// Every add of the broken chain has completed: start over from
@@ -314,7 +314,7 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 	}
 	if _, stale := st.stale[from]; stale && from != nil {
 		t.mu.Unlock()
-		done(mledger.Position{}, false, fmt.Errorf("%w: an earlier replicated entry of producer %s failed; reconnect and resend", wire.ErrServiceNotReady, from.name))
+		done(mledger.Position{}, false, fmt.Errorf("%w: an earlier replicated entry of producer %s failed; reconnect and resend", errkind.ErrServiceNotReady, from.name))
 		return
 	}
 	if pos.Compare(st.confirmed) <= 0 {
@@ -326,7 +326,7 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 		// Its first copy is being added: the answer is that add's.
 		if st.inflight == 0 {
 			t.mu.Unlock()
-			done(mledger.Position{}, false, fmt.Errorf("%w: replicated entry %s from %s is not stored; retry", wire.ErrServiceNotReady, pos, src))
+			done(mledger.Position{}, false, fmt.Errorf("%w: replicated entry %s from %s is not stored; retry", errkind.ErrServiceNotReady, pos, src))
 			return
 		}
 		st.waiting = append(st.waiting, replWaiter{pos: pos, done: done})
@@ -344,7 +344,7 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 	t.mu.Lock()
 	if pos.Compare(st.pushed) <= 0 || st.chain.Broken() {
 		t.mu.Unlock()
-		done(mledger.Position{}, false, fmt.Errorf("%w: replicated entries from %s changed meanwhile; retry", wire.ErrServiceNotReady, src))
+		done(mledger.Position{}, false, fmt.Errorf("%w: replicated entries from %s changed meanwhile; retry", errkind.ErrServiceNotReady, src))
 		return
 	}
 	// An entry of a producer whose sequence id this topic has stored
@@ -401,7 +401,7 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 			w.done(mledger.Position{}, false, nil)
 		}
 		for _, w := range failed {
-			w.done(mledger.Position{}, false, fmt.Errorf("%w: replicated entry %s from %s was not stored; retry", wire.ErrServiceNotReady, w.pos, src))
+			w.done(mledger.Position{}, false, fmt.Errorf("%w: replicated entry %s from %s was not stored; retry", errkind.ErrServiceNotReady, w.pos, src))
 		}
 	})
 }

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/globalconfig/schema/compat"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
@@ -22,7 +22,7 @@ import (
 // ErrSchemaAutoUpdateDisabled refuses a client's schema that the topic
 // does not hold when its namespace sets is_allow_auto_update_schema to
 // false (Pulsar's IncompatibleSchema and message).
-var ErrSchemaAutoUpdateDisabled = wire.Sentinel(wire.ErrIncompatibleSchema, "broker: Schema not found and schema auto updating is disabled.")
+var ErrSchemaAutoUpdateDisabled = errkind.Sentinel(errkind.ErrIncompatibleSchema, "broker: Schema not found and schema auto updating is disabled.")
 
 // schemaTypeNames maps the protocol's schema types to the registry's
 // names (Pulsar's SchemaType); AutoConsume has none, BYTES travels as
@@ -85,7 +85,7 @@ func (b *Broker) schemaSettings(ctx context.Context, name topic.Name) (schema.Se
 // code (a definition that does not parse included, as in Pulsar).
 func incompatible(err error) error {
 	if errors.Is(err, compat.ErrIncompatible) || errors.Is(err, compat.ErrInvalid) || errors.Is(err, schema.ErrTooLarge) {
-		return fmt.Errorf("%w: %s", wire.ErrIncompatibleSchema, wire.MessageOf(err))
+		return fmt.Errorf("%w: %s", errkind.ErrIncompatibleSchema, errkind.MessageOf(err))
 	}
 	return err
 }
@@ -115,7 +115,7 @@ func (b *Broker) useSchema(ctx context.Context, name topic.Name, s *pb.Schema) (
 		if err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: topic %s has a schema and its namespace enforces schema validation: a producer must give one", wire.ErrIncompatibleSchema, name.Base())
+		return nil, fmt.Errorf("%w: topic %s has a schema and its namespace enforces schema validation: a producer must give one", errkind.ErrIncompatibleSchema, name.Base())
 	}
 	if !st.AutoUpdate {
 		// Only a version the topic holds, even on a topic without a

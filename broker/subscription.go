@@ -15,6 +15,7 @@ import (
 	"github.com/isobar-mq/isobar/broker/compactor"
 	"github.com/isobar-mq/isobar/broker/dispatch"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/broker/ratelimit"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/wire"
@@ -320,7 +321,7 @@ func (s *subscription) addConsumer(k *consumer, st pb.CommandSubscribe_SubType) 
 	d := dispatch.NewConsumer(k.name, k.priority, k.ranges, k.compacted)
 	switch err := s.d.Attach(d, kindOf(st)); {
 	case errors.Is(err, dispatch.ErrRanges):
-		return fmt.Errorf("%w: %w", wire.ErrConsumerAssign, err)
+		return fmt.Errorf("%w: %w", errkind.ErrConsumerAssign, err)
 	case errors.Is(err, dispatch.ErrKindMismatch):
 		return fmt.Errorf("%w: subscription %s is %v, consumer asks for %v", ErrBusy, s.name, s.subTypeLocked(), st)
 	case errors.Is(err, dispatch.ErrExclusive):

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
@@ -209,13 +210,13 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 		return 0, fmt.Errorf("%w: topic %s is closing", ErrNotOwner, t.name)
 	}
 	if t.ml != nil && t.ml.Terminated() {
-		return 0, fmt.Errorf("%w: topic %s was terminated", wire.ErrTopicTerminated, t.name)
+		return 0, fmt.Errorf("%w: topic %s was terminated", errkind.ErrTopicTerminated, t.name)
 	}
 	if err := t.quotaErrLocked(); err != nil {
 		return 0, err
 	}
 	if _, ok := t.producers[p.name]; ok {
-		return 0, fmt.Errorf("%w: producer with name '%s' is already connected to topic %s", wire.ErrProducerBusy, p.name, t.name)
+		return 0, fmt.Errorf("%w: producer with name '%s' is already connected to topic %s", errkind.ErrProducerBusy, p.name, t.name)
 	}
 	for _, o := range t.producers {
 		conflict := o.access != pb.ProducerAccessMode_Shared || p.access != pb.ProducerAccessMode_Shared
@@ -228,11 +229,11 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 		case p.access == pb.ProducerAccessMode_Shared:
 			// As Pulsar: a shared producer meets an exclusive one.
 			return 0, fmt.Errorf("%w: topic %s has an exclusive producer %s; producer %s is shared",
-				wire.ErrProducerBusy, t.name, o.name, p.name)
+				errkind.ErrProducerBusy, t.name, o.name, p.name)
 		default:
 			// An exclusive producer meets any other.
 			return 0, fmt.Errorf("%w: topic %s already has producer %s (access mode %v); producer %s wants access mode %v",
-				wire.ErrProducerFenced, t.name, o.name, o.access, p.name, p.access)
+				errkind.ErrProducerFenced, t.name, o.name, o.access, p.name, p.access)
 		}
 	}
 	if p.access == pb.ProducerAccessMode_ExclusiveWithFencing {
@@ -508,7 +509,7 @@ func (t *Topic) lastMessageID(ctx context.Context) (mledger.Position, int32, err
 // returns the last message's position.
 func (t *Topic) terminate(ctx context.Context) (mledger.Position, error) {
 	if t.ml == nil {
-		return mledger.Position{}, fmt.Errorf("%w: a non-persistent topic cannot be terminated", wire.ErrNotAllowed)
+		return mledger.Position{}, fmt.Errorf("%w: a non-persistent topic cannot be terminated", errkind.ErrNotAllowed)
 	}
 	last, err := t.ml.Terminate(ctx)
 	if err != nil {

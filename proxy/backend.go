@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
@@ -37,15 +38,15 @@ func (bk *backend) handshake(cc *pb.CommandConnect, timeout time.Duration) error
 	bk.nc.SetDeadline(time.Now().Add(timeout))
 	defer bk.nc.SetDeadline(time.Time{})
 	if err := bk.writeCmd(&pb.BaseCommand{Type: pb.BaseCommand_CONNECT.Enum(), Connect: cc}); err != nil {
-		return fmt.Errorf("%w: proxy: broker %s: %w", wire.ErrServiceNotReady, bk.broker, err)
+		return fmt.Errorf("%w: proxy: broker %s: %w", errkind.ErrServiceNotReady, bk.broker, err)
 	}
 	raw, err := wire.ReadFrame(bk.nc, maxHandshakeFrame, nil)
 	if err != nil {
-		return fmt.Errorf("%w: proxy: broker %s did not answer CONNECT: %w", wire.ErrServiceNotReady, bk.broker, err)
+		return fmt.Errorf("%w: proxy: broker %s did not answer CONNECT: %w", errkind.ErrServiceNotReady, bk.broker, err)
 	}
 	f, err := wire.DecodeFrame(raw)
 	if err != nil {
-		return fmt.Errorf("%w: proxy: broker %s: %w", wire.ErrServiceNotReady, bk.broker, err)
+		return fmt.Errorf("%w: proxy: broker %s: %w", errkind.ErrServiceNotReady, bk.broker, err)
 	}
 	switch f.Cmd.GetType() {
 	case pb.BaseCommand_CONNECTED:
@@ -53,7 +54,7 @@ func (bk *backend) handshake(cc *pb.CommandConnect, timeout time.Duration) error
 	case pb.BaseCommand_ERROR:
 		return serverError(f.Cmd.Error.GetError(), f.Cmd.Error.GetMessage())
 	}
-	return fmt.Errorf("%w: proxy: broker %s answered CONNECT with %v", wire.ErrServiceNotReady, bk.broker, f.Cmd.GetType())
+	return fmt.Errorf("%w: proxy: broker %s answered CONNECT with %v", errkind.ErrServiceNotReady, bk.broker, f.Cmd.GetType())
 }
 
 func (bk *backend) writeCmd(cmd *pb.BaseCommand) error {
@@ -77,7 +78,7 @@ func (bk *backend) request(ctx context.Context, cmd *pb.BaseCommand) (*pb.BaseCo
 	if bk.err != nil {
 		err := bk.err
 		bk.mu.Unlock()
-		return nil, fmt.Errorf("%w: proxy: connection to broker %s: %w", wire.ErrServiceNotReady, bk.broker, err)
+		return nil, fmt.Errorf("%w: proxy: connection to broker %s: %w", errkind.ErrServiceNotReady, bk.broker, err)
 	}
 	bk.nextID++
 	id := bk.nextID
@@ -91,15 +92,15 @@ func (bk *backend) request(ctx context.Context, cmd *pb.BaseCommand) (*pb.BaseCo
 	setRequestID(cmd, id)
 	if err := bk.writeCmd(cmd); err != nil {
 		bk.close(err)
-		return nil, fmt.Errorf("%w: proxy: connection to broker %s: %w", wire.ErrServiceNotReady, bk.broker, err)
+		return nil, fmt.Errorf("%w: proxy: connection to broker %s: %w", errkind.ErrServiceNotReady, bk.broker, err)
 	}
 	select {
 	case resp := <-ch:
 		return resp, nil
 	case <-bk.done:
-		return nil, fmt.Errorf("%w: proxy: connection to broker %s lost: %w", wire.ErrServiceNotReady, bk.broker, bk.err)
+		return nil, fmt.Errorf("%w: proxy: connection to broker %s lost: %w", errkind.ErrServiceNotReady, bk.broker, bk.err)
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: proxy: broker %s did not answer %v in time: %w", wire.ErrServiceNotReady, bk.broker, cmd.GetType(), ctx.Err())
+		return nil, fmt.Errorf("%w: proxy: broker %s did not answer %v in time: %w", errkind.ErrServiceNotReady, bk.broker, cmd.GetType(), ctx.Err())
 	}
 }
 

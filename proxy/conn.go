@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/auth"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
@@ -99,18 +100,18 @@ func (c *clientConn) serve() {
 	raw, err := wire.ReadFrame(c.nc, maxHandshakeFrame, nil)
 	if err != nil {
 		if errors.Is(err, wire.ErrFrameTooLarge) {
-			c.refuse(fmt.Errorf("%w: %w (before CONNECT at most %d bytes)", wire.ErrNotAllowed, err, maxHandshakeFrame))
+			c.refuse(fmt.Errorf("%w: %w (before CONNECT at most %d bytes)", errkind.ErrNotAllowed, err, maxHandshakeFrame))
 		}
 		return
 	}
 	f, err := wire.DecodeFrame(raw)
 	if err != nil || f.Cmd.GetType() != pb.BaseCommand_CONNECT {
-		c.refuse(fmt.Errorf("%w: expected CONNECT first, got %v", wire.ErrNotAllowed, f.Cmd.GetType()))
+		c.refuse(fmt.Errorf("%w: expected CONNECT first, got %v", errkind.ErrNotAllowed, f.Cmd.GetType()))
 		return
 	}
 	cmd := f.Cmd.Connect
 	if v := cmd.GetProtocolVersion(); v < minProtocolVersion {
-		c.refuse(fmt.Errorf("%w: protocol version %d; the proxy needs %d or later", wire.ErrUnsupportedVersion, v, minProtocolVersion))
+		c.refuse(fmt.Errorf("%w: protocol version %d; the proxy needs %d or later", errkind.ErrUnsupportedVersion, v, minProtocolVersion))
 		return
 	}
 	c.connect = cmd
@@ -219,39 +220,39 @@ func (c *clientConn) direct(target string) {
 	b, ok := c.s.brokerByHost(target)
 	if !ok {
 		c.log.Warn("proxy_to_broker_url refused: not a live broker of the region", "target", target)
-		c.refuse(fmt.Errorf("%w: proxy: %s is not a live broker of region %s; look the topic up again", wire.ErrServiceNotReady, truncate(target, 256), c.s.cfg.Region))
+		c.refuse(fmt.Errorf("%w: proxy: %s is not a live broker of region %s; look the topic up again", errkind.ErrServiceNotReady, truncate(target, 256), c.s.cfg.Region))
 		return
 	}
 	bc, err := c.s.dialBroker(c.ctx, b)
 	if err != nil {
 		c.log.Warn("cannot reach broker", "broker", b.ID, "err", err)
-		c.refuse(fmt.Errorf("%w: proxy: broker %s: %w", wire.ErrServiceNotReady, b.ID, err))
+		c.refuse(fmt.Errorf("%w: proxy: broker %s: %w", errkind.ErrServiceNotReady, b.ID, err))
 		return
 	}
 	defer bc.Close()
 	cc, err := c.brokerConnect()
 	if err != nil {
-		c.refuse(fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err))
+		c.refuse(fmt.Errorf("%w: %w", errkind.ErrServiceNotReady, err))
 		return
 	}
 	f, err := wire.AppendCommand(nil, &pb.BaseCommand{Type: pb.BaseCommand_CONNECT.Enum(), Connect: cc})
 	if err != nil {
-		c.refuse(fmt.Errorf("%w: %w", wire.ErrUnknown, err))
+		c.refuse(fmt.Errorf("%w: %w", errkind.ErrUnknown, err))
 		return
 	}
 	bc.SetDeadline(time.Now().Add(c.s.cfg.HandshakeTimeout))
 	if _, err := bc.Write(f); err != nil {
-		c.refuse(fmt.Errorf("%w: proxy: broker %s: %w", wire.ErrServiceNotReady, b.ID, err))
+		c.refuse(fmt.Errorf("%w: proxy: broker %s: %w", errkind.ErrServiceNotReady, b.ID, err))
 		return
 	}
 	raw, err := wire.ReadFrame(bc, maxHandshakeFrame, nil)
 	if err != nil {
-		c.refuse(fmt.Errorf("%w: proxy: broker %s did not answer CONNECT: %w", wire.ErrServiceNotReady, b.ID, err))
+		c.refuse(fmt.Errorf("%w: proxy: broker %s did not answer CONNECT: %w", errkind.ErrServiceNotReady, b.ID, err))
 		return
 	}
 	reply, err := wire.DecodeFrame(raw)
 	if err != nil {
-		c.refuse(fmt.Errorf("%w: proxy: broker %s: %w", wire.ErrServiceNotReady, b.ID, err))
+		c.refuse(fmt.Errorf("%w: proxy: broker %s: %w", errkind.ErrServiceNotReady, b.ID, err))
 		return
 	}
 	switch reply.Cmd.GetType() {
@@ -262,7 +263,7 @@ func (c *clientConn) direct(target string) {
 		c.log.Info("broker refused the connection", "broker", b.ID, "err", reply.Cmd.Error.GetMessage())
 		return
 	default:
-		c.refuse(fmt.Errorf("%w: proxy: broker %s answered CONNECT with %v", wire.ErrServiceNotReady, b.ID, reply.Cmd.GetType()))
+		c.refuse(fmt.Errorf("%w: proxy: broker %s answered CONNECT with %v", errkind.ErrServiceNotReady, b.ID, reply.Cmd.GetType()))
 		return
 	}
 	bc.SetDeadline(time.Time{})

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/isobar-mq/isobar/auth"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
@@ -35,13 +36,13 @@ func (c *clientConn) lookupLoop() {
 		raw, err := wire.ReadFrame(c.nc, maxLookupFrame, nil)
 		if err != nil {
 			if errors.Is(err, wire.ErrFrameTooLarge) {
-				c.refuse(fmt.Errorf("%w: %w (a lookup connection's frames are at most %d bytes)", wire.ErrNotAllowed, err, maxLookupFrame))
+				c.refuse(fmt.Errorf("%w: %w (a lookup connection's frames are at most %d bytes)", errkind.ErrNotAllowed, err, maxLookupFrame))
 			}
 			return
 		}
 		f, err := wire.DecodeFrame(raw)
 		if err != nil {
-			c.refuse(fmt.Errorf("%w: %w", wire.ErrUnknown, err))
+			c.refuse(fmt.Errorf("%w: %w", errkind.ErrUnknown, err))
 			return
 		}
 		cmd := f.Cmd
@@ -58,7 +59,7 @@ func (c *clientConn) lookupLoop() {
 				return
 			}
 		default:
-			c.writeCmd(wire.NewErrorCommand(requestID(cmd), fmt.Errorf("%w: proxy: %v on a lookup connection; commands for a topic go to a connection to its broker (CONNECT with proxy_to_broker_url, from the lookup's answer)", wire.ErrNotAllowed, cmd.GetType())))
+			c.writeCmd(wire.NewErrorCommand(requestID(cmd), fmt.Errorf("%w: proxy: %v on a lookup connection; commands for a topic go to a connection to its broker (CONNECT with proxy_to_broker_url, from the lookup's answer)", errkind.ErrNotAllowed, cmd.GetType())))
 		}
 	}
 }
@@ -84,14 +85,14 @@ func (c *clientConn) async(cmd *pb.BaseCommand) {
 	if c.pending.Add(1) > maxPendingPerConn {
 		c.pending.Add(-1)
 		c.s.m.rejectedLookup(c.ctx)
-		c.writeCmd(failure(cmd.GetType(), reqID, fmt.Errorf("%w: %d requests in progress on this connection", wire.ErrTooManyRequests, maxPendingPerConn)))
+		c.writeCmd(wire.NewFailure(cmd.GetType(), reqID, fmt.Errorf("%w: %d requests in progress on this connection", errkind.ErrTooManyRequests, maxPendingPerConn)))
 		return
 	}
 	if c.s.lookups.Add(1) > int64(c.s.cfg.MaxConcurrentLookups) {
 		c.s.lookups.Add(-1)
 		c.pending.Add(-1)
 		c.s.m.rejectedLookup(c.ctx)
-		c.writeCmd(failure(cmd.GetType(), reqID, fmt.Errorf("%w: %d lookups in progress", wire.ErrTooManyRequests, c.s.cfg.MaxConcurrentLookups)))
+		c.writeCmd(wire.NewFailure(cmd.GetType(), reqID, fmt.Errorf("%w: %d lookups in progress", errkind.ErrTooManyRequests, c.s.cfg.MaxConcurrentLookups)))
 		return
 	}
 	c.slow.Add(1)
@@ -120,7 +121,7 @@ func (c *clientConn) anyBroker(ctx context.Context, cmd *pb.BaseCommand) *pb.Bas
 	for {
 		b, ok := c.s.pick(skip)
 		if !ok {
-			return failure(cmd.GetType(), 0, c.noBroker(skip))
+			return wire.NewFailure(cmd.GetType(), 0, c.noBroker(skip))
 		}
 		resp, err := c.request(ctx, b, cmd)
 		var ue *unreachableError
@@ -129,7 +130,7 @@ func (c *clientConn) anyBroker(ctx context.Context, cmd *pb.BaseCommand) *pb.Bas
 			continue
 		}
 		if err != nil {
-			return failure(cmd.GetType(), 0, err)
+			return wire.NewFailure(cmd.GetType(), 0, err)
 		}
 		return resp
 	}
@@ -137,9 +138,9 @@ func (c *clientConn) anyBroker(ctx context.Context, cmd *pb.BaseCommand) *pb.Bas
 
 func (c *clientConn) noBroker(skip map[string]bool) error {
 	if len(skip) > 0 {
-		return fmt.Errorf("%w: proxy: none of the %d live brokers of region %s could be reached", wire.ErrServiceNotReady, len(skip), c.s.cfg.Region)
+		return fmt.Errorf("%w: proxy: none of the %d live brokers of region %s could be reached", errkind.ErrServiceNotReady, len(skip), c.s.cfg.Region)
 	}
-	return fmt.Errorf("%w: proxy: no live broker in region %s", wire.ErrServiceNotReady, c.s.cfg.Region)
+	return fmt.Errorf("%w: proxy: no live broker in region %s", errkind.ErrServiceNotReady, c.s.cfg.Region)
 }
 
 // lookup follows a topic lookup through the brokers' redirects to its
@@ -154,7 +155,7 @@ func (c *clientConn) lookup(ctx context.Context, l *pb.CommandLookupTopic) *pb.B
 	authoritative := false
 	for hop := 0; hop < maxRedirects; hop++ {
 		if !ok {
-			return failure(pb.BaseCommand_LOOKUP, 0, c.noBroker(skip))
+			return wire.NewFailure(pb.BaseCommand_LOOKUP, 0, c.noBroker(skip))
 		}
 		req := &pb.BaseCommand{Type: pb.BaseCommand_LOOKUP.Enum(), LookupTopic: &pb.CommandLookupTopic{
 			Topic: l.Topic, Authoritative: boolp(authoritative),
@@ -168,14 +169,14 @@ func (c *clientConn) lookup(ctx context.Context, l *pb.CommandLookupTopic) *pb.B
 			continue
 		}
 		if err != nil {
-			return failure(pb.BaseCommand_LOOKUP, 0, err)
+			return wire.NewFailure(pb.BaseCommand_LOOKUP, 0, err)
 		}
 		if resp.GetType() == pb.BaseCommand_ERROR {
-			return failure(pb.BaseCommand_LOOKUP, 0, serverError(resp.Error.GetError(), resp.Error.GetMessage()))
+			return wire.NewFailure(pb.BaseCommand_LOOKUP, 0, serverError(resp.Error.GetError(), resp.Error.GetMessage()))
 		}
 		lr := resp.GetLookupTopicResponse()
 		if lr == nil {
-			return failure(pb.BaseCommand_LOOKUP, 0, fmt.Errorf("%w: proxy: broker %s answered LOOKUP with %v", wire.ErrServiceNotReady, b.ID, resp.GetType()))
+			return wire.NewFailure(pb.BaseCommand_LOOKUP, 0, fmt.Errorf("%w: proxy: broker %s answered LOOKUP with %v", errkind.ErrServiceNotReady, b.ID, resp.GetType()))
 		}
 		switch lr.GetResponse() {
 		case pb.CommandLookupTopicResponse_Connect:
@@ -197,7 +198,7 @@ func (c *clientConn) lookup(ctx context.Context, l *pb.CommandLookupTopic) *pb.B
 			return resp
 		}
 	}
-	return failure(pb.BaseCommand_LOOKUP, 0, fmt.Errorf("%w: proxy: more than %d lookup redirects for %s", wire.ErrServiceNotReady, maxRedirects, l.GetTopic()))
+	return wire.NewFailure(pb.BaseCommand_LOOKUP, 0, fmt.Errorf("%w: proxy: more than %d lookup redirects for %s", errkind.ErrServiceNotReady, maxRedirects, l.GetTopic()))
 }
 
 // request sends cmd (a copy, with a request id of the backend's) to
@@ -240,27 +241,6 @@ func (c *clientConn) backendFor(ctx context.Context, b brokerInfo) (*backend, er
 // code's kind.
 func serverError(code pb.ServerError, msg string) error {
 	return fmt.Errorf("%w: %s", wire.ErrorFor(code), msg)
-}
-
-// failure is the answer to a request of type t that failed with err, in
-// the form the client expects for that request.
-func failure(t pb.BaseCommand_Type, reqID uint64, err error) *pb.BaseCommand {
-	code, msg := wire.CodeOf(err).Enum(), strp(wire.MessageOf(err))
-	switch t {
-	case pb.BaseCommand_LOOKUP:
-		return &pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
-			RequestId: &reqID, Response: pb.CommandLookupTopicResponse_Failed.Enum(), Error: code, Message: msg,
-		}}
-	case pb.BaseCommand_PARTITIONED_METADATA:
-		return &pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: &pb.CommandPartitionedTopicMetadataResponse{
-			RequestId: &reqID, Response: pb.CommandPartitionedTopicMetadataResponse_Failed.Enum(), Error: code, Message: msg,
-		}}
-	case pb.BaseCommand_GET_SCHEMA:
-		return &pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
-			RequestId: &reqID, ErrorCode: code, ErrorMessage: msg,
-		}}
-	}
-	return wire.NewErrorCommand(reqID, err)
 }
 
 // requestID is the request id a request or response carries (0 if its
@@ -355,7 +335,7 @@ func (c *clientConn) challenge() {
 		c.mu.Unlock()
 		if awaiting && c.ctx.Err() == nil {
 			c.log.Info("closing connection: its token expired and no fresh one came", "grace", authRefreshGrace)
-			c.writeCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: token expired and not refreshed within %v", wire.ErrAuthentication, authRefreshGrace)))
+			c.writeCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: token expired and not refreshed within %v", errkind.ErrAuthentication, authRefreshGrace)))
 			c.close()
 		}
 	})
@@ -379,7 +359,7 @@ func (c *clientConn) handleAuthResponse(cmd *pb.CommandAuthResponse) error {
 	}
 	id, err := c.s.auth.Authenticate(r.GetAuthMethodName(), r.GetAuthData(), c.tlsState())
 	if err == nil && id.Role != c.id.Role {
-		err = fmt.Errorf("%w: a refreshed token must be for role %q, not %q", wire.ErrAuthentication, c.id.Role, id.Role)
+		err = fmt.Errorf("%w: a refreshed token must be for role %q, not %q", errkind.ErrAuthentication, c.id.Role, id.Role)
 	}
 	if err != nil {
 		return err
@@ -412,7 +392,7 @@ func (c *clientConn) dialBackend(ctx context.Context, b brokerInfo) (*backend, e
 	cc, err := c.brokerConnect()
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
+		return nil, fmt.Errorf("%w: %w", errkind.ErrServiceNotReady, err)
 	}
 	bk := &backend{c: c, broker: b.ID, nc: nc, pending: map[uint64]chan *pb.BaseCommand{}, done: make(chan struct{})}
 	if err := bk.handshake(cc, c.s.cfg.HandshakeTimeout); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/broker/primary"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/deletes"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
@@ -662,7 +663,7 @@ func (c *Broker) release(context.Context) {
 // client's first frame (its CONNECT), and closes it. It returns when ln
 // is closed.
 func refusePlaintext(ln net.Listener, tlsURL string, logger *slog.Logger) {
-	refusal := fmt.Errorf("%w: this broker serves only TLS: connect to %s", wire.ErrAuthentication, tlsURL)
+	refusal := fmt.Errorf("%w: this broker serves only TLS: connect to %s", errkind.ErrAuthentication, tlsURL)
 	frame, _ := wire.AppendCommand(nil, wire.NewErrorCommand(0, refusal))
 	for {
 		nc, err := ln.Accept()

@@ -9,16 +9,16 @@ import (
 
 // ErrInvalidName is wrapped by every error Parse, ParseNamespace and
 // ValidTenant return. Clients are answered with the server error
-// InvalidTopicName (HTTP 412): its ServerErrorCode method names that entry
-// of wire's error table, which this package, being pure, does not import.
+// InvalidTopicName (HTTP 412): its ErrorKind method names that kind of
+// package errkind, which this package, being pure, does not import.
 var ErrInvalidName error = &nameError{"topic: invalid name"}
 
 type nameError struct{ text string }
 
 func (e *nameError) Error() string { return e.text }
 
-// ServerErrorCode names ErrInvalidName's kind in wire's error table.
-func (*nameError) ServerErrorCode() string { return "InvalidTopicName" }
+// ErrorKind names ErrInvalidName's kind in errkind's table.
+func (*nameError) ErrorKind() string { return "InvalidTopicName" }
 
 // Domain says whether a topic's messages are stored.
 type Domain string

@@ -2,7 +2,7 @@
 // protobuf commands (package wire/pb), message metadata and payloads into
 // frames and back, verifies the CRC32C checksum of payload frames, splits
 // batched entries into their messages, and maps Pulsar server error codes to
-// Go errors. It is pure: bytes in, bytes out, no connections. The formats are
+// the error kinds of package errkind. It is pure: bytes in, bytes out, no connections. The formats are
 // written down in docs/format/pulsar-wire.md.
 package wire
 
@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
@@ -52,8 +53,9 @@ var (
 	ErrBadMetadata = errors.New("wire: bad message metadata")
 	// ErrChecksumMismatch: the CRC32C of a payload frame does not match its
 	// contents. DecodeFrame still returns the decoded command with it, so
-	// that a broker can answer SEND with a SendError carrying ChecksumError.
-	ErrChecksumMismatch = errors.New("wire: checksum mismatch")
+	// that a broker can answer SEND with a SendError carrying ChecksumError
+	// (its kind is errkind.ErrChecksum).
+	ErrChecksumMismatch = errkind.Sentinel(errkind.ErrChecksum, "wire: checksum mismatch")
 	// ErrBadBatch: a batched payload does not split into its messages.
 	ErrBadBatch = errors.New("wire: bad batch")
 )

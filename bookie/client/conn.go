@@ -513,8 +513,8 @@ func (c *Conn) Read(ctx context.Context, ledger, entry uint64, fence bool) ([]by
 // ReadLAC returns the highest last-add-confirmed the bookie has seen for the
 // ledger. With timeout > 0 the bookie holds the request until that LAC is
 // greater than prevLAC; if the timeout passes first the current LAC comes
-// back with an error wrapping ErrTimeout. A ledger the bookie does not have
-// gives -1 and ErrNoLedger (without a timeout).
+// back with an error wrapping proto.ErrTimeout. A ledger the bookie does not have
+// gives -1 and proto.ErrNoLedger (without a timeout).
 func (c *Conn) ReadLAC(ctx context.Context, ledger uint64, prevLAC int64, timeout time.Duration) (int64, error) {
 	ms := timeout.Milliseconds()
 	if timeout > 0 && ms == 0 {

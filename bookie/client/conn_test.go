@@ -65,27 +65,27 @@ func TestConnOperations(t *testing.T) {
 
 	_, err = c.Read(ctx, ledger, 99, false)
 	var se *client.StatusError
-	if !errors.Is(err, client.ErrNoEntry) || !errors.As(err, &se) || se.Entry != 99 || se.Addr != addr {
+	if !errors.Is(err, proto.ErrNoEntry) || !errors.As(err, &se) || se.Entry != 99 || se.Addr != addr {
 		t.Fatalf("missing entry: %v", err)
 	}
-	if _, err := c.Read(ctx, 12345, 0, false); !errors.Is(err, client.ErrNoLedger) {
+	if _, err := c.Read(ctx, 12345, 0, false); !errors.Is(err, proto.ErrNoLedger) {
 		t.Fatalf("unknown ledger: %v", err)
 	}
-	if err := c.Add(ctx, ledger, 7, entry(ledger, 8, 0, "x"), false); !errors.Is(err, client.ErrBadRequest) {
+	if err := c.Add(ctx, ledger, 7, entry(ledger, 8, 0, "x"), false); !errors.Is(err, proto.ErrBadRequest) {
 		t.Fatalf("mismatched header: %v", err)
 	}
-	if err := c.Add(ctx, ledger, 7, []byte("short"), false); !errors.Is(err, client.ErrBadRequest) {
+	if err := c.Add(ctx, ledger, 7, []byte("short"), false); !errors.Is(err, proto.ErrBadRequest) {
 		t.Fatalf("undecodable entry: %v", err)
 	}
 
 	if lac, err := c.ReadLAC(ctx, ledger, -1, 0); err != nil || lac != 3 {
 		t.Fatalf("ReadLAC = %d, %v; want 3", lac, err)
 	}
-	if _, err := c.ReadLAC(ctx, 999, -1, 0); !errors.Is(err, client.ErrNoLedger) {
+	if _, err := c.ReadLAC(ctx, 999, -1, 0); !errors.Is(err, proto.ErrNoLedger) {
 		t.Fatalf("ReadLAC unknown ledger: %v", err)
 	}
 	lac, err := c.ReadLAC(ctx, ledger, 3, 50*time.Millisecond)
-	if !errors.Is(err, client.ErrTimeout) || lac != 3 {
+	if !errors.Is(err, proto.ErrTimeout) || lac != 3 {
 		t.Fatalf("long poll timeout: %d, %v", lac, err)
 	}
 
@@ -117,7 +117,7 @@ func TestConnOperations(t *testing.T) {
 		t.Fatalf("fence = %d, %v", lac, err)
 	}
 	err = c.Add(ctx, ledger, 6, entry(ledger, 6, 5, "late"), false)
-	if !errors.Is(err, client.ErrFenced) || !errors.As(err, &se) || se.Status != proto.StatusFenced || client.IsBookieFailure(err) {
+	if !errors.Is(err, proto.ErrFenced) || !errors.As(err, &se) || se.Status != proto.StatusFenced || client.IsBookieFailure(err) {
 		t.Fatalf("add on fenced ledger: %v", err)
 	}
 	if err := c.Add(ctx, ledger, 6, entry(ledger, 6, 5, "recovered"), true); err != nil {
@@ -127,7 +127,7 @@ func TestConnOperations(t *testing.T) {
 	if lac, err := c.Fence(ctx, 4242); err != nil || lac != -1 {
 		t.Fatalf("fence unknown = %d, %v", lac, err)
 	}
-	if err := c.Add(ctx, 4242, 0, entry(4242, 0, -1, "x"), false); !errors.Is(err, client.ErrFenced) {
+	if err := c.Add(ctx, 4242, 0, entry(4242, 0, -1, "x"), false); !errors.Is(err, proto.ErrFenced) {
 		t.Fatalf("add after fencing an unknown ledger: %v", err)
 	}
 	// Read with the fence flag.
@@ -137,14 +137,14 @@ func TestConnOperations(t *testing.T) {
 	if _, err := c.Read(ctx, 77, 0, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Add(ctx, 77, 1, entry(77, 1, 0, "y"), false); !errors.Is(err, client.ErrFenced) {
+	if err := c.Add(ctx, 77, 1, entry(77, 1, 0, "y"), false); !errors.Is(err, proto.ErrFenced) {
 		t.Fatalf("add after fencing read: %v", err)
 	}
 
 	if err := c.Delete(ctx, ledger); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Read(ctx, ledger, 0, false); !errors.Is(err, client.ErrNoLedger) && !errors.Is(err, client.ErrNoEntry) {
+	if _, err := c.Read(ctx, ledger, 0, false); !errors.Is(err, proto.ErrNoLedger) && !errors.Is(err, proto.ErrNoEntry) {
 		t.Fatalf("read after delete: %v", err)
 	}
 	if c.Err() != nil {
@@ -252,7 +252,7 @@ func TestConnBookieStops(t *testing.T) {
 		select {
 		case err := <-errs:
 			// The stopping bookie answers them (timeout, shutdown) or drops the connection.
-			if !errors.Is(err, client.ErrTimeout) && !errors.Is(err, client.ErrShutdown) && !errors.Is(err, client.ErrDisconnected) {
+			if !errors.Is(err, proto.ErrTimeout) && !errors.Is(err, proto.ErrShutdown) && !errors.Is(err, client.ErrDisconnected) {
 				t.Fatalf("pending request on a stopping bookie: %v", err)
 			}
 		case <-time.After(15 * time.Second):

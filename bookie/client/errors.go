@@ -7,22 +7,13 @@ import (
 	"github.com/isobar-mq/isobar/bookie/proto"
 )
 
-// Errors for each non-OK protocol status, plus the connection's own failures.
-// Check them with errors.Is; a *StatusError carries the details.
+// The connection's own failures; the errors of the bookie's statuses are
+// package proto's (proto.ErrFenced, proto.ErrNoEntry, ...), which a
+// *StatusError unwraps to. Check them with errors.Is.
 var (
-	ErrNoEntry     = errors.New("client: no such entry")
-	ErrNoLedger    = errors.New("client: no such ledger")
-	ErrFenced      = errors.New("client: ledger fenced")
-	ErrReadOnly    = errors.New("client: bookie read-only")
-	ErrCorrupt     = errors.New("client: entry corrupt")
-	ErrBadRequest  = errors.New("client: bad request")
-	ErrTooLarge    = errors.New("client: too large")
-	ErrInternal    = errors.New("client: bookie internal error")
-	ErrTimeout     = errors.New("client: long poll timed out")
-	ErrUnknownOp   = errors.New("client: unknown operation")
-	ErrShutdown    = errors.New("client: bookie shutting down")
+	// ErrBadResponse: the bookie answered with a response of the wrong
+	// op, or a status the protocol does not know.
 	ErrBadResponse = errors.New("client: unexpected response")
-
 	// ErrDisconnected: the connection failed (I/O error, EOF, undecodable
 	// frame); every request pending on it fails with it.
 	ErrDisconnected = errors.New("client: connection failed")
@@ -32,23 +23,8 @@ var (
 	ErrRequestTimeout = errors.New("client: request timed out")
 )
 
-// statusErrors is the one table mapping protocol statuses to errors.
-var statusErrors = map[proto.Status]error{
-	proto.StatusNoEntry:    ErrNoEntry,
-	proto.StatusNoLedger:   ErrNoLedger,
-	proto.StatusFenced:     ErrFenced,
-	proto.StatusReadOnly:   ErrReadOnly,
-	proto.StatusCorrupt:    ErrCorrupt,
-	proto.StatusBadRequest: ErrBadRequest,
-	proto.StatusTooLarge:   ErrTooLarge,
-	proto.StatusInternal:   ErrInternal,
-	proto.StatusTimeout:    ErrTimeout,
-	proto.StatusUnknownOp:  ErrUnknownOp,
-	proto.StatusShutdown:   ErrShutdown,
-}
-
-// StatusError is a non-OK answer from a bookie. It unwraps to the sentinel
-// for its status (ErrFenced, ErrNoEntry, ...).
+// StatusError is a non-OK answer from a bookie. It unwraps to the error
+// of its status (proto.ErrFenced, proto.ErrNoEntry, ...).
 type StatusError struct {
 	Addr   string
 	Op     proto.Op
@@ -67,9 +43,10 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("bookie %s: %s ledger %d: %v", e.Addr, e.Op, e.Ledger, e.Unwrap())
 }
 
-// Unwrap returns the status's sentinel error.
+// Unwrap returns the status's error (Status.Err), ErrBadResponse for a
+// status the protocol does not know.
 func (e *StatusError) Unwrap() error {
-	if err, ok := statusErrors[e.Status]; ok {
+	if err := e.Status.Err(); err != nil && !errors.Is(err, proto.ErrUnknownStatus) {
 		return err
 	}
 	return fmt.Errorf("%w: status %v", ErrBadResponse, e.Status)
@@ -81,6 +58,6 @@ func (e *StatusError) Unwrap() error {
 // writer replaces such a bookie.
 func IsBookieFailure(err error) bool {
 	return errors.Is(err, ErrDisconnected) || errors.Is(err, ErrRequestTimeout) ||
-		errors.Is(err, ErrReadOnly) || errors.Is(err, ErrShutdown) ||
-		errors.Is(err, ErrInternal) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBadResponse)
+		errors.Is(err, proto.ErrReadOnly) || errors.Is(err, proto.ErrShutdown) ||
+		errors.Is(err, proto.ErrInternal) || errors.Is(err, ErrClosed) || errors.Is(err, ErrBadResponse)
 }

@@ -359,7 +359,7 @@ func (c *Client) Delete(ctx context.Context, id uint64) error {
 				if err == nil {
 					err = conn.Delete(rctx, id)
 				}
-				if err != nil && !errors.Is(err, client.ErrNoLedger) {
+				if err != nil && !errors.Is(err, proto.ErrNoLedger) {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"math/bits"
 	"slices"
 
-	"github.com/isobar-mq/isobar/bookie/client"
 	"github.com/isobar-mq/isobar/bookie/proto"
 )
 
@@ -155,10 +154,10 @@ func (c *writeCore) AddResult(entry int64, idx int, bookie string, err error) {
 			return // a failed bookie's copies no longer count
 		}
 		c.acked(c.acks.Confirm(entry, idx))
-	case errors.Is(err, client.ErrFenced):
+	case errors.Is(err, proto.ErrFenced):
 		// Someone is recovering the ledger: never route around a fence.
 		c.fail(fmt.Errorf("%w: ledger %d: add entry %d: %w", ErrFenced, c.ledger, entry, err))
-	case errors.Is(err, client.ErrBadRequest), errors.Is(err, client.ErrTooLarge), errors.Is(err, client.ErrUnknownOp):
+	case errors.Is(err, proto.ErrBadRequest), errors.Is(err, proto.ErrTooLarge), errors.Is(err, proto.ErrUnknownOp):
 		// Another bookie would refuse it too.
 		c.fail(fmt.Errorf("ledger %d: add entry %d: %w", c.ledger, entry, err))
 	default:

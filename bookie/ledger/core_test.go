@@ -201,7 +201,7 @@ func TestCoreFenced(t *testing.T) {
 	r.c.AddResult(1, 1, "b1", fenced)
 	// No ensemble change around a fence: everything pending fails in order.
 	r.expect("", "ok0 err1 err2", false)
-	if !errors.Is(r.c.Err(), ErrFenced) || !errors.Is(r.c.Err(), client.ErrFenced) {
+	if !errors.Is(r.c.Err(), ErrFenced) || !errors.Is(r.c.Err(), proto.ErrFenced) {
 		t.Fatalf("err %v", r.c.Err())
 	}
 	r.appendN(1)

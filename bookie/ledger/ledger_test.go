@@ -699,7 +699,7 @@ func TestDeleteAndBadInput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := conn.Read(ctx, w.ID(), 0, false); !errors.Is(err, client.ErrNoLedger) && !errors.Is(err, client.ErrNoEntry) {
+		if _, err := conn.Read(ctx, w.ID(), 0, false); !errors.Is(err, proto.ErrNoLedger) && !errors.Is(err, proto.ErrNoEntry) {
 			t.Fatalf("bookie %s still has the ledger: %v", b, err)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/isobar-mq/isobar/bookie/client"
 	"github.com/isobar-mq/isobar/bookie/proto"
 )
 
@@ -198,7 +197,7 @@ func (c *Client) readEntry(ctx context.Context, id uint64, md *Metadata, entry i
 		switch {
 		case errors.Is(err, ErrCorrupt):
 			corrupt++
-		case errors.Is(err, client.ErrNoEntry), errors.Is(err, client.ErrNoLedger):
+		case errors.Is(err, proto.ErrNoEntry), errors.Is(err, proto.ErrNoLedger):
 			missing++
 		}
 		errs = append(errs, err)
@@ -221,7 +220,7 @@ func (c *Client) readCopy(ctx context.Context, id uint64, bookie string, entry i
 	}
 	raw, err := conn.Read(ctx, id, uint64(entry), false)
 	if err != nil {
-		if errors.Is(err, client.ErrCorrupt) {
+		if errors.Is(err, proto.ErrCorrupt) {
 			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
 		return proto.Entry{}, nil, err
@@ -305,7 +304,7 @@ func (r *Reader) pollLAC(ctx context.Context, seg Segment, prev int64) (lac int6
 				return
 			}
 			l, err := conn.ReadLAC(pctx, r.id, prev, r.c.cfg.LongPollTimeout)
-			results <- result{l, err == nil || errors.Is(err, client.ErrTimeout) || errors.Is(err, client.ErrNoLedger)}
+			results <- result{l, err == nil || errors.Is(err, proto.ErrTimeout) || errors.Is(err, proto.ErrNoLedger)}
 		})
 	}
 	lac = -1

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/isobar-mq/isobar/bookie/client"
+	"github.com/isobar-mq/isobar/bookie/proto"
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -237,7 +237,7 @@ func (c *Client) recoveryRead(ctx context.Context, id uint64, md Metadata, entry
 		switch {
 		case a.err == nil:
 			found++
-		case errors.Is(a.err, client.ErrNoEntry), errors.Is(a.err, client.ErrNoLedger):
+		case errors.Is(a.err, proto.ErrNoEntry), errors.Is(a.err, proto.ErrNoLedger):
 			missing++
 		default:
 			failed++

@@ -2,7 +2,6 @@ package proto
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 )
@@ -13,8 +12,9 @@ const EntryHeaderSize = 8 + 8 + 8 + 8 + 4
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// ErrEntryCorrupt means an entry's checksum or header does not match.
-var ErrEntryCorrupt = errors.New("bookie proto: entry corrupt")
+// ErrEntryCorrupt means an entry's checksum or header does not match. It
+// is ErrCorrupt: a bookie that reads such an entry answers StatusCorrupt.
+var ErrEntryCorrupt = Sentinel(StatusCorrupt, "bookie proto: entry corrupt")
 
 // Entry is a decoded ledger entry.
 type Entry struct {

@@ -63,39 +63,6 @@ const (
 	FlagFence uint16 = 1 << 1
 )
 
-// Status is a response status code.
-type Status uint16
-
-// Response statuses.
-const (
-	StatusOK         Status = 0
-	StatusNoEntry    Status = 1  // the entry is not on this bookie
-	StatusNoLedger   Status = 2  // the ledger is not on this bookie
-	StatusFenced     Status = 3  // the ledger is fenced; only recovery adds are accepted
-	StatusReadOnly   Status = 4  // the bookie is read-only (disk full); adds are refused
-	StatusCorrupt    Status = 5  // stored data failed its checksum
-	StatusBadRequest Status = 6  // the request was malformed or invalid
-	StatusTooLarge   Status = 7  // the frame or entry exceeds the bookie's limit
-	StatusInternal   Status = 8  // the bookie failed to serve the request
-	StatusTimeout    Status = 9  // a long poll ended without news
-	StatusUnknownOp  Status = 10 // the request type is not known
-	StatusShutdown   Status = 11 // the bookie is shutting down
-)
-
-var statusNames = map[Status]string{
-	StatusOK: "ok", StatusNoEntry: "no such entry", StatusNoLedger: "no such ledger",
-	StatusFenced: "ledger fenced", StatusReadOnly: "bookie read-only", StatusCorrupt: "entry corrupt",
-	StatusBadRequest: "bad request", StatusTooLarge: "too large", StatusInternal: "internal error",
-	StatusTimeout: "timed out", StatusUnknownOp: "unknown operation", StatusShutdown: "bookie shutting down",
-}
-
-func (s Status) String() string {
-	if n, ok := statusNames[s]; ok {
-		return n
-	}
-	return fmt.Sprintf("status(%d)", uint16(s))
-}
-
 // Codec errors.
 var (
 	ErrFrameTooLarge = errors.New("bookie proto: frame too large")

@@ -3,24 +3,30 @@ package storage
 import (
 	"errors"
 	"fmt"
+
+	"github.com/isobar-mq/isobar/bookie/proto"
 )
 
 // Errors returned by the Store. They are wrapped with the ledger and entry
-// they concern; test with errors.Is.
+// they concern; test with errors.Is. Each but ErrEntryIDRange is also the
+// protocol error a bookie answers it with (errors.Is(ErrFenced,
+// proto.ErrFenced) holds; ErrClosed is proto.ErrShutdown), so the server
+// finds the status with proto.StatusOf.
 var (
-	ErrNoEntry  = errors.New("storage: no such entry")
-	ErrNoLedger = errors.New("storage: no such ledger")
-	ErrFenced   = errors.New("storage: ledger fenced")
-	ErrCorrupt  = errors.New("storage: data corrupted")
-	ErrClosed   = errors.New("storage: store closed")
-	ErrTooLarge = errors.New("storage: entry too large")
+	ErrNoEntry  = proto.Sentinel(proto.StatusNoEntry, "storage: no such entry")
+	ErrNoLedger = proto.Sentinel(proto.StatusNoLedger, "storage: no such ledger")
+	ErrFenced   = proto.Sentinel(proto.StatusFenced, "storage: ledger fenced")
+	ErrCorrupt  = proto.Sentinel(proto.StatusCorrupt, "storage: data corrupted")
+	ErrClosed   = proto.Sentinel(proto.StatusShutdown, "storage: store closed")
+	ErrTooLarge = proto.Sentinel(proto.StatusTooLarge, "storage: entry too large")
 	// ErrEntryIDRange is returned for an entry id above MaxEntryID: the index
 	// addresses entries by id, so ids must stay within a sane range.
 	ErrEntryIDRange = errors.New("storage: entry id out of range")
 )
 
 // CorruptionError reports data on disk that failed validation. It matches
-// ErrCorrupt with errors.Is. Ledger and Entry are set when known.
+// ErrCorrupt (and so proto.ErrCorrupt) with errors.Is. Ledger and Entry
+// are set when known.
 type CorruptionError struct {
 	File   string
 	Offset int64
@@ -34,5 +40,8 @@ func (e *CorruptionError) Error() string {
 		e.File, e.Offset, e.Ledger, e.Entry, e.Reason)
 }
 
-// Is makes errors.Is(err, ErrCorrupt) true.
-func (e *CorruptionError) Is(target error) bool { return target == ErrCorrupt }
+// Is makes errors.Is(err, ErrCorrupt) and errors.Is(err, proto.ErrCorrupt)
+// true.
+func (e *CorruptionError) Is(target error) bool {
+	return target == ErrCorrupt || errors.Is(ErrCorrupt, target)
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/topic"
@@ -107,9 +108,9 @@ func (e *env) run(steps []step) {
 			if err := json.Unmarshal([]byte(body), &eb); err != nil || eb.Reason == "" || hdr.Get("Content-Type") != "application/json" {
 				e.t.Fatalf("step %d: error body %q is not {\"reason\":...} JSON", i, body)
 			}
-			for _, k := range wire.Kinds() {
+			for _, k := range errkind.Kinds() {
 				if strings.Contains(eb.Reason, k.Error()) {
-					e.t.Fatalf("step %d: reason %q names the error table's kind %v (the status says it)", i, eb.Reason, k.Code)
+					e.t.Fatalf("step %d: reason %q names the error table's kind %v (the status says it)", i, eb.Reason, k.Name)
 				}
 			}
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/isobar-mq/isobar/bookie/racks"
-	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/errkind"
 )
 
 // The bookies endpoints: the region's racks-info (package bookie/racks),
@@ -73,7 +73,7 @@ func (s *Server) bookieRack(w http.ResponseWriter, r *http.Request) error {
 	b := r.PathValue("bookie")
 	_, info, found := c.Lookup(b)
 	if !found {
-		return refuse(wire.ErrNotFound, "Bookie address not found: "+b)
+		return refuse(errkind.ErrNotFound, "Bookie address not found: "+b)
 	}
 	return ok(w, info)
 }
@@ -87,7 +87,7 @@ func (s *Server) setBookieRack(w http.ResponseWriter, r *http.Request) error {
 	}
 	group, given := r.URL.Query()["group"]
 	if !given {
-		return refuse(wire.ErrPreconditionFailed, "Bookie 'group' parameters is missing")
+		return refuse(errkind.ErrPreconditionFailed, "Bookie 'group' parameters is missing")
 	}
 	body, err := readBody(w, r)
 	if err != nil {
@@ -119,9 +119,9 @@ func (s *Server) deleteBookieRack(w http.ResponseWriter, r *http.Request) error 
 func racksErr(err error) error {
 	switch {
 	case errors.Is(err, racks.ErrInvalid):
-		return refuse(wire.ErrPreconditionFailed, strings.ReplaceAll(err.Error(), racks.ErrInvalid.Error()+": ", ""))
+		return refuse(errkind.ErrPreconditionFailed, strings.ReplaceAll(err.Error(), racks.ErrInvalid.Error()+": ", ""))
 	case errors.Is(err, racks.ErrNotFound):
-		return refuse(wire.ErrNotFound, strings.ReplaceAll(err.Error(), racks.ErrNotFound.Error()+": ", ""))
+		return refuse(errkind.ErrNotFound, strings.ReplaceAll(err.Error(), racks.ErrNotFound.Error()+": ", ""))
 	}
 	return err
 }

@@ -17,7 +17,7 @@ type BrokerInfo struct {
 
 // Brokers is what the brokers endpoints need from the broker besides
 // Topics.Brokers: the region's leader and its dynamic configuration
-// (package broker/dynconfig). Errors are of a kind of wire's error table,
+// (package broker/dynconfig). Errors are of a kind of errkind's table,
 // as for Topics.
 type Brokers interface {
 	// LeaderBroker returns the region's leader broker.

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/dynconfig"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // Bundles is implemented by a Topics that serves namespace bundles (the
@@ -139,7 +139,7 @@ func decodeInactive(body []byte) (*policy.InactiveTopicPolicies, error) {
 func decodeAntiAffinityGroup(body []byte) (string, error) {
 	b := bytes.TrimSpace(body)
 	if len(b) == 0 || string(b) == "null" {
-		return "", refuse(wire.ErrBadRequest, "Anti-affinity group should not be null")
+		return "", refuse(errkind.ErrBadRequest, "Anti-affinity group should not be null")
 	}
 	g := string(b)
 	if b[0] == '"' {
@@ -148,7 +148,7 @@ func decodeAntiAffinityGroup(body []byte) (string, error) {
 		}
 	}
 	if g == "" {
-		return "", refuse(wire.ErrPreconditionFailed, "Anti-affinity group can't be empty")
+		return "", refuse(errkind.ErrPreconditionFailed, "Anti-affinity group can't be empty")
 	}
 	if err := policy.CheckAntiAffinityGroup(g); err != nil {
 		return "", fmt.Errorf("%w: %w", policy.ErrInvalid, err)
@@ -177,7 +177,7 @@ func (s *Server) getAntiAffinity(w http.ResponseWriter, r *http.Request) error {
 // path of its shape is not found.
 func (s *Server) nsGet1(w http.ResponseWriter, r *http.Request) error {
 	if r.PathValue("namespace") != "antiAffinity" {
-		return refuse(wire.ErrNotFound, "Not found: "+r.URL.Path)
+		return refuse(errkind.ErrNotFound, "Not found: "+r.URL.Path)
 	}
 	if s.cfg.Policies == nil {
 		return errNoPolicies
@@ -185,20 +185,20 @@ func (s *Server) nsGet1(w http.ResponseWriter, r *http.Request) error {
 	cluster, group := r.PathValue("tenant"), r.PathValue("policy")
 	tenant := r.URL.Query().Get("property")
 	if tenant == "" {
-		return refuse(wire.ErrBadRequest, "Tenant should not be null")
+		return refuse(errkind.ErrBadRequest, "Tenant should not be null")
 	}
 	if err := policy.CheckAntiAffinityGroup(group); err != nil {
-		return refuse(wire.ErrPreconditionFailed, err.Error())
+		return refuse(errkind.ErrPreconditionFailed, err.Error())
 	}
 	ctx := r.Context()
 	if _, err := s.cfg.Policies.Cluster(ctx, cluster); errors.Is(err, policy.ErrNotFound) {
-		return refuse(wire.ErrPreconditionFailed, "Cluster "+cluster+" does not exist.")
+		return refuse(errkind.ErrPreconditionFailed, "Cluster "+cluster+" does not exist.")
 	} else if err != nil {
 		return err
 	}
 	nss, err := s.cfg.Policies.AntiAffinityNamespaces(ctx, tenant, group)
 	if errors.Is(err, policy.ErrNotFound) {
-		return refuse(wire.ErrNotFound, "Tenant does not exist")
+		return refuse(errkind.ErrNotFound, "Tenant does not exist")
 	}
 	if err != nil {
 		return err
@@ -250,7 +250,7 @@ func ParseBundle(s string) (topic.Bundle, error) {
 func (s *Server) bundleOf(r *http.Request, ns string, api Bundles) (topic.Bundle, error) {
 	b, err := ParseBundle(r.PathValue("bundle"))
 	if err != nil {
-		return topic.Bundle{}, refuse(wire.ErrPreconditionFailed, err.Error())
+		return topic.Bundle{}, refuse(errkind.ErrPreconditionFailed, err.Error())
 	}
 	bs, err := api.Bundles(r.Context(), ns)
 	if err != nil {
@@ -261,7 +261,7 @@ func (s *Server) bundleOf(r *http.Request, ns string, api Bundles) (topic.Bundle
 			return b, nil
 		}
 	}
-	return topic.Bundle{}, refuse(wire.ErrPreconditionFailed, fmt.Sprintf("Invalid bundle range %s: not a bundle of namespace %s (it has %d)", b, ns, len(bs)))
+	return topic.Bundle{}, refuse(errkind.ErrPreconditionFailed, fmt.Sprintf("Invalid bundle range %s: not a bundle of namespace %s (it has %d)", b, ns, len(bs)))
 }
 
 // namespaceBundleTopics lists the namespace's bundles and groups its
@@ -352,15 +352,15 @@ func (s *Server) forward(r *http.Request, o BundleOwner, method, path string) er
 
 // kindOfStatus is the kind of error a peer's HTTP status stands for, so
 // a forwarded refusal is answered with the owner's status.
-func kindOfStatus(status int) *wire.Error {
-	for _, k := range []*wire.Error{wire.ErrBadRequest, wire.ErrAuthentication, wire.ErrAuthorization, wire.ErrNotFound,
-		wire.ErrNotAllowed, wire.ErrConflict, wire.ErrPreconditionFailed, wire.ErrRequestTooLarge,
-		wire.ErrTooManyRequests, wire.ErrServiceNotReady} {
+func kindOfStatus(status int) *errkind.Error {
+	for _, k := range []*errkind.Error{errkind.ErrBadRequest, errkind.ErrAuthentication, errkind.ErrAuthorization, errkind.ErrNotFound,
+		errkind.ErrNotAllowed, errkind.ErrConflict, errkind.ErrPreconditionFailed, errkind.ErrRequestTooLarge,
+		errkind.ErrTooManyRequests, errkind.ErrServiceNotReady} {
 		if k.HTTPStatus == status {
 			return k
 		}
 	}
-	return wire.ErrUnknown
+	return errkind.ErrUnknown
 }
 
 // eachBundle runs op on every bundle of the namespace that wants it:
@@ -448,7 +448,7 @@ func (s *Server) nsPost2(w http.ResponseWriter, r *http.Request) error {
 	seg1, seg2 := r.PathValue("seg1"), r.PathValue("seg2")
 	if _, err := ParseBundle(seg1); err == nil {
 		if seg2 != "clearBacklog" {
-			return refuse(wire.ErrNotFound, "Not found: "+r.URL.Path)
+			return refuse(errkind.ErrNotFound, "Not found: "+r.URL.Path)
 		}
 		r.SetPathValue("bundle", seg1)
 		return s.bundleOp(w, r, "clearBacklog", "")
@@ -459,7 +459,7 @@ func (s *Server) nsPost2(w http.ResponseWriter, r *http.Request) error {
 	case "unsubscribe":
 		return s.namespaceOp(w, r, "unsubscribe", seg2)
 	}
-	return refuse(wire.ErrNotFound, "Not found: "+r.URL.Path)
+	return refuse(errkind.ErrNotFound, "Not found: "+r.URL.Path)
 }
 
 // bundlePost3 serves {bundle}/clearBacklog/{subscription} and
@@ -469,7 +469,7 @@ func (s *Server) bundlePost3(w http.ResponseWriter, r *http.Request) error {
 	case "clearBacklog", "unsubscribe":
 		return s.bundleOp(w, r, op, r.PathValue("subscription"))
 	}
-	return refuse(wire.ErrNotFound, "Not found: "+r.URL.Path)
+	return refuse(errkind.ErrNotFound, "Not found: "+r.URL.Path)
 }
 
 func (s *Server) clearNamespaceBacklog(w http.ResponseWriter, r *http.Request) error {
@@ -483,16 +483,16 @@ func checkOpSubscription(op, sub string) error {
 		return nil
 	}
 	if sub == "" {
-		return refuse(wire.ErrBadRequest, "Subscription should not be null")
+		return refuse(errkind.ErrBadRequest, "Subscription should not be null")
 	}
 	if err := policy.ValidGrantSubscription(sub); err != nil {
 		return badRequestf("invalid subscription name %q: 1 to %d bytes of UTF-8 without spaces, control characters or '/'", sub, policy.MaxRoleLen)
 	}
 	if strings.HasPrefix(sub, replication.ReservedPrefix) {
 		if op == "unsubscribe" {
-			return refuse(wire.ErrPreconditionFailed, "Cannot unsubscribe a replication cursor")
+			return refuse(errkind.ErrPreconditionFailed, "Cannot unsubscribe a replication cursor")
 		}
-		return refuse(wire.ErrPreconditionFailed, fmt.Sprintf("Cannot clear the backlog of %s: cursors named %s* are the broker's own (their backlog is what other regions have not received yet)", sub, replication.ReservedPrefix))
+		return refuse(errkind.ErrPreconditionFailed, fmt.Sprintf("Cannot clear the backlog of %s: cursors named %s* are the broker's own (their backlog is what other regions have not received yet)", sub, replication.ReservedPrefix))
 	}
 	return nil
 }
@@ -583,7 +583,7 @@ func (s *Server) bundleTopicsOp(ctx context.Context, op, sub string, names []top
 	var targets []target
 	for _, n := range names {
 		subs, err := s.topics.Subscriptions(ctx, n)
-		if isKind(err, wire.ErrTopicNotFound) {
+		if isKind(err, errkind.ErrTopicNotFound) {
 			continue // deleted meanwhile
 		}
 		if err != nil {
@@ -606,7 +606,7 @@ func (s *Server) bundleTopicsOp(ctx context.Context, op, sub string, names []top
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
 			if len(st.Subscriptions[sub].Consumers) > 0 {
-				return refuse(wire.ErrPreconditionFailed, "Subscription has active connected consumers")
+				return refuse(errkind.ErrPreconditionFailed, "Subscription has active connected consumers")
 			}
 		}
 	}
@@ -615,16 +615,16 @@ func (s *Server) bundleTopicsOp(ctx context.Context, op, sub string, names []top
 			var err error
 			if op == "unsubscribe" {
 				err = s.topics.DeleteSubscription(ctx, t.name, x, false)
-				if isKind(err, wire.ErrPreconditionFailed) {
-					return refuse(wire.ErrPreconditionFailed, "Subscription has active connected consumers")
+				if isKind(err, errkind.ErrPreconditionFailed) {
+					return refuse(errkind.ErrPreconditionFailed, "Subscription has active connected consumers")
 				}
 			} else {
 				err = s.topics.Skip(ctx, t.name, x, -1)
-				if isKind(err, wire.ErrNotAllowed) {
+				if isKind(err, errkind.ErrNotAllowed) {
 					err = nil // a reader's: nothing stored to clear
 				}
 			}
-			if isKind(err, wire.ErrSubscriptionNotFound) || isKind(err, wire.ErrTopicNotFound) {
+			if isKind(err, errkind.ErrSubscriptionNotFound) || isKind(err, errkind.ErrTopicNotFound) {
 				err = nil // gone meanwhile
 			}
 			if err != nil {
@@ -645,7 +645,7 @@ func (s *Server) deleteBundle(w http.ResponseWriter, r *http.Request) error {
 	if seg := r.PathValue("bundle"); !strings.Contains(seg, "_") {
 		// Not a bundle at all: one of the namespace's settings, most of
 		// which have no DELETE (Pulsar: 405).
-		return refuse(wire.ErrNotAllowed, "Method Not Allowed: DELETE "+r.URL.Path)
+		return refuse(errkind.ErrNotAllowed, "Method Not Allowed: DELETE "+r.URL.Path)
 	}
 	ns, pol, api, err := s.opNamespace(r)
 	if err != nil {
@@ -664,7 +664,7 @@ func (s *Server) deleteBundle(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if len(pol.ReplicationClusters) > 1 {
-		return refuse(wire.ErrPreconditionFailed, "Cannot delete the global namespace "+ns+". There are still more than one replication clusters configured.")
+		return refuse(errkind.ErrPreconditionFailed, "Cannot delete the global namespace "+ns+". There are still more than one replication clusters configured.")
 	}
 	ctx := r.Context()
 	_, byBundle, err := s.namespaceBundleTopics(ctx, ns, api)
@@ -673,7 +673,7 @@ func (s *Server) deleteBundle(w http.ResponseWriter, r *http.Request) error {
 	}
 	names := byBundle[b]
 	if len(names) > 0 && !force {
-		return refuse(wire.ErrConflict, "Cannot delete non empty bundle")
+		return refuse(errkind.ErrConflict, "Cannot delete non empty bundle")
 	}
 	o, err := api.BundleOwner(ctx, ns, b, len(names) > 0, auth)
 	switch {
@@ -685,7 +685,7 @@ func (s *Server) deleteBundle(w http.ResponseWriter, r *http.Request) error {
 		return redirectTo(w, r, o)
 	}
 	for _, n := range names {
-		if err := s.topics.DeleteTopic(ctx, n, true); err != nil && !isKind(err, wire.ErrTopicNotFound) {
+		if err := s.topics.DeleteTopic(ctx, n, true); err != nil && !isKind(err, errkind.ErrTopicNotFound) {
 			return fmt.Errorf("%s: %w", n, err)
 		}
 	}

@@ -8,15 +8,15 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // reasonError is a refusal answered with exactly its reason: Pulsar's
 // wording, which clients (pulsaradmin's tests among them) compare. Kind
 // decides the status.
 type reasonError struct {
-	kind   *wire.Error
+	kind   *errkind.Error
 	reason string
 }
 
@@ -24,7 +24,7 @@ func (e *reasonError) Error() string { return e.reason }
 func (e *reasonError) Unwrap() error { return e.kind }
 
 // refuse returns a refusal of kind with exactly reason as its message.
-func refuse(kind *wire.Error, reason string) error {
+func refuse(kind *errkind.Error, reason string) error {
 	return &reasonError{kind: kind, reason: reason}
 }
 
@@ -58,10 +58,10 @@ func limitPolicy[T int | int64](path, method string, field func(*policy.Policies
 				return err
 			}
 			if v < min {
-				return refuse(wire.ErrPreconditionFailed, reason)
+				return refuse(errkind.ErrPreconditionFailed, reason)
 			}
 			if v > max {
-				return refuse(wire.ErrPreconditionFailed, fmt.Sprintf("%s must be at most %d", path, max))
+				return refuse(errkind.ErrPreconditionFailed, fmt.Sprintf("%s must be at most %d", path, max))
 			}
 			*field(p) = &v
 			return nil
@@ -172,7 +172,7 @@ func (s *Server) settingsPolicies() []nsPolicy {
 					return badRequest(fmt.Errorf("syncReplication: %w", err))
 				}
 				if err := v.CheckClusters(p.ReplicationClusters); err != nil {
-					return refuse(wire.ErrPreconditionFailed, err.Error())
+					return refuse(errkind.ErrPreconditionFailed, err.Error())
 				}
 				p.SyncReplication = &v
 				return nil
@@ -387,11 +387,11 @@ func (s *Server) namespaceErr(r *http.Request, err error) error {
 	}
 	ctx := r.Context()
 	if _, terr := s.cfg.Policies.Tenant(ctx, r.PathValue("tenant")); errors.Is(terr, policy.ErrNotFound) {
-		return refuse(wire.ErrNotFound, "Tenant does not exist")
+		return refuse(errkind.ErrNotFound, "Tenant does not exist")
 	}
 	ns := r.PathValue("tenant") + "/" + r.PathValue("namespace")
 	if _, nerr := s.cfg.Policies.Namespace(ctx, ns); errors.Is(nerr, policy.ErrNotFound) {
-		return refuse(wire.ErrNotFound, "Namespace does not exist")
+		return refuse(errkind.ErrNotFound, "Namespace does not exist")
 	}
 	return err
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // BundleSplitter is implemented by a Bundles that splits bundles (the
@@ -49,7 +49,7 @@ func (s *Server) splitBundle(w http.ResponseWriter, r *http.Request) error {
 		alg = topic.SplitRangeEquallyDivide // Pulsar's default (defaultNamespaceBundleSplitAlgorithm)
 	case topic.SplitRangeEquallyDivide, topic.SplitTopicCountEquallyDivide:
 	default:
-		return refuse(wire.ErrPreconditionFailed, fmt.Sprintf("Unsupported split algorithm name %q: want %s or %s", alg,
+		return refuse(errkind.ErrPreconditionFailed, fmt.Sprintf("Unsupported split algorithm name %q: want %s or %s", alg,
 			topic.SplitRangeEquallyDivide, topic.SplitTopicCountEquallyDivide))
 	}
 	b, err := s.bundleOf(r, ns, api)
@@ -82,7 +82,7 @@ func (s *Server) splitBundle(w http.ResponseWriter, r *http.Request) error {
 		lo, hi, err = topic.SplitByTopicCount(b, hashes)
 	}
 	if errors.Is(err, topic.ErrUnsplittable) {
-		return refuse(wire.ErrPreconditionFailed, err.Error())
+		return refuse(errkind.ErrPreconditionFailed, err.Error())
 	}
 	if err != nil {
 		return err

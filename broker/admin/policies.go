@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 func nonNil(s []string) []string {
@@ -154,7 +154,7 @@ func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		for _, ns := range nss {
-			if _, err := fd.DeleteNamespaceEverywhere(ctx, ns, true); err != nil && !errors.Is(err, policy.ErrNotFound) && !isKind(err, wire.ErrNotFound) {
+			if _, err := fd.DeleteNamespaceEverywhere(ctx, ns, true); err != nil && !errors.Is(err, policy.ErrNotFound) && !isKind(err, errkind.ErrNotFound) {
 				return fmt.Errorf("namespace %s: %w", ns, err)
 			}
 		}
@@ -270,7 +270,7 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 					if err != nil {
 						return err
 					}
-					if err := s.topics.DeleteTopic(ctx, tn, true); err != nil && !isKind(err, wire.ErrTopicNotFound) {
+					if err := s.topics.DeleteTopic(ctx, tn, true); err != nil && !isKind(err, errkind.ErrTopicNotFound) {
 						return err
 					}
 				}
@@ -470,7 +470,7 @@ var namespacePolicies = []nsPolicy{
 				return err
 			}
 			if reason := autoCreationReason(v); reason != "" {
-				return refuse(wire.ErrPreconditionFailed, reason)
+				return refuse(errkind.ErrPreconditionFailed, reason)
 			}
 			p.AutoTopicCreation = &v
 			return nil

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
-	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/errkind"
 )
 
 // The automatic recovery endpoints (docs/ledger.md "Automatic recovery"):
@@ -62,11 +62,11 @@ func (s *Server) recommissionBookie(w http.ResponseWriter, r *http.Request) erro
 func recoveryErr(err error) error {
 	switch {
 	case errors.Is(err, ledger.ErrInvalid):
-		return refuse(wire.ErrPreconditionFailed, strings.ReplaceAll(err.Error(), ledger.ErrInvalid.Error()+": ", ""))
+		return refuse(errkind.ErrPreconditionFailed, strings.ReplaceAll(err.Error(), ledger.ErrInvalid.Error()+": ", ""))
 	case errors.Is(err, ledger.ErrUnknownBookie):
-		return refuse(wire.ErrNotFound, strings.ReplaceAll(err.Error(), ledger.ErrUnknownBookie.Error()+": ", "Bookie not found: "))
+		return refuse(errkind.ErrNotFound, strings.ReplaceAll(err.Error(), ledger.ErrUnknownBookie.Error()+": ", "Bookie not found: "))
 	case errors.Is(err, ledger.ErrNotDecommissioned):
-		return refuse(wire.ErrNotFound, strings.ReplaceAll(err.Error(), ledger.ErrNotDecommissioned.Error()+": ", "Bookie is not decommissioned: "))
+		return refuse(errkind.ErrNotFound, strings.ReplaceAll(err.Error(), ledger.ErrNotDecommissioned.Error()+": ", "Bookie is not decommissioned: "))
 	}
 	return err
 }

@@ -16,10 +16,10 @@ import (
 
 	"github.com/isobar-mq/isobar/auth"
 	"github.com/isobar-mq/isobar/bookie/racks"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // Config configures the admin server.
@@ -225,10 +225,10 @@ func badRequest(err error) error {
 	return fmt.Errorf("%w: %w", ErrBadRequest, err)
 }
 
-// writeError answers err as its kind in wire's error table says (see
+// writeError answers err as its kind in errkind's table says (see
 // docs/admin.md); an error of no kind is a 500.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	status := wire.HTTPStatusOf(err)
+	status := errkind.HTTPStatusOf(err)
 	var no *NotOwnerError
 	if errors.As(err, &no) {
 		to := no.URL
@@ -250,7 +250,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	} else {
 		s.log.Debug("admin request refused", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	}
-	body := errorBody{Reason: wire.MessageOf(err)}
+	body := errorBody{Reason: errkind.MessageOf(err)}
 	var pe *PendingError
 	if errors.As(err, &pe) {
 		body.PendingRegions = pe.Regions

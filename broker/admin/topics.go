@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // Topics is everything the admin API needs from a broker. Names passed in
 // are always single topics: a non-partitioned topic or one partition
 // (the admin server fans partitioned-topic operations out to the
-// partitions itself). Errors should be of a kind of wire's error table
+// partitions itself). Errors should be of a kind of errkind's table
 // (wrap a sentinel below or another package's sentinel tied to a kind, or
 // be a *NotOwnerError): the kind decides the HTTP status, and what the
-// server skips (a missing partition is of kind wire.ErrTopicNotFound).
+// server skips (a missing partition is of kind errkind.ErrTopicNotFound).
 // An error of no kind is a 500.
 type Topics interface {
 	// CreateTopic creates a topic; ErrConflict if it exists.
@@ -88,19 +88,19 @@ type Topics interface {
 }
 
 // Errors a Topics implementation (and the server itself) returns, each of
-// one kind of wire's error table; the HTTP status it gets is in the
+// one kind of errkind's table; the HTTP status it gets is in the
 // comment.
 var (
-	ErrTopicNotFound        = wire.Sentinel(wire.ErrTopicNotFound, "admin: topic not found")               // 404
-	ErrSubscriptionNotFound = wire.Sentinel(wire.ErrSubscriptionNotFound, "admin: subscription not found") // 404
-	ErrEntryNotFound        = wire.Sentinel(wire.ErrNotFound, "admin: entry not found")                    // 404
-	ErrBadRequest           = wire.Sentinel(wire.ErrBadRequest, "admin: bad request")                      // 400
-	ErrConflict             = wire.Sentinel(wire.ErrConflict, "admin: already exists")                     // 409
-	ErrPreconditionFailed   = wire.Sentinel(wire.ErrPreconditionFailed, "admin: precondition failed")      // 412
-	ErrNotAllowed           = wire.Sentinel(wire.ErrNotAllowed, "admin: operation not allowed")            // 405
-	ErrUnavailable          = wire.Sentinel(wire.ErrServiceNotReady, "admin: service unavailable")         // 503
-	ErrNotOwner             = wire.Sentinel(wire.ErrRedirect, "admin: not the owner")                      // 307, see NotOwnerError
-	ErrTooLarge             = wire.Sentinel(wire.ErrRequestTooLarge, "admin: request too large")           // 413
+	ErrTopicNotFound        = errkind.Sentinel(errkind.ErrTopicNotFound, "admin: topic not found")               // 404
+	ErrSubscriptionNotFound = errkind.Sentinel(errkind.ErrSubscriptionNotFound, "admin: subscription not found") // 404
+	ErrEntryNotFound        = errkind.Sentinel(errkind.ErrNotFound, "admin: entry not found")                    // 404
+	ErrBadRequest           = errkind.Sentinel(errkind.ErrBadRequest, "admin: bad request")                      // 400
+	ErrConflict             = errkind.Sentinel(errkind.ErrConflict, "admin: already exists")                     // 409
+	ErrPreconditionFailed   = errkind.Sentinel(errkind.ErrPreconditionFailed, "admin: precondition failed")      // 412
+	ErrNotAllowed           = errkind.Sentinel(errkind.ErrNotAllowed, "admin: operation not allowed")            // 405
+	ErrUnavailable          = errkind.Sentinel(errkind.ErrServiceNotReady, "admin: service unavailable")         // 503
+	ErrNotOwner             = errkind.Sentinel(errkind.ErrRedirect, "admin: not the owner")                      // 307, see NotOwnerError
+	ErrTooLarge             = errkind.Sentinel(errkind.ErrRequestTooLarge, "admin: request too large")           // 413
 )
 
 // TopicQuota is implemented by a Topics that limits the topics of a
@@ -189,6 +189,6 @@ func (e *NotOwnerError) Unwrap() error { return ErrNotOwner }
 
 // isKind reports whether err is of kind k: whether the server answers it
 // as k.
-func isKind(err error, k *wire.Error) bool {
-	return err != nil && wire.KindOf(err) == k
+func isKind(err error, k *errkind.Error) bool {
+	return err != nil && errkind.KindOf(err) == k
 }

@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // topicHandlerFunc handles a request about one topic named in the path.
@@ -71,7 +71,7 @@ func (s *Server) eachTarget(ctx context.Context, name topic.Name, skipMissing bo
 	}
 	for _, t := range ts {
 		if err := fn(t); err != nil {
-			if partitioned && skipMissing && isKind(err, wire.ErrTopicNotFound) {
+			if partitioned && skipMissing && isKind(err, errkind.ErrTopicNotFound) {
 				continue
 			}
 			return fmt.Errorf("%s: %w", t, err)
@@ -249,13 +249,13 @@ func (s *Server) createPartitioned(w http.ResponseWriter, r *http.Request, name 
 func (s *Server) createPartitions(ctx context.Context, name topic.Name, from, to int, subs []string) {
 	for i := from; i < to; i++ {
 		p := name.Partitioned(i)
-		if err := s.topics.CreateTopic(ctx, p); err != nil && !isKind(err, wire.ErrConflict) {
+		if err := s.topics.CreateTopic(ctx, p); err != nil && !isKind(err, errkind.ErrConflict) {
 			s.log.Warn("admin: create partition", "topic", p.String(), "err", err)
 			continue
 		}
 		for _, sub := range subs {
 			at := Earliest
-			if err := s.topics.CreateSubscription(ctx, p, sub, &at); err != nil && !isKind(err, wire.ErrConflict) {
+			if err := s.topics.CreateSubscription(ctx, p, sub, &at); err != nil && !isKind(err, errkind.ErrConflict) {
 				s.log.Warn("admin: create subscription on new partition", "topic", p.String(), "subscription", sub, "err", err)
 			}
 		}
@@ -304,7 +304,7 @@ func (s *Server) subscriptionNames(ctx context.Context, name topic.Name, n int) 
 	var all []string
 	for i := range n {
 		subs, err := s.topics.Subscriptions(ctx, name.Partitioned(i))
-		if isKind(err, wire.ErrTopicNotFound) {
+		if isKind(err, errkind.ErrTopicNotFound) {
 			continue
 		}
 		if err != nil {
@@ -384,7 +384,7 @@ func (s *Server) deletePartitioned(w http.ResponseWriter, r *http.Request, name 
 			return lerr
 		}
 		for _, p := range parts {
-			if err := s.topics.DeleteTopic(ctx, p, force); err != nil && !isKind(err, wire.ErrTopicNotFound) {
+			if err := s.topics.DeleteTopic(ctx, p, force); err != nil && !isKind(err, errkind.ErrTopicNotFound) {
 				return fmt.Errorf("%s: %w", p, err)
 			}
 		}
@@ -408,7 +408,7 @@ func (s *Server) deletePartitioned(w http.ResponseWriter, r *http.Request, name 
 		return fmt.Errorf("%w: partitioned topic %s does not exist", ErrTopicNotFound, name)
 	}
 	for i := range n {
-		if err := s.topics.DeleteTopic(ctx, name.Partitioned(i), force); err != nil && !isKind(err, wire.ErrTopicNotFound) {
+		if err := s.topics.DeleteTopic(ctx, name.Partitioned(i), force); err != nil && !isKind(err, errkind.ErrTopicNotFound) {
 			return fmt.Errorf("%s: %w", name.Partitioned(i), err)
 		}
 	}
@@ -500,7 +500,7 @@ func (s *Server) aggregate(ctx context.Context, parts []topic.Name, perPartition
 	names := make([]string, 0, len(parts))
 	for _, p := range parts {
 		st, err := s.topics.Stats(ctx, p)
-		if isKind(err, wire.ErrTopicNotFound) {
+		if isKind(err, errkind.ErrTopicNotFound) {
 			continue // not created yet
 		}
 		if err != nil {
@@ -668,7 +668,7 @@ func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request, name
 	found := false
 	for _, t := range ts {
 		err := s.topics.DeleteSubscription(ctx, t, sub, force)
-		if partitioned && (isKind(err, wire.ErrSubscriptionNotFound) || isKind(err, wire.ErrTopicNotFound)) {
+		if partitioned && (isKind(err, errkind.ErrSubscriptionNotFound) || isKind(err, errkind.ErrTopicNotFound)) {
 			continue
 		}
 		if err != nil {

@@ -14,14 +14,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/metastore"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // Errors of a refused change, both answered 412 as Pulsar does.
 var (
-	ErrUnknown = wire.Sentinel(wire.ErrPreconditionFailed, "dynconfig: not a dynamic configuration")
-	ErrInvalid = wire.Sentinel(wire.ErrPreconditionFailed, "dynconfig: invalid dynamic configuration value")
+	ErrUnknown = errkind.Sentinel(errkind.ErrPreconditionFailed, "dynconfig: not a dynamic configuration")
+	ErrInvalid = errkind.Sentinel(errkind.ErrPreconditionFailed, "dynconfig: invalid dynamic configuration value")
 )
 
 // Kind is the type of a setting's value.

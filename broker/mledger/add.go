@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
-	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/errkind"
 )
 
 type addRequest struct {
@@ -22,7 +22,7 @@ type addRequest struct {
 
 // ErrChainBroken fails an add of a Chain after an earlier add of the same
 // chain failed. Persistence (retriable: the client resends).
-var ErrChainBroken = wire.Sentinel(wire.ErrPersistence, "mledger: an earlier add of the chain failed")
+var ErrChainBroken = errkind.Sentinel(errkind.ErrPersistence, "mledger: an earlier add of the chain failed")
 
 // Chain links adds that must be stored without gaps: once one of them
 // fails, every later add of the chain fails too (ErrChainBroken), even

@@ -32,8 +32,8 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/mledger/ackset"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/metastore"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // Position is the position of an entry: (ledger id, entry id), ordered by
@@ -41,36 +41,36 @@ import (
 type Position = ackset.Position
 
 // Errors. Check them with errors.Is; they are wrapped with context. Those
-// a client can meet are of one kind of wire's error table, which decides
+// a client can meet are of one kind of errkind's table, which decides
 // how the broker answers it (named in each comment).
 var (
 	// ErrFenced: the topic metadata changed under us (another managed
 	// ledger opened the same name) or our ledger was recovered by someone
 	// else. The managed ledger can do nothing more; close it.
 	// ServiceNotReady: the client looks the topic up again.
-	ErrFenced = wire.Sentinel(wire.ErrServiceNotReady, "mledger: fenced by another owner")
+	ErrFenced = errkind.Sentinel(errkind.ErrServiceNotReady, "mledger: fenced by another owner")
 	// ErrClosed: the managed ledger (or cursor) is closed. ServiceNotReady.
-	ErrClosed = wire.Sentinel(wire.ErrServiceNotReady, "mledger: closed")
+	ErrClosed = errkind.Sentinel(errkind.ErrServiceNotReady, "mledger: closed")
 	// ErrInvalidName: a managed ledger or cursor name is not acceptable
 	// (a topic name too long, a subscription name with '/').
 	// PreconditionFailed: retrying cannot help.
-	ErrInvalidName = wire.Sentinel(wire.ErrPreconditionFailed, "mledger: invalid name")
+	ErrInvalidName = errkind.Sentinel(errkind.ErrPreconditionFailed, "mledger: invalid name")
 	// ErrInvalidPosition: a position that is not in the log (beyond its end,
 	// negative, or in no ledger of it). BadRequest.
-	ErrInvalidPosition = wire.Sentinel(wire.ErrBadRequest, "mledger: invalid position")
+	ErrInvalidPosition = errkind.Sentinel(errkind.ErrBadRequest, "mledger: invalid position")
 	// ErrTooManyAckRanges: an acknowledgement would give a cursor more
 	// individually acknowledged ranges than Config.MaxAckedRanges.
 	// PreconditionFailed (NotAllowedError on the binary protocol).
-	ErrTooManyAckRanges = wire.Sentinel(wire.ErrPreconditionFailed, "mledger: too many acknowledged ranges; acknowledge earlier messages first")
+	ErrTooManyAckRanges = errkind.Sentinel(errkind.ErrPreconditionFailed, "mledger: too many acknowledged ranges; acknowledge earlier messages first")
 	// ErrInvalidConfig: a bad Config. A broker bug, not a client's: no kind.
 	ErrInvalidConfig = errors.New("mledger: invalid config")
 	// ErrCorruptMeta: the topic metadata cannot be decoded. Persistence.
-	ErrCorruptMeta = wire.Sentinel(wire.ErrPersistence, "mledger: corrupt metadata")
+	ErrCorruptMeta = errkind.Sentinel(errkind.ErrPersistence, "mledger: corrupt metadata")
 	// ErrInvalidProperties: topic properties with an empty key, or over
 	// MaxPropertiesBytes. BadRequest.
-	ErrInvalidProperties = wire.Sentinel(wire.ErrBadRequest, "mledger: invalid properties")
+	ErrInvalidProperties = errkind.Sentinel(errkind.ErrBadRequest, "mledger: invalid properties")
 	// ErrNoCursor: no cursor with that name. SubscriptionNotFound.
-	ErrNoCursor = wire.Sentinel(wire.ErrSubscriptionNotFound, "mledger: no such cursor")
+	ErrNoCursor = errkind.Sentinel(errkind.ErrSubscriptionNotFound, "mledger: no such cursor")
 )
 
 // Config configures a managed ledger. Zero values of optional fields mean

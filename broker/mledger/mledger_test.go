@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/metastore"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 func startCluster(t *testing.T) *testcluster.Cluster {
@@ -912,8 +912,8 @@ func TestMaxAckedRanges(t *testing.T) {
 		}
 	}
 	err = c.Ack(ctx, ps[7])
-	if !errors.Is(err, ErrTooManyAckRanges) || wire.KindOf(err) != wire.ErrPreconditionFailed {
-		t.Fatalf("fourth range: %v (kind %v)", err, wire.KindOf(err))
+	if !errors.Is(err, ErrTooManyAckRanges) || errkind.KindOf(err) != errkind.ErrPreconditionFailed {
+		t.Fatalf("fourth range: %v (kind %v)", err, errkind.KindOf(err))
 	}
 	if c.IsAcked(ps[7]) || c.Backlog() != 17 {
 		t.Fatalf("the refused ack changed the cursor: backlog %d", c.Backlog())

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/errkind"
 )
 
 // ErrTerminated fails an add to a terminated managed ledger (Pulsar's
 // TopicTerminatedError).
-var ErrTerminated = wire.Sentinel(wire.ErrTopicTerminated, "mledger: terminated: the topic takes no more messages")
+var ErrTerminated = errkind.Sentinel(errkind.ErrTopicTerminated, "mledger: terminated: the topic takes no more messages")
 
 // Terminate ends the log: the adds queued before it complete, then the
 // metadata records it terminated and every later add fails with

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/errkind"
 )
 
 // TestTerminate: adds queued before Terminate complete, the ones after it
@@ -42,7 +42,7 @@ func TestTerminate(t *testing.T) {
 		t.Fatalf("terminated at %v with %d of 20 queued adds kept (last confirmed %v)", last, len(kept), m.LastConfirmed())
 	}
 	_, err = m.AddEntry(context.Background(), []byte("late"))
-	if !errors.Is(err, ErrTerminated) || wire.KindOf(err) != wire.ErrTopicTerminated {
+	if !errors.Is(err, ErrTerminated) || errkind.KindOf(err) != errkind.ErrTopicTerminated {
 		t.Fatalf("add after terminate: %v", err)
 	}
 	if again, err := m.Terminate(context.Background()); err != nil || again != last {

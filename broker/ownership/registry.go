@@ -11,23 +11,23 @@ import (
 	"sync"
 	"time"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // Errors returned by the registry. Those a client can meet are of one kind
-// of wire's error table: ServiceNotReady (HTTP 503, retriable: look the
+// of errkind's table: ServiceNotReady (HTTP 503, retriable: look the
 // topic up again), except ErrInvalidBundle (PreconditionFailed, 412).
 // ErrIDInUse stops the broker's start and has no kind.
 var (
-	ErrClosed        = wire.Sentinel(wire.ErrServiceNotReady, "ownership: registry closed")
-	ErrNotRegistered = wire.Sentinel(wire.ErrServiceNotReady, "ownership: broker not registered (lease lost; re-registering)")
-	ErrNoBrokers     = wire.Sentinel(wire.ErrServiceNotReady, "ownership: no live broker to place the bundle on")
+	ErrClosed        = errkind.Sentinel(errkind.ErrServiceNotReady, "ownership: registry closed")
+	ErrNotRegistered = errkind.Sentinel(errkind.ErrServiceNotReady, "ownership: broker not registered (lease lost; re-registering)")
+	ErrNoBrokers     = errkind.Sentinel(errkind.ErrServiceNotReady, "ownership: no live broker to place the bundle on")
 	ErrIDInUse       = errors.New("ownership: another live broker holds this id")
-	ErrNotOwned      = wire.Sentinel(wire.ErrServiceNotReady, "ownership: bundle not owned by this broker")
-	ErrInvalidBundle = wire.Sentinel(wire.ErrPreconditionFailed, "ownership: invalid bundle")
-	ErrContended     = wire.Sentinel(wire.ErrServiceNotReady, "ownership: bundle ownership keeps changing")
+	ErrNotOwned      = errkind.Sentinel(errkind.ErrServiceNotReady, "ownership: bundle not owned by this broker")
+	ErrInvalidBundle = errkind.Sentinel(errkind.ErrPreconditionFailed, "ownership: invalid bundle")
+	ErrContended     = errkind.Sentinel(errkind.ErrServiceNotReady, "ownership: bundle ownership keeps changing")
 )
 
 // maxLookupTries bounds how often Lookup re-reads a bundle whose ownership

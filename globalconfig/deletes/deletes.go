@@ -19,9 +19,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // Prefix is where the records live.
@@ -52,9 +52,9 @@ const (
 var (
 	// ErrDeleting: the name is being deleted and may not be used or
 	// created again until every region has deleted its copy.
-	ErrDeleting = wire.Sentinel(wire.ErrConflict, "being deleted")
+	ErrDeleting = errkind.Sentinel(errkind.ErrConflict, "being deleted")
 	// ErrDeletedCopy: replicated entries of a deleted copy.
-	ErrDeletedCopy = wire.Sentinel(wire.ErrPreconditionFailed, "entries of a deleted copy")
+	ErrDeletedCopy = errkind.Sentinel(errkind.ErrPreconditionFailed, "entries of a deleted copy")
 )
 
 // Record is one delete.

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // maxPartitions bounds a record's partition count (far above any limit
@@ -19,7 +19,7 @@ import (
 const maxPartitions = 1 << 16
 
 // ErrCorrupt: a stored record cannot be decoded.
-var ErrCorrupt = wire.Sentinel(wire.ErrUnknown, "deletes: corrupt record")
+var ErrCorrupt = errkind.Sentinel(errkind.ErrUnknown, "deletes: corrupt record")
 
 // Config configures a Store.
 type Config struct {

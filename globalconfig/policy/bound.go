@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/metastore"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // StoreTimeout bounds each request the configuration stores (this
@@ -26,7 +26,7 @@ const StoreTimeout = 4 * time.Second
 // write that failed with it was applied is unknown: the request may have
 // reached the store before the answer was lost. Reads are served from the
 // region's cache meanwhile.
-var ErrUnreachable = wire.Sentinel(wire.ErrServiceNotReady, "policy: global configuration store unreachable") // 503, retriable
+var ErrUnreachable = errkind.Sentinel(errkind.ErrServiceNotReady, "policy: global configuration store unreachable") // 503, retriable
 
 // Bound returns the global configuration store m with every request
 // (reads, writes, transactions, leases granted and revoked) bounded by

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/internal/wanproxy"
 	"github.com/isobar-mq/isobar/metastore"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // TestBoundWritesFailPromptlyWhileTheStoreIsUnreachable: a store over
@@ -60,11 +60,11 @@ func TestBoundWritesFailPromptlyWhileTheStoreIsUnreachable(t *testing.T) {
 		if !errors.Is(err, policy.ErrUnreachable) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("%s: create namespace: %v, want ErrUnreachable wrapping a deadline", fault.name, err)
 		}
-		if got := wire.HTTPStatusOf(err); got != 503 {
+		if got := errkind.HTTPStatusOf(err); got != 503 {
 			t.Errorf("%s: %v answered %d, want 503", fault.name, err, got)
 		}
-		if !strings.Contains(wire.MessageOf(err), "global configuration store unreachable") {
-			t.Errorf("%s: reason %q does not name the global configuration store", fault.name, wire.MessageOf(err))
+		if !strings.Contains(errkind.MessageOf(err), "global configuration store unreachable") {
+			t.Errorf("%s: reason %q does not name the global configuration store", fault.name, errkind.MessageOf(err))
 		}
 		// Well before a client's own timeout; the bound is 1 s.
 		if took > bound+5*time.Second {

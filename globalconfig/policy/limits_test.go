@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // newRawStore is newStore that also returns the metadata store, to write
@@ -72,7 +72,7 @@ func TestPolicyValueRanges(t *testing.T) {
 	must(t, err)
 	for what, p := range bad {
 		err := s.CreateNamespace(ctx, "public/bad", p)
-		if !errors.Is(err, policy.ErrInvalid) || wire.HTTPStatusOf(err) != 412 {
+		if !errors.Is(err, policy.ErrInvalid) || errkind.HTTPStatusOf(err) != 412 {
 			t.Errorf("create with %s: %v, want ErrInvalid (412)", what, err)
 		}
 		_, err = s.UpdateNamespace(ctx, ns, func(q *policy.Policies) error {
@@ -176,8 +176,8 @@ func TestPartitionLimit(t *testing.T) {
 	// 225 bytes: a valid topic name, but "-partition-0" does not fit.
 	long := mustName(t, "public/default/"+strings.Repeat("x", 225))
 	err := s.CreatePartitioned(ctx, long, 1)
-	if wire.KindOf(err) != wire.ErrInvalidTopicName || !errors.Is(err, topic.ErrInvalidName) {
-		t.Fatalf("225-byte partitioned topic: %v (kind %v), want InvalidTopicName", err, wire.KindOf(err))
+	if errkind.KindOf(err) != errkind.ErrInvalidTopicName || !errors.Is(err, topic.ErrInvalidName) {
+		t.Fatalf("225-byte partitioned topic: %v (kind %v), want InvalidTopicName", err, errkind.KindOf(err))
 	}
 	if _, ok, _ := s.PartitionedMetadata(ctx, long); ok {
 		t.Fatal("refused partitioned topic recorded")
@@ -185,7 +185,7 @@ func TestPartitionLimit(t *testing.T) {
 	// Room for 10 partitions (one digit) but not 11.
 	edge := mustName(t, "public/default/"+strings.Repeat("x", topic.MaxNameLen-len("public/default/persistent/-partition-9")))
 	must(t, s.CreatePartitioned(ctx, edge, 10))
-	if err := s.UpdatePartitions(ctx, edge, 11); wire.KindOf(err) != wire.ErrInvalidTopicName {
+	if err := s.UpdatePartitions(ctx, edge, 11); errkind.KindOf(err) != errkind.ErrInvalidTopicName {
 		t.Fatalf("growing past the name limit: %v", err)
 	}
 	if n, _, _ := s.Partitions(ctx, edge); n != 10 {
@@ -246,7 +246,7 @@ func TestCorruptRecords(t *testing.T) {
 	must(t, err)
 	for range 3 {
 		_, ok, err := s.PartitionedMetadata(ctx, huge)
-		if ok || !errors.Is(err, policy.ErrCorrupt) || wire.HTTPStatusOf(err) != 500 || wire.KindOf(err).Retriable {
+		if ok || !errors.Is(err, policy.ErrCorrupt) || errkind.HTTPStatusOf(err) != 500 || errkind.KindOf(err).Retriable {
 			t.Fatalf("huge record: ok %v, %v", ok, err)
 		}
 		if !strings.Contains(err.Error(), "2147483647 partitions, more than the maximum 1024") {

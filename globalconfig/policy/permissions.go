@@ -12,8 +12,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // Permission grants, as Pulsar keeps them in a namespace's policies
@@ -50,15 +50,15 @@ const (
 
 // ErrBadGrant is an invalid role, action or subscription name in a grant:
 // an error in the request (400).
-var ErrBadGrant = wire.Sentinel(wire.ErrBadRequest, "policy: invalid permission")
+var ErrBadGrant = errkind.Sentinel(errkind.ErrBadRequest, "policy: invalid permission")
 
 // ErrNotGranted is the revocation of a topic grant that was never made
 // (Pulsar: 412 "Permissions are not set at the topic level").
-var ErrNotGranted = wire.Sentinel(wire.ErrPreconditionFailed, "policy: permissions are not set at the topic level")
+var ErrNotGranted = errkind.Sentinel(errkind.ErrPreconditionFailed, "policy: permissions are not set at the topic level")
 
 // ErrNoSubscriptionGrant is the revocation of a role on a subscription
 // that has no roles of its own (404).
-var ErrNoSubscriptionGrant = wire.Sentinel(wire.ErrNotFound, "policy: the subscription has no permissions")
+var ErrNoSubscriptionGrant = errkind.Sentinel(errkind.ErrNotFound, "policy: the subscription has no permissions")
 
 // AuthPolicies are a namespace's permission grants, in Pulsar's JSON
 // names. Stored canonically: every action and role list sorted without

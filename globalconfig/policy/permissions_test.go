@@ -12,8 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 func TestValidRole(t *testing.T) {
@@ -38,8 +38,8 @@ func TestValidRole(t *testing.T) {
 		if (err == nil) != tt.ok {
 			t.Errorf("ValidRole(%q) = %v, want ok=%v", tt.role, err, tt.ok)
 		}
-		if err != nil && wire.HTTPStatusOf(err) != 400 {
-			t.Errorf("ValidRole(%q): status %d, want 400", tt.role, wire.HTTPStatusOf(err))
+		if err != nil && errkind.HTTPStatusOf(err) != 400 {
+			t.Errorf("ValidRole(%q): status %d, want 400", tt.role, errkind.HTTPStatusOf(err))
 		}
 	}
 }
@@ -98,8 +98,8 @@ func FuzzDecodePermissions(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		check := func(name string, got []string, err error, valid func(string) bool) {
 			if err != nil {
-				if wire.HTTPStatusOf(err) != 400 && wire.HTTPStatusOf(err) != 412 {
-					t.Fatalf("%s(%q): %v: status %d", name, b, err, wire.HTTPStatusOf(err))
+				if errkind.HTTPStatusOf(err) != 400 && errkind.HTTPStatusOf(err) != 412 {
+					t.Fatalf("%s(%q): %v: status %d", name, b, err, errkind.HTTPStatusOf(err))
 				}
 				return
 			}
@@ -176,7 +176,7 @@ func TestPermissionsPure(t *testing.T) {
 		t.Errorf("writer on the partition after revoking on the topic: %v", got)
 	}
 	err := policy.RevokeTopicPermission(p, "acme/app", orders, "ns-reader")
-	if !errors.Is(err, policy.ErrNotGranted) || wire.HTTPStatusOf(err) != 412 {
+	if !errors.Is(err, policy.ErrNotGranted) || errkind.HTTPStatusOf(err) != 412 {
 		t.Errorf("revoke a namespace grant on a topic: %v", err)
 	}
 	if !policy.RevokeNamespacePermission(p, "ns-reader") || policy.RevokeNamespacePermission(p, "ns-reader") {
@@ -190,7 +190,7 @@ func TestPermissionsPure(t *testing.T) {
 	must(t, policy.RevokeSubscriptionPermission(p, "audit", "a"))
 	must(t, policy.RevokeSubscriptionPermission(p, "audit", "nobody"))
 	must(t, policy.RevokeSubscriptionPermission(p, "audit", "b"))
-	if err := policy.RevokeSubscriptionPermission(p, "audit", "b"); !errors.Is(err, policy.ErrNoSubscriptionGrant) || wire.HTTPStatusOf(err) != 404 {
+	if err := policy.RevokeSubscriptionPermission(p, "audit", "b"); !errors.Is(err, policy.ErrNoSubscriptionGrant) || errkind.HTTPStatusOf(err) != 404 {
 		t.Errorf("revoke on a subscription without roles: %v", err)
 	}
 

@@ -14,25 +14,25 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	noopmetric "go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // Errors, checked with errors.Is; they are wrapped with the name involved.
-// Each is of one kind of wire's error table, which decides how a client is
+// Each is of one kind of errkind's table, which decides how a client is
 // answered (HTTP status in the comment).
 var (
-	ErrNotFound = wire.Sentinel(wire.ErrNotFound, "policy: not found")                             // 404
-	ErrExists   = wire.Sentinel(wire.ErrConflict, "policy: already exists")                        // 409
-	ErrInvalid  = wire.Sentinel(wire.ErrPreconditionFailed, "policy: invalid")                     // 412
-	ErrConflict = wire.Sentinel(wire.ErrConcurrentModification, "policy: concurrent modification") // 409, retriable
-	ErrNotEmpty = wire.Sentinel(wire.ErrConflict, "policy: not empty")                             // 409
+	ErrNotFound = errkind.Sentinel(errkind.ErrNotFound, "policy: not found")                             // 404
+	ErrExists   = errkind.Sentinel(errkind.ErrConflict, "policy: already exists")                        // 409
+	ErrInvalid  = errkind.Sentinel(errkind.ErrPreconditionFailed, "policy: invalid")                     // 412
+	ErrConflict = errkind.Sentinel(errkind.ErrConcurrentModification, "policy: concurrent modification") // 409, retriable
+	ErrNotEmpty = errkind.Sentinel(errkind.ErrConflict, "policy: not empty")                             // 409
 	// ErrCorrupt: a stored record cannot be used (undecodable, or a value
 	// this store would refuse to write: beyond a range or a limit). It is
 	// logged when first read and answered on that resource alone, never
 	// acted on; the record can still be deleted.
-	ErrCorrupt = wire.Sentinel(wire.ErrUnknown, "policy: corrupt record") // 500, not retriable
+	ErrCorrupt = errkind.Sentinel(errkind.ErrUnknown, "policy: corrupt record") // 500, not retriable
 )
 
 // Root is the prefix of every key of the store.

@@ -27,26 +27,26 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema/compat"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
 )
 
 // Errors, checked with errors.Is; compat.ErrIncompatible and
 // compat.ErrInvalid come through as they are.
 var (
 	// ErrNotFound: the topic has no schema, or not that version.
-	ErrNotFound = wire.Sentinel(wire.ErrNotFound, "schema: not found") // 404
+	ErrNotFound = errkind.Sentinel(errkind.ErrNotFound, "schema: not found") // 404
 	// ErrTooLarge: a definition larger than MaxSchemaBytes.
-	ErrTooLarge = wire.Sentinel(wire.ErrRequestTooLarge, "schema: too large") // 413
+	ErrTooLarge = errkind.Sentinel(errkind.ErrRequestTooLarge, "schema: too large") // 413
 	// ErrConflict: concurrent writers kept changing the topic's schema.
-	ErrConflict = wire.Sentinel(wire.ErrConcurrentModification, "schema: concurrent modification") // 409, retriable
+	ErrConflict = errkind.Sentinel(errkind.ErrConcurrentModification, "schema: concurrent modification") // 409, retriable
 	// ErrTooMany: a topic has MaxVersions versions, tombstones included.
-	ErrTooMany = wire.Sentinel(wire.ErrPreconditionFailed, "schema: too many versions") // 412
+	ErrTooMany = errkind.Sentinel(errkind.ErrPreconditionFailed, "schema: too many versions") // 412
 	// ErrCorrupt: a stored version cannot be decoded.
-	ErrCorrupt = wire.Sentinel(wire.ErrUnknown, "schema: corrupt record") // 500
+	ErrCorrupt = errkind.Sentinel(errkind.ErrUnknown, "schema: corrupt record") // 500
 )
 
 // MaxSchemaBytes bounds a schema definition: each version is one key of

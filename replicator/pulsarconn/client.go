@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
@@ -288,7 +289,7 @@ func (c *Client) forget(cn *conn) {
 // tried again from the lookup: a retriable server error, or a connection
 // lost or refused (not a closed client).
 func (c *Client) retriable(err error) bool {
-	var we *wire.Error
+	var we *errkind.Error
 	if errors.As(err, &we) {
 		return we.Retriable
 	}
@@ -381,26 +382,27 @@ func (c *Client) lookup(ctx context.Context, topic string) (*conn, error) {
 }
 
 // serverError is the error for a server error code and message: it wraps
-// the code's *wire.Error, so errors.Is works on it.
+// the code's *errkind.Error, so errors.Is works on it.
 func serverError(code pb.ServerError, msg string) error {
-	return &brokerError{we: wire.ErrorFor(code), msg: msg}
+	return &brokerError{code: code, we: wire.ErrorFor(code), msg: msg}
 }
 
-// brokerError is an error the broker sent: its message (which names the
-// code already, for Isobar brokers) and the code's *wire.Error.
+// brokerError is an error the broker sent: its code, its message (which
+// may name the code already) and the code's *errkind.Error.
 type brokerError struct {
-	we  *wire.Error
-	msg string
+	code pb.ServerError
+	we   *errkind.Error
+	msg  string
 }
 
 func (e *brokerError) Error() string {
 	if e.msg == "" {
 		return e.we.Error()
 	}
-	if strings.Contains(e.msg, e.we.Code.String()) {
+	if strings.Contains(e.msg, e.code.String()) {
 		return "broker: " + e.msg
 	}
-	return fmt.Sprintf("broker: %s: %s", e.we.Code, e.msg)
+	return fmt.Sprintf("broker: %s: %s", e.code, e.msg)
 }
 
 func (e *brokerError) Unwrap() error { return e.we }

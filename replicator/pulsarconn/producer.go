@@ -137,7 +137,7 @@ func (p *Producer) LastSequenceID() int64 { return p.last }
 // when sourceID is not nil, sourceID as the entry's original position. cb
 // runs exactly once, on the producer's callback goroutine, in send order,
 // with the stored position or an error: the broker's SEND_ERROR (wrapping
-// its *wire.Error), or one wrapping ErrClosed when the producer or its
+// its *errkind.Error), or one wrapping ErrClosed when the producer or its
 // connection closed before the receipt (the entry may or may not have been
 // stored). A position of {-1, -1} means the broker dropped the entry as a
 // duplicate.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/internal/tlsfiles"
@@ -441,7 +442,7 @@ func TestAgainstBroker(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close(ctx)
-		if _, err := c.CreateProducer(ctx, pulsarconn.ProducerOptions{Topic: topic, Name: "dup"}); !errors.Is(err, wire.ErrProducerBusy) {
+		if _, err := c.CreateProducer(ctx, pulsarconn.ProducerOptions{Topic: topic, Name: "dup"}); !errors.Is(err, errkind.ErrProducerBusy) {
 			t.Fatalf("second producer named dup: %v, want ErrProducerBusy", err)
 		}
 		co, err := c.Subscribe(ctx, pulsarconn.SubscribeOptions{Topic: topic, Subscription: "ex"})
@@ -452,7 +453,7 @@ func TestAgainstBroker(t *testing.T) {
 		if !co.Active() {
 			t.Fatal("exclusive consumer not active")
 		}
-		if _, err := c.Subscribe(ctx, pulsarconn.SubscribeOptions{Topic: topic, Subscription: "ex"}); !errors.Is(err, wire.ErrConsumerBusy) {
+		if _, err := c.Subscribe(ctx, pulsarconn.SubscribeOptions{Topic: topic, Subscription: "ex"}); !errors.Is(err, errkind.ErrConsumerBusy) {
 			t.Fatalf("second exclusive consumer: %v, want ErrConsumerBusy", err)
 		}
 		if _, err := c.Subscribe(ctx, pulsarconn.SubscribeOptions{Topic: "persistent://nope/x/y", Subscription: "s"}); err == nil {
@@ -816,7 +817,7 @@ func TestProducerProtocol(t *testing.T) {
 					ProducerId: s.ProducerId, SequenceId: s.SequenceId,
 					MessageId: &pb.MessageIdData{LedgerId: proto.Uint64(5), EntryId: proto.Uint64(1)}}})
 			case 2:
-				reply(wire.NewSendErrorCommand(s.GetProducerId(), 2, fmt.Errorf("%w: disk on fire", wire.ErrPersistence)))
+				reply(wire.NewSendErrorCommand(s.GetProducerId(), 2, fmt.Errorf("%w: disk on fire", errkind.ErrPersistence)))
 			}
 		case pb.BaseCommand_CLOSE_PRODUCER:
 			closed <- cmd.CloseProducer.GetProducerId()
@@ -863,7 +864,7 @@ func TestProducerProtocol(t *testing.T) {
 	if r1.seq != 1 || r1.err != nil || r1.id != (pulsarconn.MessageID{Ledger: 5, Entry: 1}) {
 		t.Errorf("first callback: %+v", r1)
 	}
-	if r2.seq != 2 || !errors.Is(r2.err, wire.ErrPersistence) || !strings.Contains(r2.err.Error(), "disk on fire") {
+	if r2.seq != 2 || !errors.Is(r2.err, errkind.ErrPersistence) || !strings.Contains(r2.err.Error(), "disk on fire") {
 		t.Errorf("second callback: %+v, want the broker's PersistenceError", r2)
 	}
 	if r3.seq != 3 || !errors.Is(r3.err, pulsarconn.ErrClosed) {

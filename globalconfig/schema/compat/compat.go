@@ -10,16 +10,16 @@ import (
 
 	"github.com/hamba/avro/v2"
 
-	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/errkind"
 )
 
 // Errors, checked with errors.Is.
 var (
 	// ErrIncompatible: the schema cannot be added under the strategy.
-	ErrIncompatible = wire.Sentinel(wire.ErrIncompatibleSchema, "compat: incompatible schema")
+	ErrIncompatible = errkind.Sentinel(errkind.ErrIncompatibleSchema, "compat: incompatible schema")
 	// ErrInvalid: the schema's type is unknown or its definition does not
 	// parse.
-	ErrInvalid = wire.Sentinel(wire.ErrBadRequest, "compat: invalid schema")
+	ErrInvalid = errkind.Sentinel(errkind.ErrBadRequest, "compat: invalid schema")
 )
 
 // Strategy is a compatibility strategy, in Pulsar's names.
