@@ -24,7 +24,7 @@ import (
 // Its mutex serializes the frames applied through it.
 type sinkProducer struct {
 	mu  sync.Mutex
-	p   *pulsarconn.Producer
+	p   Writer
 	seq uint64
 }
 
@@ -43,11 +43,9 @@ func (s *sinkProducer) close() {
 // delivery goroutine, at most SinkConcurrency frames at once. A probe is
 // answered at once, on the delivery goroutine (it waits there only
 // behind frames waiting for a free slot).
-func (w *Worker) onFrame(msg *nats.Msg) {
+func (w *Worker) onFrame(msg *nats.Msg, respond func(*nats.Msg)) {
 	if msg.Header.Get(HeaderKind) == KindProbe {
-		if msg.Reply != "" {
-			_ = msg.Respond(nil)
-		}
+		respond(nil)
 		return
 	}
 	select {
@@ -65,9 +63,7 @@ func (w *Worker) onFrame(msg *nats.Msg) {
 			w.log.Debug("frame refused", "source", msg.Header.Get(HeaderSource), "topic", msg.Header.Get(HeaderTopic), "err", err)
 			reply.Header.Set(HeaderError, err.Error())
 		}
-		if msg.Reply != "" {
-			_ = msg.RespondMsg(reply)
-		}
+		respond(reply)
 	}()
 }
 
@@ -231,7 +227,7 @@ func (sp *sinkProducer) open(ctx context.Context, w *Worker, name topic.Name, sr
 	if sp.p != nil {
 		return nil
 	}
-	p, err := w.client.CreateProducer(ctx, pulsarconn.ProducerOptions{
+	p, err := w.deps.Sink.CreateProducer(ctx, pulsarconn.ProducerOptions{
 		Topic: name.String(),
 		Name:  replication.ProducerName(src, w.cfg.ID),
 	})

@@ -85,7 +85,7 @@ func (s *stream) failed(err error) {
 
 // session is one subscription: receive, filter, frame, send, ack.
 func (s *stream) session() (progressed bool, err error) {
-	co, err := s.w.client.Subscribe(s.ctx, pulsarconn.SubscribeOptions{
+	co, err := s.w.deps.Source.Subscribe(s.ctx, pulsarconn.SubscribeOptions{
 		Topic:           s.key.Topic,
 		Subscription:    replication.CursorName(s.key.Remote),
 		ConsumerName:    s.w.cfg.ID,
@@ -188,7 +188,7 @@ type prepared struct {
 // everything that arrived meanwhile (up to the frame limits): an entry
 // waits at most for the frame in flight, not for frames formed earlier.
 // The session encodes what it takes.
-func (s *stream) gather(ctx context.Context, co *pulsarconn.Consumer, ready chan<- prepared) error {
+func (s *stream) gather(ctx context.Context, co Cursor, ready chan<- prepared) error {
 	in := make(chan pulsarconn.Entry)
 	errc := make(chan error, 1)
 	recvDone := make(chan struct{})
@@ -445,7 +445,7 @@ func (s *stream) exchange(msg *nats.Msg) (*nats.Msg, error) {
 			t.Reset(s.w.cfg.ProbeInterval)
 		}
 	}()
-	reply, err := s.w.deps.NATS.RequestMsgWithContext(ctx, msg)
+	reply, err := s.w.deps.Transport.Request(ctx, msg)
 	cancel()
 	<-probed
 	switch {
@@ -470,7 +470,7 @@ func (s *stream) probe(ctx context.Context) error {
 	msg.Header.Set(HeaderKind, KindProbe)
 	pctx, cancel := context.WithTimeout(ctx, s.w.cfg.ProbeInterval)
 	defer cancel()
-	_, err := s.w.deps.NATS.RequestMsgWithContext(pctx, msg)
+	_, err := s.w.deps.Transport.Request(pctx, msg)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
