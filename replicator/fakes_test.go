@@ -278,6 +278,10 @@ type fakeWriter struct {
 	b          *fakeBrokers
 	topic, src string
 	closed     bool
+	// broken: a send failed; as the broker's chain of replicated adds,
+	// every later send of this producer fails too (docs/replication.md,
+	// step 5), until a new producer connects.
+	broken bool
 }
 
 func (w *fakeWriter) SendAsync(data []byte, seq uint64, n int, sourceID *pulsarconn.MessageID, cb func(pulsarconn.MessageID, error)) {
@@ -294,8 +298,11 @@ func (w *fakeWriter) SendAsync(data []byte, seq uint64, n int, sourceID *pulsarc
 	switch {
 	case w.closed:
 		err = pulsarconn.ErrClosed
+	case w.broken:
+		err = errors.New("fake broker: chain broken")
 	case b.failNext > 0:
 		b.failNext--
+		w.broken = true
 		err = errors.New("fake broker: add failed")
 	case sourceID == nil: // a subscription state: applied, not stored
 		b.states[w.topic] = append(b.states[w.topic], data)
