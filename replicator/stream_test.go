@@ -132,6 +132,7 @@ func TestStreamFrameLimit(t *testing.T) {
 		synctest.Wait()
 		var frames [][]string
 		for range 3 {
+			synctest.Wait() // the next frame has gathered what arrived
 			c.ok()
 			c = remote.next(t, time.Second)
 			frames = append(frames, c.payloads(t))
