@@ -361,6 +361,7 @@ type fakeRemote struct {
 	mu          sync.Mutex
 	unreachable bool
 	probesHang  bool
+	probeReply  *nats.Msg // nil: an empty reply
 	probes      []time.Time
 	noResponder []time.Time // requests refused with no responders
 	calls       chan *call
@@ -387,12 +388,15 @@ func (r *fakeRemote) Request(ctx context.Context, msg *nats.Msg) (*nats.Msg, err
 		r.mu.Unlock()
 		return nil, nats.ErrNoResponders
 	}
-	probe, hang := msg.Header.Get(HeaderKind) == KindProbe, r.probesHang
+	probe, hang, probeReply := msg.Header.Get(HeaderKind) == KindProbe, r.probesHang, r.probeReply
 	if probe {
 		r.probes = append(r.probes, time.Now())
 	}
 	r.mu.Unlock()
 	if probe && !hang {
+		if probeReply != nil {
+			return probeReply, nil
+		}
 		return nats.NewMsg(""), nil
 	}
 	if probe {

@@ -30,8 +30,8 @@ const minBackoff = 100 * time.Millisecond
 // warnEvery is how often a stream that keeps failing logs a warning.
 const warnEvery = 30 * time.Second
 
-// backoff paces retries: first, then doubling up to max (not below
-// first), until reset.
+// backoff paces retries: first, then doubling, capped at max (the
+// first delay is first even when max is below it), until reset.
 type backoff struct{ first, cur, max time.Duration }
 
 func newBackoff(first, max time.Duration) backoff {

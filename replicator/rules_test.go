@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -171,5 +172,34 @@ func TestMarkReplicatedBatch(t *testing.T) {
 	}
 	if out[0].n != 5 || out[0].publish != 1700000000000 {
 		t.Fatalf("%+v, want 5 messages published at the entry's time", out[0])
+	}
+}
+
+// Rendezvous hashing: when a worker leaves, only the streams it held
+// move; when one joins, only the streams it wins.
+func TestOwnerMovesOnlyWhatItMust(t *testing.T) {
+	workers := []string{"w1", "w2", "w3"}
+	var keys []streamKey
+	for i := range 200 {
+		keys = append(keys, streamKey{Topic: fmt.Sprintf("persistent://t/ns/topic-%d", i), Remote: []string{"b", "c"}[i%2]})
+	}
+	held := map[string]int{}
+	for _, k := range keys {
+		before := Owner(k.Topic, k.Remote, workers)
+		held[before]++
+		if again := Owner(k.Topic, k.Remote, []string{"w3", "w1", "w2"}); again != before {
+			t.Fatalf("%v: owner depends on the order of the workers", k)
+		}
+		if after := Owner(k.Topic, k.Remote, []string{"w1", "w3"}); before != "w2" && after != before {
+			t.Fatalf("%v moved from %s to %s when w2 left", k, before, after)
+		}
+		if after := Owner(k.Topic, k.Remote, append(slices.Clone(workers), "w4")); after != before && after != "w4" {
+			t.Fatalf("%v moved from %s to %s when w4 joined", k, before, after)
+		}
+	}
+	for _, wk := range workers {
+		if held[wk] < 30 {
+			t.Fatalf("streams per worker %v: badly spread", held)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/isobar-mq/isobar/replicator/pulsarconn"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
@@ -399,6 +401,29 @@ func TestStreamStatesBeforeEntries(t *testing.T) {
 		}
 		if st := stats(w); st.SubStates != 2 || st.Entries != 2 {
 			t.Fatalf("stats %+v", st)
+		}
+	})
+}
+
+// A sink older than probes refuses one as an unknown kind: the source
+// takes that as an answer all the same, and sends the frame.
+func TestStreamOldSinkRefusingProbesIsReachable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cur, remote := newFakeCursor(), newFakeRemote()
+		remote.setUnreachable(true)
+		old := nats.NewMsg("")
+		old.Header.Set(HeaderError, `replicator: bad frame: unknown kind "probe"`)
+		remote.probeReply = old
+		w := testWorker(t, "a", Config{}, remote, cur, nil)
+		defer w.Close()
+		startStream(w, "b")
+
+		cur.add(t, "m0")
+		time.Sleep(time.Second)
+		remote.setUnreachable(false)
+		c := remote.next(t, time.Second)
+		if got := c.payloads(t); !slices.Equal(got, []string{"m0"}) {
+			t.Fatalf("sent %v", got)
 		}
 	})
 }
