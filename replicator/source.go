@@ -41,6 +41,9 @@ func newStream(w *Worker, k streamKey, st *StreamStats) *stream {
 func (s *stream) run() {
 	// Exported at zero before the first failure.
 	s.w.metrics.errors.Add(context.Background(), 0, s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.side", "source")))
+	// A stream that stops (it moved to another worker, or is no longer
+	// wanted) is not this worker's active one any more; its counters stay.
+	defer s.st.update(func(st *StreamStats) { st.Active = false })
 	retry := newBackoff(minBackoff, s.w.cfg.MaxBackoff)
 	for s.ctx.Err() == nil {
 		progressed, err := s.session()

@@ -427,3 +427,30 @@ func TestStreamOldSinkRefusingProbesIsReachable(t *testing.T) {
 		}
 	})
 }
+
+// A stream the worker stops (it moved to another worker, or its remote
+// left the replication clusters) is no longer reported active (Stats,
+// and the isobar.replication.streams gauge).
+func TestStreamStoppedIsNotActive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cur, remote := newFakeCursor(), newFakeRemote()
+		w := testWorker(t, "a", Config{}, remote, cur, nil)
+		defer w.Close()
+		s := startStream(w, "b")
+
+		cur.add(t, "m0")
+		remote.next(t, time.Second).ok()
+		synctest.Wait()
+		if !stats(w).Active {
+			t.Fatal("not active while streaming")
+		}
+		s.cancel() // as assign does when the stream is no longer this worker's
+		synctest.Wait()
+		if st := stats(w); st.Active {
+			t.Fatalf("stopped stream still active: %+v", st)
+		}
+		if n := cur.openSubs(); n != 0 {
+			t.Fatalf("%d subscriptions open after the stream stopped", n)
+		}
+	})
+}
