@@ -225,6 +225,8 @@ func TestSinkStoreFailure(t *testing.T) {
 		if got := brokers.payloads(t); !slices.Equal(got, []string{"m0", "m1"}) {
 			t.Fatalf("stored %v", got)
 		}
+		brokers.mu.Lock()
+		defer brokers.mu.Unlock()
 		if brokers.created != 2 || brokers.closed != 1 {
 			t.Fatalf("%d producers made, %d closed; want the failed one replaced", brokers.created, brokers.closed)
 		}
@@ -274,12 +276,19 @@ func TestSinkAnswersProbes(t *testing.T) {
 			return err
 		}
 		done := make(chan error, 2)
-		go func() { done <- ask(t, net, frameOf(t, "a", 0, entry(t, "m0"))) }()
+		send := func(m *nats.Msg) { // not ask: no t.Fatal off the test goroutine
+			reply, err := net.Request(context.Background(), m)
+			if err == nil {
+				err = refusal(reply)
+			}
+			done <- err
+		}
+		go send(frameOf(t, "a", 0, entry(t, "m0")))
 		synctest.Wait() // the frame holds the only slot
 		if err := probe(time.Millisecond); err != nil {
 			t.Fatalf("probe while the slot is busy: %v", err)
 		}
-		go func() { done <- ask(t, net, frameOf(t, "a", 1, entry(t, "m1"))) }()
+		go send(frameOf(t, "a", 1, entry(t, "m1")))
 		synctest.Wait() // a frame waits for the slot
 		if err := probe(time.Second); err == nil {
 			t.Fatal("probe answered while a frame waits for a slot ahead of it")
@@ -293,6 +302,8 @@ func TestSinkAnswersProbes(t *testing.T) {
 		if err := probe(time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
+		brokers.mu.Lock()
+		defer brokers.mu.Unlock()
 		if brokers.created != 1 {
 			t.Fatalf("%d producers", brokers.created)
 		}
