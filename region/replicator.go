@@ -89,7 +89,7 @@ func (c *Replicator) Start(ctx context.Context) (err error) {
 		return err
 	}
 	c.w, err = replicator.Start(ctx, c.cfg.Config, replicator.Deps{
-		NATS: c.nc, Meta: c.store, Policies: c.pol.store, Deletes: dels, Logger: c.logger,
+		Transport: replicator.NATSTransport(c.nc), Meta: c.store, Policies: c.pol.store, Deletes: dels, Logger: c.logger,
 		MeterProvider: tel.MeterProvider(), TracerProvider: tel.TracerProvider(),
 	})
 	if err != nil {

@@ -6,14 +6,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/metric"
 	noopmetric "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	nooptrace "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/isobar-mq/isobar/globalconfig/deletes"
-	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -81,16 +79,25 @@ type Config struct {
 
 // Deps are a worker's live dependencies.
 type Deps struct {
-	// NATS is the connection to the region's NATS server (part of the
-	// federation's super-cluster). Required; the worker does not close it.
-	NATS *nats.Conn
+	// Transport carries frames to other regions and the sink's requests
+	// from them: NATSTransport of the connection to the region's NATS
+	// server (part of the federation's super-cluster). Required; the
+	// worker does not close it.
+	Transport Transport
 	// Meta is the local metadata store: topics are discovered under
 	// /isobar/<region>/topics/ and workers register under
 	// /isobar/<region>/replicators/. Required.
 	Meta metastore.Meta
 	// Policies answers which clusters a namespace replicates to (usually
-	// read through the global configuration cache). Required.
-	Policies *policy.Store
+	// read through the global configuration cache): a *policy.Store.
+	// Required.
+	Policies Policies
+	// Source reads the streams' replication cursors and Sink writes what
+	// the sink receives, both in the region's brokers. Nil: the worker's
+	// own Pulsar-protocol client to Config.ServiceURL (closed with the
+	// worker).
+	Source Source
+	Sink   Sink
 	// Deletes are the federation's delete records: a sink refuses
 	// entries of a copy that is being or has been deleted (package
 	// deletes). Nil: no such check.
@@ -105,8 +112,8 @@ type Deps struct {
 
 func (d Deps) validate() error {
 	var errs []error
-	if d.NATS == nil {
-		errs = append(errs, errors.New("replicator: nats connection: required"))
+	if d.Transport == nil {
+		errs = append(errs, errors.New("replicator: transport (nats connection): required"))
 	}
 	if d.Meta == nil {
 		errs = append(errs, errors.New("replicator: metadata store: required"))

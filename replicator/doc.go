@@ -18,6 +18,14 @@
 // position it already stored, so a frame applied twice stores nothing
 // twice.
 //
+// A worker reaches NATS, its region's brokers and the policy store only
+// through small interfaces (Transport, Source and Cursor, Sink and
+// Writer, Policies), which NATSTransport, a pulsarconn.Client and a
+// *policy.Store implement; the rules that need no I/O (which entries
+// go, how a frame is gathered, backoff and probe pacing, what a sink
+// accepts and how it marks entries) are plain functions beside them.
+// The package's tests run both sides on in-memory fakes.
+//
 // Workers are stateless: streams are spread over the live workers of a
 // region (registered under leases in the local etcd) by rendezvous
 // hashing, and the Failover subscription keeps a stream with one active

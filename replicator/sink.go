@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -16,15 +15,13 @@ import (
 	"github.com/isobar-mq/isobar/replicator/frame"
 	"github.com/isobar-mq/isobar/replicator/pulsarconn"
 	"github.com/isobar-mq/isobar/topic"
-	"github.com/isobar-mq/isobar/wire"
-	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // sinkProducer is the replicator producer of one (topic, source) pair.
 // Its mutex serializes the frames applied through it.
 type sinkProducer struct {
 	mu  sync.Mutex
-	p   *pulsarconn.Producer
+	p   Writer
 	seq uint64
 }
 
@@ -43,11 +40,9 @@ func (s *sinkProducer) close() {
 // delivery goroutine, at most SinkConcurrency frames at once. A probe is
 // answered at once, on the delivery goroutine (it waits there only
 // behind frames waiting for a free slot).
-func (w *Worker) onFrame(msg *nats.Msg) {
+func (w *Worker) onFrame(msg *nats.Msg, respond func(*nats.Msg)) {
 	if msg.Header.Get(HeaderKind) == KindProbe {
-		if msg.Reply != "" {
-			_ = msg.Respond(nil)
-		}
+		respond(nil)
 		return
 	}
 	select {
@@ -65,9 +60,7 @@ func (w *Worker) onFrame(msg *nats.Msg) {
 			w.log.Debug("frame refused", "source", msg.Header.Get(HeaderSource), "topic", msg.Header.Get(HeaderTopic), "err", err)
 			reply.Header.Set(HeaderError, err.Error())
 		}
-		if msg.Reply != "" {
-			_ = msg.RespondMsg(reply)
-		}
+		respond(reply)
 	}()
 }
 
@@ -95,20 +88,10 @@ func (w *Worker) apply(msg *nats.Msg) error {
 // entries and checks that the topic replicates between its source and
 // this region.
 func (w *Worker) checkFrame(ctx context.Context, msg *nats.Msg) (string, topic.Name, []frame.Entry, error) {
-	src := msg.Header.Get(HeaderSource)
 	bad := func(err error) (string, topic.Name, []frame.Entry, error) { return "", topic.Name{}, nil, err }
-	if src == "" || src == w.cfg.Region {
-		return bad(fmt.Errorf("%w: source region %q", ErrBadFrame, src))
-	}
-	if want := Subject(w.cfg.Region, src); msg.Subject != want {
-		return bad(fmt.Errorf("%w: subject %s does not match source %s", ErrBadFrame, msg.Subject, src))
-	}
-	name, err := topic.Parse(msg.Header.Get(HeaderTopic))
-	if err != nil || name.Domain != topic.Persistent {
-		return bad(fmt.Errorf("%w: topic %q: not a persistent topic name", ErrBadFrame, msg.Header.Get(HeaderTopic)))
-	}
-	if k := msg.Header.Get(HeaderKind); k != "" && k != KindSubState {
-		return bad(fmt.Errorf("%w: unknown kind %q", ErrBadFrame, k))
+	src, name, err := checkRequest(w.cfg.Region, msg)
+	if err != nil {
+		return bad(err)
 	}
 	entries, err := w.dec.Decode(msg.Data)
 	if err != nil {
@@ -121,8 +104,8 @@ func (w *Worker) checkFrame(ctx context.Context, msg *nats.Msg) (string, topic.N
 	if err != nil {
 		return bad(fmt.Errorf("namespace %s: %w", name.NamespaceName(), err))
 	}
-	if !slices.Contains(clusters, w.cfg.Region) || !slices.Contains(clusters, src) {
-		return bad(fmt.Errorf("%w: %s does not replicate between %s and %s (replication clusters %v)", ErrBadFrame, name, src, w.cfg.Region, clusters))
+	if err := checkReplicates(name, src, w.cfg.Region, clusters); err != nil {
+		return bad(err)
 	}
 	if w.deps.Deletes != nil {
 		// What was deleted never comes back: not from a copy still being
@@ -150,34 +133,9 @@ func (w *Worker) checkFrame(ctx context.Context, msg *nats.Msg) (string, topic.N
 // applyEntries stores a frame's entries in order through the (topic,
 // source) replicator producer.
 func (w *Worker) applyEntries(ctx context.Context, src string, name topic.Name, entries []frame.Entry) error {
-	// Mark each entry replicated from src at its source position; a frame
-	// with an entry that does not decode is refused whole.
-	type out struct {
-		data    []byte
-		n       int
-		publish uint64 // ms
-	}
-	outs := make([]out, len(entries))
-	for i, e := range entries {
-		meta, payload, err := wire.DecodeEntry(e.Data)
-		if err != nil {
-			return fmt.Errorf("%w: entry %d (%s): %w", ErrBadFrame, i, e.Pos, err)
-		}
-		if meta.GetReplicatedFrom() != "" {
-			return fmt.Errorf("%w: entry %d (%s) is already replicated from %s", ErrBadFrame, i, e.Pos, meta.GetReplicatedFrom())
-		}
-		meta.ReplicatedFrom = &src
-		k, v := replication.SourcePositionProperty, replication.Position{Ledger: e.Pos.Ledger, Entry: e.Pos.Entry}.String()
-		meta.Properties = append(meta.Properties, &pb.KeyValue{Key: &k, Value: &v})
-		data, err := wire.AppendEntry(nil, meta, payload)
-		if err != nil {
-			return fmt.Errorf("%w: entry %d (%s): %w", ErrBadFrame, i, e.Pos, err)
-		}
-		n := int(meta.GetNumMessagesInBatch())
-		if n <= 0 {
-			n = 1
-		}
-		outs[i] = out{data: data, n: n, publish: meta.GetPublishTime()}
+	outs, err := markReplicated(src, entries)
+	if err != nil {
+		return err
 	}
 	spans := w.traceEntries(entries, "replicate apply "+name.String()+" from "+src, trace.SpanKindConsumer,
 		attribute.String("isobar.source", src), attribute.String("isobar.dest", w.cfg.Region))
@@ -231,7 +189,7 @@ func (sp *sinkProducer) open(ctx context.Context, w *Worker, name topic.Name, sr
 	if sp.p != nil {
 		return nil
 	}
-	p, err := w.client.CreateProducer(ctx, pulsarconn.ProducerOptions{
+	p, err := w.deps.Sink.CreateProducer(ctx, pulsarconn.ProducerOptions{
 		Topic: name.String(),
 		Name:  replication.ProducerName(src, w.cfg.ID),
 	})
@@ -256,29 +214,9 @@ func (sp *sinkProducer) discardLocked() {
 // without storing them (docs/failover.md). Each is checked first; the
 // frame is refused whole if one is malformed.
 func (w *Worker) applyStates(ctx context.Context, src string, name topic.Name, entries []frame.Entry) error {
-	outs := make([][]byte, len(entries))
-	for i, e := range entries {
-		meta, payload, err := wire.DecodeEntry(e.Data)
-		if err != nil {
-			return fmt.Errorf("%w: subscription state %d: %w", ErrBadFrame, i, err)
-		}
-		var sub string
-		for _, kv := range meta.GetProperties() {
-			if kv.GetKey() == replication.SubStateProperty {
-				sub = kv.GetValue()
-			}
-		}
-		st, err := replication.DecodeSubState(payload)
-		if err != nil {
-			return fmt.Errorf("%w: subscription state %d: %w", ErrBadFrame, i, err)
-		}
-		if sub == "" || st.Subscription != sub {
-			return fmt.Errorf("%w: subscription state %d: marked %q, for subscription %q", ErrBadFrame, i, sub, st.Subscription)
-		}
-		meta.ReplicatedFrom = &src
-		if outs[i], err = wire.AppendEntry(nil, meta, payload); err != nil {
-			return fmt.Errorf("%w: subscription state %d: %w", ErrBadFrame, i, err)
-		}
+	outs, err := markStates(src, entries)
+	if err != nil {
+		return err
 	}
 	sp := w.sinkProducer(sinkKey{Topic: name.String(), Source: src})
 	sp.mu.Lock()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,7 +13,6 @@ import (
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/replicator/frame"
 	"github.com/isobar-mq/isobar/replicator/pulsarconn"
-	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
@@ -44,14 +41,18 @@ func newStream(w *Worker, k streamKey, st *StreamStats) *stream {
 func (s *stream) run() {
 	// Exported at zero before the first failure.
 	s.w.metrics.errors.Add(context.Background(), 0, s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.side", "source")))
-	backoff := 100 * time.Millisecond
+	// A stream that stops (it moved to another worker, or is no longer
+	// wanted) is not this worker's active one any more; its counters stay.
+	defer s.st.update(func(st *StreamStats) { st.Active = false })
+	retry := newBackoff(minBackoff, s.w.cfg.MaxBackoff)
 	for s.ctx.Err() == nil {
 		progressed, err := s.session()
 		if s.ctx.Err() != nil {
 			return
 		}
 		if progressed {
-			backoff, s.failing = 100*time.Millisecond, 0
+			retry.reset()
+			s.failing = 0
 		}
 		if err != nil {
 			s.st.update(func(st *StreamStats) { st.Active = false })
@@ -60,9 +61,8 @@ func (s *stream) run() {
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-time.After(retry.next()):
 		}
-		backoff = min(2*backoff, s.w.cfg.MaxBackoff)
 	}
 }
 
@@ -77,7 +77,7 @@ func (s *stream) failed(err error) {
 		st.Errors++
 		st.LastError = err.Error()
 	})
-	if s.failing == 1 || time.Since(s.warned) >= 30*time.Second {
+	if warnDue(s.failing, s.warned, time.Now()) {
 		s.warned = time.Now()
 		s.w.log.Warn("replication stream failing; retrying", "topic", s.key.Topic, "remote", s.key.Remote, "failures", s.failing, "err", err)
 	}
@@ -85,7 +85,7 @@ func (s *stream) failed(err error) {
 
 // session is one subscription: receive, filter, frame, send, ack.
 func (s *stream) session() (progressed bool, err error) {
-	co, err := s.w.client.Subscribe(s.ctx, pulsarconn.SubscribeOptions{
+	co, err := s.w.deps.Source.Subscribe(s.ctx, pulsarconn.SubscribeOptions{
 		Topic:           s.key.Topic,
 		Subscription:    replication.CursorName(s.key.Remote),
 		ConsumerName:    s.w.cfg.ID,
@@ -188,7 +188,7 @@ type prepared struct {
 // everything that arrived meanwhile (up to the frame limits): an entry
 // waits at most for the frame in flight, not for frames formed earlier.
 // The session encodes what it takes.
-func (s *stream) gather(ctx context.Context, co *pulsarconn.Consumer, ready chan<- prepared) error {
+func (s *stream) gather(ctx context.Context, co Cursor, ready chan<- prepared) error {
 	in := make(chan pulsarconn.Entry)
 	errc := make(chan error, 1)
 	recvDone := make(chan struct{})
@@ -224,8 +224,7 @@ func (s *stream) gather(ctx context.Context, co *pulsarconn.Consumer, ready chan
 		}
 	}()
 	for {
-		size := len(p.entries) + len(p.states)
-		full := size >= s.w.cfg.FrameEntries || p.raw >= s.w.cfg.FrameBytes
+		full := p.full(s.w.cfg.FrameEntries, s.w.cfg.FrameBytes)
 		var (
 			take   <-chan pulsarconn.Entry = in
 			offer  chan<- prepared
@@ -234,7 +233,7 @@ func (s *stream) gather(ctx context.Context, co *pulsarconn.Consumer, ready chan
 		if full {
 			take = nil
 		}
-		if size > 0 || p.hasAck {
+		if p.pending() {
 			// FrameDelay (0: none) lets a frame wait for company.
 			if wait := s.w.cfg.FrameDelay - time.Since(first); wait > 0 && !full {
 				if delay == nil {
@@ -249,21 +248,12 @@ func (s *stream) gather(ctx context.Context, co *pulsarconn.Consumer, ready chan
 		}
 		select {
 		case e := <-take:
-			if size == 0 && !p.hasAck {
+			if !p.pending() {
 				first = time.Now()
 				s.st.update(func(st *StreamStats) { st.Active = true })
 			}
-			switch {
-			case e.Control:
-				p.states = append(p.states, e.Data)
-			case s.keep(e.Data):
-				p.entries = append(p.entries, frame.Entry{Pos: frame.Pos{Ledger: e.ID.Ledger, Entry: e.ID.Entry}, Data: e.Data})
-				p.raw += len(e.Data)
-			default:
+			if p.add(e, s.key.Remote) {
 				s.st.update(func(st *StreamStats) { st.Skipped++ })
-			}
-			if !e.Control {
-				p.ack, p.hasAck = e.ID, true
 			}
 		case offer <- p:
 			p = prepared{}
@@ -299,34 +289,10 @@ func (s *stream) encode(p *prepared) error {
 	return nil
 }
 
-// keep says whether an entry goes to the remote: not when it was itself
-// replicated (no loops) or when its replicate_to list leaves the remote
-// out (the client's DisableReplication sends ["__local__"]).
-func (s *stream) keep(entry []byte) bool {
-	meta, _, err := wire.DecodeEntry(entry)
-	if err != nil {
-		return true // the remote broker judges it as the local one did
-	}
-	if meta.GetReplicatedFrom() != "" {
-		return false
-	}
-	if to := meta.GetReplicateTo(); len(to) > 0 && !slices.Contains(to, s.key.Remote) {
-		return false
-	}
-	return true
-}
-
 // request sends one frame and waits for the remote's reply.
 func (s *stream) request(p prepared) error {
 	entries, raw, body := p.entries, p.raw, p.body
-	msg := nats.NewMsg(Subject(s.key.Remote, s.w.cfg.Region))
-	msg.Data = body
-	msg.Header.Set(HeaderSource, s.w.cfg.Region)
-	msg.Header.Set(HeaderTopic, s.key.Topic)
-	msg.Header.Set(HeaderFirst, entries[0].Pos.String())
-	msg.Header.Set(HeaderLast, entries[len(entries)-1].Pos.String())
-	msg.Header.Set(HeaderCount, strconv.Itoa(len(entries)))
-	msg.Header.Set(HeaderRaw, strconv.Itoa(raw))
+	msg := frameRequest(s.w.cfg.Region, s.key.Remote, s.key.Topic, entries, raw, body)
 	what := fmt.Sprintf("frame %s..%s to %s", entries[0].Pos, entries[len(entries)-1].Pos, s.key.Remote)
 	spans := s.w.traceEntries(entries, "replicate "+s.key.Topic+" to "+s.key.Remote, trace.SpanKindProducer,
 		attribute.String("isobar.source", s.w.cfg.Region), attribute.String("isobar.dest", s.key.Remote))
@@ -342,8 +308,8 @@ func (s *stream) request(p prepared) error {
 		s.w.metrics.wire.Add(bg, int64(len(body)), s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.encoding", "zstd")))
 		s.w.metrics.roundTrip.Record(bg, time.Since(start).Seconds(), pair)
 	}
-	if err == nil && reply.Header.Get(HeaderError) != "" {
-		err = &replyError{msg: reply.Header.Get(HeaderError)}
+	if err == nil {
+		err = refusal(reply)
 	}
 	endSpans(spans, err)
 	if err != nil {
@@ -364,16 +330,11 @@ func (s *stream) request(p prepared) error {
 // replication.SubStateProperty), encoded as one frame (body), to the
 // remote and waits for its reply.
 func (s *stream) requestStates(states [][]byte, body []byte) error {
-	msg := nats.NewMsg(Subject(s.key.Remote, s.w.cfg.Region))
-	msg.Data = body
-	msg.Header.Set(HeaderSource, s.w.cfg.Region)
-	msg.Header.Set(HeaderTopic, s.key.Topic)
-	msg.Header.Set(HeaderKind, KindSubState)
-	msg.Header.Set(HeaderCount, strconv.Itoa(len(states)))
+	msg := statesRequest(s.w.cfg.Region, s.key.Remote, s.key.Topic, len(states), body)
 	what := fmt.Sprintf("%d subscription states to %s", len(states), s.key.Remote)
 	reply, _, err := s.send(msg, what)
-	if err == nil && reply.Header.Get(HeaderError) != "" {
-		err = &replyError{msg: reply.Header.Get(HeaderError)}
+	if err == nil {
+		err = refusal(reply)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -445,7 +406,7 @@ func (s *stream) exchange(msg *nats.Msg) (*nats.Msg, error) {
 			t.Reset(s.w.cfg.ProbeInterval)
 		}
 	}()
-	reply, err := s.w.deps.NATS.RequestMsgWithContext(ctx, msg)
+	reply, err := s.w.deps.Transport.Request(ctx, msg)
 	cancel()
 	<-probed
 	switch {
@@ -464,13 +425,10 @@ func (s *stream) exchange(msg *nats.Msg) (*nats.Msg, error) {
 // an error wrapping ErrUnreachable when none is reachable, another error
 // when no answer came within ProbeInterval.
 func (s *stream) probe(ctx context.Context) error {
-	msg := nats.NewMsg(Subject(s.key.Remote, s.w.cfg.Region))
-	msg.Header.Set(HeaderSource, s.w.cfg.Region)
-	msg.Header.Set(HeaderTopic, s.key.Topic)
-	msg.Header.Set(HeaderKind, KindProbe)
+	msg := probeRequest(s.w.cfg.Region, s.key.Remote, s.key.Topic)
 	pctx, cancel := context.WithTimeout(ctx, s.w.cfg.ProbeInterval)
 	defer cancel()
-	_, err := s.w.deps.NATS.RequestMsgWithContext(pctx, msg)
+	_, err := s.w.deps.Transport.Request(pctx, msg)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
@@ -485,13 +443,13 @@ func (s *stream) probe(ctx context.Context) error {
 // answered. While it waits it counts a failure every MaxBackoff (as a
 // failing session's retries did), so the stream is never silent.
 func (s *stream) awaitRemote(what string) error {
-	delay := min(100*time.Millisecond, s.w.cfg.ProbeInterval)
+	pace := newBackoff(min(minBackoff, s.w.cfg.ProbeInterval), s.w.cfg.ProbeInterval)
 	counted := time.Now() // the failure that sent us here
 	for {
 		select {
 		case <-s.ctx.Done():
 			return s.ctx.Err()
-		case <-time.After(delay):
+		case <-time.After(pace.next()):
 		}
 		err := s.probe(s.ctx)
 		if err == nil {
@@ -504,6 +462,5 @@ func (s *stream) awaitRemote(what string) error {
 			counted = time.Now()
 			s.failed(fmt.Errorf("%s: waiting for the remote: %w", what, err))
 		}
-		delay = min(2*delay, s.w.cfg.ProbeInterval)
 	}
 }

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/replicator/frame"
@@ -29,13 +27,13 @@ type Worker struct {
 	cfg    Config
 	deps   Deps
 	log    *slog.Logger
-	client *pulsarconn.Client
+	client *pulsarconn.Client // nil when Deps gave both Source and Sink
 	dec    *frame.Decoder
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	reg    *metastore.Registration
-	sub    *nats.Subscription
+	sub    Subscription
 	sem    chan struct{} // sink concurrency
 
 	mu      sync.Mutex
@@ -54,28 +52,67 @@ type sinkKey struct{ Topic, Source string }
 // Start registers the worker, subscribes its sink and starts assigning
 // streams. Close stops it.
 func Start(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
+	w, err := newWorker(cfg, deps)
+	if err != nil {
+		return nil, err
+	}
+	// The registration holds no state: a live registration of this id is
+	// this worker's previous life (or a twin with the same id, which runs
+	// the same streams as a standby anyway) and is taken over.
+	w.reg, err = metastore.Register(ctx, w.deps.Meta, metastore.RegisterConfig{
+		Key:      w.workerKey(w.cfg.ID),
+		Value:    func() ([]byte, error) { return []byte(`{}`), nil },
+		TTL:      w.cfg.LeaseTTL,
+		Existing: func([]byte) metastore.Verdict { return metastore.TakeOver },
+		Logger:   w.log,
+	})
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("replicator %s: register: %w", w.cfg.ID, err)
+	}
+	if err := w.serve(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	w.wg.Add(1)
+	go w.assignLoop()
+	return w, nil
+}
+
+// newWorker makes a worker that neither registers nor serves yet: Start
+// does both, tests of one side do what they need.
+func newWorker(cfg Config, deps Deps) (*Worker, error) {
 	if err := errors.Join(cfg.Validate(), deps.validate()); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	deps = deps.withDefaults()
-	pc := pulsarconn.Config{ServiceURL: cfg.ServiceURL, Logger: deps.Logger}
-	if strings.HasPrefix(cfg.ServiceURL, "pulsar+ssl://") {
-		tc, err := clientTLS(cfg)
-		if err != nil {
+	var client *pulsarconn.Client
+	if deps.Source == nil || deps.Sink == nil {
+		pc := pulsarconn.Config{ServiceURL: cfg.ServiceURL, Logger: deps.Logger}
+		if strings.HasPrefix(cfg.ServiceURL, "pulsar+ssl://") {
+			tc, err := clientTLS(cfg)
+			if err != nil {
+				return nil, err
+			}
+			pc.TLS = tc
+		}
+		if f := cfg.TokenFile; f != "" {
+			pc.Token = func() (string, error) {
+				b, err := os.ReadFile(f)
+				return strings.TrimSpace(string(b)), err
+			}
+		}
+		var err error
+		if client, err = pulsarconn.New(pc); err != nil {
 			return nil, err
 		}
-		pc.TLS = tc
-	}
-	if f := cfg.TokenFile; f != "" {
-		pc.Token = func() (string, error) {
-			b, err := os.ReadFile(f)
-			return strings.TrimSpace(string(b)), err
+		if deps.Source == nil {
+			deps.Source = brokers{client}
 		}
-	}
-	client, err := pulsarconn.New(pc)
-	if err != nil {
-		return nil, err
+		if deps.Sink == nil {
+			deps.Sink = brokers{client}
+		}
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	w := &Worker{
@@ -92,32 +129,17 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 		w.Close()
 		return nil, fmt.Errorf("replicator %s: metrics: %w", cfg.ID, err)
 	}
-	// The registration holds no state: a live registration of this id is
-	// this worker's previous life (or a twin with the same id, which runs
-	// the same streams as a standby anyway) and is taken over.
-	w.reg, err = metastore.Register(ctx, deps.Meta, metastore.RegisterConfig{
-		Key:      w.workerKey(cfg.ID),
-		Value:    func() ([]byte, error) { return []byte(`{}`), nil },
-		TTL:      cfg.LeaseTTL,
-		Existing: func([]byte) metastore.Verdict { return metastore.TakeOver },
-		Logger:   w.log,
-	})
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("replicator %s: register: %w", cfg.ID, err)
-	}
-	w.sub, err = deps.NATS.QueueSubscribe(Subject(cfg.Region, "*"), SinkQueue, w.onFrame)
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("replicator %s: subscribe: %w", cfg.ID, err)
-	}
-	if err := deps.NATS.FlushTimeout(10 * time.Second); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("replicator %s: subscribe: %w", cfg.ID, err)
-	}
-	w.wg.Add(1)
-	go w.assignLoop()
 	return w, nil
+}
+
+// serve subscribes the sink to the frames sent to this region.
+func (w *Worker) serve() error {
+	sub, err := w.deps.Transport.QueueServe(Subject(w.cfg.Region, "*"), SinkQueue, w.onFrame)
+	if err != nil {
+		return fmt.Errorf("replicator %s: subscribe: %w", w.cfg.ID, err)
+	}
+	w.sub = sub
+	return nil
 }
 
 // Close stops the streams and the sink and deregisters the worker.
@@ -142,6 +164,9 @@ func (w *Worker) Close() error {
 	if w.metrics != nil {
 		_ = w.metrics.reg.Unregister()
 	}
+	if w.client == nil {
+		return nil
+	}
 	return w.client.Close()
 }
 
@@ -155,7 +180,9 @@ func (w *Worker) Abort() {
 		_ = w.sub.Unsubscribe()
 	}
 	w.cancel()
-	_ = w.client.Close()
+	if w.client != nil {
+		_ = w.client.Close()
+	}
 	w.wg.Wait()
 	if w.reg != nil {
 		w.reg.Abort() // no longer kept alive: the lease expires
