@@ -117,7 +117,7 @@ func under(pkg, p string) bool { return pkg == p || strings.HasPrefix(pkg, p+"/"
 // package under them; "*" means nothing of the module but the package's
 // own sub-packages and the leaf utilities.
 var forbidden = map[string][]string{
-	"replicator":        {"broker", "bookie", "region"},
+	"replicator":        {"broker", "bookie", "region", "internal/natsembed"},
 	"metastore":         {"*"},
 	"internal/tlsfiles": {"*"},
 	// The leaf utilities are leaves themselves.
@@ -149,6 +149,9 @@ var forbidden = map[string][]string{
 // appear. An entry that no longer matches fails too, so the list only
 // shrinks. What the listed import links is not checked further.
 var knownTestImports = map[string]map[string]string{
+	// The Transport contract runs against a real NATS server as well as
+	// the in-memory fake, so that the fake behaves as NATS does.
+	"replicator": {"internal/natsembed": "transport_test.go: the Transport contract against a real NATS server"},
 	// BenchmarkIdleTopics and BenchmarkManyTopics (scale_test.go,
 	// manytopics_test.go) measure a broker as the region composes it
 	// (region.NewBroker: ownership registry, policies, listeners) over a
