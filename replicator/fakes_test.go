@@ -361,7 +361,8 @@ type fakeRemote struct {
 	mu          sync.Mutex
 	unreachable bool
 	probesHang  bool
-	probeReply  *nats.Msg // nil: an empty reply
+	probeDelay  time.Duration // probes are answered this late
+	probeReply  *nats.Msg     // nil: an empty reply
 	probes      []time.Time
 	noResponder []time.Time // requests refused with no responders
 	calls       chan *call
@@ -388,11 +389,18 @@ func (r *fakeRemote) Request(ctx context.Context, msg *nats.Msg) (*nats.Msg, err
 		r.mu.Unlock()
 		return nil, nats.ErrNoResponders
 	}
-	probe, hang, probeReply := msg.Header.Get(HeaderKind) == KindProbe, r.probesHang, r.probeReply
+	probe, hang, probeReply, delay := msg.Header.Get(HeaderKind) == KindProbe, r.probesHang, r.probeReply, r.probeDelay
 	if probe {
 		r.probes = append(r.probes, time.Now())
 	}
 	r.mu.Unlock()
+	if probe && delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if probe && !hang {
 		if probeReply != nil {
 			return probeReply, nil

@@ -249,3 +249,14 @@ func markStates(src string, entries []frame.Entry) ([][]byte, error) {
 	}
 	return outs, nil
 }
+
+// probeWaitMax bounds how long a probe waits for its answer, as a
+// multiple of ProbeInterval (and never beyond RequestTimeout).
+const probeWaitMax = 4
+
+// probeWait is how long the next probe of a remote waits for its answer
+// after one waited wait in vain: twice as long, up to probeWaitMax
+// ProbeIntervals and RequestTimeout.
+func probeWait(wait time.Duration, cfg Config) time.Duration {
+	return max(cfg.ProbeInterval, min(2*wait, probeWaitMax*cfg.ProbeInterval, cfg.RequestTimeout))
+}

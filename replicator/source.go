@@ -399,7 +399,7 @@ func (s *stream) exchange(msg *nats.Msg) (*nats.Msg, error) {
 				return
 			case <-t.C:
 			}
-			if err := s.probe(ctx); errors.Is(err, ErrUnreachable) {
+			if err := s.probe(ctx, s.w.cfg.ProbeInterval); errors.Is(err, ErrUnreachable) {
 				abandon(err)
 				return
 			}
@@ -423,10 +423,10 @@ func (s *stream) exchange(msg *nats.Msg) (*nats.Msg, error) {
 // probe asks the remote's sinks whether they are there: nil when one
 // answers (any reply, also a refusal from a sink that predates probes),
 // an error wrapping ErrUnreachable when none is reachable, another error
-// when no answer came within ProbeInterval.
-func (s *stream) probe(ctx context.Context) error {
+// when no answer came within wait.
+func (s *stream) probe(ctx context.Context, wait time.Duration) error {
 	msg := probeRequest(s.w.cfg.Region, s.key.Remote, s.key.Topic)
-	pctx, cancel := context.WithTimeout(ctx, s.w.cfg.ProbeInterval)
+	pctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	_, err := s.w.deps.Transport.Request(pctx, msg)
 	if errors.Is(err, nats.ErrNoResponders) {
@@ -441,9 +441,15 @@ func (s *stream) probe(ctx context.Context) error {
 // is a few bytes, and goes no further than the local NATS server while
 // no sink is reachable; the frame (what) is sent again only once one
 // answered. While it waits it counts a failure every MaxBackoff (as a
-// failing session's retries did), so the stream is never silent.
+// failing session's retries did), so the stream is never silent. A
+// probe that gets no answer in time, where one would find no sink
+// reachable at once, met a path to a sink that is slow (a long link, or
+// probes queued behind other traffic): the next one waits twice as long,
+// up to probeWaitMax, so a remote slower than ProbeInterval is still
+// found, while a black hole's heal is noticed within probeWaitMax.
 func (s *stream) awaitRemote(what string) error {
 	pace := newBackoff(min(minBackoff, s.w.cfg.ProbeInterval), s.w.cfg.ProbeInterval)
+	wait := s.w.cfg.ProbeInterval
 	counted := time.Now() // the failure that sent us here
 	for {
 		select {
@@ -451,12 +457,15 @@ func (s *stream) awaitRemote(what string) error {
 			return s.ctx.Err()
 		case <-time.After(pace.next()):
 		}
-		err := s.probe(s.ctx)
+		err := s.probe(s.ctx, wait)
 		if err == nil {
 			return nil
 		}
 		if s.ctx.Err() != nil {
 			return s.ctx.Err()
+		}
+		if !errors.Is(err, ErrUnreachable) {
+			wait = probeWait(wait, s.w.cfg)
 		}
 		if time.Since(counted) >= s.w.cfg.MaxBackoff {
 			counted = time.Now()

@@ -333,6 +333,52 @@ func TestStreamGivesUpFrameWhenRemoteUnreachable(t *testing.T) {
 	})
 }
 
+// A remote that comes back slower than ProbeInterval (probes answered
+// after 1.2s) is found: each probe that gets no answer in time waits
+// twice as long as the one before, up to four ProbeIntervals, and the
+// frame given up is sent again once one is answered.
+func TestStreamFindsASlowRemote(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cur, remote := newFakeCursor(), newFakeRemote()
+		w := testWorker(t, "a", Config{}, remote, cur, nil)
+		defer w.Close()
+		startStream(w, "b")
+
+		cur.add(t, "m0")
+		c1 := remote.next(t, time.Second)
+		remote.setUnreachable(true) // the probe at 0.5s gives the frame up
+		time.Sleep(time.Second)
+		remote.mu.Lock()
+		remote.unreachable, remote.probeDelay = false, 1200*time.Millisecond
+		remote.mu.Unlock()
+		c2 := remote.next(t, 10*time.Second)
+		if c2.msg != c1.msg {
+			t.Fatalf("sent %s..%s again, want the same frame", c2.msg.Header.Get(HeaderFirst), c2.msg.Header.Get(HeaderLast))
+		}
+		// Probes from 1.1s on wait 0.5s, 1s, then 2s: the third is answered.
+		if d := c2.at.Sub(c1.at); d < 3*time.Second || d > 6*time.Second {
+			t.Fatalf("sent again after %v, want after the third probe", d)
+		}
+	})
+}
+
+func TestProbeWait(t *testing.T) {
+	cfg := Config{ProbeInterval: 500 * time.Millisecond, RequestTimeout: 15 * time.Second}
+	var got []time.Duration
+	for w := cfg.ProbeInterval; len(got) < 5; {
+		w = probeWait(w, cfg)
+		got = append(got, w)
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second}
+	if !slices.Equal(got, want) {
+		t.Fatalf("probe waits %v, want %v", got, want)
+	}
+	cfg.RequestTimeout = 800 * time.Millisecond
+	if w := probeWait(time.Second, cfg); w != 800*time.Millisecond {
+		t.Fatalf("capped at %v, want RequestTimeout", w)
+	}
+}
+
 // A frame sent while no sink is reachable fails at once with no
 // responders and is handled the same way; while the remote stays
 // unreachable the stream counts a failure every MaxBackoff.
