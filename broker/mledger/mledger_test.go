@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/broker/mledger/ledgers"
 	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/wire"
@@ -45,7 +46,7 @@ type testEnv struct {
 
 func testConfig(cl *testcluster.Cluster, lc *ledger.Client, perLedger int64) testEnv {
 	return testEnv{
-		Deps:   Deps{Meta: cl.Connect(), Ledgers: lc, Region: cl.Region, Logger: cl.Logger()},
+		Deps:   Deps{Meta: cl.Connect(), Ledgers: ledgers.OnBookies(lc), Region: cl.Region, Logger: cl.Logger()},
 		Config: Config{MaxEntriesPerLedger: perLedger, EnsembleSize: 3, WriteQuorum: 2, AckQuorum: 2},
 	}
 }
