@@ -28,12 +28,16 @@
 // and a Hang blocks matching operations until released.
 //
 //	s := memledger.New(memledger.Config{})
-//	deps := mledger.Deps{Meta: meta, Ledgers: s, Region: "r"}
+//	c := s.Client() // one broker's ledger client
+//	deps := mledger.Deps{Meta: meta, Ledgers: c, Region: "r"}
 //	rule := memledger.OnNth(3, memledger.OpAppend)
 //	s.SetInjector(rule) // the third append from now on fails
+//	c.Close()           // the broker dies; its ledgers stay open
 //
-// AbortWriters stands for a broker that crashed: its writers stop without
-// closing their ledgers, which stay open for the next owner to recover.
+// A Client is one broker's view of the store (as each broker has its own
+// ledger client); closing it stands for that broker's crash: its writers
+// stop without closing their ledgers, which stay open for the next owner
+// to recover, and its later operations fail.
 package memledger
 
 import (
@@ -63,11 +67,10 @@ type Store struct {
 	inj   atomic.Pointer[Injector]
 	calls [numOps]atomic.Int64
 
-	// mu guards the ledgers, the id counter and the writers.
+	// mu guards the ledgers and the id counter.
 	mu      sync.Mutex
 	next    uint64
 	ledgers map[uint64]*memLedger
-	writers map[*Writer]struct{}
 }
 
 var _ ledgers.Store = (*Store)(nil)
@@ -101,7 +104,7 @@ func (l *memLedger) length(last int64) uint64 {
 
 // New returns an empty Store.
 func New(cfg Config) *Store {
-	return &Store{cfg: cfg, ledgers: map[uint64]*memLedger{}, writers: map[*Writer]struct{}{}}
+	return &Store{cfg: cfg, ledgers: map[uint64]*memLedger{}}
 }
 
 // SetInjector replaces the injector; nil lets every operation through.
@@ -167,22 +170,12 @@ func (s *Store) IDs() []uint64 {
 	return slices.Sorted(maps.Keys(s.ledgers))
 }
 
-// AbortWriters stops every open writer without closing its ledger, as
-// when a broker's ledger client closes (or the broker dies): appends not
-// yet stored fail with ledger.ErrClosed, Close returns it, and the
-// ledgers stay open until recovered.
-func (s *Store) AbortWriters() {
-	s.mu.Lock()
-	ws := slices.Collect(maps.Keys(s.writers))
-	clear(s.writers)
-	s.mu.Unlock()
-	for _, w := range ws {
-		w.abort()
-	}
-}
-
 // Create implements ledgers.Store.
 func (s *Store) Create(ctx context.Context, o ledger.CreateOptions) (ledgers.Writer, error) {
+	return s.create(ctx, o, nil)
+}
+
+func (s *Store) create(ctx context.Context, o ledger.CreateOptions, c *Client) (*Writer, error) {
 	if err := s.check(ctx, OpCreate, 0, -1); err != nil {
 		return nil, fmt.Errorf("ledger: create: %w", err)
 	}
@@ -223,9 +216,8 @@ func (s *Store) Create(ctx context.Context, o ledger.CreateOptions) (ledgers.Wri
 	id := s.next
 	s.ledgers[id] = &memLedger{md: md, lac: -1}
 	wctx, cancel := context.WithCancel(context.Background())
-	w := &Writer{s: s, id: id, ctx: wctx, cancel: cancel, md: md.Clone()}
+	w := &Writer{s: s, c: c, id: id, ctx: wctx, cancel: cancel, md: md.Clone()}
 	w.lac.Store(-1)
-	s.writers[w] = struct{}{}
 	return w, nil
 }
 

@@ -16,6 +16,10 @@ func TestConformance(t *testing.T) {
 	ledgerstest.Run(t, func(t *testing.T) ledgers.Store { return memledger.New(memledger.Config{}) })
 }
 
+func TestConformanceClient(t *testing.T) {
+	ledgerstest.Run(t, func(t *testing.T) ledgers.Store { return memledger.New(memledger.Config{}).Client() })
+}
+
 func appendOne(w ledgers.Writer, data string) (int64, error) {
 	type res struct {
 		id  int64
@@ -114,24 +118,32 @@ func TestHang(t *testing.T) {
 	}
 }
 
-// TestAbortWriters: an aborted writer fails its appends with ErrClosed
-// and leaves its ledger open.
-func TestAbortWriters(t *testing.T) {
+// TestClientClose: a closed client's writers fail their appends with
+// ErrClosed and leave their ledgers open; another client recovers them.
+func TestClientClose(t *testing.T) {
 	ctx := context.Background()
 	s := memledger.New(memledger.Config{MaxEntrySize: 4})
-	w, _ := s.Create(ctx, ledger.CreateOptions{})
+	c := s.Client()
+	w, _ := c.Create(ctx, ledger.CreateOptions{})
 	if id, err := appendOne(w, "too large"); id != -1 || !errors.Is(err, ledger.ErrTooLarge) {
 		t.Fatalf("large append: %d, %v", id, err)
 	}
 	appendOne(w, "a")
-	s.AbortWriters()
+	c.Close()
 	if _, err := appendOne(w, "b"); !errors.Is(err, ledger.ErrClosed) {
-		t.Fatalf("append after abort: %v", err)
+		t.Fatalf("append after the client closed: %v", err)
 	}
 	if err := w.Close(ctx); !errors.Is(err, ledger.ErrClosed) {
-		t.Fatalf("Close after abort: %v", err)
+		t.Fatalf("Close after the client closed: %v", err)
+	}
+	if _, err := c.Recover(ctx, w.ID()); !errors.Is(err, ledger.ErrClosed) {
+		t.Fatalf("recover through a closed client: %v", err)
 	}
 	if md, _ := s.Metadata(w.ID()); md.State != ledger.StateOpen {
-		t.Fatalf("aborted writer's ledger %s, want open", md.State)
+		t.Fatalf("the closed client's ledger is %s, want open", md.State)
+	}
+	md, err := s.Client().Recover(ctx, w.ID())
+	if err != nil || md.LastEntry != 0 {
+		t.Fatalf("recovered by another client: last entry %d, %v", md.LastEntry, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 // Writer appends to one ledger of a Store (ledgers.Writer).
 type Writer struct {
 	s      *Store
+	c      *Client // the client that created it; nil: the store
 	id     uint64
 	ctx    context.Context // ends when the writer is aborted
 	cancel context.CancelFunc
@@ -193,9 +194,9 @@ func (w *Writer) markClosed(err error) error {
 	w.closed, w.closeErr = true, err
 	w.mu.Unlock()
 	w.cancel()
-	w.s.mu.Lock()
-	delete(w.s.writers, w)
-	w.s.mu.Unlock()
+	if w.c != nil {
+		w.c.forget(w)
+	}
 	return err
 }
 
