@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/mledger/memledger"
+	"github.com/isobar-mq/isobar/metastore/metafault"
 )
 
 // Faults below the managed ledger, injected into its ledgers (memledger),
@@ -267,4 +269,92 @@ func TestReadFails(t *testing.T) {
 	if err != nil || len(es) != 2 || !bytes.Equal(es[0].Data, payload(3)) {
 		t.Fatalf("read after the hang: %d entries, %v", len(es), err)
 	}
+}
+
+// TestFaultSweep fails the Nth operation of a workload (open, adds
+// across rollovers, a read, close), for every N until the workload runs
+// out of operations: on ledgers, with each kind of error (stored nowhere;
+// for appends, stored with the acknowledgement lost), and on the metadata
+// store. Whatever failed, a new owner then reads a log in which every
+// acknowledged add is at its position with its payload, and payloads
+// appear in the order they were added, each at most once.
+func TestFaultSweep(t *testing.T) {
+	for _, kind := range []struct {
+		name   string
+		inject func(w *memWorld, env *testEnv, n int64) (fired func() int64)
+	}{
+		{"ledger error", func(w *memWorld, _ *testEnv, n int64) func() int64 {
+			r := memledger.OnNth(n)
+			w.ledgers.SetInjector(r)
+			return r.Fired
+		}},
+		{"ack lost", func(w *memWorld, _ *testEnv, n int64) func() int64 {
+			r := &memledger.Rule{N: n, Ops: []memledger.Op{memledger.OpAppend}, Err: memledger.ErrAckLost}
+			w.ledgers.SetInjector(r)
+			return r.Fired
+		}},
+		{"metadata error", func(_ *memWorld, env *testEnv, n int64) func() int64 {
+			r := metafault.OnNth(n, "")
+			env.Meta = metafault.Wrap(env.Meta, r)
+			return r.Fired
+		}},
+	} {
+		t.Run(kind.name, func(t *testing.T) {
+			for n := int64(1); ; n++ {
+				if !sweepOnce(t, n, kind.inject) {
+					t.Logf("%d operations failed in turn", n-1)
+					break
+				}
+				if n > 1000 {
+					t.Fatal("the workload does not end")
+				}
+			}
+		})
+	}
+}
+
+// sweepOnce runs the workload with the nth operation failing and checks
+// the log; false when fewer than n operations were made.
+func sweepOnce(t *testing.T, n int64, inject func(*memWorld, *testEnv, int64) func() int64) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w := newMemWorld(t)
+	const name = "t/ns/persistent/sweep"
+	env := w.env(10)
+	fired := inject(w, &env, n)
+	acked := map[int]Position{}
+	if m, err := Open(ctx, env.Deps, env.Config, name); err == nil {
+		ps, idx, errs := addAll(m, 0, 25)
+		for k, err := range errs {
+			if err == nil {
+				acked[idx[k]] = ps[k]
+			}
+		}
+		m.Read(ctx, first(m), 30)
+		m.Close(ctx)
+	}
+	w.ledgers.SetInjector(nil)
+	m2 := open(t, w.env(10), name)
+	defer m2.Close(ctx)
+	got := readAll(t, m2, first(m2), 7)
+	at := map[Position]int{}
+	last := -1
+	for _, e := range got {
+		var i int
+		if _, err := fmt.Sscanf(string(e.Data), "entry-%05d-", &i); err != nil || !bytes.Equal(e.Data, payload(i)) {
+			t.Fatalf("fault %d: entry at %v is %q", n, e.Position, e.Data)
+		}
+		if i <= last {
+			t.Fatalf("fault %d: payload %d at %v after payload %d", n, i, e.Position, last)
+		}
+		last = i
+		at[e.Position] = i
+	}
+	for i, p := range acked {
+		if j, ok := at[p]; !ok || j != i {
+			t.Fatalf("fault %d: add %d acknowledged at %v, which holds %d (present %v)", n, i, p, j, ok)
+		}
+	}
+	return fired() > 0
 }
