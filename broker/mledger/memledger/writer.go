@@ -27,8 +27,7 @@ type Writer struct {
 	// idle is nil while no goroutine stores pending appends; while one
 	// does, it is closed when that goroutine returns.
 	idle     chan struct{}
-	length   uint64 // data bytes acknowledged
-	broken   error  // the first failed append's error
+	broken   error // the first failed append's error
 	closing  bool
 	closed   bool
 	closeErr error
@@ -103,9 +102,6 @@ func (w *Writer) run(idle chan struct{}) {
 			a.cb(a.entry, err)
 			continue
 		}
-		w.mu.Lock()
-		w.length += uint64(len(a.data))
-		w.mu.Unlock()
 		w.lac.Store(a.entry)
 		a.cb(a.entry, nil)
 	}
