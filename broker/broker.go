@@ -28,6 +28,7 @@ import (
 	"github.com/isobar-mq/isobar/auth"
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/mledger/ledgers"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/deletes"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
@@ -452,7 +453,7 @@ func (d Deps) withDefaults(c Config) Deps {
 
 // ledgerDeps are the managed ledgers' dependencies.
 func (b *Broker) ledgerDeps() mledger.Deps {
-	return mledger.Deps{Meta: b.deps.Meta, Ledgers: b.deps.Ledgers, Region: b.cfg.Region, Logger: b.deps.Logger, Now: b.deps.Now}
+	return mledger.Deps{Meta: b.deps.Meta, Ledgers: ledgers.OnBookies(b.deps.Ledgers), Region: b.cfg.Region, Logger: b.deps.Logger, Now: b.deps.Now}
 }
 
 // Self is the Placement of a broker that serves every topic itself.

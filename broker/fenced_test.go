@@ -11,6 +11,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/mledger/ledgers"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -38,7 +39,7 @@ func TestFencedTopicIsUnloaded(t *testing.T) {
 	name, _ := topic.Parse(tp)
 	// Another owner opens the topic's managed ledger: it recovers and
 	// fences the broker's ledger.
-	other, err := mledger.Open(ctx, mledger.Deps{Meta: e.cl.Connect(), Ledgers: e.lc, Region: e.cl.Region, Logger: e.cl.Logger()},
+	other, err := mledger.Open(ctx, mledger.Deps{Meta: e.cl.Connect(), Ledgers: ledgers.OnBookies(e.lc), Region: e.cl.Region, Logger: e.cl.Logger()},
 		mledger.Config{}, broker.MLName(name))
 	if err != nil {
 		t.Fatal(err)

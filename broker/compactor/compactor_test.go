@@ -13,6 +13,7 @@ import (
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/compactor"
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/mledger/ledgers"
 	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/metastore/metafault"
@@ -49,7 +50,7 @@ func newRig(t *testing.T) *rig {
 
 func (r *rig) open() {
 	ctx := context.Background()
-	ml, err := mledger.Open(ctx, mledger.Deps{Meta: r.mlMeta, Ledgers: r.lc, Region: r.cl.Region, Logger: r.cl.Logger()},
+	ml, err := mledger.Open(ctx, mledger.Deps{Meta: r.mlMeta, Ledgers: ledgers.OnBookies(r.lc), Region: r.cl.Region, Logger: r.cl.Logger()},
 		mledger.Config{MaxEntriesPerLedger: 4, EnsembleSize: 3, WriteQuorum: 2, AckQuorum: 2}, r.name)
 	if err != nil {
 		r.t.Fatal(err)

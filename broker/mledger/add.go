@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/broker/mledger/ledgers"
 	"github.com/isobar-mq/isobar/errkind"
 )
 
@@ -446,7 +447,7 @@ func setLast(t *topicMeta, l LedgerInfo) error {
 // if this writer had closed it: the managed ledger rolls over and goes
 // on. It returns the closed ledger's metadata. Driver only (or Close
 // after the driver).
-func (m *ManagedLedger) closeWriter(ctx context.Context, w *ledger.Writer) (ledger.Metadata, error) {
+func (m *ManagedLedger) closeWriter(ctx context.Context, w ledgers.Writer) (ledger.Metadata, error) {
 	err := w.Close(ctx)
 	m.inflight.Wait()
 	if err == nil {
@@ -471,10 +472,10 @@ func (m *ManagedLedger) closeWriter(ctx context.Context, w *ledger.Writer) (ledg
 	} else {
 		m.logger().Warn("closing the ledger failed; recovering it", "ledger", w.ID(), "err", err)
 	}
-	r, rerr := m.deps.Ledgers.OpenRecover(ctx, w.ID())
+	md, rerr := m.deps.Ledgers.Recover(ctx, w.ID())
 	if rerr != nil {
 		return ledger.Metadata{}, fmt.Errorf("close ledger %d: %w; recover it: %w", w.ID(), err, rerr)
 	}
 	m.w = nil
-	return r.Metadata(), nil
+	return md, nil
 }

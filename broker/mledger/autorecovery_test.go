@@ -108,14 +108,14 @@ func TestAddsGoOnAfterRecoveryFencesTheLedger(t *testing.T) {
 // the managed ledger then succeeds and records the ledger closed, and a
 // new owner reads every entry.
 func TestCloseAfterRecoveryFencedTheLedger(t *testing.T) {
-	cl := startCluster(t)
+	w := newMemWorld(t)
 	const name = "t/ns/persistent/autorec-idle"
-	env := testConfig(cl, newLedgerClient(t, cl), 100000)
+	env := w.env(100000)
 	m := open(t, env, name)
 	ps := appendN(t, m, 0, 30)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := newLedgerClient(t, cl).OpenRecover(ctx, uint64(ps[0].Ledger)); err != nil {
+	if _, err := w.ledgers.Client().Recover(ctx, uint64(ps[0].Ledger)); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Close(ctx); err != nil {

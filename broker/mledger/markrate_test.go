@@ -31,10 +31,9 @@ func storedMarkDelete(t *testing.T, m *ManagedLedger, cursor string) Position {
 // the managed ledger writes what is still deferred; rate 0 writes every
 // acknowledgement before it returns.
 func TestMarkDeleteRate(t *testing.T) {
-	cl := startCluster(t)
-	lc := newLedgerClient(t, cl)
+	w := newMemWorld(t)
 	const name = "t/ns/persistent/markrate"
-	cfg := testConfig(cl, lc, 100)
+	cfg := w.env(100)
 	m := open(t, cfg, name)
 	ps := appendN(t, m, 0, 20)
 	ctx := context.Background()

@@ -12,8 +12,10 @@
 //
 // The position arithmetic over the ledger list, the backlog and the
 // trimming decision are pure functions (logic.go); a cursor's acknowledged
-// ranges are package ackset. The design and the metadata format are in
-// docs/mledger.md.
+// ranges are package ackset. Ledgers are reached through package
+// ledgers' Store (ledgers.OnBookies in brokers; tests can use the
+// in-memory, fault-injecting ledgers of package memledger). The design
+// and the metadata format are in docs/mledger.md.
 package mledger
 
 import (
@@ -32,6 +34,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/broker/mledger/ackset"
+	"github.com/isobar-mq/isobar/broker/mledger/ledgers"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/metastore"
 )
@@ -120,8 +123,10 @@ type Config struct {
 type Deps struct {
 	// Meta is the region's metadata store. Required.
 	Meta metastore.Meta
-	// Ledgers creates, recovers, reads and deletes ledgers. Required.
-	Ledgers *ledger.Client
+	// Ledgers creates, recovers, reads and deletes ledgers: the
+	// bookies' (ledgers.OnBookies), or package memledger's in tests.
+	// Required.
+	Ledgers ledgers.Store
 	// Region names the region (the metadata key prefix). Required.
 	Region string
 	// Logger receives rollovers, recoveries, trims and failures; nil discards.
@@ -276,7 +281,7 @@ type ManagedLedger struct {
 	drivers sync.WaitGroup
 
 	// Owned by the driver goroutine (and by Close after done).
-	w        *ledger.Writer
+	w        ledgers.Writer
 	wEntries int64
 	wBytes   int64
 	wCreated time.Time
@@ -292,7 +297,7 @@ type ManagedLedger struct {
 	failed   []failedAdd
 
 	readersMu sync.Mutex
-	readers   map[int64]*ledger.Reader // nil until a ledger is read
+	readers   map[int64]ledgers.Reader // nil until a ledger is read
 
 	ret      atomic.Pointer[Retention]
 	affinity atomic.Pointer[ledger.Affinity]
@@ -354,14 +359,13 @@ func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedg
 	var drop []int64
 	if n := len(next.Ledgers); n > 0 && next.Ledgers[n-1].State == LedgerOpen {
 		last := &next.Ledgers[n-1]
-		r, err := deps.Ledgers.OpenRecover(ctx, uint64(last.ID))
+		md, err := deps.Ledgers.Recover(ctx, uint64(last.ID))
 		switch {
 		case errors.Is(err, ledger.ErrNoLedger):
 			drop = append(drop, last.ID)
 		case err != nil:
 			return nil, fmt.Errorf("mledger %s: recover ledger %d: %w", name, last.ID, err)
 		default:
-			md := r.Metadata()
 			last.Entries, last.Size, last.State = md.LastEntry+1, int64(md.Length), LedgerClosed
 			last.Closed = deps.Now().UnixMilli()
 			m.logger().Info("recovered the previous owner's ledger", "ledger", last.ID, "entries", last.Entries)
@@ -427,7 +431,7 @@ func (m *ManagedLedger) SetQuorums(ensemble, write, ack int) error {
 	return nil
 }
 
-func (m *ManagedLedger) createLedger(ctx context.Context) (*ledger.Writer, error) {
+func (m *ManagedLedger) createLedger(ctx context.Context) (ledgers.Writer, error) {
 	q := quorums{m.cfg.Value().EnsembleSize, m.cfg.Value().WriteQuorum, m.cfg.Value().AckQuorum}
 	if p := m.quorums.Load(); p != nil {
 		q = *p
@@ -469,7 +473,7 @@ func (m *ManagedLedger) bookieAffinity() ledger.Affinity {
 
 // discardWriter closes and deletes a ledger that never made it into the
 // list (best effort: a failure leaves an orphan ledger, logged).
-func (m *ManagedLedger) discardWriter(w *ledger.Writer) {
+func (m *ManagedLedger) discardWriter(w ledgers.Writer) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := w.Close(ctx); err != nil {
@@ -487,7 +491,7 @@ func (m *ManagedLedger) deleteLedger(ctx context.Context, id int64) {
 	}
 }
 
-func (m *ManagedLedger) setWriter(w *ledger.Writer) {
+func (m *ManagedLedger) setWriter(w ledgers.Writer) {
 	m.w, m.wEntries, m.wBytes, m.wCreated = w, 0, 0, m.deps.Now()
 	m.wBroken.Store(false)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/broker/mledger/ledgers"
+	"github.com/isobar-mq/isobar/broker/mledger/memledger"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/metastore"
@@ -45,7 +47,7 @@ type testEnv struct {
 
 func testConfig(cl *testcluster.Cluster, lc *ledger.Client, perLedger int64) testEnv {
 	return testEnv{
-		Deps:   Deps{Meta: cl.Connect(), Ledgers: lc, Region: cl.Region, Logger: cl.Logger()},
+		Deps:   Deps{Meta: cl.Connect(), Ledgers: ledgers.OnBookies(lc), Region: cl.Region, Logger: cl.Logger()},
 		Config: Config{MaxEntriesPerLedger: perLedger, EnsembleSize: 3, WriteQuorum: 2, AckQuorum: 2},
 	}
 }
@@ -181,10 +183,9 @@ func TestAppendReadAcrossLedgers(t *testing.T) {
 }
 
 func TestReopenAfterClose(t *testing.T) {
-	cl := startCluster(t)
-	lc := newLedgerClient(t, cl)
+	w := newMemWorld(t)
 	const name = "t/ns/persistent/reopen"
-	m := open(t, testConfig(cl, lc, 100), name)
+	m := open(t, w.env(100), name)
 	ps := appendN(t, m, 0, 250)
 	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -192,7 +193,7 @@ func TestReopenAfterClose(t *testing.T) {
 	if _, err := m.AddEntry(context.Background(), []byte("late")); !errors.Is(err, ErrClosed) {
 		t.Fatalf("add after close: %v", err)
 	}
-	m = open(t, testConfig(cl, lc, 100), name)
+	m = open(t, w.env(100), name)
 	defer m.Close(context.Background())
 	checkEntries(t, readAll(t, m, first(m), 64), ps, 0)
 	more := appendN(t, m, 250, 10)
@@ -273,17 +274,17 @@ func TestCrashRecovery(t *testing.T) {
 }
 
 // The owner dies with adds in flight to its open ledger (none of them
-// acknowledged yet): recovery keeps every acknowledged entry, in order.
+// acknowledged yet: the bookies hang): recovery keeps every acknowledged
+// entry, in order, and no other.
 func TestCrashWithAddsInFlight(t *testing.T) {
-	cl := startCluster(t)
-	lc1, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newMemWorld(t)
 	const name = "t/ns/persistent/crash-inflight"
-	m1 := open(t, testConfig(cl, lc1, 100), name)
+	m1 := open(t, w.env(100), name)
 	ps := appendN(t, m1, 0, 150)
 	openLedger := m1.Ledgers()[len(m1.Ledgers())-1]
+	hang := memledger.NewHang(uint64(openLedger.ID), memledger.OpAppend)
+	defer hang.Release()
+	w.ledgers.SetInjector(hang)
 	var (
 		mu    sync.Mutex
 		acked int
@@ -300,14 +301,19 @@ func TestCrashWithAddsInFlight(t *testing.T) {
 			}
 		})
 	}
-	crash(m1, lc1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hang.Wait(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	crashMem(m1)
 	wg.Wait()
-	m2 := open(t, testConfig(cl, newLedgerClient(t, cl), 100), name)
+	w.ledgers.SetInjector(nil)
+	m2 := open(t, w.env(100), name)
 	defer m2.Close(context.Background())
-	t.Logf("ledgers %+v (open one was %d), acked %d", m2.Ledgers(), openLedger.ID, acked)
 	got := readAll(t, m2, first(m2), 64)
-	if len(got) < 150+acked {
-		t.Fatalf("recovered %d entries, but %d were acknowledged", len(got), 150+acked)
+	if len(got) != 150 || acked != 0 {
+		t.Fatalf("recovered %d entries, %d acknowledged after the first 150; want 150, 0", len(got), acked)
 	}
 	for i, e := range got {
 		if !bytes.Equal(e.Data, payload(i)) || (i < 150 && e.Position != ps[i]) {
@@ -317,19 +323,15 @@ func TestCrashWithAddsInFlight(t *testing.T) {
 }
 
 func TestCrashWithEmptyLedger(t *testing.T) {
-	cl := startCluster(t)
+	w := newMemWorld(t)
 	ctx := context.Background()
 	const name = "t/ns/persistent/crash-empty"
-	m0 := open(t, testConfig(cl, newLedgerClient(t, cl), 10), name)
+	m0 := open(t, w.env(10), name)
 	ps := appendN(t, m0, 0, 5)
 	if err := m0.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lc1, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m1 := open(t, testConfig(cl, lc1, 10), name)
+	m1 := open(t, w.env(10), name)
 	// Ledgers are created by the first add; make one as a rollover does
 	// (no driver runs yet).
 	if err := m1.rollover(ctx); err != nil {
@@ -337,27 +339,26 @@ func TestCrashWithEmptyLedger(t *testing.T) {
 	}
 	ls := m1.Ledgers()
 	empty := ls[len(ls)-1].ID
-	crash(m1, lc1) // its ledger is open and empty
+	crashMem(m1) // its ledger is open and empty
 
-	m2 := open(t, testConfig(cl, newLedgerClient(t, cl), 10), name)
+	m2 := open(t, w.env(10), name)
 	defer m2.Close(ctx)
 	for _, l := range m2.Ledgers() {
 		if l.ID == empty {
 			t.Fatalf("the empty recovered ledger %d is still listed: %+v", empty, m2.Ledgers())
 		}
 	}
-	if _, err := newLedgerClient(t, cl).OpenNoRecovery(ctx, uint64(empty)); !errors.Is(err, ledger.ErrNoLedger) {
-		t.Fatalf("the empty recovered ledger was not deleted: %v", err)
+	if w.ledgerExists(empty) {
+		t.Fatalf("the empty recovered ledger %d was not deleted", empty)
 	}
 	checkEntries(t, readAll(t, m2, first(m2), 64), ps, 0)
 }
 
 func TestCursors(t *testing.T) {
-	cl := startCluster(t)
-	lc := newLedgerClient(t, cl)
+	w := newMemWorld(t)
 	ctx := context.Background()
 	const name = "t/ns/persistent/cursors"
-	m := open(t, testConfig(cl, lc, 10), name)
+	m := open(t, w.env(10), name)
 	ps := appendN(t, m, 0, 20) // two ledgers of 10
 	c, err := m.OpenCursor(ctx, "sub", Earliest)
 	if err != nil {
@@ -410,7 +411,7 @@ func TestCursors(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m = open(t, testConfig(cl, lc, 10), name)
+	m = open(t, w.env(10), name)
 	defer m.Close(ctx)
 	c, err = m.OpenCursor(ctx, "sub", Latest) // exists: restored, initial ignored
 	if err != nil {
@@ -500,9 +501,9 @@ func TestTrimming(t *testing.T) {
 }
 
 func TestNoCursorsNoTrimming(t *testing.T) {
-	cl := startCluster(t)
+	w := newMemWorld(t)
 	ctx := context.Background()
-	m := open(t, testConfig(cl, newLedgerClient(t, cl), 5), "t/ns/persistent/keep")
+	m := open(t, w.env(5), "t/ns/persistent/keep")
 	defer m.Close(ctx)
 	ps := appendN(t, m, 0, 12)
 	c, err := m.OpenCursor(ctx, "x", Latest)
@@ -562,10 +563,9 @@ func TestSecondOwnerFencesFirst(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	cl := startCluster(t)
-	lc := newLedgerClient(t, cl)
+	w := newMemWorld(t)
 	ctx := context.Background()
-	cfg := testConfig(cl, lc, 10)
+	cfg := w.env(10)
 	for _, name := range []string{"", "a/../b", "..", "/abs", strings.Repeat("n", MaxNameLen+1), "sp ace"} {
 		if _, err := Open(ctx, cfg.Deps, cfg.Config, name); !errors.Is(err, ErrInvalidName) {
 			t.Errorf("Open(%q): %v, want ErrInvalidName", name, err)
@@ -581,13 +581,11 @@ func TestBadInput(t *testing.T) {
 	} else if !strings.Contains(err.Error(), "metadata store") || !strings.Contains(err.Error(), "ledger client") {
 		t.Errorf("dependency error does not name each: %v", err)
 	}
-	kvs, err := cl.Meta.List(ctx, metastore.RegionPrefix(cl.Region)+"topics/")
-	if err != nil || len(kvs) != 0 {
-		t.Fatalf("bad names wrote metadata: %v, %v", kvs, err)
+	if keys := w.keys(metastore.RegionPrefix(w.region) + "topics/"); len(keys) != 0 {
+		t.Fatalf("bad names wrote metadata: %v", keys)
 	}
-	kvs, err = cl.Meta.List(ctx, metastore.RegionPrefix(cl.Region)+"ledgers/")
-	if err != nil || len(kvs) != 0 {
-		t.Fatalf("bad names created ledgers: %v, %v", len(kvs), err)
+	if ids := w.ledgers.IDs(); len(ids) != 0 {
+		t.Fatalf("bad names created ledgers: %v", ids)
 	}
 
 	const name = "t/ns/persistent/bad"
@@ -601,7 +599,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := m.OpenCursor(ctx, "a/b", Earliest); !errors.Is(err, ErrInvalidName) {
 		t.Errorf("cursor a/b: %v", err)
 	}
-	kv, _ := cl.Meta.Get(ctx, TopicKey(cl.Region, name))
+	kv, _ := cfg.Meta.Get(ctx, TopicKey(w.region, name))
 	end := Position{Ledger: ps[2].Ledger, Entry: 3}
 	if es, next, err := m.Read(ctx, end, 10); err != nil || len(es) != 0 || next != end {
 		t.Errorf("read at the end: %d entries, %v, %v", len(es), next, err)
@@ -620,7 +618,7 @@ func TestBadInput(t *testing.T) {
 	if _, _, err := m.Read(ctx, ps[0], 0); err == nil {
 		t.Error("read of 0 entries accepted")
 	}
-	kv2, _ := cl.Meta.Get(ctx, TopicKey(cl.Region, name))
+	kv2, _ := cfg.Meta.Get(ctx, TopicKey(w.region, name))
 	if kv2.Rev != kv.Rev {
 		t.Error("bad input changed the metadata")
 	}
@@ -644,12 +642,12 @@ func TestReadCurrentLedgerFromBookies(t *testing.T) {
 }
 
 func TestRolloverBySizeAndAge(t *testing.T) {
-	cl := startCluster(t)
+	w := newMemWorld(t)
 	var (
 		mu  sync.Mutex
 		now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	)
-	cfg := testConfig(cl, newLedgerClient(t, cl), 0)
+	cfg := w.env(0)
 	cfg.MaxLedgerSize = 100
 	cfg.MaxLedgerAge = time.Minute
 	cfg.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -685,8 +683,8 @@ func TestRolloverBySizeAndAge(t *testing.T) {
 
 // A reader tails the log while a writer appends across rollovers.
 func TestConcurrentAppendAndRead(t *testing.T) {
-	cl := startCluster(t)
-	m := open(t, testConfig(cl, newLedgerClient(t, cl), 50), "t/ns/persistent/tailing")
+	w := newMemWorld(t)
+	m := open(t, w.env(50), "t/ns/persistent/tailing")
 	defer m.Close(context.Background())
 	const n = 400
 	start := first(m)
@@ -737,9 +735,9 @@ func appendNNoT(m *ManagedLedger, from, n int) []Position {
 }
 
 func TestConcurrentAcks(t *testing.T) {
-	cl := startCluster(t)
+	w := newMemWorld(t)
 	ctx := context.Background()
-	m := open(t, testConfig(cl, newLedgerClient(t, cl), 10), "t/ns/persistent/acks")
+	m := open(t, w.env(10), "t/ns/persistent/acks")
 	defer m.Close(ctx)
 	ps := appendN(t, m, 0, 40)
 	c, err := m.OpenCursor(ctx, "sub", Earliest)
@@ -776,13 +774,9 @@ func TestConcurrentAcks(t *testing.T) {
 // over to a new ledger and unchained adds succeed there; a new chain
 // works again.
 func TestChainedAddsStopAtFirstFailure(t *testing.T) {
-	cl := startCluster(t)
-	lc, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger(), RequestTimeout: 5 * time.Second, MaxEntrySize: 1024})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lc.Close() })
-	m := open(t, testConfig(cl, lc, 1000), "t/ns/persistent/chain")
+	w := newMemWorld(t)
+	w.ledgers = memledger.New(memledger.Config{MaxEntrySize: 1024})
+	m := open(t, w.env(1000), "t/ns/persistent/chain")
 	defer m.Close(context.Background())
 	ctx := context.Background()
 	chain := NewChain()
@@ -895,8 +889,8 @@ func TestAddsSurviveALedgerTheEnsembleCannotRepair(t *testing.T) {
 // move the mark-delete position still work. Reopened, the cursor keeps
 // the bound.
 func TestMaxAckedRanges(t *testing.T) {
-	cl := startCluster(t)
-	cfg := testConfig(cl, newLedgerClient(t, cl), 100)
+	w := newMemWorld(t)
+	cfg := w.env(100)
 	cfg.MaxAckedRanges = 3
 	ctx := context.Background()
 	const name = "t/ns/persistent/ranges"
@@ -949,11 +943,10 @@ func TestMaxAckedRanges(t *testing.T) {
 // a reopen of the managed ledger, and is acknowledged whole once none is
 // left; a reset forgets partial batches.
 func TestCursorBatchAcks(t *testing.T) {
-	cl := startCluster(t)
-	lc := newLedgerClient(t, cl)
+	w := newMemWorld(t)
 	const name = "t/ns/persistent/batch"
 	ctx := context.Background()
-	m := open(t, testConfig(cl, lc, 100), name)
+	m := open(t, w.env(100), name)
 	ps := appendN(t, m, 0, 3)
 	c, err := m.OpenCursor(ctx, "sub", Earliest)
 	if err != nil {
@@ -982,7 +975,7 @@ func TestCursorBatchAcks(t *testing.T) {
 	if err := m.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	m = open(t, testConfig(cl, lc, 100), name)
+	m = open(t, w.env(100), name)
 	defer m.Close(ctx)
 	c, err = m.OpenCursor(ctx, "sub", Earliest)
 	if err != nil {

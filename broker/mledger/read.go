@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/broker/mledger/ledgers"
 )
 
 // Entry is one entry of the managed ledger.
@@ -91,7 +91,7 @@ func (m *ManagedLedger) readLedger(ctx context.Context, l LedgerInfo, first, las
 }
 
 // waitLAC waits (a bounded time) until r can read entry want.
-func waitLAC(ctx context.Context, r *ledger.Reader, want int64) error {
+func waitLAC(ctx context.Context, r ledgers.Reader, want int64) error {
 	if r.LastAddConfirmed() >= want {
 		return nil
 	}
@@ -108,20 +108,20 @@ func waitLAC(ctx context.Context, r *ledger.Reader, want int64) error {
 // reader returns the cached reader of a ledger, opening it without
 // recovery on first use. A reader opened while the ledger was open is
 // reopened once the list says it is closed.
-func (m *ManagedLedger) reader(ctx context.Context, l LedgerInfo) (*ledger.Reader, error) {
+func (m *ManagedLedger) reader(ctx context.Context, l LedgerInfo) (ledgers.Reader, error) {
 	m.readersMu.Lock()
 	r := m.readers[l.ID]
 	m.readersMu.Unlock()
 	if r != nil && (r.Closed() || l.State == LedgerOpen) {
 		return r, nil
 	}
-	r, err := m.deps.Ledgers.OpenNoRecovery(ctx, uint64(l.ID))
+	r, err := m.deps.Ledgers.OpenReader(ctx, uint64(l.ID))
 	if err != nil {
 		return nil, err
 	}
 	m.readersMu.Lock()
 	if m.readers == nil {
-		m.readers = map[int64]*ledger.Reader{}
+		m.readers = map[int64]ledgers.Reader{}
 	}
 	m.readers[l.ID] = r
 	m.readersMu.Unlock()

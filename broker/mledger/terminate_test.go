@@ -13,10 +13,9 @@ import (
 // fail with ErrTerminated (TopicTerminated on the wire), and a reopened
 // log stays terminated.
 func TestTerminate(t *testing.T) {
-	cl := startCluster(t)
-	lc := newLedgerClient(t, cl)
+	w := newMemWorld(t)
 	const name = "t/ns/persistent/terminate"
-	m := open(t, testConfig(cl, lc, 100), name)
+	m := open(t, w.env(100), name)
 	ps := appendN(t, m, 0, 5)
 	// More adds in flight when Terminate is asked: they are kept.
 	var wg sync.WaitGroup
@@ -51,7 +50,7 @@ func TestTerminate(t *testing.T) {
 	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	m = open(t, testConfig(cl, lc, 100), name)
+	m = open(t, w.env(100), name)
 	defer m.Close(context.Background())
 	if !m.Terminated() || m.LastConfirmed() != last {
 		t.Fatalf("reopened: terminated %v at %v, want true at %v", m.Terminated(), m.LastConfirmed(), last)

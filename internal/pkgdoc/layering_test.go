@@ -342,3 +342,29 @@ func TestCores(t *testing.T) {
 		}
 	}
 }
+
+// testSupport are packages for tests only: fakes and suites. No
+// package's production files import them, but other test-support
+// packages.
+var testSupport = []string{
+	"broker/mledger/memledger",
+	"broker/mledger/ledgers/ledgerstest",
+	"internal/testcluster",
+	"internal/tlsfiles/tlstest",
+	"metastore/metafault",
+}
+
+func TestTestSupportOnlyInTests(t *testing.T) {
+	imports, _, _, _ := moduleImports(t)
+	for pkg, imps := range imports {
+		short := strings.TrimPrefix(pkg, module+"/")
+		if slices.Contains(testSupport, short) {
+			continue
+		}
+		for _, imp := range imps {
+			if s := strings.TrimPrefix(imp, module+"/"); slices.Contains(testSupport, s) {
+				t.Errorf("%s imports %s, which is for tests only", short, s)
+			}
+		}
+	}
+}
