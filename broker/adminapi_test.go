@@ -7,7 +7,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
@@ -22,7 +22,7 @@ func TestAdminStatsBacklogAndSize(t *testing.T) {
 	if err := adm.CreateTopic(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	if err := adm.CreateSubscription(ctx, name, "early", &admin.Earliest); err != nil {
+	if err := adm.CreateSubscription(ctx, name, "early", &adminapi.Earliest); err != nil {
 		t.Fatal(err)
 	}
 	p, err := e.client().CreateProducer(pulsar.ProducerOptions{Topic: name.String(), DisableBatching: true})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -26,7 +26,7 @@ func TestAdminPeekMessages(t *testing.T) {
 	if err := adm.CreateTopic(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	if err := adm.CreateSubscription(ctx, name, "s", &admin.Earliest); err != nil {
+	if err := adm.CreateSubscription(ctx, name, "s", &adminapi.Earliest); err != nil {
 		t.Fatal(err)
 	}
 	cl := e.client()
@@ -37,10 +37,10 @@ func TestAdminPeekMessages(t *testing.T) {
 	defer p.Close()
 	before := time.Now().Add(-time.Second)
 	ids := produce(t, p, "m", 5, nil)
-	at := func(i int) admin.MessageID {
-		return admin.MessageID{LedgerID: ids[i].LedgerID(), EntryID: ids[i].EntryID(), PartitionIndex: -1, BatchIndex: -1}
+	at := func(i int) adminapi.MessageID {
+		return adminapi.MessageID{LedgerID: ids[i].LedgerID(), EntryID: ids[i].EntryID(), PartitionIndex: -1, BatchIndex: -1}
 	}
-	peek := func(sub string, n int64) (admin.MessageID, error) {
+	peek := func(sub string, n int64) (adminapi.MessageID, error) {
 		t.Helper()
 		id, raw, err := adm.PeekMessage(ctx, name, sub, n)
 		if err == nil && len(raw) == 0 {
@@ -48,7 +48,7 @@ func TestAdminPeekMessages(t *testing.T) {
 		}
 		return id, err
 	}
-	internal := func() admin.CursorStats {
+	internal := func() adminapi.CursorStats {
 		st, err := adm.InternalStats(ctx, name)
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -53,7 +54,7 @@ func TestBookieAffinity(t *testing.T) {
 	for i, id := range ids {
 		must("POST", "/admin/v2/bookies/racks-info/"+id+"?group="+[]string{"g1", "g1", "g2", "g2"}[i], `{"rack":"/rack-`+string(rune('a'+i))+`"}`, 204)
 	}
-	var all admin.BookiesClusterInfo
+	var all adminapi.BookiesClusterInfo
 	if err := json.Unmarshal([]byte(must("GET", "/admin/v2/bookies/all", "", 200)), &all); err != nil || len(all.Bookies) != 4 {
 		t.Fatalf("bookies/all: %+v %v, want the 4 bookies", all, err)
 	}

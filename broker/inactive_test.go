@@ -8,7 +8,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/broker/dynconfig"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
@@ -65,7 +65,7 @@ func TestInactiveTopicsDeleted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := adm.CreateSubscription(ctx, name("subscribed"), "s", &admin.Earliest); err != nil {
+	if err := adm.CreateSubscription(ctx, name("subscribed"), "s", &adminapi.Earliest); err != nil {
 		t.Fatal(err)
 	}
 	setTopicPolicies(t, e, "persistent://"+ns+"/own-policy", policy.LocalScope, func(p *policy.TopicPolicies) {

@@ -11,7 +11,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -40,7 +40,7 @@ func nsOpsEnv(t *testing.T) (*env, pulsaradmin.Client, string, []topic.Name) {
 			t.Fatal(err)
 		}
 		for _, s := range []string{"a", "b"} {
-			if err := adm.CreateSubscription(ctx, name, s, &admin.Earliest); err != nil {
+			if err := adm.CreateSubscription(ctx, name, s, &adminapi.Earliest); err != nil {
 				t.Fatal(err)
 			}
 		}

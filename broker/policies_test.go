@@ -10,7 +10,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -268,7 +268,7 @@ func TestAutoSubscriptionCreationOverride(t *testing.T) {
 	setTopicPolicies(t, e, name.String(), policy.GlobalScope, func(p *policy.TopicPolicies) {
 		p.AutoSubscriptionCreation = &policy.AutoSubscriptionCreation{AllowAutoSubscriptionCreation: true}
 	})
-	if err := e.b.Admin().(admin.TopicPolicyRefresher).RefreshTopicPolicies(ctx, name); err != nil {
+	if err := e.b.Admin().(adminapi.TopicPolicyRefresher).RefreshTopicPolicies(ctx, name); err != nil {
 		t.Fatal(err)
 	}
 	cons, err = c.Subscribe(pulsar.ConsumerOptions{Topic: name.String(), SubscriptionName: "new"})

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/isobar-mq/isobar/bookie/racks"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/errkind"
 )
 
@@ -14,18 +15,7 @@ import (
 // which bookie placement reads, and its bookies. Superusers only, as in
 // Pulsar.
 
-var errNoBookies = fmt.Errorf("%w: the bookies' rack information is not served by this broker", ErrUnavailable)
-
-// RawBookieInfo and BookiesClusterInfo are Pulsar's answer to
-// GET /admin/v2/bookies/all.
-type RawBookieInfo struct {
-	BookieID string `json:"bookieId"`
-}
-
-// BookiesClusterInfo lists the region's bookies.
-type BookiesClusterInfo struct {
-	Bookies []RawBookieInfo `json:"bookies"`
-}
+var errNoBookies = fmt.Errorf("%w: the bookies' rack information is not served by this broker", adminapi.ErrUnavailable)
 
 func (s *Server) bookieRoutes(v2 string) {
 	s.handle("GET "+v2+"/bookies/all", s.allBookies)
@@ -44,9 +34,9 @@ func (s *Server) allBookies(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := BookiesClusterInfo{Bookies: []RawBookieInfo{}}
+	out := adminapi.BookiesClusterInfo{Bookies: []adminapi.RawBookieInfo{}}
 	for _, id := range ids {
-		out.Bookies = append(out.Bookies, RawBookieInfo{BookieID: id})
+		out.Bookies = append(out.Bookies, adminapi.RawBookieInfo{BookieID: id})
 	}
 	return ok(w, out)
 }

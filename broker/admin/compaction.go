@@ -1,41 +1,22 @@
 package admin
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/topic"
 )
-
-// LongRunningProcessStatus is Pulsar's LongRunningProcessStatus (admin
-// JSON): status NOT_RUN, RUNNING, SUCCESS or ERROR, and the last run's
-// error.
-type LongRunningProcessStatus struct {
-	Status    string `json:"status"`
-	LastError string `json:"lastError"`
-}
-
-// Compactor is implemented by a Topics that compacts topics. Without it
-// the compaction endpoints answer 405.
-type Compactor interface {
-	// Compact starts compacting a non-partitioned topic or one
-	// partition; an error of kind wire.ErrConflict when a compaction of
-	// it is running.
-	Compact(ctx context.Context, name topic.Name) error
-	// CompactionStatus is the status of its last compaction.
-	CompactionStatus(ctx context.Context, name topic.Name) (LongRunningProcessStatus, error)
-}
 
 func (s *Server) compactionRoutes(t string) {
 	s.handle("PUT "+t+"/compaction", s.topicHandler(topic.Persistent, s.compact))
 	s.handle("GET "+t+"/compaction", s.topicHandler(topic.Persistent, s.compactionStatus))
 }
 
-func (s *Server) compactor() (Compactor, error) {
-	c, ok := s.topics.(Compactor)
+func (s *Server) compactor() (adminapi.Compactor, error) {
+	c, ok := s.topics.(adminapi.Compactor)
 	if !ok {
-		return nil, fmt.Errorf("%w: this broker does not compact topics", ErrNotAllowed)
+		return nil, fmt.Errorf("%w: this broker does not compact topics", adminapi.ErrNotAllowed)
 	}
 	return c, nil
 }

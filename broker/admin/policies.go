@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
@@ -80,7 +81,7 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
 	if errors.Is(err, policy.ErrNotEmpty) {
 		// Pulsar answers 412 "Cluster not empty" here (409 for a tenant
 		// or namespace that is not empty).
-		return fmt.Errorf("%w: %w", ErrPreconditionFailed, err)
+		return fmt.Errorf("%w: %w", adminapi.ErrPreconditionFailed, err)
 	}
 	if err != nil {
 		return err
@@ -146,7 +147,7 @@ func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) error {
 		return errNoPolicies
 	}
 	ctx, tenant := r.Context(), r.PathValue("tenant")
-	if fd, ok := s.topics.(FederatedDeletes); ok && boolParam(r, "force") {
+	if fd, ok := s.topics.(adminapi.FederatedDeletes); ok && boolParam(r, "force") {
 		// Pulsar's deleteTenant(force): every namespace with force first,
 		// each in every region.
 		nss, err := s.cfg.Policies.Namespaces(ctx, tenant)
@@ -236,7 +237,7 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	if fd, ok := s.topics.(FederatedDeletes); ok {
+	if fd, ok := s.topics.(adminapi.FederatedDeletes); ok {
 		force := boolParam(r, "force")
 		if !force {
 			// Partitioned topics are the federation's: the store knows.
@@ -245,7 +246,7 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 			if len(pts) > 0 {
-				return fmt.Errorf("%w: namespace %s has partitioned topics (%s); delete them first, or the namespace with force", ErrConflict, ns, pts[0])
+				return fmt.Errorf("%w: namespace %s has partitioned topics (%s); delete them first, or the namespace with force", adminapi.ErrConflict, ns, pts[0])
 			}
 		}
 		if handled, err := fd.DeleteNamespaceEverywhere(ctx, ns, force); handled {

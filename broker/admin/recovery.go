@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/errkind"
 )
 
@@ -28,7 +29,7 @@ type BookieRecovery interface {
 	UnderReplicated(ctx context.Context) ([]ledger.UnderReplicated, error)
 }
 
-var errNoRecovery = fmt.Errorf("%w: automatic recovery is not served by this broker", ErrUnavailable)
+var errNoRecovery = fmt.Errorf("%w: automatic recovery is not served by this broker", adminapi.ErrUnavailable)
 
 func (s *Server) recoveryRoutes(v2 string) {
 	s.handle("POST "+v2+"/bookies/decommission/{bookie}", s.decommissionBookie)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/globalconfig/schema/compat"
 	"github.com/isobar-mq/isobar/topic"
@@ -16,7 +17,7 @@ import (
 // in Pulsar's paths and JSON (docs/schemas.md). A topic's schema is its
 // partitioned topic's for a partition, and the topic need not exist.
 
-var errNoSchemas = fmt.Errorf("%w: the schema registry is not available", ErrUnavailable)
+var errNoSchemas = fmt.Errorf("%w: the schema registry is not available", adminapi.ErrUnavailable)
 
 // getSchemaResponse is Pulsar's GetSchemaResponse.
 type getSchemaResponse struct {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/isobar-mq/isobar/auth"
 	"github.com/isobar-mq/isobar/bookie/racks"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
@@ -28,11 +29,11 @@ type Config struct {
 	// policy endpoint answers 503.
 	Policies *policy.Store
 	// Topics is the broker. Nil makes every topic endpoint answer 503.
-	Topics Topics
+	Topics adminapi.Topics
 	// Brokers is the broker's view of its region, for the leader and
 	// dynamic configuration endpoints (brokers.go). Nil makes them
 	// answer 503.
-	Brokers Brokers
+	Brokers adminapi.Brokers
 	// Cluster is the local cluster name. Required.
 	Cluster string
 	// Logger receives request failures; nil discards them.
@@ -57,7 +58,7 @@ type Config struct {
 	Authz *auth.Authorizer
 	// TopicDefaults are the broker's values of topic policies
 	// (topicpolicies.go).
-	TopicDefaults TopicDefaults
+	TopicDefaults adminapi.TopicDefaults
 	// Schemas is the schema registry; nil makes the schema endpoints
 	// answer 503.
 	Schemas *schema.Store
@@ -104,7 +105,7 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	mux    *http.ServeMux
-	topics Topics
+	topics adminapi.Topics
 }
 
 // New returns a server for cfg. It does not validate cfg (see
@@ -129,7 +130,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// large is refused unread, and reading past the bound fails (413).
 	limit := int64(s.cfg.MaxRequestBytes)
 	if r.ContentLength > limit {
-		s.writeError(w, r, fmt.Errorf("%w: a body of %d bytes, more than %d (broker.limits.maxAdminRequestBytes)", ErrTooLarge, r.ContentLength, limit))
+		s.writeError(w, r, fmt.Errorf("%w: a body of %d bytes, more than %d (broker.limits.maxAdminRequestBytes)", adminapi.ErrTooLarge, r.ContentLength, limit))
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
@@ -208,7 +209,7 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 			return
 		}
 		if auth {
-			r = r.WithContext(context.WithValue(r.Context(), authoritativeKey{}, true))
+			r = r.WithContext(adminapi.WithAuthoritative(r.Context()))
 		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
@@ -217,19 +218,19 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 }
 
 func badRequestf(format string, args ...any) error {
-	return fmt.Errorf("%w: %w", ErrBadRequest, fmt.Errorf(format, args...))
+	return fmt.Errorf("%w: %w", adminapi.ErrBadRequest, fmt.Errorf(format, args...))
 }
 
 // badRequest marks err, an error in the request itself, as a 400.
 func badRequest(err error) error {
-	return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	return fmt.Errorf("%w: %w", adminapi.ErrBadRequest, err)
 }
 
 // writeError answers err as its kind in errkind's table says (see
 // docs/admin.md); an error of no kind is a 500.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := errkind.HTTPStatusOf(err)
-	var no *NotOwnerError
+	var no *adminapi.NotOwnerError
 	if errors.As(err, &no) {
 		to := no.URL
 		if r.TLS != nil && no.URLTLS != "" {
@@ -251,7 +252,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Debug("admin request refused", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	}
 	body := errorBody{Reason: errkind.MessageOf(err)}
-	var pe *PendingError
+	var pe *adminapi.PendingError
 	if errors.As(err, &pe) {
 		body.PendingRegions = pe.Regions
 	}
@@ -284,7 +285,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return nil, fmt.Errorf("%w: a body of more than %d bytes (broker.limits.maxAdminRequestBytes)", ErrTooLarge, tooLarge.Limit)
+		return nil, fmt.Errorf("%w: a body of more than %d bytes (broker.limits.maxAdminRequestBytes)", adminapi.ErrTooLarge, tooLarge.Limit)
 	}
 	if err != nil {
 		return nil, badRequest(fmt.Errorf("read body: %w", err))
@@ -313,8 +314,8 @@ func boolParam(r *http.Request, name string) bool {
 	return v
 }
 
-var errNoPolicies = fmt.Errorf("%w: the configuration store is not available", ErrUnavailable)
-var errNoTopics = fmt.Errorf("%w: topics are not served by this broker", ErrUnavailable)
+var errNoPolicies = fmt.Errorf("%w: the configuration store is not available", adminapi.ErrUnavailable)
+var errNoTopics = fmt.Errorf("%w: topics are not served by this broker", adminapi.ErrUnavailable)
 
 func (s *Server) routes() {
 	const v2 = "/admin/v2"
@@ -433,4 +434,10 @@ func (s *Server) routes() {
 	s.handle("POST "+v2+"/brokers/configuration/{name}/{value}", s.setDynamicConfig)
 	s.handle("DELETE "+v2+"/brokers/configuration/{name}", s.deleteDynamicConfig)
 	s.bookieRoutes(v2)
+}
+
+// isKind reports whether err is of kind k: whether the server answers it
+// as k.
+func isKind(err error, k *errkind.Error) bool {
+	return err != nil && errkind.KindOf(err) == k
 }

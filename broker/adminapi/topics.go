@@ -1,4 +1,4 @@
-package admin
+package adminapi
 
 import (
 	"context"
@@ -172,6 +172,14 @@ type NotOwnerError struct {
 // authoritativeKey keys the request's ?authoritative= in its context.
 type authoritativeKey struct{}
 
+// WithAuthoritative returns ctx marked as serving a request that came
+// here by another broker's redirect or forward (?authoritative=true):
+// the admin server marks it, Topics implementations read it with
+// Authoritative.
+func WithAuthoritative(ctx context.Context) context.Context {
+	return context.WithValue(ctx, authoritativeKey{}, true)
+}
+
 // Authoritative reports whether the request being served came here by
 // another broker's redirect or forward (?authoritative=true): a topic
 // whose bundle nobody owns is then taken by this broker.
@@ -186,9 +194,3 @@ func (e *NotOwnerError) Error() string {
 
 // Unwrap returns ErrNotOwner.
 func (e *NotOwnerError) Unwrap() error { return ErrNotOwner }
-
-// isKind reports whether err is of kind k: whether the server answers it
-// as k.
-func isKind(err error, k *errkind.Error) bool {
-	return err != nil && errkind.KindOf(err) == k
-}
