@@ -14,7 +14,6 @@ import (
 	"github.com/isobar-mq/isobar/broker/dispatch"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/errkind"
-	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire/pb"
@@ -36,8 +35,8 @@ func (b *Broker) TopicDefaults() adminapi.TopicDefaults {
 		MaxUnackedPerSubscription:     b.cfg.Limits.MaxUnackedPerSubscription,
 		DeduplicationSnapshotInterval: b.cfg.DeduplicationSnapshotInterval,
 		MaxDeliveryDelay:              b.cfg.Limits.MaxDeliveryDelay,
-		Persistence: &policy.PersistencePolicies{
-			BookkeeperEnsemble: lc.EnsembleSize, BookkeeperWriteQuorum: lc.WriteQuorum, BookkeeperAckQuorum: lc.AckQuorum,
+		Persistence: &adminapi.LedgerShape{
+			EnsembleSize: lc.EnsembleSize, WriteQuorum: lc.WriteQuorum, AckQuorum: lc.AckQuorum,
 		},
 	}
 }

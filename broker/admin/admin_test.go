@@ -30,6 +30,13 @@ type env struct {
 
 func start(t *testing.T) *env {
 	t.Helper()
+	return startWith(t, nil)
+}
+
+// startWith is start with the server's configuration changed by
+// configure (when not nil) before the server is made.
+func startWith(t *testing.T, configure func(*admin.Config)) *env {
+	t.Helper()
 	c := testcluster.Start(t, testcluster.Options{Bookies: 0})
 	ft := newFakeTopics()
 	store, err := policy.New(policy.Config{Meta: c.Connect(), LocalCluster: "standalone",
@@ -50,6 +57,9 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	cfg := admin.Config{Policies: store, Topics: ft, Cluster: "standalone", Bookies: racks.NewStore(c.Connect(), "standalone")}
+	if configure != nil {
+		configure(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

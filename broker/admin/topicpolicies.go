@@ -237,7 +237,7 @@ var topicPolicies = []topicPolicy{
 	validated(ptrPolicy("persistence", func(tp *policy.TopicPolicies) **policy.PersistencePolicies { return &tp.Persistence },
 		"persistence", func(s *Server) any {
 			if p := s.cfg.TopicDefaults.Persistence; p != nil {
-				return *p
+				return policy.PersistencePolicies{BookkeeperEnsemble: p.EnsembleSize, BookkeeperWriteQuorum: p.WriteQuorum, BookkeeperAckQuorum: p.AckQuorum}
 			}
 			return nil
 		}), func(tp *policy.TopicPolicies) error { return tp.Persistence.Validate() }),

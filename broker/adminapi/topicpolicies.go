@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -31,9 +30,15 @@ type TopicDefaults struct {
 	// delayed delivery is on, without a tick, with this longest delay
 	// (zero: none).
 	MaxDeliveryDelay time.Duration
-	// Persistence is the shape of the broker's new ledgers (broker.ledger);
-	// nil: not known, answered 204.
-	Persistence *policy.PersistencePolicies
+	// Persistence is the shape of the broker's new ledgers (broker.ledger),
+	// answered as the persistence policy; nil: not known, answered 204.
+	Persistence *LedgerShape
+}
+
+// LedgerShape is the ensemble size and the write and ack quorums of a
+// broker's new ledgers.
+type LedgerShape struct {
+	EnsembleSize, WriteQuorum, AckQuorum int
 }
 
 // TopicPolicyRefresher is implemented by Topics that apply a change to a
