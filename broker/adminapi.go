@@ -19,9 +19,23 @@ import (
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
-// Admin returns the broker's implementation of the admin API's topic
-// operations.
-func (b *Broker) Admin() adminapi.Topics { return adminTopics{b} }
+// AdminAPI returns the broker's side of the admin API: every part of
+// adminapi.Broker, which region hands to the admin server.
+func (b *Broker) AdminAPI() adminapi.Broker {
+	t, br := adminTopics{b}, adminBrokers{b}
+	return adminapi.Broker{
+		Topics:                 t,
+		Brokers:                br,
+		LoadReporter:           br,
+		Quota:                  t,
+		SubscriptionProperties: t,
+		Deletes:                t,
+		Bundles:                t,
+		Splitter:               t,
+		Compactor:              t,
+		PolicyRefresher:        t,
+	}
+}
 
 type adminTopics struct{ b *Broker }
 

@@ -18,7 +18,7 @@ func TestAdminStatsBacklogAndSize(t *testing.T) {
 	e := startEnv(t, nil)
 	ctx := context.Background()
 	name, _ := topic.Parse("persistent://public/default/stats")
-	adm := e.b.Admin()
+	adm := e.b.AdminAPI().Topics
 	if err := adm.CreateTopic(ctx, name); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestProducerInitialSubscription(t *testing.T) {
 		t.Fatalf("producer: %v", r)
 	}
 	name, _ := topic.Parse(tp)
-	subs, err := e.b.Admin().Subscriptions(context.Background(), name)
+	subs, err := e.b.AdminAPI().Topics.Subscriptions(context.Background(), name)
 	if err != nil || len(subs) != 1 || subs[0] != "dlq-sub" {
 		t.Fatalf("subscriptions %v, %v", subs, err)
 	}

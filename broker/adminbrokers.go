@@ -11,10 +11,8 @@ import (
 	"github.com/isobar-mq/isobar/broker/ownership"
 )
 
-// BrokerAdmin returns the broker's implementation of the admin API's
-// brokers endpoints: the region's leader and dynamic configuration.
-func (b *Broker) BrokerAdmin() adminapi.Brokers { return adminBrokers{b} }
-
+// adminBrokers is the broker's adminapi.Brokers (and LoadReporter): the
+// region's leader, dynamic configuration and this broker's load report.
 type adminBrokers struct{ b *Broker }
 
 // BrokerLeader is implemented by a Placement that knows the region's

@@ -22,7 +22,7 @@ func TestAdminPeekMessages(t *testing.T) {
 	e := startEnv(t, nil)
 	ctx := context.Background()
 	name, _ := topic.Parse("persistent://public/default/peek")
-	adm := e.b.Admin()
+	adm := e.b.AdminAPI().Topics
 	if err := adm.CreateTopic(ctx, name); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestAdminTopicProperties(t *testing.T) {
 	e := startEnv(t, nil)
 	ctx := context.Background()
 	name, _ := topic.Parse("persistent://public/default/props")
-	adm := e.b.Admin()
+	adm := e.b.AdminAPI().Topics
 	if _, err := adm.Properties(ctx, name); errkind.KindOf(err) != errkind.ErrTopicNotFound {
 		t.Fatalf("properties of a missing topic: %v, want topic not found", err)
 	}
@@ -169,7 +169,7 @@ func TestAdminStatsTimestamps(t *testing.T) {
 	e := startEnv(t, nil)
 	ctx := context.Background()
 	name, _ := topic.Parse("persistent://public/default/stamps")
-	adm := e.b.Admin()
+	adm := e.b.AdminAPI().Topics
 	if err := adm.CreateTopic(ctx, name); err != nil {
 		t.Fatal(err)
 	}

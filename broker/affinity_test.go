@@ -28,7 +28,7 @@ import (
 func TestBookieAffinity(t *testing.T) {
 	e := startEnv(t, func(s *setup) { s.Ledger.MaxEntriesPerLedger = 4 })
 	e.cl.AddBookie()
-	h := admin.New(admin.Config{Policies: e.pol, Topics: e.b.Admin(), Cluster: "test",
+	h := admin.New(admin.Config{Policies: e.pol, Broker: e.b.AdminAPI(), Cluster: "test",
 		Bookies: racks.NewStore(e.cl.Connect(), e.cl.Region)})
 	call := func(method, path, body string) (int, string) {
 		t.Helper()
@@ -77,7 +77,7 @@ func TestBookieAffinity(t *testing.T) {
 	ensembles := func(tp string) [][]string {
 		t.Helper()
 		name, _ := topic.Parse(tp)
-		st, err := e.b.Admin().InternalStats(ctxT(t), name)
+		st, err := e.b.AdminAPI().Topics.InternalStats(ctxT(t), name)
 		if err != nil {
 			t.Fatal(err)
 		}

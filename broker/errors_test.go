@@ -114,7 +114,7 @@ func TestSentinelKinds(t *testing.T) {
 // adminServer serves e's broker through the admin API.
 func (e *env) adminServer() *httptest.Server {
 	e.t.Helper()
-	srv := httptest.NewServer(admin.New(admin.Config{Policies: e.pol, Topics: e.b.Admin(), Cluster: "test"}))
+	srv := httptest.NewServer(admin.New(admin.Config{Policies: e.pol, Broker: e.b.AdminAPI(), Cluster: "test"}))
 	e.t.Cleanup(srv.Close)
 	return srv
 }

@@ -33,7 +33,7 @@ func sendAsync(p pulsar.Producer, payload string) <-chan error {
 // syncStats is the topic's synchronous replication state.
 func syncStats(t *testing.T, e *env, tp string) *adminapi.SyncReplicationStats {
 	t.Helper()
-	st, err := e.b.Admin().Stats(ctxT(t), mustParse(t, tp))
+	st, err := e.b.AdminAPI().Topics.Stats(ctxT(t), mustParse(t, tp))
 	must(t, err)
 	return st.SyncReplication
 }

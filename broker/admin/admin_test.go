@@ -12,6 +12,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/testcluster"
@@ -56,7 +57,7 @@ func startWith(t *testing.T, configure func(*admin.Config)) *env {
 		ServiceURL: "http://127.0.0.1:8080", BrokerServiceURL: "pulsar://127.0.0.1:6650"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := admin.Config{Policies: store, Topics: ft, Cluster: "standalone", Bookies: racks.NewStore(c.Connect(), "standalone")}
+	cfg := admin.Config{Policies: store, Broker: adminapi.Broker{Topics: ft}, Cluster: "standalone", Bookies: racks.NewStore(c.Connect(), "standalone")}
 	if configure != nil {
 		configure(&cfg)
 	}

@@ -18,18 +18,15 @@ import (
 var errNoBookies = fmt.Errorf("%w: the bookies' rack information is not served by this broker", adminapi.ErrUnavailable)
 
 func (s *Server) bookieRoutes(v2 string) {
-	s.handle("GET "+v2+"/bookies/all", s.allBookies)
-	s.handle("GET "+v2+"/bookies/racks-info", s.racksInfo)
-	s.handle("GET "+v2+"/bookies/racks-info/{bookie}", s.bookieRack)
-	s.handle("POST "+v2+"/bookies/racks-info/{bookie}", s.setBookieRack)
-	s.handle("DELETE "+v2+"/bookies/racks-info/{bookie}", s.deleteBookieRack)
+	s.handle("GET "+v2+"/bookies/all", s.withBookies(s.allBookies))
+	s.handle("GET "+v2+"/bookies/racks-info", s.withBookies(s.racksInfo))
+	s.handle("GET "+v2+"/bookies/racks-info/{bookie}", s.withBookies(s.bookieRack))
+	s.handle("POST "+v2+"/bookies/racks-info/{bookie}", s.withBookies(s.setBookieRack))
+	s.handle("DELETE "+v2+"/bookies/racks-info/{bookie}", s.withBookies(s.deleteBookieRack))
 	s.recoveryRoutes(v2)
 }
 
 func (s *Server) allBookies(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Bookies == nil {
-		return errNoBookies
-	}
 	ids, err := s.cfg.Bookies.Bookies(r.Context())
 	if err != nil {
 		return err
@@ -42,9 +39,6 @@ func (s *Server) allBookies(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) racksInfo(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Bookies == nil {
-		return errNoBookies
-	}
 	c, err := s.cfg.Bookies.Read(r.Context())
 	if err != nil {
 		return err
@@ -53,9 +47,6 @@ func (s *Server) racksInfo(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) bookieRack(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Bookies == nil {
-		return errNoBookies
-	}
 	c, err := s.cfg.Bookies.Read(r.Context())
 	if err != nil {
 		return err
@@ -72,9 +63,6 @@ func (s *Server) bookieRack(w http.ResponseWriter, r *http.Request) error {
 // BookieInfo body: the bookie moves to group G (out of any other), with
 // that rack and host name. Answers 204.
 func (s *Server) setBookieRack(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Bookies == nil {
-		return errNoBookies
-	}
 	group, given := r.URL.Query()["group"]
 	if !given {
 		return refuse(errkind.ErrPreconditionFailed, "Bookie 'group' parameters is missing")
@@ -94,9 +82,6 @@ func (s *Server) setBookieRack(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteBookieRack(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Bookies == nil {
-		return errNoBookies
-	}
 	if err := s.cfg.Bookies.Remove(r.Context(), r.PathValue("bookie")); err != nil {
 		return racksErr(err)
 	}

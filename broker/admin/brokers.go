@@ -12,9 +12,6 @@ var errNoBrokers = fmt.Errorf("%w: the brokers' configuration is not served by t
 // listActiveBrokers serves GET /admin/v2/brokers: the live brokers of
 // this cluster, as GET /admin/v2/brokers/{cluster} for the local cluster.
 func (s *Server) listActiveBrokers(w http.ResponseWriter, r *http.Request) error {
-	if s.topics == nil {
-		return errNoTopics
-	}
 	bs, err := s.topics.Brokers(r.Context())
 	if err != nil {
 		return err
@@ -23,10 +20,7 @@ func (s *Server) listActiveBrokers(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *Server) leaderBroker(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Brokers == nil {
-		return errNoBrokers
-	}
-	l, err := s.cfg.Brokers.LeaderBroker(r.Context())
+	l, err := s.cfg.Broker.Brokers.LeaderBroker(r.Context())
 	if err != nil {
 		return err
 	}
@@ -34,17 +28,11 @@ func (s *Server) leaderBroker(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) dynamicConfigNames(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Brokers == nil {
-		return errNoBrokers
-	}
-	return ok(w, nonNil(s.cfg.Brokers.DynamicConfigNames()))
+	return ok(w, nonNil(s.cfg.Broker.Brokers.DynamicConfigNames()))
 }
 
 func (s *Server) dynamicConfigValues(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Brokers == nil {
-		return errNoBrokers
-	}
-	m, err := s.cfg.Brokers.DynamicConfig(r.Context())
+	m, err := s.cfg.Broker.Brokers.DynamicConfig(r.Context())
 	if err != nil {
 		return err
 	}
@@ -52,10 +40,7 @@ func (s *Server) dynamicConfigValues(w http.ResponseWriter, r *http.Request) err
 }
 
 func (s *Server) runtimeConfig(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Brokers == nil {
-		return errNoBrokers
-	}
-	m, err := s.cfg.Brokers.RuntimeConfig(r.Context())
+	m, err := s.cfg.Broker.Brokers.RuntimeConfig(r.Context())
 	if err != nil {
 		return err
 	}
@@ -66,10 +51,7 @@ func (s *Server) runtimeConfig(w http.ResponseWriter, r *http.Request) error {
 // value is one path segment (a '/' in it is sent escaped, %2F). Pulsar
 // answers 200.
 func (s *Server) setDynamicConfig(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Brokers == nil {
-		return errNoBrokers
-	}
-	if err := s.cfg.Brokers.SetDynamicConfig(r.Context(), r.PathValue("name"), r.PathValue("value")); err != nil {
+	if err := s.cfg.Broker.Brokers.SetDynamicConfig(r.Context(), r.PathValue("name"), r.PathValue("value")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusOK)
@@ -77,10 +59,7 @@ func (s *Server) setDynamicConfig(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) deleteDynamicConfig(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Brokers == nil {
-		return errNoBrokers
-	}
-	if err := s.cfg.Brokers.DeleteDynamicConfig(r.Context(), r.PathValue("name")); err != nil {
+	if err := s.cfg.Broker.Brokers.DeleteDynamicConfig(r.Context(), r.PathValue("name")); err != nil {
 		return err
 	}
 	return noContent(w)

@@ -12,11 +12,7 @@ var errNoLoadReport = fmt.Errorf("%w: this broker publishes no load report", adm
 // loadReport serves GET /admin/v2/broker-stats/load-report: the load
 // report of the broker that answers.
 func (s *Server) loadReport(w http.ResponseWriter, r *http.Request) error {
-	lr, isLR := s.cfg.Brokers.(adminapi.LoadReporter)
-	if !isLR {
-		return errNoLoadReport
-	}
-	rep, err := lr.LoadReport(r.Context())
+	rep, err := s.cfg.Broker.LoadReporter.LoadReport(r.Context())
 	if err != nil {
 		return err
 	}

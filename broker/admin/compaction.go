@@ -8,27 +8,19 @@ import (
 	"github.com/isobar-mq/isobar/topic"
 )
 
-func (s *Server) compactionRoutes(t string) {
-	s.handle("PUT "+t+"/compaction", s.topicHandler(topic.Persistent, s.compact))
-	s.handle("GET "+t+"/compaction", s.topicHandler(topic.Persistent, s.compactionStatus))
-}
+var errNoCompactor = fmt.Errorf("%w: this broker does not compact topics", adminapi.ErrNotAllowed)
 
-func (s *Server) compactor() (adminapi.Compactor, error) {
-	c, ok := s.topics.(adminapi.Compactor)
-	if !ok {
-		return nil, fmt.Errorf("%w: this broker does not compact topics", adminapi.ErrNotAllowed)
-	}
-	return c, nil
+func (s *Server) compactionRoutes(t string) {
+	has := s.cfg.Broker.Compactor != nil
+	s.handle("PUT "+t+"/compaction", s.topicHandler(topic.Persistent, needT(has, errNoCompactor, s.compact)))
+	s.handle("GET "+t+"/compaction", s.topicHandler(topic.Persistent, needT(has, errNoCompactor, s.compactionStatus)))
 }
 
 // compact starts compacting a topic, each partition of a partitioned one
 // (Pulsar: PUT .../compaction, 204; 409 "Compaction already in
 // progress").
 func (s *Server) compact(w http.ResponseWriter, r *http.Request, name topic.Name) error {
-	c, err := s.compactor()
-	if err != nil {
-		return err
-	}
+	c := s.cfg.Broker.Compactor
 	ts, partitioned, err := s.targets(r.Context(), name)
 	if err != nil {
 		return err
@@ -48,10 +40,7 @@ func (s *Server) compact(w http.ResponseWriter, r *http.Request, name topic.Name
 // status (Pulsar: GET .../compaction); a partitioned topic has none of
 // its own.
 func (s *Server) compactionStatus(w http.ResponseWriter, r *http.Request, name topic.Name) error {
-	c, err := s.compactor()
-	if err != nil {
-		return err
-	}
+	c := s.cfg.Broker.Compactor
 	if p, err := s.partitions(r.Context(), name); err != nil {
 		return err
 	} else if p > 0 {

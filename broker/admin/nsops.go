@@ -193,8 +193,8 @@ func (s *Server) opNamespace(r *http.Request) (string, *policy.Policies, adminap
 	if err != nil {
 		return "", nil, nil, s.namespaceErr(r, err)
 	}
-	bs, ok := s.topics.(adminapi.Bundles)
-	if !ok {
+	bs := s.cfg.Broker.Bundles
+	if bs == nil {
 		return "", nil, nil, errNoBundles
 	}
 	return ns, pol, bs, nil
@@ -695,12 +695,12 @@ var inactiveTopicPolicy = topicPolicy{
 // dynamic settings brokerDeleteInactiveTopics* as in force.
 func brokerInactivePolicies(s *Server) any {
 	out := policy.InactiveTopicPolicies{InactiveTopicDeleteMode: policy.DeleteWhenNoSubscriptions, MaxInactiveDurationSeconds: 60}
-	if s.cfg.Brokers == nil {
+	if s.cfg.Broker.Brokers == nil {
 		return out
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	v, err := s.cfg.Brokers.RuntimeConfig(ctx)
+	v, err := s.cfg.Broker.Brokers.RuntimeConfig(ctx)
 	if err != nil {
 		return out
 	}

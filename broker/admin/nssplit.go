@@ -20,8 +20,8 @@ func (s *Server) splitBundle(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sp, isSplitter := api.(adminapi.BundleSplitter)
-	if !isSplitter {
+	sp := s.cfg.Broker.Splitter
+	if sp == nil {
 		return fmt.Errorf("%w: bundles are not split by this broker", adminapi.ErrUnavailable)
 	}
 	auth, err := authoritative(r)

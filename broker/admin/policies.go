@@ -24,9 +24,6 @@ func nonNil(s []string) []string {
 // ---- clusters
 
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	cs, err := s.cfg.Policies.Clusters(r.Context())
 	if err != nil {
 		return err
@@ -35,9 +32,6 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	d, err := s.cfg.Policies.Cluster(r.Context(), r.PathValue("cluster"))
 	if err != nil {
 		return err
@@ -46,9 +40,6 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	var d policy.ClusterData
 	if _, err := decodeBody(w, r, &d); err != nil {
 		return err
@@ -60,9 +51,6 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	var d policy.ClusterData
 	if _, err := decodeBody(w, r, &d); err != nil {
 		return err
@@ -74,9 +62,6 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	err := s.cfg.Policies.DeleteCluster(r.Context(), r.PathValue("cluster"))
 	if errors.Is(err, policy.ErrNotEmpty) {
 		// Pulsar answers 412 "Cluster not empty" here (409 for a tenant
@@ -92,9 +77,6 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
 // ---- tenants
 
 func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ts, err := s.cfg.Policies.Tenants(r.Context())
 	if err != nil {
 		return err
@@ -103,9 +85,6 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ti, err := s.cfg.Policies.Tenant(r.Context(), r.PathValue("tenant"))
 	if err != nil {
 		return err
@@ -115,9 +94,6 @@ func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	var ti policy.TenantInfo
 	if _, err := decodeBody(w, r, &ti); err != nil {
 		return err
@@ -129,9 +105,6 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	var ti policy.TenantInfo
 	if _, err := decodeBody(w, r, &ti); err != nil {
 		return err
@@ -143,11 +116,8 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ctx, tenant := r.Context(), r.PathValue("tenant")
-	if fd, ok := s.topics.(adminapi.FederatedDeletes); ok && boolParam(r, "force") {
+	if fd := s.cfg.Broker.Deletes; fd != nil && boolParam(r, "force") {
 		// Pulsar's deleteTenant(force): every namespace with force first,
 		// each in every region.
 		nss, err := s.cfg.Policies.Namespaces(ctx, tenant)
@@ -177,9 +147,6 @@ func nsName(r *http.Request) (string, error) {
 }
 
 func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	nss, err := s.cfg.Policies.Namespaces(r.Context(), r.PathValue("tenant"))
 	if err != nil {
 		return err
@@ -188,9 +155,6 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns, err := nsName(r)
 	if err != nil {
 		return err
@@ -204,9 +168,6 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns, err := nsName(r)
 	if err != nil {
 		return err
@@ -229,15 +190,12 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) error {
 // deleteNamespace deletes a namespace; with ?force=true it first deletes
 // every topic and partitioned topic in it.
 func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns, err := nsName(r)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	if fd, ok := s.topics.(adminapi.FederatedDeletes); ok {
+	if fd := s.cfg.Broker.Deletes; fd != nil {
 		force := boolParam(r, "force")
 		if !force {
 			// Partitioned topics are the federation's: the store knows.
@@ -296,9 +254,6 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 
 // namespaceTopics serves GET /admin/v2/namespaces/{t}/{ns}/topics?mode=.
 func (s *Server) namespaceTopics(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns, err := nsName(r)
 	if err != nil {
 		return err

@@ -48,13 +48,13 @@ type schemaHandlerFunc func(w http.ResponseWriter, r *http.Request, name topic.N
 // schemaHandler resolves the topic (persistent: schemas are shared by
 // both domains) and checks that its namespace exists.
 func (s *Server) schemaHandler(h schemaHandlerFunc) handlerFunc {
+	if s.cfg.Policies == nil {
+		return absent(errNoPolicies)
+	}
+	if s.cfg.Schemas == nil {
+		return absent(errNoSchemas)
+	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if s.cfg.Policies == nil {
-			return errNoPolicies
-		}
-		if s.cfg.Schemas == nil {
-			return errNoSchemas
-		}
 		name, err := topic.Parse("persistent://" + r.PathValue("tenant") + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic"))
 		if err != nil {
 			return err

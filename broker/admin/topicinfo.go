@@ -15,15 +15,12 @@ import (
 // the range of the namespace bundle the topic falls in, as Pulsar names it
 // ("0x00000000_0x40000000"), in plain text.
 func (s *Server) bundleOfTopic(w http.ResponseWriter, r *http.Request, name topic.Name) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns := name.NamespaceName()
 	if _, err := s.cfg.Policies.Namespace(r.Context(), ns); err != nil {
 		return s.namespaceErr(r, err)
 	}
-	api, ok := s.topics.(adminapi.Bundles)
-	if !ok {
+	api := s.cfg.Broker.Bundles
+	if api == nil {
 		return errNoBundles
 	}
 	bs, err := api.Bundles(r.Context(), ns)

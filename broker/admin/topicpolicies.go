@@ -489,8 +489,8 @@ func (s *Server) removeTopicPolicy(p topicPolicy) topicHandlerFunc {
 // refreshTopicPolicies tells the broker that name's policies changed;
 // the change is stored whatever it answers.
 func (s *Server) refreshTopicPolicies(r *http.Request, name topic.Name) {
-	rf, ok := s.topics.(adminapi.TopicPolicyRefresher)
-	if !ok {
+	rf := s.cfg.Broker.PolicyRefresher
+	if rf == nil {
 		return
 	}
 	if err := rf.RefreshTopicPolicies(r.Context(), name); err != nil {

@@ -24,13 +24,13 @@ type topicHandlerFunc func(w http.ResponseWriter, r *http.Request, name topic.Na
 // topicHandler parses {tenant}/{namespace}/{topic} (already URL-decoded
 // once by the mux) in domain d.
 func (s *Server) topicHandler(d topic.Domain, h topicHandlerFunc) handlerFunc {
+	if s.cfg.Policies == nil {
+		return absent(errNoPolicies)
+	}
+	if s.topics == nil {
+		return absent(errNoTopics)
+	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if s.cfg.Policies == nil {
-			return errNoPolicies
-		}
-		if s.topics == nil {
-			return errNoTopics
-		}
 		name, err := topic.Parse(string(d) + "://" + r.PathValue("tenant") + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic"))
 		if err != nil {
 			return err
@@ -103,10 +103,10 @@ func (s *Server) topicExists(ctx context.Context, name topic.Name) (bool, error)
 // ---- listing
 
 func (s *Server) listTopics(d topic.Domain) handlerFunc {
+	if s.cfg.Policies == nil {
+		return absent(errNoPolicies)
+	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if s.cfg.Policies == nil {
-			return errNoPolicies
-		}
 		ns, err := nsName(r)
 		if err != nil {
 			return err
@@ -126,10 +126,10 @@ func (s *Server) listTopics(d topic.Domain) handlerFunc {
 }
 
 func (s *Server) listPartitioned(d topic.Domain) handlerFunc {
+	if s.cfg.Policies == nil {
+		return absent(errNoPolicies)
+	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if s.cfg.Policies == nil {
-			return errNoPolicies
-		}
 		ns, err := nsName(r)
 		if err != nil {
 			return err
@@ -187,7 +187,7 @@ func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request, name topic.
 	} else if n > 0 {
 		return fmt.Errorf("%w: %s is a partitioned topic; delete it with DELETE .../partitions", adminapi.ErrConflict, name)
 	}
-	if fd, ok := s.topics.(adminapi.FederatedDeletes); ok {
+	if fd := s.cfg.Broker.Deletes; fd != nil {
 		if handled, err := fd.DeleteTopicEverywhere(ctx, name, false, 0, boolParam(r, "force")); handled {
 			if err != nil {
 				return err
@@ -231,7 +231,7 @@ func (s *Server) createPartitioned(w http.ResponseWriter, r *http.Request, name 
 			return err
 		}
 	}
-	if fd, ok := s.topics.(adminapi.FederatedDeletes); ok {
+	if fd := s.cfg.Broker.Deletes; fd != nil {
 		if err := fd.CheckCreate(ctx, name); err != nil {
 			return err
 		}
@@ -397,7 +397,7 @@ func (s *Server) deletePartitioned(w http.ResponseWriter, r *http.Request, name 
 	if err != nil {
 		return err
 	}
-	if fd, ok := s.topics.(adminapi.FederatedDeletes); ok {
+	if fd := s.cfg.Broker.Deletes; fd != nil {
 		if handled, err := fd.DeleteTopicEverywhere(ctx, name, true, n, force); handled {
 			if err != nil {
 				return err
@@ -438,7 +438,7 @@ func (s *Server) existingPartitions(ctx context.Context, name topic.Name) ([]top
 // checkTopicQuota asks the broker, when it limits topics per namespace,
 // whether name's namespace may get adding more.
 func (s *Server) checkTopicQuota(ctx context.Context, name topic.Name, adding int) error {
-	if q, ok := s.topics.(adminapi.TopicQuota); ok {
+	if q := s.cfg.Broker.Quota; q != nil {
 		return q.CheckTopicQuota(ctx, name.NamespaceName(), adding)
 	}
 	return nil
@@ -581,9 +581,9 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request, name
 	if sub == "" {
 		return badRequestf("empty subscription name")
 	}
-	sp, _ := s.topics.(adminapi.SubscriptionProperties)
+	sp := s.cfg.Broker.SubscriptionProperties
 	if len(withProps.Properties) > 0 && sp == nil {
-		return fmt.Errorf("%w: subscription properties are not kept here", adminapi.ErrNotAllowed)
+		return errNoSubscriptionProperties
 	}
 	if err := s.eachTarget(r.Context(), name, false, func(t topic.Name) error {
 		if err := s.topics.CreateSubscription(r.Context(), t, sub, at); err != nil {
@@ -599,14 +599,13 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request, name
 	return noContent(w)
 }
 
+var errNoSubscriptionProperties = fmt.Errorf("%w: subscription properties are not kept here", adminapi.ErrNotAllowed)
+
 // subscriptionProperties serves GET .../subscription/{sub}/properties:
 // the subscription's properties (a partitioned topic's: its partitions',
 // merged, the lowest partition's value winning).
 func (s *Server) subscriptionProperties(w http.ResponseWriter, r *http.Request, name topic.Name) error {
-	sp, ok := s.topics.(adminapi.SubscriptionProperties)
-	if !ok {
-		return fmt.Errorf("%w: subscription properties are not kept here", adminapi.ErrNotAllowed)
-	}
+	sp := s.cfg.Broker.SubscriptionProperties
 	ts, _, err := s.targets(r.Context(), name)
 	if err != nil {
 		return err
@@ -627,10 +626,7 @@ func (s *Server) subscriptionProperties(w http.ResponseWriter, r *http.Request, 
 // a JSON object of strings replaces the subscription's properties (on
 // every partition).
 func (s *Server) setSubscriptionProperties(w http.ResponseWriter, r *http.Request, name topic.Name) error {
-	sp, ok := s.topics.(adminapi.SubscriptionProperties)
-	if !ok {
-		return fmt.Errorf("%w: subscription properties are not kept here", adminapi.ErrNotAllowed)
-	}
+	sp := s.cfg.Broker.SubscriptionProperties
 	body, err := readBody(w, r)
 	if err != nil {
 		return err
@@ -654,7 +650,7 @@ func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request, name
 	if err != nil {
 		return err
 	}
-	if fd, ok := s.topics.(adminapi.FederatedDeletes); ok {
+	if fd := s.cfg.Broker.Deletes; fd != nil {
 		n := 0
 		if partitioned {
 			n = len(ts)
@@ -797,9 +793,6 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, name topic.Name)
 }
 
 func (s *Server) brokers(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	cluster := r.PathValue("cluster")
 	if cluster != s.cfg.Cluster {
 		cd, err := s.cfg.Policies.Cluster(r.Context(), cluster)
