@@ -43,7 +43,7 @@ func BrokerID(httpURL string) string {
 	return httpURL
 }
 
-// LoadReporter is implemented by a Brokers that knows this broker's load
+// LoadReporter (Broker.LoadReporter) is a broker that knows its load
 // report (package broker/ownership's LoadReport, in the shape of Pulsar's
 // LocalBrokerData).
 type LoadReporter interface {

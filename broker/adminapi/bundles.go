@@ -6,7 +6,7 @@ import (
 	"github.com/isobar-mq/isobar/topic"
 )
 
-// Bundles is implemented by a Topics that serves namespace bundles (the
+// Bundles (Broker.Bundles) is a broker that serves namespace bundles (the
 // broker does). The admin server's namespace and bundle operations need it:
 // unload, clear backlog, unsubscribe, delete bundle. Without it they
 // answer 503.
@@ -36,7 +36,7 @@ type BundleOwner struct {
 	URL, URLTLS string
 }
 
-// BundleSplitter is implemented by a Bundles that splits bundles (the
+// BundleSplitter (Broker.Splitter) is a broker that splits bundles (the
 // broker with bundle placement does).
 type BundleSplitter interface {
 	// SplitBundle replaces bundle b of ns, which this broker owns, by

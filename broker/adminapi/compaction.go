@@ -14,7 +14,7 @@ type LongRunningProcessStatus struct {
 	LastError string `json:"lastError"`
 }
 
-// Compactor is implemented by a Topics that compacts topics. Without it
+// Compactor (Broker.Compactor) is a broker that compacts topics. Without it
 // the compaction endpoints answer 405.
 type Compactor interface {
 	// Compact starts compacting a non-partitioned topic or one

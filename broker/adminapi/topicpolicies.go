@@ -41,9 +41,9 @@ type LedgerShape struct {
 	EnsembleSize, WriteQuorum, AckQuorum int
 }
 
-// TopicPolicyRefresher is implemented by Topics that apply a change to a
+// TopicPolicyRefresher (Broker.PolicyRefresher) applies a change to a
 // topic's own policies at once (the broker does, for the topics it has
-// loaded); others apply it when they next re-read policies.
+// loaded); without it the change applies when policies are next re-read.
 type TopicPolicyRefresher interface {
 	RefreshTopicPolicies(ctx context.Context, name topic.Name) error
 }

@@ -103,7 +103,7 @@ var (
 	ErrTooLarge             = errkind.Sentinel(errkind.ErrRequestTooLarge, "admin: request too large")           // 413
 )
 
-// TopicQuota is implemented by a Topics that limits the topics of a
+// TopicQuota (Broker.Quota) is a broker that limits the topics of a
 // namespace: CheckTopicQuota fails (with an error of its kind, 412 for
 // Pulsar's "Exceed maximum number of topics in namespace") when adding
 // more topics, each partition counting as one, would pass the limit. The
@@ -113,9 +113,9 @@ type TopicQuota interface {
 	CheckTopicQuota(ctx context.Context, namespace string, adding int) error
 }
 
-// SubscriptionProperties is implemented by a topic service that keeps
-// subscription properties (Pulsar's, PIP-105): string pairs stored with a
-// durable subscription.
+// SubscriptionProperties (Broker.SubscriptionProperties) is a topic
+// service that keeps subscription properties (Pulsar's, PIP-105): string
+// pairs stored with a durable subscription.
 type SubscriptionProperties interface {
 	SubscriptionProperties(ctx context.Context, name topic.Name, sub string) (map[string]string, error)
 	// SetSubscriptionProperties replaces them.
@@ -132,7 +132,7 @@ type PendingError struct {
 func (e *PendingError) Error() string { return e.Err.Error() }
 func (e *PendingError) Unwrap() error { return e.Err }
 
-// FederatedDeletes is implemented by a topic service whose deletes reach
+// FederatedDeletes (Broker.Deletes) is a topic service whose deletes reach
 // every region (docs/replication.md, "Deleting topics and namespaces").
 // The deletes return handled false when it cannot (no global store): the
 // delete is then this region's only.
