@@ -9,35 +9,48 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/broker/compactor"
 	"github.com/isobar-mq/isobar/broker/dispatch"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/errkind"
-	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
-// Admin returns the broker's implementation of the admin API's topic
-// operations.
-func (b *Broker) Admin() admin.Topics { return adminTopics{b} }
+// AdminAPI returns the broker's side of the admin API: every part of
+// adminapi.Broker, which region hands to the admin server.
+func (b *Broker) AdminAPI() adminapi.Broker {
+	t, br := adminTopics{b}, adminBrokers{b}
+	return adminapi.Broker{
+		Topics:                 t,
+		Brokers:                br,
+		LoadReporter:           br,
+		Quota:                  t,
+		SubscriptionProperties: t,
+		Deletes:                t,
+		Bundles:                t,
+		Splitter:               t,
+		Compactor:              t,
+		PolicyRefresher:        t,
+	}
+}
 
 type adminTopics struct{ b *Broker }
 
 // TopicDefaults are the broker's values of the topic policies it
 // enforces, for the admin API's ?applied=true answers.
-func (b *Broker) TopicDefaults() admin.TopicDefaults {
+func (b *Broker) TopicDefaults() adminapi.TopicDefaults {
 	lc := b.cfg.Ledger.WithDefaults()
-	return admin.TopicDefaults{
+	return adminapi.TopicDefaults{
 		MaxMessageSize:                b.cfg.MaxMessageSize,
 		MaxUnackedPerConsumer:         b.cfg.Limits.MaxUnackedPerConsumer,
 		MaxUnackedPerSubscription:     b.cfg.Limits.MaxUnackedPerSubscription,
 		DeduplicationSnapshotInterval: b.cfg.DeduplicationSnapshotInterval,
 		MaxDeliveryDelay:              b.cfg.Limits.MaxDeliveryDelay,
-		Persistence: &policy.PersistencePolicies{
-			BookkeeperEnsemble: lc.EnsembleSize, BookkeeperWriteQuorum: lc.WriteQuorum, BookkeeperAckQuorum: lc.AckQuorum,
+		Persistence: &adminapi.LedgerShape{
+			EnsembleSize: lc.EnsembleSize, WriteQuorum: lc.WriteQuorum, AckQuorum: lc.AckQuorum,
 		},
 	}
 }
@@ -73,19 +86,19 @@ type BrokerLister interface {
 }
 
 // ownHere returns nil when this broker owns name's bundle or takes it
-// now, else a *admin.NotOwnerError naming the owner.
+// now, else a *adminapi.NotOwnerError naming the owner.
 func (a adminTopics) ownHere(ctx context.Context, name topic.Name) error {
 	if a.b.deps.Placement.Owns(name) {
 		return nil
 	}
 	// Redirected here by the broker that placed the bundle: take it
 	// (Pulsar's authoritative lookup), not place it again.
-	r, err := a.b.deps.Placement.Lookup(ctx, name, admin.Authoritative(ctx))
+	r, err := a.b.deps.Placement.Lookup(ctx, name, adminapi.Authoritative(ctx))
 	if err != nil {
 		return err
 	}
 	if !r.Self {
-		return &admin.NotOwnerError{URL: r.HTTPURL, URLTLS: r.HTTPURLTLS, Placed: true}
+		return &adminapi.NotOwnerError{URL: r.HTTPURL, URLTLS: r.HTTPURLTLS, Placed: true}
 	}
 	return nil
 }
@@ -122,7 +135,7 @@ func (a adminTopics) CreateTopic(ctx context.Context, name topic.Name) error {
 		return err
 	}
 	if ok {
-		return fmt.Errorf("%w: topic %s", admin.ErrConflict, name)
+		return fmt.Errorf("%w: topic %s", adminapi.ErrConflict, name)
 	}
 	_, err = a.owned(ctx, name, create)
 	return err
@@ -140,7 +153,7 @@ func (a adminTopics) deleteLocal(ctx context.Context, name topic.Name, force, ma
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: %s", admin.ErrTopicNotFound, name)
+		return fmt.Errorf("%w: %s", adminapi.ErrTopicNotFound, name)
 	}
 	t, err := a.owned(ctx, name, mustExist)
 	if err != nil {
@@ -156,7 +169,7 @@ func (a adminTopics) deleteLocal(ctx context.Context, name topic.Name, force, ma
 		}
 		t.mu.Unlock()
 		if busy {
-			return fmt.Errorf("%w: topic %s has active producers or consumers", admin.ErrPreconditionFailed, name)
+			return fmt.Errorf("%w: topic %s has active producers or consumers", adminapi.ErrPreconditionFailed, name)
 		}
 	}
 	cst, _ := t.compactionState(ctx) // (a state that cannot be read leaves its ledger, if any)
@@ -177,7 +190,7 @@ func (a adminTopics) deleteLocal(ctx context.Context, name topic.Name, force, ma
 	return nil
 }
 
-// CheckTopicQuota implements admin.TopicQuota.
+// CheckTopicQuota implements adminapi.TopicQuota.
 func (a adminTopics) CheckTopicQuota(ctx context.Context, ns string, adding int) error {
 	return a.b.CheckTopicQuota(ctx, ns, adding)
 }
@@ -195,7 +208,7 @@ func (a adminTopics) ListTopics(ctx context.Context, ns string, domain topic.Dom
 	return a.b.PersistentTopics(ctx, ns)
 }
 
-func (a adminTopics) Stats(ctx context.Context, name topic.Name) (*admin.TopicStats, error) {
+func (a adminTopics) Stats(ctx context.Context, name topic.Name) (*adminapi.TopicStats, error) {
 	t, err := a.owned(ctx, name, mustExist)
 	if err != nil {
 		return nil, err
@@ -204,12 +217,12 @@ func (a adminTopics) Stats(ctx context.Context, name topic.Name) (*admin.TopicSt
 }
 
 // stats builds Pulsar's TopicStats for the topic.
-func (t *Topic) stats() *admin.TopicStats {
-	st := &admin.TopicStats{
+func (t *Topic) stats() *adminapi.TopicStats {
+	st := &adminapi.TopicStats{
 		MsgCounterIn:           t.msgIn.Load(),
-		Publishers:             []admin.PublisherStats{},
-		Subscriptions:          map[string]admin.SubscriptionStats{},
-		Replication:            map[string]admin.ReplicatorStats{},
+		Publishers:             []adminapi.PublisherStats{},
+		Subscriptions:          map[string]adminapi.SubscriptionStats{},
+		Replication:            map[string]adminapi.ReplicatorStats{},
 		DeDuplicationStatus:    "Disabled",
 		TopicCreationTimeStamp: t.loadedAt().UnixMilli(),
 		LastPublishTimestamp:   t.lastPublish.Load(),
@@ -237,7 +250,7 @@ func (t *Topic) stats() *admin.TopicStats {
 	t.mu.Unlock()
 	slices.SortFunc(prods, func(a, b *producer) int { return strings.Compare(a.name, b.name) })
 	for _, p := range prods {
-		st.Publishers = append(st.Publishers, admin.PublisherStats{
+		st.Publishers = append(st.Publishers, adminapi.PublisherStats{
 			AccessMode: p.access.String(), ProducerID: int64(p.id), ProducerName: p.name,
 			Address: p.c.nc.RemoteAddr().String(), ConnectedSince: p.since.UTC().Format(time.RFC3339Nano),
 			ClientVersion: p.c.clientVersion, Metadata: nonNil(p.metadata),
@@ -263,7 +276,7 @@ func (t *Topic) stats() *admin.TopicStats {
 			}
 			// A stored subscription nobody consumes now: its cursor still
 			// knows the backlog.
-			ss := admin.SubscriptionStats{SubType: "Exclusive", IsDurable: true, Consumers: []admin.ConsumerStats{},
+			ss := adminapi.SubscriptionStats{SubType: "Exclusive", IsDurable: true, Consumers: []adminapi.ConsumerStats{},
 				ConsumersAfterMarkDeletePosition: map[string]string{}, SubscriptionProperties: map[string]string{}}
 			ctx, cancel := context.WithTimeout(t.b.ctx, 5*time.Second)
 			if c, err := t.ml.OpenCursor(ctx, name, mledger.Latest); err == nil {
@@ -292,12 +305,12 @@ func (t *Topic) stats() *admin.TopicStats {
 	return st
 }
 
-func (s *subscription) stats() admin.SubscriptionStats {
+func (s *subscription) stats() adminapi.SubscriptionStats {
 	s.mu.Lock()
 	cons := slices.Clone(s.consumers)
-	ss := admin.SubscriptionStats{
+	ss := adminapi.SubscriptionStats{
 		SubType: subTypeName(s.subTypeLocked()), IsDurable: s.durable, MsgOutCounter: s.msgOut,
-		Consumers: []admin.ConsumerStats{}, ConsumersAfterMarkDeletePosition: map[string]string{},
+		Consumers: []adminapi.ConsumerStats{}, ConsumersAfterMarkDeletePosition: map[string]string{},
 		SubscriptionProperties: s.properties(), MsgDelayed: int64(s.d.Delayed()),
 		LastConsumedFlowTimestamp: s.lastFlow.Load(), LastConsumedTimestamp: s.lastConsumed.Load(),
 		LastAckedTimestamp: s.lastAcked.Load(),
@@ -307,7 +320,7 @@ func (s *subscription) stats() admin.SubscriptionStats {
 			ss.ActiveConsumerName = k.name
 		}
 		ss.UnAckedMessages += int64(k.d.Unacked())
-		ss.Consumers = append(ss.Consumers, admin.ConsumerStats{
+		ss.Consumers = append(ss.Consumers, adminapi.ConsumerStats{
 			AvailablePermits: int(k.d.Permits()), UnAckedMessages: k.d.Unacked(), ConsumerName: k.name,
 			BytesOutCounter: k.bytesOut.Load(), MsgOutCounter: k.msgOut.Load(),
 			Address: k.c.nc.RemoteAddr().String(), ConnectedSince: k.since.UTC().Format(time.RFC3339Nano),
@@ -336,18 +349,18 @@ func nonNil(m map[string]string) map[string]string {
 	return m
 }
 
-func (a adminTopics) InternalStats(ctx context.Context, name topic.Name) (*admin.PersistentTopicInternalStats, error) {
+func (a adminTopics) InternalStats(ctx context.Context, name topic.Name) (*adminapi.PersistentTopicInternalStats, error) {
 	t, err := a.owned(ctx, name, mustExist)
 	if err != nil {
 		return nil, err
 	}
-	st := &admin.PersistentTopicInternalStats{Ledgers: []admin.LedgerInfo{}, Cursors: map[string]admin.CursorStats{}, SchemaLedgers: []admin.SchemaLedger{}, State: "Open"}
+	st := &adminapi.PersistentTopicInternalStats{Ledgers: []adminapi.LedgerInfo{}, Cursors: map[string]adminapi.CursorStats{}, SchemaLedgers: []adminapi.SchemaLedger{}, State: "Open"}
 	if t.ml == nil {
 		return st, nil
 	}
 	ls := t.ml.Ledgers()
 	for i, l := range ls {
-		st.Ledgers = append(st.Ledgers, admin.LedgerInfo{LedgerID: l.ID, Entries: l.Entries, Size: l.Size})
+		st.Ledgers = append(st.Ledgers, adminapi.LedgerInfo{LedgerID: l.ID, Entries: l.Entries, Size: l.Size})
 		st.NumberOfEntries += l.Entries
 		st.TotalSize += l.Size
 		if i == len(ls)-1 {
@@ -366,7 +379,7 @@ func (a adminTopics) InternalStats(ctx context.Context, name topic.Name) (*admin
 		for _, r := range c.AckedRanges() {
 			ranges = append(ranges, fmt.Sprintf("(%d:%d..%d:%d]", r.Ledger, r.First-1, r.Ledger, r.Last))
 		}
-		cs := admin.CursorStats{
+		cs := adminapi.CursorStats{
 			MarkDeletePosition: posString(md), ReadPosition: posString(Position{Ledger: md.Ledger, Entry: md.Entry + 1}),
 			CursorLedger: -1, CursorLedgerLastEntry: -1, State: "Open",
 			IndividuallyDeletedMessages:            "[" + strings.Join(ranges, ",") + "]",
@@ -381,9 +394,9 @@ func (a adminTopics) InternalStats(ctx context.Context, name topic.Name) (*admin
 		}
 		st.Cursors[name] = cs
 	}
-	st.CompactedLedger = admin.CompactedLedger{LedgerID: -1}
+	st.CompactedLedger = adminapi.CompactedLedger{LedgerID: -1}
 	if v, err := t.compactedView(ctx); err == nil && v != nil {
-		st.CompactedLedger = admin.CompactedLedger{LedgerID: v.State().Ledger, Entries: v.Len(), Size: v.Size()}
+		st.CompactedLedger = adminapi.CompactedLedger{LedgerID: v.State().Ledger, Entries: v.Len(), Size: v.Size()}
 	}
 	return st, nil
 }
@@ -441,22 +454,22 @@ func (t *Topic) durableSub(ctx context.Context, sub string) (*subscription, erro
 	})
 }
 
-func (a adminTopics) CreateSubscription(ctx context.Context, name topic.Name, sub string, at *admin.MessageID) error {
+func (a adminTopics) CreateSubscription(ctx context.Context, name topic.Name, sub string, at *adminapi.MessageID) error {
 	if err := ValidSubscriptionName(sub); err != nil {
 		return err
 	}
 	if strings.HasPrefix(sub, ReservedPrefix) {
-		return fmt.Errorf("%w: invalid subscription name %q: names starting with %q are reserved", admin.ErrBadRequest, sub, ReservedPrefix)
+		return fmt.Errorf("%w: invalid subscription name %q: names starting with %q are reserved", adminapi.ErrBadRequest, sub, ReservedPrefix)
 	}
 	t, err := a.owned(ctx, name, autoCreate)
 	if err != nil {
 		return err
 	}
 	if t.ml == nil {
-		return fmt.Errorf("%w: durable subscriptions on a non-persistent topic", admin.ErrNotAllowed)
+		return fmt.Errorf("%w: durable subscriptions on a non-persistent topic", adminapi.ErrNotAllowed)
 	}
 	if slices.Contains(t.ml.Cursors(), sub) {
-		return fmt.Errorf("%w: subscription %s", admin.ErrConflict, sub)
+		return fmt.Errorf("%w: subscription %s", adminapi.ErrConflict, sub)
 	}
 	initial := mledger.Latest
 	if at != nil && at.LedgerID < 0 {
@@ -466,7 +479,7 @@ func (a adminTopics) CreateSubscription(ctx context.Context, name topic.Name, su
 	if err != nil {
 		return err
 	}
-	if at != nil && at.LedgerID >= 0 && at.LedgerID != admin.Latest.LedgerID {
+	if at != nil && at.LedgerID >= 0 && at.LedgerID != adminapi.Latest.LedgerID {
 		id := &pb.MessageIdData{LedgerId: u64p(uint64(at.LedgerID)), EntryId: u64p(uint64(at.EntryID))}
 		return c.ResetTo(ctx, t.startPosition(id, pb.CommandSubscribe_Earliest))
 	}
@@ -503,7 +516,7 @@ func (s *subscription) properties() map[string]string {
 	return p
 }
 
-// SubscriptionProperties implements admin.SubscriptionProperties.
+// SubscriptionProperties implements adminapi.SubscriptionProperties.
 func (a adminTopics) SubscriptionProperties(ctx context.Context, name topic.Name, sub string) (map[string]string, error) {
 	_, s, err := a.sub(ctx, name, sub)
 	if err != nil {
@@ -512,17 +525,17 @@ func (a adminTopics) SubscriptionProperties(ctx context.Context, name topic.Name
 	return s.properties(), nil
 }
 
-// SetSubscriptionProperties implements admin.SubscriptionProperties.
+// SetSubscriptionProperties implements adminapi.SubscriptionProperties.
 func (a adminTopics) SetSubscriptionProperties(ctx context.Context, name topic.Name, sub string, props map[string]string) error {
 	if strings.HasPrefix(sub, ReservedPrefix) {
-		return fmt.Errorf("%w: subscription %q is the broker's own", admin.ErrNotAllowed, sub)
+		return fmt.Errorf("%w: subscription %q is the broker's own", adminapi.ErrNotAllowed, sub)
 	}
 	_, s, err := a.sub(ctx, name, sub)
 	if err != nil {
 		return err
 	}
 	if s.cursor == nil {
-		return fmt.Errorf("%w: subscription %s is not durable", admin.ErrNotAllowed, sub)
+		return fmt.Errorf("%w: subscription %s is not durable", adminapi.ErrNotAllowed, sub)
 	}
 	return s.cursor.SetProperties(ctx, props)
 }
@@ -536,7 +549,7 @@ func (a adminTopics) DeleteSubscription(ctx context.Context, name topic.Name, su
 	n := len(s.consumers)
 	s.mu.Unlock()
 	if n > 0 && !force {
-		return fmt.Errorf("%w: subscription %s has %d consumers", admin.ErrPreconditionFailed, sub, n)
+		return fmt.Errorf("%w: subscription %s has %d consumers", adminapi.ErrPreconditionFailed, sub, n)
 	}
 	t.removeSubscription(s)
 	s.closeAll(true)
@@ -554,7 +567,7 @@ func (a adminTopics) Skip(ctx context.Context, name topic.Name, sub string, n in
 		return err
 	}
 	if s.cursor == nil {
-		return fmt.Errorf("%w: skip on a non-durable subscription", admin.ErrNotAllowed)
+		return fmt.Errorf("%w: skip on a non-durable subscription", adminapi.ErrNotAllowed)
 	}
 	if n < 0 {
 		return s.cursor.ResetTo(ctx, t.endPosition())
@@ -589,7 +602,7 @@ func (a adminTopics) Skip(ctx context.Context, name topic.Name, sub string, n in
 	return nil
 }
 
-func (a adminTopics) ResetCursor(ctx context.Context, name topic.Name, sub string, id admin.MessageID) error {
+func (a adminTopics) ResetCursor(ctx context.Context, name topic.Name, sub string, id adminapi.MessageID) error {
 	_, s, err := a.sub(ctx, name, sub)
 	if err != nil {
 		return err
@@ -620,28 +633,28 @@ func (a adminTopics) Unload(ctx context.Context, name topic.Name) error {
 	return a.b.Unload(ctx, name)
 }
 
-func (a adminTopics) Terminate(ctx context.Context, name topic.Name) (admin.MessageID, error) {
+func (a adminTopics) Terminate(ctx context.Context, name topic.Name) (adminapi.MessageID, error) {
 	t, err := a.owned(ctx, name, mustExist)
 	if err != nil {
-		return admin.MessageID{}, err
+		return adminapi.MessageID{}, err
 	}
 	p, err := t.terminate(ctx)
 	if err != nil {
-		return admin.MessageID{}, err
+		return adminapi.MessageID{}, err
 	}
-	return admin.MessageID{LedgerID: p.Ledger, EntryID: p.Entry, PartitionIndex: name.Partition()}, nil
+	return adminapi.MessageID{LedgerID: p.Ledger, EntryID: p.Entry, PartitionIndex: name.Partition()}, nil
 }
 
-func (a adminTopics) LastMessageID(ctx context.Context, name topic.Name) (admin.MessageID, error) {
+func (a adminTopics) LastMessageID(ctx context.Context, name topic.Name) (adminapi.MessageID, error) {
 	t, err := a.owned(ctx, name, mustExist)
 	if err != nil {
-		return admin.MessageID{}, err
+		return adminapi.MessageID{}, err
 	}
 	p, bi, err := t.lastMessageID(ctx)
 	if err != nil {
-		return admin.MessageID{}, err
+		return adminapi.MessageID{}, err
 	}
-	return admin.MessageID{LedgerID: p.Ledger, EntryID: p.Entry, PartitionIndex: name.Partition(), BatchIndex: int(bi)}, nil
+	return adminapi.MessageID{LedgerID: p.Ledger, EntryID: p.Entry, PartitionIndex: name.Partition(), BatchIndex: int(bi)}, nil
 }
 
 func (a adminTopics) Entry(ctx context.Context, name topic.Name, ledgerID, entry int64) ([]byte, error) {
@@ -651,30 +664,30 @@ func (a adminTopics) Entry(ctx context.Context, name topic.Name, ledgerID, entry
 	}
 	p := Position{Ledger: ledgerID, Entry: entry}
 	if t.ml == nil {
-		return nil, fmt.Errorf("%w: %s in %s", admin.ErrEntryNotFound, posString(p), name)
+		return nil, fmt.Errorf("%w: %s in %s", adminapi.ErrEntryNotFound, posString(p), name)
 	}
 	return t.readEntry(ctx, p)
 }
 
-func (a adminTopics) Lookup(ctx context.Context, name topic.Name) (admin.LookupData, error) {
+func (a adminTopics) Lookup(ctx context.Context, name topic.Name) (adminapi.LookupData, error) {
 	if a.b.deps.Namespaces != nil {
 		pol, err := a.b.deps.Namespaces.Policy(ctx, name.NamespaceName())
 		if err != nil {
-			return admin.LookupData{}, err
+			return adminapi.LookupData{}, err
 		}
 		pol = pol.ForTopic(name)
 		if _, ok := a.b.redirectToPrimary(pol, false); ok {
 			if pol.PrimaryWebServiceURL == "" {
-				return admin.LookupData{}, fmt.Errorf("%w: topic %s is active-standby and its primary region %s has no web service URL", errkind.ErrServiceNotReady, name, pol.Failover.Primary)
+				return adminapi.LookupData{}, fmt.Errorf("%w: topic %s is active-standby and its primary region %s has no web service URL", errkind.ErrServiceNotReady, name, pol.Failover.Primary)
 			}
-			return admin.LookupData{}, &admin.NotOwnerError{URL: strings.TrimRight(pol.PrimaryWebServiceURL, "/"), URLTLS: strings.TrimRight(pol.PrimaryWebServiceURLTLS, "/")}
+			return adminapi.LookupData{}, &adminapi.NotOwnerError{URL: strings.TrimRight(pol.PrimaryWebServiceURL, "/"), URLTLS: strings.TrimRight(pol.PrimaryWebServiceURLTLS, "/")}
 		}
 	}
 	r, err := a.b.deps.Placement.Lookup(ctx, name, false)
 	if err != nil {
-		return admin.LookupData{}, err
+		return adminapi.LookupData{}, err
 	}
-	return admin.LookupData{BrokerURL: r.ServiceURL, HTTPURL: r.HTTPURL, BrokerURLTLS: r.ServiceURLTLS, HTTPURLTLS: r.HTTPURLTLS}, nil
+	return adminapi.LookupData{BrokerURL: r.ServiceURL, HTTPURL: r.HTTPURL, BrokerURLTLS: r.ServiceURLTLS, HTTPURLTLS: r.HTTPURLTLS}, nil
 }
 
 func (a adminTopics) Brokers(ctx context.Context) ([]string, error) {
@@ -688,7 +701,7 @@ func (a adminTopics) Brokers(ctx context.Context) ([]string, error) {
 	return []string{u.Host}, nil
 }
 
-// Compact implements admin.Compactor.
+// Compact implements adminapi.Compactor.
 func (a adminTopics) Compact(ctx context.Context, name topic.Name) error {
 	t, err := a.owned(ctx, name, mustExist)
 	if err != nil {
@@ -697,12 +710,12 @@ func (a adminTopics) Compact(ctx context.Context, name topic.Name) error {
 	return t.startCompaction()
 }
 
-// CompactionStatus implements admin.Compactor.
-func (a adminTopics) CompactionStatus(ctx context.Context, name topic.Name) (admin.LongRunningProcessStatus, error) {
+// CompactionStatus implements adminapi.Compactor.
+func (a adminTopics) CompactionStatus(ctx context.Context, name topic.Name) (adminapi.LongRunningProcessStatus, error) {
 	t, err := a.owned(ctx, name, mustExist)
 	if err != nil {
-		return admin.LongRunningProcessStatus{}, err
+		return adminapi.LongRunningProcessStatus{}, err
 	}
 	st := t.compactionStatus()
-	return admin.LongRunningProcessStatus{Status: st.Status, LastError: st.LastError}, nil
+	return adminapi.LongRunningProcessStatus{Status: st.Status, LastError: st.LastError}, nil
 }

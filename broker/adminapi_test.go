@@ -7,7 +7,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
@@ -18,11 +18,11 @@ func TestAdminStatsBacklogAndSize(t *testing.T) {
 	e := startEnv(t, nil)
 	ctx := context.Background()
 	name, _ := topic.Parse("persistent://public/default/stats")
-	adm := e.b.Admin()
+	adm := e.b.AdminAPI().Topics
 	if err := adm.CreateTopic(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	if err := adm.CreateSubscription(ctx, name, "early", &admin.Earliest); err != nil {
+	if err := adm.CreateSubscription(ctx, name, "early", &adminapi.Earliest); err != nil {
 		t.Fatal(err)
 	}
 	p, err := e.client().CreateProducer(pulsar.ProducerOptions{Topic: name.String(), DisableBatching: true})
@@ -62,7 +62,7 @@ func TestProducerInitialSubscription(t *testing.T) {
 		t.Fatalf("producer: %v", r)
 	}
 	name, _ := topic.Parse(tp)
-	subs, err := e.b.Admin().Subscriptions(context.Background(), name)
+	subs, err := e.b.AdminAPI().Topics.Subscriptions(context.Background(), name)
 	if err != nil || len(subs) != 1 || subs[0] != "dlq-sub" {
 		t.Fatalf("subscriptions %v, %v", subs, err)
 	}

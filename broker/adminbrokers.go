@@ -6,15 +6,13 @@ import (
 	"maps"
 	"strconv"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/broker/dynconfig"
 	"github.com/isobar-mq/isobar/broker/ownership"
 )
 
-// BrokerAdmin returns the broker's implementation of the admin API's
-// brokers endpoints: the region's leader and dynamic configuration.
-func (b *Broker) BrokerAdmin() admin.Brokers { return adminBrokers{b} }
-
+// adminBrokers is the broker's adminapi.Brokers (and LoadReporter): the
+// region's leader, dynamic configuration and this broker's load report.
 type adminBrokers struct{ b *Broker }
 
 // BrokerLeader is implemented by a Placement that knows the region's
@@ -23,31 +21,31 @@ type BrokerLeader interface {
 	Leader(ctx context.Context) (string, error)
 }
 
-// LeaderBroker implements admin.Brokers: the leader the placement names,
+// LeaderBroker implements adminapi.Brokers: the leader the placement names,
 // or this broker when the placement knows no other (a single-broker
 // region).
-func (a adminBrokers) LeaderBroker(ctx context.Context) (admin.BrokerInfo, error) {
+func (a adminBrokers) LeaderBroker(ctx context.Context) (adminapi.BrokerInfo, error) {
 	u := a.b.cfg.HTTPURL
 	if l, ok := a.b.deps.Placement.(BrokerLeader); ok {
 		var err error
 		if u, err = l.Leader(ctx); err != nil {
-			return admin.BrokerInfo{}, err
+			return adminapi.BrokerInfo{}, err
 		}
 	}
-	return admin.BrokerInfo{BrokerID: admin.BrokerID(u), ServiceURL: u}, nil
+	return adminapi.BrokerInfo{BrokerID: adminapi.BrokerID(u), ServiceURL: u}, nil
 }
 
-// DynamicConfigNames implements admin.Brokers.
+// DynamicConfigNames implements adminapi.Brokers.
 func (a adminBrokers) DynamicConfigNames() []string { return dynconfig.Names() }
 
-// DynamicConfig implements admin.Brokers: the settings set in the region,
+// DynamicConfig implements adminapi.Brokers: the settings set in the region,
 // read from the metadata store.
 func (a adminBrokers) DynamicConfig(ctx context.Context) (map[string]string, error) {
 	v, _, err := dynconfig.Read(ctx, a.b.deps.Meta, a.b.cfg.Region)
 	return v, err
 }
 
-// RuntimeConfig implements admin.Brokers: this broker's values in effect.
+// RuntimeConfig implements adminapi.Brokers: this broker's values in effect.
 func (a adminBrokers) RuntimeConfig(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	for _, s := range dynconfig.Settings {
@@ -58,7 +56,7 @@ func (a adminBrokers) RuntimeConfig(ctx context.Context) (map[string]string, err
 	return out, nil
 }
 
-// SetDynamicConfig implements admin.Brokers. The broker applies the new
+// SetDynamicConfig implements adminapi.Brokers. The broker applies the new
 // values at once; the other brokers of the region when their watch
 // delivers the change.
 func (a adminBrokers) SetDynamicConfig(ctx context.Context, name, value string) error {
@@ -68,7 +66,7 @@ func (a adminBrokers) SetDynamicConfig(ctx context.Context, name, value string) 
 	return a.refresh(ctx)
 }
 
-// DeleteDynamicConfig implements admin.Brokers.
+// DeleteDynamicConfig implements adminapi.Brokers.
 func (a adminBrokers) DeleteDynamicConfig(ctx context.Context, name string) error {
 	if err := dynconfig.Delete(ctx, a.b.deps.Meta, a.b.cfg.Region, name); err != nil {
 		return err
@@ -91,15 +89,15 @@ type loadReporter interface {
 	LoadReport() (ownership.LoadReport, bool)
 }
 
-// LoadReport implements admin.LoadReporter.
+// LoadReport implements adminapi.LoadReporter.
 func (a adminBrokers) LoadReport(ctx context.Context) (any, error) {
 	lr, ok := a.b.deps.Placement.(loadReporter)
 	if !ok {
-		return nil, fmt.Errorf("%w: this broker places no bundles and publishes no load report", admin.ErrUnavailable)
+		return nil, fmt.Errorf("%w: this broker places no bundles and publishes no load report", adminapi.ErrUnavailable)
 	}
 	rep, ok := lr.LoadReport()
 	if !ok {
-		return nil, fmt.Errorf("%w: no load sampled yet", admin.ErrUnavailable)
+		return nil, fmt.Errorf("%w: no load sampled yet", adminapi.ErrUnavailable)
 	}
 	return rep, nil
 }

@@ -37,7 +37,7 @@ func adminEnv(t testing.TB) (*env, http.Handler) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := admin.New(admin.Config{Policies: e.pol, Topics: e.b.Admin(), Cluster: "test", MaxRequestBytes: 64 << 10,
+	h := admin.New(admin.Config{Policies: e.pol, Broker: e.b.AdminAPI(), Cluster: "test", MaxRequestBytes: 64 << 10,
 		AutoTopicCreation: policy.AutoTopicCreation{AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned},
 		Schemas:           schemas})
 	return e, h

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/topic"
 )
 
-// The admin API's reading of messages and topic properties (admin.Topics).
+// The admin API's reading of messages and topic properties (adminapi.Topics).
 
 // persistent loads a persistent topic here for an admin operation op.
 func (a adminTopics) persistent(ctx context.Context, name topic.Name, op string) (*Topic, error) {
@@ -20,7 +20,7 @@ func (a adminTopics) persistent(ctx context.Context, name topic.Name, op string)
 		return nil, err
 	}
 	if t.ml == nil {
-		return nil, fmt.Errorf("%w: %s on non-persistent topic %s", admin.ErrNotAllowed, op, name)
+		return nil, fmt.Errorf("%w: %s on non-persistent topic %s", adminapi.ErrNotAllowed, op, name)
 	}
 	return t, nil
 }
@@ -28,29 +28,29 @@ func (a adminTopics) persistent(ctx context.Context, name topic.Name, op string)
 // readEntry reads the stored entry at p.
 func (t *Topic) readEntry(ctx context.Context, p Position) ([]byte, error) {
 	if !t.ml.Valid(p) {
-		return nil, fmt.Errorf("%w: %s in %s", admin.ErrEntryNotFound, posString(p), t.name)
+		return nil, fmt.Errorf("%w: %s in %s", adminapi.ErrEntryNotFound, posString(p), t.name)
 	}
 	es, _, err := t.ml.Read(ctx, p, 1)
 	if err != nil {
 		return nil, err
 	}
 	if len(es) == 0 || es[0].Position != p {
-		return nil, fmt.Errorf("%w: %s in %s", admin.ErrEntryNotFound, posString(p), t.name)
+		return nil, fmt.Errorf("%w: %s in %s", adminapi.ErrEntryNotFound, posString(p), t.name)
 	}
 	return es[0].Data, nil
 }
 
-func (t *Topic) adminID(p Position) admin.MessageID {
-	return admin.MessageID{LedgerID: p.Ledger, EntryID: p.Entry, PartitionIndex: t.name.Partition(), BatchIndex: -1}
+func (t *Topic) adminID(p Position) adminapi.MessageID {
+	return adminapi.MessageID{LedgerID: p.Ledger, EntryID: p.Entry, PartitionIndex: t.name.Partition(), BatchIndex: -1}
 }
 
-func (a adminTopics) PeekMessage(ctx context.Context, name topic.Name, sub string, n int64) (admin.MessageID, []byte, error) {
+func (a adminTopics) PeekMessage(ctx context.Context, name topic.Name, sub string, n int64) (adminapi.MessageID, []byte, error) {
 	if err := ValidSubscriptionName(sub); err != nil {
-		return admin.MessageID{}, nil, err
+		return adminapi.MessageID{}, nil, err
 	}
 	t, err := a.persistent(ctx, name, "peeking messages")
 	if err != nil {
-		return admin.MessageID{}, nil, err
+		return adminapi.MessageID{}, nil, err
 	}
 	var p Position
 	var found bool
@@ -62,7 +62,7 @@ func (a adminTopics) PeekMessage(ctx context.Context, name topic.Name, sub strin
 	case err == nil:
 		p, found = c.NthUnacked(n)
 	case !errors.Is(err, mledger.ErrNoCursor):
-		return admin.MessageID{}, nil, err
+		return adminapi.MessageID{}, nil, err
 	case s != nil:
 		// A reader's (non-durable) subscription: from where it started.
 		md, _ := s.markDelete()
@@ -73,19 +73,19 @@ func (a adminTopics) PeekMessage(ctx context.Context, name topic.Name, sub strin
 		p, found = t.ml.NthEntry(n)
 	}
 	if !found {
-		return admin.MessageID{}, nil, fmt.Errorf("%w: no message at position %d of subscription %s on %s", admin.ErrEntryNotFound, n, sub, name)
+		return adminapi.MessageID{}, nil, fmt.Errorf("%w: no message at position %d of subscription %s on %s", adminapi.ErrEntryNotFound, n, sub, name)
 	}
 	data, err := t.readEntry(ctx, p)
 	if err != nil {
-		return admin.MessageID{}, nil, err
+		return adminapi.MessageID{}, nil, err
 	}
 	return t.adminID(p), data, nil
 }
 
-func (a adminTopics) ExamineMessage(ctx context.Context, name topic.Name, earliest bool, n int64) (admin.MessageID, []byte, error) {
+func (a adminTopics) ExamineMessage(ctx context.Context, name topic.Name, earliest bool, n int64) (adminapi.MessageID, []byte, error) {
 	t, err := a.persistent(ctx, name, "examining messages")
 	if err != nil {
-		return admin.MessageID{}, nil, err
+		return adminapi.MessageID{}, nil, err
 	}
 	p, found := t.ml.NthLastEntry(n)
 	from := "latest"
@@ -94,26 +94,26 @@ func (a adminTopics) ExamineMessage(ctx context.Context, name topic.Name, earlie
 		from = "earliest"
 	}
 	if !found {
-		return admin.MessageID{}, nil, fmt.Errorf("%w: no message at position %d from the %s of %s", admin.ErrEntryNotFound, n, from, name)
+		return adminapi.MessageID{}, nil, fmt.Errorf("%w: no message at position %d from the %s of %s", adminapi.ErrEntryNotFound, n, from, name)
 	}
 	data, err := t.readEntry(ctx, p)
 	if err != nil {
-		return admin.MessageID{}, nil, err
+		return adminapi.MessageID{}, nil, err
 	}
 	return t.adminID(p), data, nil
 }
 
-func (a adminTopics) MessageIDByTime(ctx context.Context, name topic.Name, ts time.Time) (admin.MessageID, error) {
+func (a adminTopics) MessageIDByTime(ctx context.Context, name topic.Name, ts time.Time) (adminapi.MessageID, error) {
 	t, err := a.persistent(ctx, name, "getting a message id by time")
 	if err != nil {
-		return admin.MessageID{}, err
+		return adminapi.MessageID{}, err
 	}
 	p, err := t.findByTime(ctx, ts)
 	if err != nil {
-		return admin.MessageID{}, err
+		return adminapi.MessageID{}, err
 	}
 	if !t.ml.Valid(p) {
-		return admin.MessageID{}, fmt.Errorf("%w: no message published at or after %s on %s", admin.ErrEntryNotFound, ts.UTC().Format(time.RFC3339Nano), name)
+		return adminapi.MessageID{}, fmt.Errorf("%w: no message published at or after %s on %s", adminapi.ErrEntryNotFound, ts.UTC().Format(time.RFC3339Nano), name)
 	}
 	return t.adminID(p), nil
 }

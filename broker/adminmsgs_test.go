@@ -9,7 +9,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -22,11 +22,11 @@ func TestAdminPeekMessages(t *testing.T) {
 	e := startEnv(t, nil)
 	ctx := context.Background()
 	name, _ := topic.Parse("persistent://public/default/peek")
-	adm := e.b.Admin()
+	adm := e.b.AdminAPI().Topics
 	if err := adm.CreateTopic(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	if err := adm.CreateSubscription(ctx, name, "s", &admin.Earliest); err != nil {
+	if err := adm.CreateSubscription(ctx, name, "s", &adminapi.Earliest); err != nil {
 		t.Fatal(err)
 	}
 	cl := e.client()
@@ -37,10 +37,10 @@ func TestAdminPeekMessages(t *testing.T) {
 	defer p.Close()
 	before := time.Now().Add(-time.Second)
 	ids := produce(t, p, "m", 5, nil)
-	at := func(i int) admin.MessageID {
-		return admin.MessageID{LedgerID: ids[i].LedgerID(), EntryID: ids[i].EntryID(), PartitionIndex: -1, BatchIndex: -1}
+	at := func(i int) adminapi.MessageID {
+		return adminapi.MessageID{LedgerID: ids[i].LedgerID(), EntryID: ids[i].EntryID(), PartitionIndex: -1, BatchIndex: -1}
 	}
-	peek := func(sub string, n int64) (admin.MessageID, error) {
+	peek := func(sub string, n int64) (adminapi.MessageID, error) {
 		t.Helper()
 		id, raw, err := adm.PeekMessage(ctx, name, sub, n)
 		if err == nil && len(raw) == 0 {
@@ -48,7 +48,7 @@ func TestAdminPeekMessages(t *testing.T) {
 		}
 		return id, err
 	}
-	internal := func() admin.CursorStats {
+	internal := func() adminapi.CursorStats {
 		st, err := adm.InternalStats(ctx, name)
 		if err != nil {
 			t.Fatal(err)
@@ -131,7 +131,7 @@ func TestAdminTopicProperties(t *testing.T) {
 	e := startEnv(t, nil)
 	ctx := context.Background()
 	name, _ := topic.Parse("persistent://public/default/props")
-	adm := e.b.Admin()
+	adm := e.b.AdminAPI().Topics
 	if _, err := adm.Properties(ctx, name); errkind.KindOf(err) != errkind.ErrTopicNotFound {
 		t.Fatalf("properties of a missing topic: %v, want topic not found", err)
 	}
@@ -169,7 +169,7 @@ func TestAdminStatsTimestamps(t *testing.T) {
 	e := startEnv(t, nil)
 	ctx := context.Background()
 	name, _ := topic.Parse("persistent://public/default/stamps")
-	adm := e.b.Admin()
+	adm := e.b.AdminAPI().Topics
 	if err := adm.CreateTopic(ctx, name); err != nil {
 		t.Fatal(err)
 	}

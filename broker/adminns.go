@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -79,7 +79,7 @@ func (p PolicyNamespaces) NumBundles(ctx context.Context, ns string) (int, error
 	return DefaultBundles, nil
 }
 
-// Bundles implements admin.Bundles.
+// Bundles implements adminapi.Bundles.
 func (a adminTopics) Bundles(ctx context.Context, ns string) ([]topic.Bundle, error) {
 	if bp, ok := a.b.deps.Placement.(BundlePlacement); ok {
 		return bp.Bundles(ctx, ns)
@@ -94,11 +94,11 @@ func (a adminTopics) Bundles(ctx context.Context, ns string) ([]topic.Bundle, er
 	return topic.Bundles(n), nil
 }
 
-// BundleOwner implements admin.Bundles.
-func (a adminTopics) BundleOwner(ctx context.Context, ns string, b topic.Bundle, acquire, authoritative bool) (admin.BundleOwner, error) {
+// BundleOwner implements adminapi.Bundles.
+func (a adminTopics) BundleOwner(ctx context.Context, ns string, b topic.Bundle, acquire, authoritative bool) (adminapi.BundleOwner, error) {
 	bp, ok := a.b.deps.Placement.(BundlePlacement)
 	if !ok {
-		return admin.BundleOwner{Owned: true, Self: true}, nil
+		return adminapi.BundleOwner{Owned: true, Self: true}, nil
 	}
 	var r LookupResult
 	var err error
@@ -108,16 +108,16 @@ func (a adminTopics) BundleOwner(ctx context.Context, ns string, b topic.Bundle,
 		var found bool
 		r, found, err = bp.BundleOwner(ctx, ns, b)
 		if err == nil && !found {
-			return admin.BundleOwner{}, nil
+			return adminapi.BundleOwner{}, nil
 		}
 	}
 	if err != nil {
-		return admin.BundleOwner{}, err
+		return adminapi.BundleOwner{}, err
 	}
-	return admin.BundleOwner{Owned: true, Self: r.Self, URL: r.HTTPURL, URLTLS: r.HTTPURLTLS}, nil
+	return adminapi.BundleOwner{Owned: true, Self: r.Self, URL: r.HTTPURL, URLTLS: r.HTTPURLTLS}, nil
 }
 
-// UnloadBundle implements admin.Bundles: the bundle's loaded topics are
+// UnloadBundle implements adminapi.Bundles: the bundle's loaded topics are
 // closed (their clients told to reconnect) while this broker no longer
 // owns the bundle, then its ownership is released, so the clients'
 // lookups place it again. Without a BundlePlacement the topics are only

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
@@ -82,7 +82,7 @@ func (p *OwnershipPlacement) readBundles(ctx context.Context, ns string) ([]topi
 // (now as topics of a half). See ownership.Registry.Split.
 func (p *OwnershipPlacement) SplitBundle(ctx context.Context, ns string, parent, lo, hi topic.Bundle) error {
 	if p.Local == nil && p.Policies == nil {
-		return fmt.Errorf("%w: no store to keep the boundaries in", admin.ErrUnavailable)
+		return fmt.Errorf("%w: no store to keep the boundaries in", adminapi.ErrUnavailable)
 	}
 	return p.Registry.Split(ctx, ns, parent, lo, hi, SplitGrace, func(ctx context.Context) error {
 		next, err := p.commitSplit(ctx, ns, parent, lo, hi)
@@ -135,13 +135,13 @@ type bundleSplitter interface {
 	SplitBundle(ctx context.Context, ns string, parent, lo, hi topic.Bundle) error
 }
 
-// SplitBundle implements admin.BundleSplitter. With unload set both
+// SplitBundle implements adminapi.BundleSplitter. With unload set both
 // halves are unloaded afterwards (their clients look them up again and
 // the next lookups place them afresh).
 func (a adminTopics) SplitBundle(ctx context.Context, ns string, b, lo, hi topic.Bundle, unload bool) error {
 	sp, ok := a.b.deps.Placement.(bundleSplitter)
 	if !ok {
-		return fmt.Errorf("%w: this broker places no bundles", admin.ErrUnavailable)
+		return fmt.Errorf("%w: this broker places no bundles", adminapi.ErrUnavailable)
 	}
 	if err := sp.SplitBundle(ctx, ns, b, lo, hi); err != nil {
 		if errors.Is(err, ownership.ErrSplitConflict) {

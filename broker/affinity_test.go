@@ -13,6 +13,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -27,7 +28,7 @@ import (
 func TestBookieAffinity(t *testing.T) {
 	e := startEnv(t, func(s *setup) { s.Ledger.MaxEntriesPerLedger = 4 })
 	e.cl.AddBookie()
-	h := admin.New(admin.Config{Policies: e.pol, Topics: e.b.Admin(), Cluster: "test",
+	h := admin.New(admin.Config{Policies: e.pol, Broker: e.b.AdminAPI(), Cluster: "test",
 		Bookies: racks.NewStore(e.cl.Connect(), e.cl.Region)})
 	call := func(method, path, body string) (int, string) {
 		t.Helper()
@@ -53,7 +54,7 @@ func TestBookieAffinity(t *testing.T) {
 	for i, id := range ids {
 		must("POST", "/admin/v2/bookies/racks-info/"+id+"?group="+[]string{"g1", "g1", "g2", "g2"}[i], `{"rack":"/rack-`+string(rune('a'+i))+`"}`, 204)
 	}
-	var all admin.BookiesClusterInfo
+	var all adminapi.BookiesClusterInfo
 	if err := json.Unmarshal([]byte(must("GET", "/admin/v2/bookies/all", "", 200)), &all); err != nil || len(all.Bookies) != 4 {
 		t.Fatalf("bookies/all: %+v %v, want the 4 bookies", all, err)
 	}
@@ -76,7 +77,7 @@ func TestBookieAffinity(t *testing.T) {
 	ensembles := func(tp string) [][]string {
 		t.Helper()
 		name, _ := topic.Parse(tp)
-		st, err := e.b.Admin().InternalStats(ctxT(t), name)
+		st, err := e.b.AdminAPI().Topics.InternalStats(ctxT(t), name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -115,7 +115,7 @@ func TestTokenAuthenticationWithPulsarClient(t *testing.T) {
 		})
 	}
 	// Nothing was created by the refused clients.
-	topics, err := a.b.Admin().ListTopics(ctx, "public/default", topic.Persistent)
+	topics, err := a.b.AdminAPI().Topics.ListTopics(ctx, "public/default", topic.Persistent)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -210,7 +210,7 @@ func TestCommandAuthorization(t *testing.T) {
 	must(pol.GrantSubscriptionPermission(ctx, "acme/app", "locked", []string{"auditor", "ex-admin"}))
 	const existing = "persistent://acme/app/t"
 	tp, _ := topic.Parse(existing)
-	must(a.b.Admin().CreateTopic(ctx, tp))
+	must(a.b.AdminAPI().Topics.CreateTopic(ctx, tp))
 	// ex-admin's removal.
 	must(pol.UpdateTenant(ctx, "acme", policy.TenantInfo{AdminRoles: []string{"acme-admin"}, AllowedClusters: []string{"test"}}))
 	must(pol.RevokeNamespacePermission(ctx, "acme/app", "ex-admin"))
@@ -412,13 +412,13 @@ func TestCommandAuthorization(t *testing.T) {
 		t.Helper()
 		name, _ := topic.Parse(m.topic)
 		if m.sub == "" {
-			topics, err := a.b.Admin().ListTopics(ctx, "acme/app", topic.Persistent)
+			topics, err := a.b.AdminAPI().Topics.ListTopics(ctx, "acme/app", topic.Persistent)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return slices.Contains(topics, m.topic) || slices.Contains(a.b.Topics(), m.topic)
 		}
-		subs, err := a.b.Admin().Subscriptions(ctx, name)
+		subs, err := a.b.AdminAPI().Topics.Subscriptions(ctx, name)
 		if err != nil {
 			return false // (no topic, no subscription)
 		}

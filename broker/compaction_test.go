@@ -225,7 +225,7 @@ func TestReadCompacted(t *testing.T) {
 	}
 	all.Close()
 	testcluster.WaitFor(t, 10*time.Second, func() bool {
-		st, err := e.b.Admin().InternalStats(ctxT(t), mustParse(t, tp))
+		st, err := e.b.AdminAPI().Topics.InternalStats(ctxT(t), mustParse(t, tp))
 		return err == nil && len(st.Ledgers) > 0 && st.Ledgers[0].LedgerID > ids["d=1"].LedgerID()
 	})
 
@@ -306,7 +306,7 @@ func TestCompactionThreshold(t *testing.T) {
 	}
 	horizon := func() mledger.Position {
 		t.Helper()
-		st, err := e.b.Admin().InternalStats(ctxT(t), mustParse(t, tp))
+		st, err := e.b.AdminAPI().Topics.InternalStats(ctxT(t), mustParse(t, tp))
 		if err != nil {
 			t.Fatal(err)
 		}

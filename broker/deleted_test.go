@@ -33,7 +33,7 @@ func TestDeletedReplicatedTopicNotRecreatedByReplication(t *testing.T) {
 	must(e.pol.UpdateTenant(ctx, "public", policy.TenantInfo{AllowedClusters: []string{"test", "other"}}))
 	must(e.pol.CreateNamespace(ctx, ns, &policy.Policies{ReplicationClusters: []string{"test", "other"}}))
 	name, _ := topic.Parse(tp)
-	must(e.b.Admin().CreateTopic(ctx, name))
+	must(e.b.AdminAPI().Topics.CreateTopic(ctx, name))
 
 	replicatorOn := func(tp string) *pb.CommandError {
 		t.Helper()
@@ -54,7 +54,7 @@ func TestDeletedReplicatedTopicNotRecreatedByReplication(t *testing.T) {
 	if err := replicator(); err != nil {
 		t.Fatalf("replicator producer on the existing topic: %v", err)
 	}
-	must(e.b.Admin().DeleteTopic(ctx, name, true))
+	must(e.b.AdminAPI().Topics.DeleteTopic(ctx, name, true))
 	for range 2 { // and again: the refusal creates nothing
 		err := replicator()
 		if err == nil || err.GetError() != pb.ServerError_TopicNotFound || !strings.Contains(err.GetMessage(), "was deleted in region") {
@@ -81,7 +81,7 @@ func TestDeletedReplicatedTopicNotRecreatedByReplication(t *testing.T) {
 	if err := replicatorOn(parts.Partitioned(0).String()); err != nil {
 		t.Fatalf("replicator producer on a partition: %v", err)
 	}
-	must(e.b.Admin().DeleteTopic(ctx, parts.Partitioned(0), true))
+	must(e.b.AdminAPI().Topics.DeleteTopic(ctx, parts.Partitioned(0), true))
 	must(e.pol.DeletePartitioned(ctx, parts))
 	if err := replicatorOn(parts.Partitioned(0).String()); err == nil || err.GetError() != pb.ServerError_TopicNotFound {
 		t.Fatalf("replicator producer on a partition of a deleted partitioned topic: %v, want TopicNotFound", err)
@@ -93,7 +93,7 @@ func TestDeletedReplicatedTopicNotRecreatedByReplication(t *testing.T) {
 
 	// Deleted again, then its namespace: the maintenance pass drops the
 	// mark (the partition's went when it was created again).
-	must(e.b.Admin().DeleteTopic(ctx, name, true))
+	must(e.b.AdminAPI().Topics.DeleteTopic(ctx, name, true))
 	meta := e.cl.Connect()
 	marks := func() int {
 		ks, err := meta.ListKeys(ctx, metastore.RegionPrefix(e.cl.Region)+"deleted-topics/")
@@ -103,7 +103,7 @@ func TestDeletedReplicatedTopicNotRecreatedByReplication(t *testing.T) {
 	if n := marks(); n != 1 {
 		t.Fatalf("%d marks after the delete, want 1", n)
 	}
-	must(e.b.Admin().DeleteTopic(ctx, parts.Partitioned(0), true))
+	must(e.b.AdminAPI().Topics.DeleteTopic(ctx, parts.Partitioned(0), true))
 	must(e.pol.DeletePartitioned(ctx, parts))
 	if n := marks(); n != 2 {
 		t.Fatalf("%d marks after deleting the topic and the partitioned one, want 2", n)

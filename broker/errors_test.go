@@ -14,6 +14,7 @@ import (
 
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/broker/dynconfig"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/broker/ownership"
@@ -52,17 +53,17 @@ func TestSentinelKinds(t *testing.T) {
 		{"dynconfig.ErrUnknown", dynconfig.ErrUnknown, errkind.ErrPreconditionFailed},
 		{"dynconfig.ErrInvalid", dynconfig.ErrInvalid, errkind.ErrPreconditionFailed},
 
-		{"admin.ErrTopicNotFound", admin.ErrTopicNotFound, errkind.ErrTopicNotFound},
-		{"admin.ErrSubscriptionNotFound", admin.ErrSubscriptionNotFound, errkind.ErrSubscriptionNotFound},
-		{"admin.ErrEntryNotFound", admin.ErrEntryNotFound, errkind.ErrNotFound},
-		{"admin.ErrBadRequest", admin.ErrBadRequest, errkind.ErrBadRequest},
-		{"admin.ErrConflict", admin.ErrConflict, errkind.ErrConflict},
-		{"admin.ErrPreconditionFailed", admin.ErrPreconditionFailed, errkind.ErrPreconditionFailed},
-		{"admin.ErrNotAllowed", admin.ErrNotAllowed, errkind.ErrNotAllowed},
-		{"admin.ErrUnavailable", admin.ErrUnavailable, errkind.ErrServiceNotReady},
-		{"admin.ErrNotOwner", admin.ErrNotOwner, errkind.ErrRedirect},
-		{"admin.NotOwnerError", &admin.NotOwnerError{URL: "http://b2:8080"}, errkind.ErrRedirect},
-		{"admin.ErrTooLarge", admin.ErrTooLarge, errkind.ErrRequestTooLarge},
+		{"adminapi.ErrTopicNotFound", adminapi.ErrTopicNotFound, errkind.ErrTopicNotFound},
+		{"adminapi.ErrSubscriptionNotFound", adminapi.ErrSubscriptionNotFound, errkind.ErrSubscriptionNotFound},
+		{"adminapi.ErrEntryNotFound", adminapi.ErrEntryNotFound, errkind.ErrNotFound},
+		{"adminapi.ErrBadRequest", adminapi.ErrBadRequest, errkind.ErrBadRequest},
+		{"adminapi.ErrConflict", adminapi.ErrConflict, errkind.ErrConflict},
+		{"adminapi.ErrPreconditionFailed", adminapi.ErrPreconditionFailed, errkind.ErrPreconditionFailed},
+		{"adminapi.ErrNotAllowed", adminapi.ErrNotAllowed, errkind.ErrNotAllowed},
+		{"adminapi.ErrUnavailable", adminapi.ErrUnavailable, errkind.ErrServiceNotReady},
+		{"adminapi.ErrNotOwner", adminapi.ErrNotOwner, errkind.ErrRedirect},
+		{"adminapi.NotOwnerError", &adminapi.NotOwnerError{URL: "http://b2:8080"}, errkind.ErrRedirect},
+		{"adminapi.ErrTooLarge", adminapi.ErrTooLarge, errkind.ErrRequestTooLarge},
 
 		{"ownership.ErrClosed", ownership.ErrClosed, errkind.ErrServiceNotReady},
 		{"ownership.ErrNotRegistered", ownership.ErrNotRegistered, errkind.ErrServiceNotReady},
@@ -113,7 +114,7 @@ func TestSentinelKinds(t *testing.T) {
 // adminServer serves e's broker through the admin API.
 func (e *env) adminServer() *httptest.Server {
 	e.t.Helper()
-	srv := httptest.NewServer(admin.New(admin.Config{Policies: e.pol, Topics: e.b.Admin(), Cluster: "test"}))
+	srv := httptest.NewServer(admin.New(admin.Config{Policies: e.pol, Broker: e.b.AdminAPI(), Cluster: "test"}))
 	e.t.Cleanup(srv.Close)
 	return srv
 }

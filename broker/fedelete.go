@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/deletes"
@@ -211,7 +211,7 @@ func (b *Broker) applyDelete(ctx context.Context, r deletes.Record) error {
 		if r.Kind == deletes.Subscription {
 			del = func(ctx context.Context, n topic.Name) error { return b.deleteSubHere(ctx, n, r.Subscription) }
 		}
-		if err := del(ctx, n); err != nil && !errors.Is(err, admin.ErrTopicNotFound) {
+		if err := del(ctx, n); err != nil && !errors.Is(err, adminapi.ErrTopicNotFound) {
 			errs = append(errs, fmt.Errorf("%s: %w", n, err))
 			left++
 		}
@@ -254,7 +254,7 @@ func (b *Broker) deleteHere(ctx context.Context, n topic.Name) error {
 // this broker owns, whoever consumes from it.
 func (b *Broker) deleteSubHere(ctx context.Context, n topic.Name, sub string) error {
 	err := adminTopics{b}.DeleteSubscription(ctx, n, sub, true)
-	if errors.Is(err, admin.ErrSubscriptionNotFound) || errors.Is(err, ErrTopicNotFound) {
+	if errors.Is(err, adminapi.ErrSubscriptionNotFound) || errors.Is(err, ErrTopicNotFound) {
 		return nil
 	}
 	return err
@@ -317,7 +317,7 @@ func (b *Broker) currentRegions(ctx context.Context, r deletes.Record) ([]string
 // has applied it: a namespace's global records go, then the record is
 // marked done. done is false while regions are pending; an IfEmpty record
 // a region refused is withdrawn (nothing was deleted) and reported in
-// err wrapping admin.ErrConflict.
+// err wrapping adminapi.ErrConflict.
 func (b *Broker) finishDelete(ctx context.Context, key string) (done bool, err error) {
 	r, ok, err := b.deps.Deletes.Get(ctx, key)
 	if err != nil || !ok {
@@ -403,12 +403,12 @@ func (b *Broker) awaitDelete(ctx context.Context, r deletes.Record) error {
 			if werr := b.deps.Deletes.Withdraw(ctx, r.Key); werr != nil {
 				return fmt.Errorf("%w: namespace %s: regions %s did not answer within %v, and the check could not be withdrawn: %w", errDeletePending, r.Name, strings.Join(pending, ", "), deleteWait, werr)
 			}
-			return &admin.PendingError{Regions: pending, Err: fmt.Errorf("%w: namespace %s not deleted: regions %s did not answer within %v whether they hold topics of it; nothing was deleted", errDeletePending, r.Name, strings.Join(pending, ", "), deleteWait)}
+			return &adminapi.PendingError{Regions: pending, Err: fmt.Errorf("%w: namespace %s not deleted: regions %s did not answer within %v whether they hold topics of it; nothing was deleted", errDeletePending, r.Name, strings.Join(pending, ", "), deleteWait)}
 		}
 		if len(pending) == 0 {
 			return fmt.Errorf("%w: %s: every region has deleted its copy, but the delete could not be finished within %v: %v; retry the delete", errDeletePending, r.Name, deleteWait, err)
 		}
-		return &admin.PendingError{Regions: pending, Err: fmt.Errorf("%w: %s deleted in %s, but regions %s have not deleted their copies within %v (unreachable?): they will when they return, and until then it cannot be created again; retry the delete to wait for them",
+		return &adminapi.PendingError{Regions: pending, Err: fmt.Errorf("%w: %s deleted in %s, but regions %s have not deleted their copies within %v (unreachable?): they will when they return, and until then it cannot be created again; retry the delete to wait for them",
 			errDeletePending, r.Name, strings.Join(appliedRegions(cur), ", "), strings.Join(pending, ", "), deleteWait)}
 	}
 }
@@ -422,7 +422,7 @@ func appliedRegions(r deletes.Record) []string {
 	return out
 }
 
-// DeleteTopicEverywhere implements admin.FederatedDeletes: it deletes
+// DeleteTopicEverywhere implements adminapi.FederatedDeletes: it deletes
 // topic name (with partitioned, the partitioned topic of partitions
 // partitions) in every region, or joins the delete of it under way.
 func (a adminTopics) DeleteTopicEverywhere(ctx context.Context, name topic.Name, partitioned bool, partitions int, force bool) (bool, error) {
@@ -458,22 +458,22 @@ func (a adminTopics) beginTopicDelete(ctx context.Context, name topic.Name, part
 			return deletes.Record{}, err
 		}
 		if !ok {
-			return deletes.Record{}, fmt.Errorf("%w: %s", admin.ErrTopicNotFound, name)
+			return deletes.Record{}, fmt.Errorf("%w: %s", adminapi.ErrTopicNotFound, name)
 		}
 		t, err := a.owned(ctx, name, mustExist) // (the owner takes the delete)
 		if err != nil {
 			return deletes.Record{}, err
 		}
 		if !force && t.inUse() {
-			return deletes.Record{}, fmt.Errorf("%w: topic %s has active producers or consumers", admin.ErrPreconditionFailed, name)
+			return deletes.Record{}, fmt.Errorf("%w: topic %s has active producers or consumers", adminapi.ErrPreconditionFailed, name)
 		}
 	} else {
 		if partitions == 0 {
-			return deletes.Record{}, fmt.Errorf("%w: partitioned topic %s does not exist", admin.ErrTopicNotFound, name)
+			return deletes.Record{}, fmt.Errorf("%w: partitioned topic %s does not exist", adminapi.ErrTopicNotFound, name)
 		}
 		for i := range partitions {
 			if t := a.b.loadedTopic(name.Partitioned(i).String()); t != nil && !force && t.inUse() {
-				return deletes.Record{}, fmt.Errorf("%w: partition %s has active producers or consumers", admin.ErrPreconditionFailed, t.name)
+				return deletes.Record{}, fmt.Errorf("%w: partition %s has active producers or consumers", adminapi.ErrPreconditionFailed, t.name)
 			}
 		}
 	}
@@ -503,7 +503,7 @@ func regionsOf(pol NamespacePolicy, region string) []string {
 	return out
 }
 
-// DeleteNamespaceEverywhere implements admin.FederatedDeletes: with
+// DeleteNamespaceEverywhere implements adminapi.FederatedDeletes: with
 // force it deletes every topic of namespace ns in every region and then
 // the namespace; without, it deletes the namespace only if no region
 // holds a topic of it.
@@ -529,7 +529,7 @@ func (a adminTopics) DeleteNamespaceEverywhere(ctx context.Context, ns string, f
 	return true, a.b.awaitDelete(ctx, cur)
 }
 
-// CheckCreate implements admin.FederatedDeletes: whether topic name may
+// CheckCreate implements adminapi.FederatedDeletes: whether topic name may
 // be created now.
 func (a adminTopics) CheckCreate(ctx context.Context, name topic.Name) error {
 	if a.b.deps.Deletes == nil {
@@ -542,7 +542,7 @@ func (a adminTopics) CheckCreate(ctx context.Context, name topic.Name) error {
 	return a.b.deleteGate(ctx, name, a.b.withTopicPolicy(ctx, name, pol))
 }
 
-// DeleteSubscriptionEverywhere implements admin.FederatedDeletes: it
+// DeleteSubscriptionEverywhere implements adminapi.FederatedDeletes: it
 // deletes subscription sub of topic name (of every partition of a
 // partitioned topic of partitions partitions) in every region, or joins
 // the delete of it under way.
@@ -566,7 +566,7 @@ func (a adminTopics) DeleteSubscriptionEverywhere(ctx context.Context, name topi
 		found := false
 		for _, t := range targets {
 			_, s, err := a.sub(ctx, t, sub)
-			if errors.Is(err, admin.ErrSubscriptionNotFound) || errors.Is(err, ErrTopicNotFound) || errors.Is(err, admin.ErrTopicNotFound) {
+			if errors.Is(err, adminapi.ErrSubscriptionNotFound) || errors.Is(err, ErrTopicNotFound) || errors.Is(err, adminapi.ErrTopicNotFound) {
 				continue
 			}
 			if err != nil {
@@ -577,11 +577,11 @@ func (a adminTopics) DeleteSubscriptionEverywhere(ctx context.Context, name topi
 			n := len(s.consumers)
 			s.mu.Unlock()
 			if n > 0 && !force {
-				return true, fmt.Errorf("%w: subscription %s has %d consumers", admin.ErrPreconditionFailed, sub, n)
+				return true, fmt.Errorf("%w: subscription %s has %d consumers", adminapi.ErrPreconditionFailed, sub, n)
 			}
 		}
 		if !found {
-			return true, fmt.Errorf("%w: %s on %s", admin.ErrSubscriptionNotFound, sub, name)
+			return true, fmt.Errorf("%w: %s on %s", adminapi.ErrSubscriptionNotFound, sub, name)
 		}
 		pol, err := a.b.deps.Namespaces.Policy(ctx, name.NamespaceName())
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/broker/dynconfig"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
@@ -21,7 +21,7 @@ func inactivePolicies(mode string, secs int, on bool) *policy.InactiveTopicPolic
 // stored reports which of locals are topics of ns stored in the region.
 func stored(t *testing.T, e *env, ns string, locals ...string) map[string]bool {
 	t.Helper()
-	names, err := e.b.Admin().ListTopics(context.Background(), ns, topic.Persistent)
+	names, err := e.b.AdminAPI().Topics.ListTopics(context.Background(), ns, topic.Persistent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,14 +58,14 @@ func TestInactiveTopicsDeleted(t *testing.T) {
 	const ns = "public/idle"
 	e, clk := policyEnv(t, ns, &policy.Policies{InactiveTopicPolicies: inactivePolicies(policy.DeleteWhenNoSubscriptions, 60, true)})
 	ctx := context.Background()
-	adm := e.b.Admin()
+	adm := e.b.AdminAPI().Topics
 	name := func(l string) topic.Name { n, _ := topic.Parse("persistent://" + ns + "/" + l); return n }
 	for _, l := range []string{"unused", "subscribed", "recent", "own-policy"} {
 		if err := adm.CreateTopic(ctx, name(l)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := adm.CreateSubscription(ctx, name("subscribed"), "s", &admin.Earliest); err != nil {
+	if err := adm.CreateSubscription(ctx, name("subscribed"), "s", &adminapi.Earliest); err != nil {
 		t.Fatal(err)
 	}
 	setTopicPolicies(t, e, "persistent://"+ns+"/own-policy", policy.LocalScope, func(p *policy.TopicPolicies) {
@@ -144,14 +144,14 @@ func TestInactiveTopicsBrokerDefault(t *testing.T) {
 	e, clk := policyEnv(t, ns, nil)
 	ctx := context.Background()
 	n, _ := topic.Parse("persistent://" + ns + "/t")
-	if err := e.b.Admin().CreateTopic(ctx, n); err != nil {
+	if err := e.b.AdminAPI().Topics.CreateTopic(ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	clk.advance(time.Hour)
 	e.b.MaintainOnce(ctx)
 	wantStored(t, e, ns, map[string]bool{"t": true})
 
-	br := e.b.BrokerAdmin()
+	br := e.b.AdminAPI().Brokers
 	for k, v := range map[string]string{dynconfig.DeleteInactiveTopicsEnabled: "true", dynconfig.DeleteInactiveTopicsMaxInactiveSeconds: "7200"} {
 		if err := br.SetDynamicConfig(ctx, k, v); err != nil {
 			t.Fatal(err)
@@ -178,7 +178,7 @@ func TestInactivePartitionedTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if err := e.b.Admin().CreateTopic(ctx, base.Partitioned(i)); err != nil {
+		if err := e.b.AdminAPI().Topics.CreateTopic(ctx, base.Partitioned(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -219,7 +219,7 @@ func TestInactiveReplicatedTopicKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, _ := topic.Parse("persistent://" + ns + "/t")
-	if err := e.b.Admin().CreateTopic(ctx, n); err != nil {
+	if err := e.b.AdminAPI().Topics.CreateTopic(ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	clk.advance(time.Hour)

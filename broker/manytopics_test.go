@@ -84,7 +84,7 @@ func BenchmarkManyTopics(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	adm := rb.Broker().Admin()
+	adm := rb.Broker().AdminAPI().Topics
 	name := func(i int) string {
 		return fmt.Sprintf("persistent://public/ns-%d/t-%d", i%namespaces, i)
 	}

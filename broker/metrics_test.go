@@ -30,7 +30,7 @@ func TestMetricsCardinality(t *testing.T) {
 	}
 	defer tel.Shutdown(context.Background())
 	e := startEnv(t, func(c *setup) { c.MeterProvider = tel.MeterProvider() })
-	adm := e.b.Admin()
+	adm := e.b.AdminAPI().Topics
 	ctx := context.Background()
 	page := func() string {
 		rec := httptest.NewRecorder()

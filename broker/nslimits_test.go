@@ -82,7 +82,7 @@ func TestMaxProducersPerTopic(t *testing.T) {
 
 	// The namespace's limit removed, the broker's dynamic setting rules.
 	setNS(t, e, "public/default", func(p *policy.Policies) { p.MaxProducersPerTopic = nil })
-	if err := e.b.BrokerAdmin().SetDynamicConfig(ctxT(t), "maxProducersPerTopic", "1"); err != nil {
+	if err := e.b.AdminAPI().Brokers.SetDynamicConfig(ctxT(t), "maxProducersPerTopic", "1"); err != nil {
 		t.Fatal(err)
 	}
 	e.b.MaintainOnce(ctxT(t))
@@ -127,7 +127,7 @@ func TestMaxConsumers(t *testing.T) {
 
 	// The dynamic setting applies to namespaces without a limit.
 	setNS(t, e, "public/default", func(p *policy.Policies) { p.MaxConsumersPerSubscription = nil })
-	if err := e.b.BrokerAdmin().SetDynamicConfig(ctxT(t), "maxConsumersPerTopic", "1"); err != nil {
+	if err := e.b.AdminAPI().Brokers.SetDynamicConfig(ctxT(t), "maxConsumersPerTopic", "1"); err != nil {
 		t.Fatal(err)
 	}
 	e.b.MaintainOnce(ctxT(t))
@@ -154,7 +154,7 @@ func TestMaxTopicsPerNamespacePolicy(t *testing.T) {
 	// The dynamic setting replaces the broker's limit where the
 	// namespace has none.
 	must(t, e.pol.CreateNamespace(ctxT(t), "public/dyn", nil))
-	if err := e.b.BrokerAdmin().SetDynamicConfig(ctxT(t), "maxTopicsPerNamespace", "1"); err != nil {
+	if err := e.b.AdminAPI().Brokers.SetDynamicConfig(ctxT(t), "maxTopicsPerNamespace", "1"); err != nil {
 		t.Fatal(err)
 	}
 	if r := rawProducer(rc, "persistent://public/dyn/a", 4); r != nil {
@@ -172,14 +172,14 @@ func TestAutoSubscriptionCreation(t *testing.T) {
 	if r := rawSubscribe(rc, tp, "old", 1); r != nil {
 		t.Fatal(r)
 	}
-	if err := e.b.BrokerAdmin().SetDynamicConfig(ctxT(t), "allowAutoSubscriptionCreation", "false"); err != nil {
+	if err := e.b.AdminAPI().Brokers.SetDynamicConfig(ctxT(t), "allowAutoSubscriptionCreation", "false"); err != nil {
 		t.Fatal(err)
 	}
 	wantRefused(t, "new subscription", rawSubscribe(rc, tp, "new", 2), pb.ServerError_SubscriptionNotFound, "Subscription does not exist")
 	if r := rawSubscribe(rc, tp, "old", 3); r != nil {
 		t.Fatalf("joining an existing subscription: %v", r)
 	}
-	if err := e.b.BrokerAdmin().DeleteDynamicConfig(ctxT(t), "allowAutoSubscriptionCreation"); err != nil {
+	if err := e.b.AdminAPI().Brokers.DeleteDynamicConfig(ctxT(t), "allowAutoSubscriptionCreation"); err != nil {
 		t.Fatal(err)
 	}
 	if r := rawSubscribe(rc, tp, "new", 4); r != nil {
@@ -204,7 +204,7 @@ func TestPersistencePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	name, _ := topic.Parse(tp)
-	st, err := e.b.Admin().InternalStats(ctxT(t), name)
+	st, err := e.b.AdminAPI().Topics.InternalStats(ctxT(t), name)
 	if err != nil || len(st.Ledgers) == 0 {
 		t.Fatalf("internal stats: %+v %v", st, err)
 	}

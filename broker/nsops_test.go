@@ -11,7 +11,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -30,7 +30,7 @@ func nsOpsEnv(t *testing.T) (*env, pulsaradmin.Client, string, []topic.Name) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm := e.b.Admin()
+	adm := e.b.AdminAPI().Topics
 	cl := e.client()
 	var names []topic.Name
 	for i := range 8 {
@@ -40,7 +40,7 @@ func nsOpsEnv(t *testing.T) (*env, pulsaradmin.Client, string, []topic.Name) {
 			t.Fatal(err)
 		}
 		for _, s := range []string{"a", "b"} {
-			if err := adm.CreateSubscription(ctx, name, s, &admin.Earliest); err != nil {
+			if err := adm.CreateSubscription(ctx, name, s, &adminapi.Earliest); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -60,7 +60,7 @@ func backlogs(t *testing.T, e *env, names []topic.Name) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
 	for _, n := range names {
-		st, err := e.b.Admin().Stats(context.Background(), n)
+		st, err := e.b.AdminAPI().Topics.Stats(context.Background(), n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func TestNamespaceUnsubscribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range names {
-		subs, err := e.b.Admin().Subscriptions(context.Background(), n)
+		subs, err := e.b.AdminAPI().Topics.Subscriptions(context.Background(), n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ func TestNamespaceUnsubscribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range names {
-		subs, _ := e.b.Admin().Subscriptions(context.Background(), n)
+		subs, _ := e.b.AdminAPI().Topics.Subscriptions(context.Background(), n)
 		if want := bundleOf(n) != b; slices.Contains(subs, "a") != want {
 			t.Fatalf("subscriptions of %s (bundle %s) after unsubscribing a from bundle %s: %v", n, bundleOf(n), b, subs)
 		}
@@ -181,7 +181,7 @@ func TestDeleteBundle(t *testing.T) {
 	if code, reason := httpDo(t, "DELETE", url+"/admin/v2/namespaces/public/ops/"+b.String()+"?force=true", ""); code != 204 {
 		t.Fatalf("forced delete: %d %s", code, reason)
 	}
-	left, err := e.b.Admin().ListTopics(context.Background(), "public/ops", topic.Persistent)
+	left, err := e.b.AdminAPI().Topics.ListTopics(context.Background(), "public/ops", topic.Persistent)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func TestSchemaAutoUpdateDisabled(t *testing.T) {
 	}
 
 	// The admin API uploads regardless.
-	hs := httptest.NewServer(admin.New(admin.Config{Policies: e.pol, Topics: e.b.Admin(), Cluster: "test", Schemas: reg}))
+	hs := httptest.NewServer(admin.New(admin.Config{Policies: e.pol, Broker: e.b.AdminAPI(), Cluster: "test", Schemas: reg}))
 	t.Cleanup(hs.Close)
 	ac, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: hs.URL})
 	if err != nil {
@@ -195,7 +195,7 @@ func TestSubscriptionAuthModePrefix(t *testing.T) {
 	must(pol.GrantNamespacePermission(ctx, "acme/app", "reader", []string{"consume"}))
 	const tn = "persistent://acme/app/orders"
 	name, _ := topic.Parse(tn)
-	must(a.b.Admin().CreateTopic(ctx, name))
+	must(a.b.AdminAPI().Topics.CreateTopic(ctx, name))
 	a.setNamespace("acme/app", func(p *policy.Policies) { p.SubscriptionAuthMode = policy.SubscriptionAuthPrefix })
 
 	valid := time.Now().Add(time.Hour)
@@ -214,7 +214,7 @@ func TestSubscriptionAuthModePrefix(t *testing.T) {
 			t.Fatalf("%s subscribing as %q: %v, want AuthorizationError: ...%s", c.role, c.sub, err, want)
 		}
 	}
-	subs, err := a.b.Admin().Subscriptions(ctx, name)
+	subs, err := a.b.AdminAPI().Topics.Subscriptions(ctx, name)
 	if err != nil || len(subs) != 0 {
 		t.Fatalf("refused subscribes created %v (%v)", subs, err)
 	}
@@ -299,7 +299,7 @@ func TestEncryptionRequired(t *testing.T) {
 		cons.Ack(m)
 	}
 	cons.Close() // (the raw frames below send keys it could not use)
-	id, entry, err := e.b.Admin().ExamineMessage(ctx, name, false, 1)
+	id, entry, err := e.b.AdminAPI().Topics.ExamineMessage(ctx, name, false, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestEncryptionRequired(t *testing.T) {
 		t.Fatal("an unencrypted message was accepted")
 	}
 	plain.Close()
-	if last, err := e.b.Admin().LastMessageID(ctx, name); err != nil || last.LedgerID != id.LedgerID || last.EntryID != id.EntryID {
+	if last, err := e.b.AdminAPI().Topics.LastMessageID(ctx, name); err != nil || last.LedgerID != id.LedgerID || last.EntryID != id.EntryID {
 		t.Fatalf("last message %+v (%v), want the encrypted one %+v: something unencrypted was stored", last, err, id)
 	}
 

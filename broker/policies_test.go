@@ -10,7 +10,6 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -38,7 +37,7 @@ func policyEnv(t *testing.T, ns string, pol *policy.Policies) (*env, *clock) {
 func backlog(t *testing.T, e *env, tp, sub string) int64 {
 	t.Helper()
 	name, _ := topic.Parse(tp)
-	st, err := e.b.Admin().Stats(context.Background(), name)
+	st, err := e.b.AdminAPI().Topics.Stats(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +216,7 @@ func TestSubscriptionExpiration(t *testing.T) {
 	late := subscribe("late")
 	subs := func() string {
 		t.Helper()
-		s, err := e.b.Admin().Subscriptions(context.Background(), name)
+		s, err := e.b.AdminAPI().Topics.Subscriptions(context.Background(), name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,10 +248,10 @@ func TestAutoSubscriptionCreationOverride(t *testing.T) {
 		AutoSubscriptionCreationOverride: &policy.AutoSubscriptionCreation{AllowAutoSubscriptionCreation: false}})
 	name, _ := topic.Parse("persistent://public/autosub/t")
 	ctx := context.Background()
-	if err := e.b.Admin().CreateTopic(ctx, name); err != nil {
+	if err := e.b.AdminAPI().Topics.CreateTopic(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.b.Admin().CreateSubscription(ctx, name, "made", nil); err != nil {
+	if err := e.b.AdminAPI().Topics.CreateSubscription(ctx, name, "made", nil); err != nil {
 		t.Fatal(err)
 	}
 	c := e.client()
@@ -268,7 +267,7 @@ func TestAutoSubscriptionCreationOverride(t *testing.T) {
 	setTopicPolicies(t, e, name.String(), policy.GlobalScope, func(p *policy.TopicPolicies) {
 		p.AutoSubscriptionCreation = &policy.AutoSubscriptionCreation{AllowAutoSubscriptionCreation: true}
 	})
-	if err := e.b.Admin().(admin.TopicPolicyRefresher).RefreshTopicPolicies(ctx, name); err != nil {
+	if err := e.b.AdminAPI().PolicyRefresher.RefreshTopicPolicies(ctx, name); err != nil {
 		t.Fatal(err)
 	}
 	cons, err = c.Subscribe(pulsar.ConsumerOptions{Topic: name.String(), SubscriptionName: "new"})

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/replication"
@@ -450,15 +450,15 @@ func (t *Topic) oldestUnacked(ctx context.Context, c *mledger.Cursor) time.Time 
 // replicationStats fills the replication section of the topic's stats:
 // per remote, the outbound backlog and rate from its replication cursor
 // and subscription, and the inbound counters of what came from it.
-func (t *Topic) replicationStats(subs []*subscription) map[string]admin.ReplicatorStats {
-	out := map[string]admin.ReplicatorStats{}
+func (t *Topic) replicationStats(subs []*subscription) map[string]adminapi.ReplicatorStats {
+	out := map[string]adminapi.ReplicatorStats{}
 	if t.ml == nil {
 		return out
 	}
 	now := t.b.deps.Now()
 	age := now.Sub(t.loadedAt()).Seconds()
 	for _, r := range t.remotes() {
-		rs := admin.ReplicatorStats{}
+		rs := adminapi.ReplicatorStats{}
 		ctx, cancel := context.WithTimeout(t.b.ctx, 5*time.Second)
 		if c, err := t.ml.OpenCursor(ctx, replication.CursorName(r), mledger.Earliest); err == nil {
 			rs.ReplicationBacklog = c.Backlog()

@@ -111,7 +111,7 @@ func BenchmarkIdleTopics(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer br.Shutdown(context.Background())
-	adm := br.Admin()
+	adm := br.AdminAPI().Topics
 
 	// Warm up the shared structures with one topic, then measure.
 	mk := func(i int) error {

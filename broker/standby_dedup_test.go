@@ -269,7 +269,7 @@ func TestNewPrimaryDropsResentLateCopyAfterRestart(t *testing.T) {
 			if tc.interval > 0 {
 				name := mustParse(t, tp)
 				testWaitFor(t, "a snapshot covering the new primary's entries", func() bool {
-					st, err := e.b.Admin().InternalStats(ctxT(t), name)
+					st, err := e.b.AdminAPI().Topics.InternalStats(ctxT(t), name)
 					must(err)
 					return st.Cursors["isobar.dedup"].NumberOfEntriesSinceFirstNotAckedMessage == 0
 				})

@@ -69,7 +69,7 @@ func TestSubscriptionProperties(t *testing.T) {
 	// Every partition has them, and they survive an unload.
 	for _, p := range []string{"parted-partition-0", "parted-partition-1", "plain"} {
 		name, _ := topic.Parse("persistent://public/default/" + p)
-		if err := e.b.Admin().Unload(ctx, name); err != nil {
+		if err := e.b.AdminAPI().Topics.Unload(ctx, name); err != nil {
 			t.Fatal(err)
 		}
 		code, body := do("GET", p+"/stats", "")

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/replication"
 )
@@ -473,7 +473,7 @@ func (b *Broker) reachedStoreSince(since time.Time) bool {
 
 // syncStats is the topic's synchronous replication state for its stats
 // (nil when it is not synchronous).
-func (t *Topic) syncStats() *admin.SyncReplicationStats {
+func (t *Topic) syncStats() *adminapi.SyncReplicationStats {
 	sr := t.srepl.Load()
 	if sr == nil {
 		return nil
@@ -482,12 +482,12 @@ func (t *Topic) syncStats() *admin.SyncReplicationStats {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
 	remotes := sr.remotes
-	st := &admin.SyncReplicationStats{Regions: sr.q.regions, FallbackAfterSeconds: int(sr.q.fallback / time.Second), State: admin.SyncStateSync, Waiting: len(sr.q.waiting)}
+	st := &adminapi.SyncReplicationStats{Regions: sr.q.regions, FallbackAfterSeconds: int(sr.q.fallback / time.Second), State: adminapi.SyncStateSync, Waiting: len(sr.q.waiting)}
 	if len(sr.q.waiting) > 0 {
 		st.OldestWaitMs = now.Sub(sr.q.waiting[0].since).Milliseconds()
 	}
 	if sr.q.degraded {
-		st.State = admin.SyncStateDegraded
+		st.State = adminapi.SyncStateDegraded
 		st.DegradedSince = sr.q.degradedSince.UTC().Format(time.RFC3339Nano)
 	}
 	for _, r := range remotes {

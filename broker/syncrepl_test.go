@@ -8,7 +8,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replication"
 )
@@ -31,9 +31,9 @@ func sendAsync(p pulsar.Producer, payload string) <-chan error {
 }
 
 // syncStats is the topic's synchronous replication state.
-func syncStats(t *testing.T, e *env, tp string) *admin.SyncReplicationStats {
+func syncStats(t *testing.T, e *env, tp string) *adminapi.SyncReplicationStats {
 	t.Helper()
-	st, err := e.b.Admin().Stats(ctxT(t), mustParse(t, tp))
+	st, err := e.b.AdminAPI().Topics.Stats(ctxT(t), mustParse(t, tp))
 	must(t, err)
 	return st.SyncReplication
 }
@@ -61,7 +61,7 @@ func TestSyncReplicationHoldsUntilTheRegionConfirms(t *testing.T) {
 	sent := []<-chan error{sendAsync(p, "m0"), sendAsync(p, "m1")}
 	testWaitFor(t, "two publishes held", func() bool {
 		st := syncStats(t, e, tp)
-		return st != nil && st.Waiting == 2 && st.State == admin.SyncStateSync
+		return st != nil && st.Waiting == 2 && st.State == adminapi.SyncStateSync
 	})
 	for i, ch := range sent {
 		select {
@@ -147,7 +147,7 @@ func TestSyncReplicationFallsBackAfterItsBound(t *testing.T) {
 		t.Fatalf("acknowledged after %v, before the 1 s fallback", waited)
 	}
 	st := syncStats(t, e, tp)
-	if st == nil || st.State != admin.SyncStateDegraded || st.DegradedSince == "" {
+	if st == nil || st.State != adminapi.SyncStateDegraded || st.DegradedSince == "" {
 		t.Fatalf("stats after the fallback: %+v", st)
 	}
 	// Degraded: not held.
@@ -167,7 +167,7 @@ func TestSyncReplicationFallsBackAfterItsBound(t *testing.T) {
 		must(t, err)
 	}
 	must(t, repl.AckCumulative(last))
-	testWaitFor(t, "synchronous again", func() bool { st := syncStats(t, e, tp); return st.State == admin.SyncStateSync })
+	testWaitFor(t, "synchronous again", func() bool { st := syncStats(t, e, tp); return st.State == adminapi.SyncStateSync })
 	held := sendAsync(p, "m1")
 	testWaitFor(t, "m1 held", func() bool { return syncStats(t, e, tp).Waiting == 1 })
 	m, err := repl.Receive(ctx)

@@ -28,7 +28,7 @@ func TestTerminate(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := produce(t, p, "m", 5, nil)
-	last, err := e.b.Admin().Terminate(ctx, name)
+	last, err := e.b.AdminAPI().Topics.Terminate(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestTerminate(t *testing.T) {
 	if _, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tp}); err == nil || !strings.Contains(err.Error(), "TopicTerminated") {
 		t.Fatalf("new producer: %v, want TopicTerminatedError", err)
 	}
-	if again, err := e.b.Admin().Terminate(ctx, name); err != nil || again != last {
+	if again, err := e.b.AdminAPI().Topics.Terminate(ctx, name); err != nil || again != last {
 		t.Fatalf("terminate again: %+v %v", again, err)
 	}
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 )
 
 // GET .../bundle names the topic's bundle as Pulsar does; GET
@@ -45,7 +45,7 @@ func TestTopicBundleAndInternalInfo(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("GET internal-info: %d %s", status, body)
 	}
-	var info admin.ManagedLedgerInfo
+	var info adminapi.ManagedLedgerInfo
 	if err := json.Unmarshal([]byte(body), &info); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestTopicBundleAndInternalInfo(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for !func() bool {
 		_, body := getBody(t, srv.URL+"/admin/v2/persistent/public/default/info/internal-info")
-		var info admin.ManagedLedgerInfo
+		var info adminapi.ManagedLedgerInfo
 		if json.Unmarshal([]byte(body), &info) != nil {
 			return false
 		}

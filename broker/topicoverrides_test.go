@@ -152,7 +152,7 @@ func TestDeduplicationSnapshotInterval(t *testing.T) {
 	// snapshot's position.
 	replay := func(tp string) int64 {
 		name, _ := topic.Parse(tp)
-		st, err := e.b.Admin().InternalStats(ctxT(t), name)
+		st, err := e.b.AdminAPI().Topics.InternalStats(ctxT(t), name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,7 +356,7 @@ func TestTopicPersistencePolicy(t *testing.T) {
 	name, _ := topic.Parse(tp)
 	lastLedger := func(want [3]int) {
 		t.Helper()
-		st, err := e.b.Admin().InternalStats(ctxT(t), name)
+		st, err := e.b.AdminAPI().Topics.InternalStats(ctxT(t), name)
 		if err != nil || len(st.Ledgers) == 0 {
 			t.Fatalf("internal stats: %+v %v", st, err)
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/topic"
@@ -68,7 +67,7 @@ func TestTopicPolicies(t *testing.T) {
 		// when the admin API says the policies changed.
 		setTopicPolicies(t, e, tp, policy.LocalScope, func(p *policy.TopicPolicies) { p.MaxProducers = nil })
 		name, _ := topic.Parse(tp)
-		if err := e.b.Admin().(admin.TopicPolicyRefresher).RefreshTopicPolicies(ctx, name); err != nil {
+		if err := e.b.AdminAPI().PolicyRefresher.RefreshTopicPolicies(ctx, name); err != nil {
 			t.Fatal(err)
 		}
 		p2, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tp})

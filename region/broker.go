@@ -389,8 +389,7 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	}
 	adm := admin.New(admin.Config{
 		Policies:          pol,
-		Topics:            b.Admin(),
-		Brokers:           b.BrokerAdmin(),
+		Broker:            b.AdminAPI(),
 		Cluster:           cluster,
 		Logger:            c.logger,
 		AutoTopicCreation: autoCreate,

@@ -15,7 +15,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/region"
 	"github.com/isobar-mq/isobar/replicator"
@@ -61,8 +61,8 @@ func faultOwner(r *region.Region, topicName string, skip map[int]bool) int {
 
 // faultTopicStats fetches a topic's stats over the admin API from any live
 // broker of r.
-func faultTopicStats(ctx context.Context, r *region.Region, topicName string, skip map[int]bool) (admin.TopicStats, error) {
-	var st admin.TopicStats
+func faultTopicStats(ctx context.Context, r *region.Region, topicName string, skip map[int]bool) (adminapi.TopicStats, error) {
+	var st adminapi.TopicStats
 	path := "/admin/v2/persistent/" + strings.TrimPrefix(topicName, "persistent://") + "/stats"
 	var errs []error
 	for i, b := range r.Brokers() {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/broker/primary"
 	"github.com/isobar-mq/isobar/internal/wanproxy"
 	"github.com/isobar-mq/isobar/region"
@@ -156,7 +156,7 @@ func shortStoreOutages(t *testing.T, ttl time.Duration, outages []outage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	connected := func(st admin.TopicStats) string {
+	connected := func(st adminapi.TopicStats) string {
 		var out []string
 		for _, pp := range st.Publishers {
 			if pp.ProducerName == "app" {

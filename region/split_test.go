@@ -12,7 +12,6 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/region"
 	"github.com/isobar-mq/isobar/topic"
@@ -22,7 +21,7 @@ import (
 // places topics in them.
 func nsBundles(t *testing.T, r *region.Region, ns string) []topic.Bundle {
 	t.Helper()
-	bs, err := r.Broker(0).Admin().(admin.Bundles).Bundles(context.Background(), ns)
+	bs, err := r.Broker(0).AdminAPI().Bundles.Bundles(context.Background(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/isobar-mq/isobar/broker"
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/region"
 )
@@ -91,7 +91,7 @@ func TestSyncReplicationFailoverLosesNothing(t *testing.T) {
 				defer s.mu.Unlock()
 				return len(s.acked) >= moved+100
 			})
-			if st, err := faultTopicStats(ctx, r1, topicName, nil); err != nil || st.SyncReplication == nil || st.SyncReplication.State != admin.SyncStateDegraded {
+			if st, err := faultTopicStats(ctx, r1, topicName, nil); err != nil || st.SyncReplication == nil || st.SyncReplication.State != adminapi.SyncStateDegraded {
 				t.Fatalf("r1 took writes without its only other region, but its topic is not degraded: %+v, %v", st.SyncReplication, err)
 			}
 			close(stop)
@@ -167,7 +167,7 @@ func TestSyncReplicationFailoverLosesNothing(t *testing.T) {
 			})
 			faultWaitFor(t, 60*time.Second, "r1 to be synchronous again", func() bool {
 				st, err := faultTopicStats(ctx, r1, topicName, nil)
-				return err == nil && st.SyncReplication != nil && st.SyncReplication.State == admin.SyncStateSync
+				return err == nil && st.SyncReplication != nil && st.SyncReplication.State == adminapi.SyncStateSync
 			})
 			read(func() bool { return false }, 3*time.Second) // anything it brought
 			dups := 0

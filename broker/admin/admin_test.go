@@ -12,6 +12,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/testcluster"
@@ -29,6 +30,13 @@ type env struct {
 }
 
 func start(t *testing.T) *env {
+	t.Helper()
+	return startWith(t, nil)
+}
+
+// startWith is start with the server's configuration changed by
+// configure (when not nil) before the server is made.
+func startWith(t *testing.T, configure func(*admin.Config)) *env {
 	t.Helper()
 	c := testcluster.Start(t, testcluster.Options{Bookies: 0})
 	ft := newFakeTopics()
@@ -49,7 +57,10 @@ func start(t *testing.T) *env {
 		ServiceURL: "http://127.0.0.1:8080", BrokerServiceURL: "pulsar://127.0.0.1:6650"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := admin.Config{Policies: store, Topics: ft, Cluster: "standalone", Bookies: racks.NewStore(c.Connect(), "standalone")}
+	cfg := admin.Config{Policies: store, Broker: adminapi.Broker{Topics: ft}, Cluster: "standalone", Bookies: racks.NewStore(c.Connect(), "standalone")}
+	if configure != nil {
+		configure(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

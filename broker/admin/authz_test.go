@@ -18,6 +18,7 @@ import (
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/globalconfig/schema/compat"
@@ -85,7 +86,7 @@ func TestEndpointAuthorization(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ledgers.Close() })
-	cfg := admin.Config{Policies: store, Topics: ft, Cluster: "standalone", Brokers: newFakeBrokers(ft), Authz: auth.NewAuthorizer(srv, policy.AuthSource{Store: store}), Schemas: schemas, Bookies: bookies,
+	cfg := admin.Config{Policies: store, Broker: adminapi.Broker{Topics: ft, Brokers: newFakeBrokers(ft)}, Cluster: "standalone", Authz: auth.NewAuthorizer(srv, policy.AuthSource{Store: store}), Schemas: schemas, Bookies: bookies,
 		Recovery: ledger.Operations{Client: ledgers}}
 	hs := httptest.NewServer(srv.HTTP(admin.New(cfg)))
 	t.Cleanup(hs.Close)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/isobar-mq/isobar/bookie/racks"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/errkind"
 )
 
@@ -14,47 +15,30 @@ import (
 // which bookie placement reads, and its bookies. Superusers only, as in
 // Pulsar.
 
-var errNoBookies = fmt.Errorf("%w: the bookies' rack information is not served by this broker", ErrUnavailable)
-
-// RawBookieInfo and BookiesClusterInfo are Pulsar's answer to
-// GET /admin/v2/bookies/all.
-type RawBookieInfo struct {
-	BookieID string `json:"bookieId"`
-}
-
-// BookiesClusterInfo lists the region's bookies.
-type BookiesClusterInfo struct {
-	Bookies []RawBookieInfo `json:"bookies"`
-}
+var errNoBookies = fmt.Errorf("%w: the bookies' rack information is not served by this broker", adminapi.ErrUnavailable)
 
 func (s *Server) bookieRoutes(v2 string) {
-	s.handle("GET "+v2+"/bookies/all", s.allBookies)
-	s.handle("GET "+v2+"/bookies/racks-info", s.racksInfo)
-	s.handle("GET "+v2+"/bookies/racks-info/{bookie}", s.bookieRack)
-	s.handle("POST "+v2+"/bookies/racks-info/{bookie}", s.setBookieRack)
-	s.handle("DELETE "+v2+"/bookies/racks-info/{bookie}", s.deleteBookieRack)
+	s.handle("GET "+v2+"/bookies/all", s.withBookies(s.allBookies))
+	s.handle("GET "+v2+"/bookies/racks-info", s.withBookies(s.racksInfo))
+	s.handle("GET "+v2+"/bookies/racks-info/{bookie}", s.withBookies(s.bookieRack))
+	s.handle("POST "+v2+"/bookies/racks-info/{bookie}", s.withBookies(s.setBookieRack))
+	s.handle("DELETE "+v2+"/bookies/racks-info/{bookie}", s.withBookies(s.deleteBookieRack))
 	s.recoveryRoutes(v2)
 }
 
 func (s *Server) allBookies(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Bookies == nil {
-		return errNoBookies
-	}
 	ids, err := s.cfg.Bookies.Bookies(r.Context())
 	if err != nil {
 		return err
 	}
-	out := BookiesClusterInfo{Bookies: []RawBookieInfo{}}
+	out := adminapi.BookiesClusterInfo{Bookies: []adminapi.RawBookieInfo{}}
 	for _, id := range ids {
-		out.Bookies = append(out.Bookies, RawBookieInfo{BookieID: id})
+		out.Bookies = append(out.Bookies, adminapi.RawBookieInfo{BookieID: id})
 	}
 	return ok(w, out)
 }
 
 func (s *Server) racksInfo(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Bookies == nil {
-		return errNoBookies
-	}
 	c, err := s.cfg.Bookies.Read(r.Context())
 	if err != nil {
 		return err
@@ -63,9 +47,6 @@ func (s *Server) racksInfo(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) bookieRack(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Bookies == nil {
-		return errNoBookies
-	}
 	c, err := s.cfg.Bookies.Read(r.Context())
 	if err != nil {
 		return err
@@ -82,9 +63,6 @@ func (s *Server) bookieRack(w http.ResponseWriter, r *http.Request) error {
 // BookieInfo body: the bookie moves to group G (out of any other), with
 // that rack and host name. Answers 204.
 func (s *Server) setBookieRack(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Bookies == nil {
-		return errNoBookies
-	}
 	group, given := r.URL.Query()["group"]
 	if !given {
 		return refuse(errkind.ErrPreconditionFailed, "Bookie 'group' parameters is missing")
@@ -104,9 +82,6 @@ func (s *Server) setBookieRack(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteBookieRack(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Bookies == nil {
-		return errNoBookies
-	}
 	if err := s.cfg.Bookies.Remove(r.Context(), r.PathValue("bookie")); err != nil {
 		return racksErr(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 )
 
 // TestBrokersEndpoints covers the active brokers, the leader and the
@@ -12,7 +13,7 @@ import (
 func TestBrokersEndpoints(t *testing.T) {
 	e := start(t)
 	fb := newFakeBrokers(e.topics)
-	srv := httptest.NewServer(admin.New(admin.Config{Policies: e.store, Topics: e.topics, Brokers: fb, Cluster: "standalone"}))
+	srv := httptest.NewServer(admin.New(admin.Config{Policies: e.store, Broker: adminapi.Broker{Topics: e.topics, Brokers: fb}, Cluster: "standalone"}))
 	t.Cleanup(srv.Close)
 	e.srv = srv
 	const b = "/admin/v2/brokers"
@@ -48,7 +49,7 @@ func TestBrokersEndpoints(t *testing.T) {
 	})
 
 	// Without a broker behind them the endpoints answer 503.
-	e.srv = httptest.NewServer(admin.New(admin.Config{Policies: e.store, Topics: e.topics, Cluster: "standalone"}))
+	e.srv = httptest.NewServer(admin.New(admin.Config{Policies: e.store, Broker: adminapi.Broker{Topics: e.topics}, Cluster: "standalone"}))
 	t.Cleanup(e.srv.Close)
 	e.run([]step{
 		{"GET", b + "/leaderBroker", "", 503, "", ""},

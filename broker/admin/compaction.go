@@ -1,53 +1,26 @@
 package admin
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/topic"
 )
 
-// LongRunningProcessStatus is Pulsar's LongRunningProcessStatus (admin
-// JSON): status NOT_RUN, RUNNING, SUCCESS or ERROR, and the last run's
-// error.
-type LongRunningProcessStatus struct {
-	Status    string `json:"status"`
-	LastError string `json:"lastError"`
-}
-
-// Compactor is implemented by a Topics that compacts topics. Without it
-// the compaction endpoints answer 405.
-type Compactor interface {
-	// Compact starts compacting a non-partitioned topic or one
-	// partition; an error of kind wire.ErrConflict when a compaction of
-	// it is running.
-	Compact(ctx context.Context, name topic.Name) error
-	// CompactionStatus is the status of its last compaction.
-	CompactionStatus(ctx context.Context, name topic.Name) (LongRunningProcessStatus, error)
-}
+var errNoCompactor = fmt.Errorf("%w: this broker does not compact topics", adminapi.ErrNotAllowed)
 
 func (s *Server) compactionRoutes(t string) {
-	s.handle("PUT "+t+"/compaction", s.topicHandler(topic.Persistent, s.compact))
-	s.handle("GET "+t+"/compaction", s.topicHandler(topic.Persistent, s.compactionStatus))
-}
-
-func (s *Server) compactor() (Compactor, error) {
-	c, ok := s.topics.(Compactor)
-	if !ok {
-		return nil, fmt.Errorf("%w: this broker does not compact topics", ErrNotAllowed)
-	}
-	return c, nil
+	has := s.cfg.Broker.Compactor != nil
+	s.handle("PUT "+t+"/compaction", s.topicHandler(topic.Persistent, needT(has, errNoCompactor, s.compact)))
+	s.handle("GET "+t+"/compaction", s.topicHandler(topic.Persistent, needT(has, errNoCompactor, s.compactionStatus)))
 }
 
 // compact starts compacting a topic, each partition of a partitioned one
 // (Pulsar: PUT .../compaction, 204; 409 "Compaction already in
 // progress").
 func (s *Server) compact(w http.ResponseWriter, r *http.Request, name topic.Name) error {
-	c, err := s.compactor()
-	if err != nil {
-		return err
-	}
+	c := s.cfg.Broker.Compactor
 	ts, partitioned, err := s.targets(r.Context(), name)
 	if err != nil {
 		return err
@@ -67,10 +40,7 @@ func (s *Server) compact(w http.ResponseWriter, r *http.Request, name topic.Name
 // status (Pulsar: GET .../compaction); a partitioned topic has none of
 // its own.
 func (s *Server) compactionStatus(w http.ResponseWriter, r *http.Request, name topic.Name) error {
-	c, err := s.compactor()
-	if err != nil {
-		return err
-	}
+	c := s.cfg.Broker.Compactor
 	if p, err := s.partitions(r.Context(), name); err != nil {
 		return err
 	} else if p > 0 {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/isobar-mq/isobar/broker/adminapi"
 )
 
 // DecodePartitions decodes the body of PUT/POST .../partitions: a bare
@@ -56,7 +58,7 @@ func DecodePartitions(body []byte) (n int, props map[string]string, err error) {
 // decodeMessageID decodes an optional MessageId body (PUT subscription,
 // POST resetcursor): empty or null means none. partitionIndex and
 // batchIndex default to -1.
-func decodeMessageID(body []byte) (*MessageID, error) {
+func decodeMessageID(body []byte) (*adminapi.MessageID, error) {
 	b := bytes.TrimSpace(body)
 	if len(b) == 0 || string(b) == "null" {
 		return nil, nil
@@ -73,7 +75,7 @@ func decodeMessageID(body []byte) (*MessageID, error) {
 	if raw.LedgerID == nil || raw.EntryID == nil {
 		return nil, errors.New("message id: want ledgerId and entryId")
 	}
-	id := &MessageID{LedgerID: *raw.LedgerID, EntryID: *raw.EntryID, PartitionIndex: -1, BatchIndex: -1}
+	id := &adminapi.MessageID{LedgerID: *raw.LedgerID, EntryID: *raw.EntryID, PartitionIndex: -1, BatchIndex: -1}
 	if raw.PartitionIndex != nil {
 		id.PartitionIndex = *raw.PartitionIndex
 	}

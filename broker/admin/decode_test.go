@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 )
 
@@ -60,13 +61,13 @@ func FuzzDecodePartitions(f *testing.F) {
 
 var messageIDTests = []struct {
 	in   string
-	want *MessageID
+	want *adminapi.MessageID
 	ok   bool
 }{
 	{"", nil, true},
 	{"null", nil, true},
-	{`{"ledgerId":1,"entryId":2}`, &MessageID{LedgerID: 1, EntryID: 2, PartitionIndex: -1, BatchIndex: -1}, true},
-	{`{"ledgerId":-1,"entryId":-1,"partitionIndex":3,"batchIndex":0}`, &MessageID{LedgerID: -1, EntryID: -1, PartitionIndex: 3}, true},
+	{`{"ledgerId":1,"entryId":2}`, &adminapi.MessageID{LedgerID: 1, EntryID: 2, PartitionIndex: -1, BatchIndex: -1}, true},
+	{`{"ledgerId":-1,"entryId":-1,"partitionIndex":3,"batchIndex":0}`, &adminapi.MessageID{LedgerID: -1, EntryID: -1, PartitionIndex: 3}, true},
 	{`{"ledgerId":1}`, nil, false},
 	{`{"ledgerId":"1","entryId":2}`, nil, false},
 	{`[1,2]`, nil, false},

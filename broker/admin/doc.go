@@ -4,6 +4,8 @@
 // bookies' racks)
 // that pulsaradmin, pulsar-admin and the Pulsar client test suite use,
 // with Pulsar's paths, JSON shapes and status codes. Policies live in
-// globalconfig/policy; everything that needs a running broker goes through the
-// Topics interface. docs/admin.md lists the endpoints and decisions.
+// globalconfig/policy; everything that needs a running broker goes
+// through the interfaces of package broker/adminapi, which also holds the
+// API's data types (the broker and the CLI use them without linking this
+// server). docs/admin.md lists the endpoints and decisions.
 package admin

@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/topic"
 )
 
-// fakeTopics is an in-memory admin.Topics for handler tests.
+// fakeTopics is an in-memory adminapi.Topics for handler tests.
 type fakeTopics struct {
 	mu       sync.Mutex
 	topics   map[string]*fakeTopic // by full name
@@ -21,7 +21,7 @@ type fakeTopics struct {
 	owner    string                // when set, every topic is owned there
 	brokers  []string
 	entries  map[string][]byte // "topic ledger:entry" -> raw entry
-	lastID   admin.MessageID
+	lastID   adminapi.MessageID
 	busyTops map[string]bool // topics with producers (delete needs force)
 }
 
@@ -32,7 +32,7 @@ type fakeTopic struct {
 }
 
 type fakeMsg struct {
-	id      admin.MessageID
+	id      adminapi.MessageID
 	raw     []byte
 	publish time.Time
 }
@@ -57,11 +57,11 @@ func (f *fakeTopics) Calls() []string {
 
 func (f *fakeTopics) get(name topic.Name) (*fakeTopic, error) {
 	if f.owner != "" {
-		return nil, &admin.NotOwnerError{URL: f.owner}
+		return nil, &adminapi.NotOwnerError{URL: f.owner}
 	}
 	t := f.topics[name.String()]
 	if t == nil {
-		return nil, fmt.Errorf("%w: %s", admin.ErrTopicNotFound, name)
+		return nil, fmt.Errorf("%w: %s", adminapi.ErrTopicNotFound, name)
 	}
 	return t, nil
 }
@@ -70,7 +70,7 @@ func (f *fakeTopics) CreateTopic(_ context.Context, name topic.Name) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.topics[name.String()]; ok {
-		return fmt.Errorf("%w: topic %s", admin.ErrConflict, name)
+		return fmt.Errorf("%w: topic %s", adminapi.ErrConflict, name)
 	}
 	f.topics[name.String()] = &fakeTopic{subs: map[string]bool{}}
 	f.log("create %s", name)
@@ -84,7 +84,7 @@ func (f *fakeTopics) DeleteTopic(_ context.Context, name topic.Name, force bool)
 		return err
 	}
 	if f.busyTops[name.String()] && !force {
-		return fmt.Errorf("%w: topic has active producers", admin.ErrPreconditionFailed)
+		return fmt.Errorf("%w: topic has active producers", adminapi.ErrPreconditionFailed)
 	}
 	delete(f.topics, name.String())
 	f.log("delete %s force=%v", name, force)
@@ -105,36 +105,36 @@ func (f *fakeTopics) ListTopics(_ context.Context, ns string, d topic.Domain) ([
 	return out, nil
 }
 
-func (f *fakeTopics) Stats(_ context.Context, name topic.Name) (*admin.TopicStats, error) {
+func (f *fakeTopics) Stats(_ context.Context, name topic.Name) (*adminapi.TopicStats, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, err := f.get(name)
 	if err != nil {
 		return nil, err
 	}
-	st := &admin.TopicStats{
+	st := &adminapi.TopicStats{
 		MsgRateIn: 10, MsgThroughputIn: 1000, MsgCounterIn: 5, StorageSize: 100,
-		Publishers: []admin.PublisherStats{{ProducerName: "p-" + name.Local, ClientVersion: "Pulsar-Go-version-0.19.0",
+		Publishers: []adminapi.PublisherStats{{ProducerName: "p-" + name.Local, ClientVersion: "Pulsar-Go-version-0.19.0",
 			Metadata: map[string]string{"k": "v"}, AccessMode: "Shared"}},
-		Subscriptions:       map[string]admin.SubscriptionStats{},
+		Subscriptions:       map[string]adminapi.SubscriptionStats{},
 		DeDuplicationStatus: "Disabled",
 	}
 	for s := range t.subs {
-		st.Subscriptions[s] = admin.SubscriptionStats{MsgBacklog: 2, SubType: "Exclusive", IsDurable: true,
-			Consumers: []admin.ConsumerStats{{ConsumerName: "c", Metadata: map[string]string{"ck": "cv"}}}}
+		st.Subscriptions[s] = adminapi.SubscriptionStats{MsgBacklog: 2, SubType: "Exclusive", IsDurable: true,
+			Consumers: []adminapi.ConsumerStats{{ConsumerName: "c", Metadata: map[string]string{"ck": "cv"}}}}
 	}
 	return st, nil
 }
 
-func (f *fakeTopics) InternalStats(_ context.Context, name topic.Name) (*admin.PersistentTopicInternalStats, error) {
+func (f *fakeTopics) InternalStats(_ context.Context, name topic.Name) (*adminapi.PersistentTopicInternalStats, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, err := f.get(name); err != nil {
 		return nil, err
 	}
-	return &admin.PersistentTopicInternalStats{NumberOfEntries: 3, LastConfirmedEntry: "7:2", State: "LedgerOpened",
-		Ledgers: []admin.LedgerInfo{{LedgerID: 7, Entries: 3, Size: 30}},
-		Cursors: map[string]admin.CursorStats{"s": {MarkDeletePosition: "7:0", ReadPosition: "7:1"}}}, nil
+	return &adminapi.PersistentTopicInternalStats{NumberOfEntries: 3, LastConfirmedEntry: "7:2", State: "LedgerOpened",
+		Ledgers: []adminapi.LedgerInfo{{LedgerID: 7, Entries: 3, Size: 30}},
+		Cursors: map[string]adminapi.CursorStats{"s": {MarkDeletePosition: "7:0", ReadPosition: "7:1"}}}, nil
 }
 
 func (f *fakeTopics) Subscriptions(_ context.Context, name topic.Name) ([]string, error) {
@@ -152,7 +152,7 @@ func (f *fakeTopics) Subscriptions(_ context.Context, name topic.Name) ([]string
 	return out, nil
 }
 
-func (f *fakeTopics) CreateSubscription(_ context.Context, name topic.Name, sub string, at *admin.MessageID) error {
+func (f *fakeTopics) CreateSubscription(_ context.Context, name topic.Name, sub string, at *adminapi.MessageID) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, err := f.get(name)
@@ -160,7 +160,7 @@ func (f *fakeTopics) CreateSubscription(_ context.Context, name topic.Name, sub 
 		return err
 	}
 	if t.subs[sub] {
-		return fmt.Errorf("%w: subscription %s", admin.ErrConflict, sub)
+		return fmt.Errorf("%w: subscription %s", adminapi.ErrConflict, sub)
 	}
 	t.subs[sub] = true
 	pos := "latest"
@@ -179,7 +179,7 @@ func (f *fakeTopics) subOp(name topic.Name, sub, line string) error {
 		return err
 	}
 	if !t.subs[sub] {
-		return fmt.Errorf("%w: %s", admin.ErrSubscriptionNotFound, sub)
+		return fmt.Errorf("%w: %s", adminapi.ErrSubscriptionNotFound, sub)
 	}
 	f.log("%s", line)
 	return nil
@@ -199,7 +199,7 @@ func (f *fakeTopics) Skip(_ context.Context, name topic.Name, sub string, n int6
 	return f.subOp(name, sub, fmt.Sprintf("skip %s %s %d", name, sub, n))
 }
 
-func (f *fakeTopics) ResetCursor(_ context.Context, name topic.Name, sub string, id admin.MessageID) error {
+func (f *fakeTopics) ResetCursor(_ context.Context, name topic.Name, sub string, id adminapi.MessageID) error {
 	return f.subOp(name, sub, fmt.Sprintf("reset %s %s %d:%d", name, sub, id.LedgerID, id.EntryID))
 }
 
@@ -207,14 +207,14 @@ func (f *fakeTopics) ResetCursorToTime(_ context.Context, name topic.Name, sub s
 	return f.subOp(name, sub, fmt.Sprintf("reset %s %s t=%d", name, sub, t.UnixMilli()))
 }
 
-func (f *fakeTopics) Terminate(_ context.Context, name topic.Name) (admin.MessageID, error) {
+func (f *fakeTopics) Terminate(_ context.Context, name topic.Name) (adminapi.MessageID, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, err := f.get(name); err != nil {
-		return admin.MessageID{}, err
+		return adminapi.MessageID{}, err
 	}
 	f.log("terminate %s", name)
-	return admin.MessageID{LedgerID: 1, EntryID: -1, PartitionIndex: name.Partition()}, nil
+	return adminapi.MessageID{LedgerID: 1, EntryID: -1, PartitionIndex: name.Partition()}, nil
 }
 
 func (f *fakeTopics) Unload(_ context.Context, name topic.Name) error {
@@ -227,11 +227,11 @@ func (f *fakeTopics) Unload(_ context.Context, name topic.Name) error {
 	return nil
 }
 
-func (f *fakeTopics) LastMessageID(_ context.Context, name topic.Name) (admin.MessageID, error) {
+func (f *fakeTopics) LastMessageID(_ context.Context, name topic.Name) (adminapi.MessageID, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, err := f.get(name); err != nil {
-		return admin.MessageID{}, err
+		return adminapi.MessageID{}, err
 	}
 	return f.lastID, nil
 }
@@ -244,13 +244,13 @@ func (f *fakeTopics) Entry(_ context.Context, name topic.Name, ledger, entry int
 	}
 	e, ok := f.entries[fmt.Sprintf("%s %d:%d", name, ledger, entry)]
 	if !ok {
-		return nil, fmt.Errorf("%w: %d:%d", admin.ErrEntryNotFound, ledger, entry)
+		return nil, fmt.Errorf("%w: %d:%d", adminapi.ErrEntryNotFound, ledger, entry)
 	}
 	return e, nil
 }
 
-func (f *fakeTopics) Lookup(_ context.Context, name topic.Name) (admin.LookupData, error) {
-	return admin.LookupData{BrokerURL: "pulsar://127.0.0.1:6650", HTTPURL: "http://127.0.0.1:8080"}, nil
+func (f *fakeTopics) Lookup(_ context.Context, name topic.Name) (adminapi.LookupData, error) {
+	return adminapi.LookupData{BrokerURL: "pulsar://127.0.0.1:6650", HTTPURL: "http://127.0.0.1:8080"}, nil
 }
 
 func (f *fakeTopics) Brokers(context.Context) ([]string, error) {
@@ -260,31 +260,31 @@ func (f *fakeTopics) Brokers(context.Context) ([]string, error) {
 }
 
 // addMessage stores raw as the next message of name (which must exist).
-func (f *fakeTopics) addMessage(name topic.Name, id admin.MessageID, raw []byte, publish time.Time) {
+func (f *fakeTopics) addMessage(name topic.Name, id adminapi.MessageID, raw []byte, publish time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t := f.topics[name.String()]
 	t.msgs = append(t.msgs, fakeMsg{id, raw, publish})
 }
 
-func (f *fakeTopics) nth(name topic.Name, i int64) (admin.MessageID, []byte, error) {
+func (f *fakeTopics) nth(name topic.Name, i int64) (adminapi.MessageID, []byte, error) {
 	t, err := f.get(name)
 	if err != nil {
-		return admin.MessageID{}, nil, err
+		return adminapi.MessageID{}, nil, err
 	}
 	if i < 0 || i >= int64(len(t.msgs)) {
-		return admin.MessageID{}, nil, fmt.Errorf("%w: message %d", admin.ErrEntryNotFound, i)
+		return adminapi.MessageID{}, nil, fmt.Errorf("%w: message %d", adminapi.ErrEntryNotFound, i)
 	}
 	return t.msgs[i].id, t.msgs[i].raw, nil
 }
 
-func (f *fakeTopics) PeekMessage(_ context.Context, name topic.Name, sub string, n int64) (admin.MessageID, []byte, error) {
+func (f *fakeTopics) PeekMessage(_ context.Context, name topic.Name, sub string, n int64) (adminapi.MessageID, []byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.nth(name, n-1)
 }
 
-func (f *fakeTopics) ExamineMessage(_ context.Context, name topic.Name, earliest bool, n int64) (admin.MessageID, []byte, error) {
+func (f *fakeTopics) ExamineMessage(_ context.Context, name topic.Name, earliest bool, n int64) (adminapi.MessageID, []byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if earliest {
@@ -292,24 +292,24 @@ func (f *fakeTopics) ExamineMessage(_ context.Context, name topic.Name, earliest
 	}
 	t, err := f.get(name)
 	if err != nil {
-		return admin.MessageID{}, nil, err
+		return adminapi.MessageID{}, nil, err
 	}
 	return f.nth(name, int64(len(t.msgs))-n)
 }
 
-func (f *fakeTopics) MessageIDByTime(_ context.Context, name topic.Name, at time.Time) (admin.MessageID, error) {
+func (f *fakeTopics) MessageIDByTime(_ context.Context, name topic.Name, at time.Time) (adminapi.MessageID, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, err := f.get(name)
 	if err != nil {
-		return admin.MessageID{}, err
+		return adminapi.MessageID{}, err
 	}
 	for _, m := range t.msgs {
 		if !m.publish.Before(at) {
 			return m.id, nil
 		}
 	}
-	return admin.MessageID{}, fmt.Errorf("%w: none at or after %v", admin.ErrEntryNotFound, at)
+	return adminapi.MessageID{}, fmt.Errorf("%w: none at or after %v", adminapi.ErrEntryNotFound, at)
 }
 
 func (f *fakeTopics) Properties(_ context.Context, name topic.Name) (map[string]string, error) {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"maps"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/broker/dynconfig"
 )
 
-// fakeBrokers is an in-memory admin.Brokers: its dynamic configuration
+// fakeBrokers is an in-memory adminapi.Brokers: its dynamic configuration
 // checks values as the broker does (package dynconfig) and logs every
 // change to the fakeTopics' call log.
 type fakeBrokers struct {
@@ -20,8 +20,8 @@ func newFakeBrokers(f *fakeTopics) *fakeBrokers {
 	return &fakeBrokers{f: f, values: map[string]string{}}
 }
 
-func (b *fakeBrokers) LeaderBroker(context.Context) (admin.BrokerInfo, error) {
-	return admin.BrokerInfo{BrokerID: "127.0.0.1:8080", ServiceURL: "http://127.0.0.1:8080"}, nil
+func (b *fakeBrokers) LeaderBroker(context.Context) (adminapi.BrokerInfo, error) {
+	return adminapi.BrokerInfo{BrokerID: "127.0.0.1:8080", ServiceURL: "http://127.0.0.1:8080"}, nil
 }
 
 func (b *fakeBrokers) DynamicConfigNames() []string { return dynconfig.Names() }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -67,7 +68,7 @@ func (s *Server) notPartitioned(r *http.Request, name topic.Name, op string) err
 
 // writeEntry answers one stored entry as GET .../ledger/{l}/entry/{e}
 // does (entry.go).
-func (s *Server) writeEntry(w http.ResponseWriter, name topic.Name, id MessageID, raw []byte) error {
+func (s *Server) writeEntry(w http.ResponseWriter, name topic.Name, id adminapi.MessageID, raw []byte) error {
 	resp, err := decodeEntryResponse(raw, id.LedgerID, id.EntryID, s.cfg.Decompress)
 	if err != nil {
 		return fmt.Errorf("entry %d:%d of %s: %w", id.LedgerID, id.EntryID, name, err)

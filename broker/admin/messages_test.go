@@ -8,7 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
@@ -31,7 +31,7 @@ func TestMessagesEndpoints(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.topics.addMessage(name, admin.MessageID{LedgerID: 7, EntryID: int64(i), PartitionIndex: -1}, raw, time.UnixMilli(at))
+		e.topics.addMessage(name, adminapi.MessageID{LedgerID: 7, EntryID: int64(i), PartitionIndex: -1}, raw, time.UnixMilli(at))
 	}
 	e.topics.Calls()
 

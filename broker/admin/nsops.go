@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/broker/dynconfig"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
@@ -20,37 +21,7 @@ import (
 	"github.com/isobar-mq/isobar/topic"
 )
 
-// Bundles is implemented by a Topics that serves namespace bundles (the
-// broker does). The namespace and bundle operations of this file need it:
-// unload, clear backlog, unsubscribe, delete bundle. Without it they
-// answer 503.
-type Bundles interface {
-	// Bundles lists a namespace's bundles as the broker places topics in
-	// them, in hash order.
-	Bundles(ctx context.Context, ns string) ([]topic.Bundle, error)
-	// BundleOwner says which broker owns bundle b of ns. With acquire
-	// set, an unowned bundle is placed as a lookup places it (taken by
-	// this broker when authoritative is set, as after a redirect); else
-	// an unowned bundle is reported as such.
-	BundleOwner(ctx context.Context, ns string, b topic.Bundle, acquire, authoritative bool) (BundleOwner, error)
-	// UnloadBundle unloads bundle b of ns, which this broker owns: it
-	// stops owning it, closes its topics (their clients reconnect) and
-	// releases its ownership, so the next lookup places it afresh.
-	UnloadBundle(ctx context.Context, ns string, b topic.Bundle) error
-}
-
-// BundleOwner is the owner of a bundle as Bundles.BundleOwner finds it.
-type BundleOwner struct {
-	// Owned is false for a bundle no broker owns (only when not asked to
-	// acquire it).
-	Owned bool
-	// Self: this broker owns it.
-	Self bool
-	// URL and URLTLS are the owner's HTTP and HTTPS base URLs.
-	URL, URLTLS string
-}
-
-var errNoBundles = fmt.Errorf("%w: namespace bundles are not served by this broker", ErrUnavailable)
+var errNoBundles = fmt.Errorf("%w: namespace bundles are not served by this broker", adminapi.ErrUnavailable)
 
 // peerTimeout bounds a request forwarded to another broker.
 const peerTimeout = 2 * time.Minute
@@ -210,7 +181,7 @@ func (s *Server) nsGet1(w http.ResponseWriter, r *http.Request) error {
 
 // opNamespace checks the request's namespace and returns its name, its
 // policies and the broker's bundles.
-func (s *Server) opNamespace(r *http.Request) (string, *policy.Policies, Bundles, error) {
+func (s *Server) opNamespace(r *http.Request) (string, *policy.Policies, adminapi.Bundles, error) {
 	if s.cfg.Policies == nil {
 		return "", nil, nil, errNoPolicies
 	}
@@ -222,8 +193,8 @@ func (s *Server) opNamespace(r *http.Request) (string, *policy.Policies, Bundles
 	if err != nil {
 		return "", nil, nil, s.namespaceErr(r, err)
 	}
-	bs, ok := s.topics.(Bundles)
-	if !ok {
+	bs := s.cfg.Broker.Bundles
+	if bs == nil {
 		return "", nil, nil, errNoBundles
 	}
 	return ns, pol, bs, nil
@@ -247,7 +218,7 @@ func ParseBundle(s string) (topic.Bundle, error) {
 
 // bundleOf is the request's {bundle}, which must be one of the
 // namespace's (412 with Pulsar's reason otherwise).
-func (s *Server) bundleOf(r *http.Request, ns string, api Bundles) (topic.Bundle, error) {
+func (s *Server) bundleOf(r *http.Request, ns string, api adminapi.Bundles) (topic.Bundle, error) {
 	b, err := ParseBundle(r.PathValue("bundle"))
 	if err != nil {
 		return topic.Bundle{}, refuse(errkind.ErrPreconditionFailed, err.Error())
@@ -266,7 +237,7 @@ func (s *Server) bundleOf(r *http.Request, ns string, api Bundles) (topic.Bundle
 
 // namespaceBundleTopics lists the namespace's bundles and groups its
 // persistent topics by them (bundleTopics).
-func (s *Server) namespaceBundleTopics(ctx context.Context, ns string, api Bundles) ([]topic.Bundle, map[topic.Bundle][]topic.Name, error) {
+func (s *Server) namespaceBundleTopics(ctx context.Context, ns string, api adminapi.Bundles) ([]topic.Bundle, map[topic.Bundle][]topic.Name, error) {
 	bs, err := api.Bundles(ctx, ns)
 	if err != nil {
 		return nil, nil, err
@@ -300,7 +271,7 @@ func authoritative(r *http.Request) (bool, error) { return strictBool(r, "author
 
 // redirectTo answers 307 to the owner's same path with
 // authoritative=true (Pulsar's redirect to a bundle's owner).
-func redirectTo(w http.ResponseWriter, r *http.Request, o BundleOwner) error {
+func redirectTo(w http.ResponseWriter, r *http.Request, o adminapi.BundleOwner) error {
 	base := o.URL
 	if r.TLS != nil && o.URLTLS != "" {
 		base = o.URLTLS
@@ -316,7 +287,7 @@ func redirectTo(w http.ResponseWriter, r *http.Request, o BundleOwner) error {
 // the caller's credentials, and answers as it did. Namespace operations
 // fan out to every bundle this way, as Pulsar's do through its own
 // admin client; the owner checks the caller's role again.
-func (s *Server) forward(r *http.Request, o BundleOwner, method, path string) error {
+func (s *Server) forward(r *http.Request, o adminapi.BundleOwner, method, path string) error {
 	base := o.URL
 	if r.TLS != nil && o.URLTLS != "" {
 		base = o.URLTLS
@@ -325,7 +296,7 @@ func (s *Server) forward(r *http.Request, o BundleOwner, method, path string) er
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path+"?authoritative=true", nil)
 	if err != nil {
-		return fmt.Errorf("%w: forward to %s: %v", ErrUnavailable, base, err)
+		return fmt.Errorf("%w: forward to %s: %v", adminapi.ErrUnavailable, base, err)
 	}
 	if a := r.Header.Get("Authorization"); a != "" {
 		req.Header.Set("Authorization", a)
@@ -336,7 +307,7 @@ func (s *Server) forward(r *http.Request, o BundleOwner, method, path string) er
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: forward to the bundle's owner %s: %v", ErrUnavailable, base, err)
+		return fmt.Errorf("%w: forward to the bundle's owner %s: %v", adminapi.ErrUnavailable, base, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -369,7 +340,7 @@ func kindOfStatus(status int) *errkind.Error {
 // and unsubscribe act on stored topics, as Pulsar's do); without it an
 // unowned bundle is skipped (unload). Every bundle is tried; the first
 // failure is returned.
-func (s *Server) eachBundle(r *http.Request, ns string, api Bundles, bs []topic.Bundle, acquire bool,
+func (s *Server) eachBundle(r *http.Request, ns string, api adminapi.Bundles, bs []topic.Bundle, acquire bool,
 	method, suffix string, op func(b topic.Bundle) error) error {
 	var first error
 	for _, b := range bs {
@@ -724,12 +695,12 @@ var inactiveTopicPolicy = topicPolicy{
 // dynamic settings brokerDeleteInactiveTopics* as in force.
 func brokerInactivePolicies(s *Server) any {
 	out := policy.InactiveTopicPolicies{InactiveTopicDeleteMode: policy.DeleteWhenNoSubscriptions, MaxInactiveDurationSeconds: 60}
-	if s.cfg.Brokers == nil {
+	if s.cfg.Broker.Brokers == nil {
 		return out
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	v, err := s.cfg.Brokers.RuntimeConfig(ctx)
+	v, err := s.cfg.Broker.Brokers.RuntimeConfig(ctx)
 	if err != nil {
 		return out
 	}

@@ -1,25 +1,14 @@
 package admin
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/topic"
 )
-
-// BundleSplitter is implemented by a Bundles that splits bundles (the
-// broker with bundle placement does).
-type BundleSplitter interface {
-	// SplitBundle replaces bundle b of ns, which this broker owns, by
-	// its halves lo and hi in the namespace's boundaries; this broker
-	// owns both halves afterwards, and with unload set unloads them. A
-	// b that is no longer one of the namespace's bundles (a split
-	// racing) is a conflict (409).
-	SplitBundle(ctx context.Context, ns string, b, lo, hi topic.Bundle, unload bool) error
-}
 
 // splitBundle serves PUT /admin/v2/namespaces/{t}/{ns}/{bundle}/split
 // ?unload=&splitAlgorithmName= (Pulsar's; pulsaradmin's
@@ -31,9 +20,9 @@ func (s *Server) splitBundle(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sp, isSplitter := api.(BundleSplitter)
-	if !isSplitter {
-		return fmt.Errorf("%w: bundles are not split by this broker", ErrUnavailable)
+	sp := s.cfg.Broker.Splitter
+	if sp == nil {
+		return fmt.Errorf("%w: bundles are not split by this broker", adminapi.ErrUnavailable)
 	}
 	auth, err := authoritative(r)
 	if err != nil {

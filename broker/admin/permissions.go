@@ -16,9 +16,6 @@ import (
 // namespacePermissions serves GET .../namespaces/{t}/{ns}/permissions:
 // role → actions.
 func (s *Server) namespacePermissions(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns, err := nsName(r)
 	if err != nil {
 		return err
@@ -33,9 +30,6 @@ func (s *Server) namespacePermissions(w http.ResponseWriter, r *http.Request) er
 // grantNamespacePermission serves POST .../permissions/{role}: the body
 // is a JSON array of actions, which replace the role's.
 func (s *Server) grantNamespacePermission(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns, err := nsName(r)
 	if err != nil {
 		return err
@@ -53,9 +47,6 @@ func (s *Server) grantNamespacePermission(w http.ResponseWriter, r *http.Request
 // revokeNamespacePermission serves DELETE .../permissions/{role}; a role
 // without a grant is no error (as in Pulsar).
 func (s *Server) revokeNamespacePermission(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns, err := nsName(r)
 	if err != nil {
 		return err
@@ -73,9 +64,6 @@ func (s *Server) revokeNamespacePermission(w http.ResponseWriter, r *http.Reques
 // subscriptionPermissions serves GET .../permissions/subscription:
 // subscription → roles.
 func (s *Server) subscriptionPermissions(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns, err := nsName(r)
 	if err != nil {
 		return err
@@ -91,9 +79,6 @@ func (s *Server) subscriptionPermissions(w http.ResponseWriter, r *http.Request)
 // .../permissions/subscription/{subscription}: the body is a JSON array
 // of roles, which replace the subscription's.
 func (s *Server) grantSubscriptionPermission(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns, err := nsName(r)
 	if err != nil {
 		return err
@@ -116,9 +101,6 @@ func (s *Server) grantSubscriptionPermission(w http.ResponseWriter, r *http.Requ
 // .../permissions/{subscription}/{role}; 404 when the subscription has
 // no roles.
 func (s *Server) revokeSubscriptionPermission(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns, err := nsName(r)
 	if err != nil {
 		return err
@@ -137,10 +119,10 @@ func (s *Server) revokeSubscriptionPermission(w http.ResponseWriter, r *http.Req
 // topicHandler, for the permission endpoints, which need the
 // configuration store only (not the broker's topics).
 func (s *Server) permissionTopic(d topic.Domain, h topicHandlerFunc) handlerFunc {
+	if s.cfg.Policies == nil {
+		return absent(errNoPolicies)
+	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if s.cfg.Policies == nil {
-			return errNoPolicies
-		}
 		name, err := topic.Parse(string(d) + "://" + r.PathValue("tenant") + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic"))
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
@@ -23,9 +24,6 @@ func nonNil(s []string) []string {
 // ---- clusters
 
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	cs, err := s.cfg.Policies.Clusters(r.Context())
 	if err != nil {
 		return err
@@ -34,9 +32,6 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	d, err := s.cfg.Policies.Cluster(r.Context(), r.PathValue("cluster"))
 	if err != nil {
 		return err
@@ -45,9 +40,6 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	var d policy.ClusterData
 	if _, err := decodeBody(w, r, &d); err != nil {
 		return err
@@ -59,9 +51,6 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	var d policy.ClusterData
 	if _, err := decodeBody(w, r, &d); err != nil {
 		return err
@@ -73,14 +62,11 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	err := s.cfg.Policies.DeleteCluster(r.Context(), r.PathValue("cluster"))
 	if errors.Is(err, policy.ErrNotEmpty) {
 		// Pulsar answers 412 "Cluster not empty" here (409 for a tenant
 		// or namespace that is not empty).
-		return fmt.Errorf("%w: %w", ErrPreconditionFailed, err)
+		return fmt.Errorf("%w: %w", adminapi.ErrPreconditionFailed, err)
 	}
 	if err != nil {
 		return err
@@ -91,9 +77,6 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
 // ---- tenants
 
 func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ts, err := s.cfg.Policies.Tenants(r.Context())
 	if err != nil {
 		return err
@@ -102,9 +85,6 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ti, err := s.cfg.Policies.Tenant(r.Context(), r.PathValue("tenant"))
 	if err != nil {
 		return err
@@ -114,9 +94,6 @@ func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	var ti policy.TenantInfo
 	if _, err := decodeBody(w, r, &ti); err != nil {
 		return err
@@ -128,9 +105,6 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	var ti policy.TenantInfo
 	if _, err := decodeBody(w, r, &ti); err != nil {
 		return err
@@ -142,11 +116,8 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ctx, tenant := r.Context(), r.PathValue("tenant")
-	if fd, ok := s.topics.(FederatedDeletes); ok && boolParam(r, "force") {
+	if fd := s.cfg.Broker.Deletes; fd != nil && boolParam(r, "force") {
 		// Pulsar's deleteTenant(force): every namespace with force first,
 		// each in every region.
 		nss, err := s.cfg.Policies.Namespaces(ctx, tenant)
@@ -176,9 +147,6 @@ func nsName(r *http.Request) (string, error) {
 }
 
 func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	nss, err := s.cfg.Policies.Namespaces(r.Context(), r.PathValue("tenant"))
 	if err != nil {
 		return err
@@ -187,9 +155,6 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns, err := nsName(r)
 	if err != nil {
 		return err
@@ -203,9 +168,6 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns, err := nsName(r)
 	if err != nil {
 		return err
@@ -228,15 +190,12 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) error {
 // deleteNamespace deletes a namespace; with ?force=true it first deletes
 // every topic and partitioned topic in it.
 func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns, err := nsName(r)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	if fd, ok := s.topics.(FederatedDeletes); ok {
+	if fd := s.cfg.Broker.Deletes; fd != nil {
 		force := boolParam(r, "force")
 		if !force {
 			// Partitioned topics are the federation's: the store knows.
@@ -245,7 +204,7 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 			if len(pts) > 0 {
-				return fmt.Errorf("%w: namespace %s has partitioned topics (%s); delete them first, or the namespace with force", ErrConflict, ns, pts[0])
+				return fmt.Errorf("%w: namespace %s has partitioned topics (%s); delete them first, or the namespace with force", adminapi.ErrConflict, ns, pts[0])
 			}
 		}
 		if handled, err := fd.DeleteNamespaceEverywhere(ctx, ns, force); handled {
@@ -295,9 +254,6 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 
 // namespaceTopics serves GET /admin/v2/namespaces/{t}/{ns}/topics?mode=.
 func (s *Server) namespaceTopics(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns, err := nsName(r)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/errkind"
 )
 
@@ -28,19 +29,16 @@ type BookieRecovery interface {
 	UnderReplicated(ctx context.Context) ([]ledger.UnderReplicated, error)
 }
 
-var errNoRecovery = fmt.Errorf("%w: automatic recovery is not served by this broker", ErrUnavailable)
+var errNoRecovery = fmt.Errorf("%w: automatic recovery is not served by this broker", adminapi.ErrUnavailable)
 
 func (s *Server) recoveryRoutes(v2 string) {
-	s.handle("POST "+v2+"/bookies/decommission/{bookie}", s.decommissionBookie)
-	s.handle("DELETE "+v2+"/bookies/decommission/{bookie}", s.recommissionBookie)
-	s.handle("GET "+v2+"/bookies/decommissioned", s.decommissionedBookies)
-	s.handle("GET "+v2+"/bookies/under-replicated", s.underReplicated)
+	s.handle("POST "+v2+"/bookies/decommission/{bookie}", s.withRecovery(s.decommissionBookie))
+	s.handle("DELETE "+v2+"/bookies/decommission/{bookie}", s.withRecovery(s.recommissionBookie))
+	s.handle("GET "+v2+"/bookies/decommissioned", s.withRecovery(s.decommissionedBookies))
+	s.handle("GET "+v2+"/bookies/under-replicated", s.withRecovery(s.underReplicated))
 }
 
 func (s *Server) decommissionBookie(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Recovery == nil {
-		return errNoRecovery
-	}
 	if err := recoveryErr(s.cfg.Recovery.Decommission(r.Context(), r.PathValue("bookie"))); err != nil {
 		return err
 	}
@@ -48,9 +46,6 @@ func (s *Server) decommissionBookie(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) recommissionBookie(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Recovery == nil {
-		return errNoRecovery
-	}
 	if err := recoveryErr(s.cfg.Recovery.Recommission(r.Context(), r.PathValue("bookie"))); err != nil {
 		return err
 	}
@@ -72,9 +67,6 @@ func recoveryErr(err error) error {
 }
 
 func (s *Server) decommissionedBookies(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Recovery == nil {
-		return errNoRecovery
-	}
 	bs, err := s.cfg.Recovery.Decommissioned(r.Context())
 	if err != nil {
 		return err
@@ -86,9 +78,6 @@ func (s *Server) decommissionedBookies(w http.ResponseWriter, r *http.Request) e
 }
 
 func (s *Server) underReplicated(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Recovery == nil {
-		return errNoRecovery
-	}
 	us, err := s.cfg.Recovery.UnderReplicated(r.Context())
 	if err != nil {
 		return err

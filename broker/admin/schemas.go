@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/globalconfig/schema/compat"
 	"github.com/isobar-mq/isobar/topic"
@@ -16,7 +17,7 @@ import (
 // in Pulsar's paths and JSON (docs/schemas.md). A topic's schema is its
 // partitioned topic's for a partition, and the topic need not exist.
 
-var errNoSchemas = fmt.Errorf("%w: the schema registry is not available", ErrUnavailable)
+var errNoSchemas = fmt.Errorf("%w: the schema registry is not available", adminapi.ErrUnavailable)
 
 // getSchemaResponse is Pulsar's GetSchemaResponse.
 type getSchemaResponse struct {
@@ -47,13 +48,13 @@ type schemaHandlerFunc func(w http.ResponseWriter, r *http.Request, name topic.N
 // schemaHandler resolves the topic (persistent: schemas are shared by
 // both domains) and checks that its namespace exists.
 func (s *Server) schemaHandler(h schemaHandlerFunc) handlerFunc {
+	if s.cfg.Policies == nil {
+		return absent(errNoPolicies)
+	}
+	if s.cfg.Schemas == nil {
+		return absent(errNoSchemas)
+	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if s.cfg.Policies == nil {
-			return errNoPolicies
-		}
-		if s.cfg.Schemas == nil {
-			return errNoSchemas
-		}
 		name, err := topic.Parse("persistent://" + r.PathValue("tenant") + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic"))
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/internal/testcluster"
@@ -30,7 +31,7 @@ func startSchemas(t *testing.T) (*env, *schema.Store) {
 		t.Fatal(err)
 	}
 	ft := newFakeTopics()
-	srv := httptest.NewServer(admin.New(admin.Config{Policies: store, Topics: ft, Cluster: "standalone", Schemas: schemas}))
+	srv := httptest.NewServer(admin.New(admin.Config{Policies: store, Broker: adminapi.Broker{Topics: ft}, Cluster: "standalone", Schemas: schemas}))
 	t.Cleanup(srv.Close)
 	return &env{t: t, srv: srv, topics: ft, store: store}, schemas
 }

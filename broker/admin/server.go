@@ -16,6 +16,7 @@ import (
 
 	"github.com/isobar-mq/isobar/auth"
 	"github.com/isobar-mq/isobar/bookie/racks"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
@@ -27,12 +28,11 @@ type Config struct {
 	// Policies is the configuration store. Required: without it every
 	// policy endpoint answers 503.
 	Policies *policy.Store
-	// Topics is the broker. Nil makes every topic endpoint answer 503.
-	Topics Topics
-	// Brokers is the broker's view of its region, for the leader and
-	// dynamic configuration endpoints (brokers.go). Nil makes them
-	// answer 503.
-	Brokers Brokers
+	// Broker is the broker's side of the API: the parts it serves (a
+	// topic service, its view of the region, bundles, compaction, ...).
+	// A part left nil makes its endpoints answer as its field's comment
+	// says (mostly 503).
+	Broker adminapi.Broker
 	// Cluster is the local cluster name. Required.
 	Cluster string
 	// Logger receives request failures; nil discards them.
@@ -57,7 +57,7 @@ type Config struct {
 	Authz *auth.Authorizer
 	// TopicDefaults are the broker's values of topic policies
 	// (topicpolicies.go).
-	TopicDefaults TopicDefaults
+	TopicDefaults adminapi.TopicDefaults
 	// Schemas is the schema registry; nil makes the schema endpoints
 	// answer 503.
 	Schemas *schema.Store
@@ -104,11 +104,13 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	mux    *http.ServeMux
-	topics Topics
+	topics adminapi.Topics
 }
 
 // New returns a server for cfg. It does not validate cfg (see
-// Config.Validate); missing parts make their endpoints answer 503.
+// Config.Validate). Routes are registered by the parts cfg has: a route
+// whose part is missing gets a handler that answers 503 (405 for
+// compaction and subscription properties) with the reason.
 func New(cfg Config) *Server {
 	log := cfg.Logger
 	if log == nil {
@@ -117,7 +119,7 @@ func New(cfg Config) *Server {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
-	s := &Server{cfg: cfg, log: log, mux: http.NewServeMux(), topics: cfg.Topics}
+	s := &Server{cfg: cfg, log: log, mux: http.NewServeMux(), topics: cfg.Broker.Topics}
 	s.routes()
 	return s
 }
@@ -129,7 +131,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// large is refused unread, and reading past the bound fails (413).
 	limit := int64(s.cfg.MaxRequestBytes)
 	if r.ContentLength > limit {
-		s.writeError(w, r, fmt.Errorf("%w: a body of %d bytes, more than %d (broker.limits.maxAdminRequestBytes)", ErrTooLarge, r.ContentLength, limit))
+		s.writeError(w, r, fmt.Errorf("%w: a body of %d bytes, more than %d (broker.limits.maxAdminRequestBytes)", adminapi.ErrTooLarge, r.ContentLength, limit))
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
@@ -208,7 +210,7 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 			return
 		}
 		if auth {
-			r = r.WithContext(context.WithValue(r.Context(), authoritativeKey{}, true))
+			r = r.WithContext(adminapi.WithAuthoritative(r.Context()))
 		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
@@ -217,19 +219,19 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 }
 
 func badRequestf(format string, args ...any) error {
-	return fmt.Errorf("%w: %w", ErrBadRequest, fmt.Errorf(format, args...))
+	return fmt.Errorf("%w: %w", adminapi.ErrBadRequest, fmt.Errorf(format, args...))
 }
 
 // badRequest marks err, an error in the request itself, as a 400.
 func badRequest(err error) error {
-	return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	return fmt.Errorf("%w: %w", adminapi.ErrBadRequest, err)
 }
 
 // writeError answers err as its kind in errkind's table says (see
 // docs/admin.md); an error of no kind is a 500.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := errkind.HTTPStatusOf(err)
-	var no *NotOwnerError
+	var no *adminapi.NotOwnerError
 	if errors.As(err, &no) {
 		to := no.URL
 		if r.TLS != nil && no.URLTLS != "" {
@@ -251,7 +253,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Debug("admin request refused", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	}
 	body := errorBody{Reason: errkind.MessageOf(err)}
-	var pe *PendingError
+	var pe *adminapi.PendingError
 	if errors.As(err, &pe) {
 		body.PendingRegions = pe.Regions
 	}
@@ -284,7 +286,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return nil, fmt.Errorf("%w: a body of more than %d bytes (broker.limits.maxAdminRequestBytes)", ErrTooLarge, tooLarge.Limit)
+		return nil, fmt.Errorf("%w: a body of more than %d bytes (broker.limits.maxAdminRequestBytes)", adminapi.ErrTooLarge, tooLarge.Limit)
 	}
 	if err != nil {
 		return nil, badRequest(fmt.Errorf("read body: %w", err))
@@ -313,31 +315,71 @@ func boolParam(r *http.Request, name string) bool {
 	return v
 }
 
-var errNoPolicies = fmt.Errorf("%w: the configuration store is not available", ErrUnavailable)
-var errNoTopics = fmt.Errorf("%w: topics are not served by this broker", ErrUnavailable)
+var errNoPolicies = fmt.Errorf("%w: the configuration store is not available", adminapi.ErrUnavailable)
+var errNoTopics = fmt.Errorf("%w: topics are not served by this broker", adminapi.ErrUnavailable)
+
+// need is h when the server was given what h needs (present), else a
+// handler that answers missing: a route's handler is chosen when the
+// route is registered, by whether its dependency is there, so handlers
+// check no dependency per request.
+func need(present bool, missing error, h handlerFunc) handlerFunc {
+	if present {
+		return h
+	}
+	return absent(missing)
+}
+
+// needT is need for a topic handler.
+func needT(present bool, missing error, h topicHandlerFunc) topicHandlerFunc {
+	if present {
+		return h
+	}
+	return func(http.ResponseWriter, *http.Request, topic.Name) error { return missing }
+}
+
+// absent is the handler of a route whose dependency the server was not
+// given: it answers err.
+func absent(err error) handlerFunc {
+	return func(http.ResponseWriter, *http.Request) error { return err }
+}
+
+// The server's dependencies, as routes need them.
+func (s *Server) withPolicies(h handlerFunc) handlerFunc {
+	return need(s.cfg.Policies != nil, errNoPolicies, h)
+}
+func (s *Server) withTopics(h handlerFunc) handlerFunc { return need(s.topics != nil, errNoTopics, h) }
+func (s *Server) withBrokers(h handlerFunc) handlerFunc {
+	return need(s.cfg.Broker.Brokers != nil, errNoBrokers, h)
+}
+func (s *Server) withBookies(h handlerFunc) handlerFunc {
+	return need(s.cfg.Bookies != nil, errNoBookies, h)
+}
+func (s *Server) withRecovery(h handlerFunc) handlerFunc {
+	return need(s.cfg.Recovery != nil, errNoRecovery, h)
+}
 
 func (s *Server) routes() {
 	const v2 = "/admin/v2"
 	// Clusters.
-	s.handle("GET "+v2+"/clusters", s.listClusters)
-	s.handle("GET "+v2+"/clusters/{cluster}", s.getCluster)
-	s.handle("PUT "+v2+"/clusters/{cluster}", s.createCluster)
-	s.handle("POST "+v2+"/clusters/{cluster}", s.updateCluster)
-	s.handle("DELETE "+v2+"/clusters/{cluster}", s.deleteCluster)
+	s.handle("GET "+v2+"/clusters", s.withPolicies(s.listClusters))
+	s.handle("GET "+v2+"/clusters/{cluster}", s.withPolicies(s.getCluster))
+	s.handle("PUT "+v2+"/clusters/{cluster}", s.withPolicies(s.createCluster))
+	s.handle("POST "+v2+"/clusters/{cluster}", s.withPolicies(s.updateCluster))
+	s.handle("DELETE "+v2+"/clusters/{cluster}", s.withPolicies(s.deleteCluster))
 	// Tenants.
-	s.handle("GET "+v2+"/tenants", s.listTenants)
-	s.handle("GET "+v2+"/tenants/{tenant}", s.getTenant)
-	s.handle("PUT "+v2+"/tenants/{tenant}", s.createTenant)
-	s.handle("POST "+v2+"/tenants/{tenant}", s.updateTenant)
-	s.handle("DELETE "+v2+"/tenants/{tenant}", s.deleteTenant)
+	s.handle("GET "+v2+"/tenants", s.withPolicies(s.listTenants))
+	s.handle("GET "+v2+"/tenants/{tenant}", s.withPolicies(s.getTenant))
+	s.handle("PUT "+v2+"/tenants/{tenant}", s.withPolicies(s.createTenant))
+	s.handle("POST "+v2+"/tenants/{tenant}", s.withPolicies(s.updateTenant))
+	s.handle("DELETE "+v2+"/tenants/{tenant}", s.withPolicies(s.deleteTenant))
 	// Namespaces.
 	ns := v2 + "/namespaces/{tenant}/{namespace}"
 	s.nsRateRoutes(ns)
-	s.handle("GET "+v2+"/namespaces/{tenant}", s.listNamespaces)
-	s.handle("GET "+ns, s.getNamespace)
-	s.handle("PUT "+ns, s.createNamespace)
-	s.handle("DELETE "+ns, s.deleteNamespace)
-	s.handle("GET "+ns+"/topics", s.namespaceTopics)
+	s.handle("GET "+v2+"/namespaces/{tenant}", s.withPolicies(s.listNamespaces))
+	s.handle("GET "+ns, s.withPolicies(s.getNamespace))
+	s.handle("PUT "+ns, s.withPolicies(s.createNamespace))
+	s.handle("DELETE "+ns, s.withPolicies(s.deleteNamespace))
+	s.handle("GET "+ns+"/topics", s.withPolicies(s.namespaceTopics))
 	for _, p := range slices.Concat(namespacePolicies, s.settingsPolicies(), schemaSecurityPolicies) {
 		s.handle("GET "+ns+"/"+p.path, s.getNSPolicy(p))
 		if p.set != nil {
@@ -355,12 +397,12 @@ func (s *Server) routes() {
 	s.handle("GET "+ns+"/property/{key}", s.getNamespaceProperty)
 	s.handle("PUT "+ns+"/property/{key}/{value}", s.setNamespaceProperty)
 	s.handle("DELETE "+ns+"/property/{key}", s.removeNamespaceProperty)
-	s.handle("GET "+ns+"/permissions", s.namespacePermissions)
-	s.handle("POST "+ns+"/permissions/{role}", s.grantNamespacePermission)
-	s.handle("DELETE "+ns+"/permissions/{role}", s.revokeNamespacePermission)
-	s.handle("GET "+ns+"/permissions/subscription", s.subscriptionPermissions)
-	s.handle("POST "+ns+"/permissions/subscription/{subscription}", s.grantSubscriptionPermission)
-	s.handle("DELETE "+ns+"/permissions/{subscription}/{role}", s.revokeSubscriptionPermission)
+	s.handle("GET "+ns+"/permissions", s.withPolicies(s.namespacePermissions))
+	s.handle("POST "+ns+"/permissions/{role}", s.withPolicies(s.grantNamespacePermission))
+	s.handle("DELETE "+ns+"/permissions/{role}", s.withPolicies(s.revokeNamespacePermission))
+	s.handle("GET "+ns+"/permissions/subscription", s.withPolicies(s.subscriptionPermissions))
+	s.handle("POST "+ns+"/permissions/subscription/{subscription}", s.withPolicies(s.grantSubscriptionPermission))
+	s.handle("DELETE "+ns+"/permissions/{subscription}/{role}", s.withPolicies(s.revokeSubscriptionPermission))
 	s.nsOpRoutes(ns)
 	// Topics, in both domains.
 	for _, d := range []topic.Domain{topic.Persistent, topic.NonPersistent} {
@@ -381,8 +423,9 @@ func (s *Server) routes() {
 		s.handle("GET "+t+"/subscriptions", s.topicHandler(d, s.subscriptions))
 		s.handle("PUT "+t+"/subscription/{sub}", s.topicHandler(d, s.createSubscription))
 		s.handle("DELETE "+t+"/subscription/{sub}", s.topicHandler(d, s.deleteSubscription))
-		s.handle("GET "+t+"/subscription/{sub}/properties", s.topicHandler(d, s.subscriptionProperties))
-		s.handle("PUT "+t+"/subscription/{sub}/properties", s.topicHandler(d, s.setSubscriptionProperties))
+		hasSP := s.cfg.Broker.SubscriptionProperties != nil
+		s.handle("GET "+t+"/subscription/{sub}/properties", s.topicHandler(d, needT(hasSP, errNoSubscriptionProperties, s.subscriptionProperties)))
+		s.handle("PUT "+t+"/subscription/{sub}/properties", s.topicHandler(d, needT(hasSP, errNoSubscriptionProperties, s.setSubscriptionProperties)))
 		s.handle("POST "+t+"/subscription/{sub}/skip/{n}", s.topicHandler(d, s.skip))
 		s.handle("POST "+t+"/subscription/{sub}/skip_all", s.topicHandler(d, s.skipAll))
 		s.handle("POST "+t+"/subscription/{sub}/resetcursor/{timestamp}", s.topicHandler(d, s.resetCursorToTime))
@@ -421,16 +464,22 @@ func (s *Server) routes() {
 	s.handle("POST "+sc+"/compatibility", s.schemaHandler(s.testCompatibility))
 	s.handle("POST "+sc+"/version", s.schemaHandler(s.schemaVersionOf))
 	// Brokers.
-	s.handle("GET "+v2+"/broker-stats/load-report", s.loadReport)
+	s.handle("GET "+v2+"/broker-stats/load-report", need(s.cfg.Broker.LoadReporter != nil, errNoLoadReport, s.loadReport))
 	s.handle("GET "+v2+"/brokers/health", s.health)
 	s.handle("GET "+v2+"/brokers/ready", s.ready)
-	s.handle("GET "+v2+"/brokers", s.listActiveBrokers)
-	s.handle("GET "+v2+"/brokers/{cluster}", s.brokers)
-	s.handle("GET "+v2+"/brokers/leaderBroker", s.leaderBroker)
-	s.handle("GET "+v2+"/brokers/configuration", s.dynamicConfigNames)
-	s.handle("GET "+v2+"/brokers/configuration/values", s.dynamicConfigValues)
-	s.handle("GET "+v2+"/brokers/configuration/runtime", s.runtimeConfig)
-	s.handle("POST "+v2+"/brokers/configuration/{name}/{value}", s.setDynamicConfig)
-	s.handle("DELETE "+v2+"/brokers/configuration/{name}", s.deleteDynamicConfig)
+	s.handle("GET "+v2+"/brokers", s.withTopics(s.listActiveBrokers))
+	s.handle("GET "+v2+"/brokers/{cluster}", s.withPolicies(s.brokers))
+	s.handle("GET "+v2+"/brokers/leaderBroker", s.withBrokers(s.leaderBroker))
+	s.handle("GET "+v2+"/brokers/configuration", s.withBrokers(s.dynamicConfigNames))
+	s.handle("GET "+v2+"/brokers/configuration/values", s.withBrokers(s.dynamicConfigValues))
+	s.handle("GET "+v2+"/brokers/configuration/runtime", s.withBrokers(s.runtimeConfig))
+	s.handle("POST "+v2+"/brokers/configuration/{name}/{value}", s.withBrokers(s.setDynamicConfig))
+	s.handle("DELETE "+v2+"/brokers/configuration/{name}", s.withBrokers(s.deleteDynamicConfig))
 	s.bookieRoutes(v2)
+}
+
+// isKind reports whether err is of kind k: whether the server answers it
+// as k.
+func isKind(err error, k *errkind.Error) bool {
+	return err != nil && errkind.KindOf(err) == k
 }

@@ -3,6 +3,8 @@ package admin
 import (
 	"net/http"
 	"strconv"
+
+	"github.com/isobar-mq/isobar/broker/adminapi"
 )
 
 // statsOptions are the query parameters of GET .../stats and
@@ -34,13 +36,13 @@ func parseStatsOptions(r *http.Request) (statsOptions, error) {
 }
 
 // apply drops what the options exclude from st.
-func (o statsOptions) apply(st *TopicStats) {
+func (o statsOptions) apply(st *adminapi.TopicStats) {
 	if o.excludePublishers {
-		st.Publishers = []PublisherStats{}
+		st.Publishers = []adminapi.PublisherStats{}
 	}
 	if o.excludeConsumers {
 		for k, sub := range st.Subscriptions {
-			sub.Consumers = []ConsumerStats{}
+			sub.Consumers = []adminapi.ConsumerStats{}
 			st.Subscriptions[k] = sub
 		}
 	}
@@ -49,9 +51,9 @@ func (o statsOptions) apply(st *TopicStats) {
 // normalizeTopicStats replaces nil lists and maps with empty ones: clients
 // index into them (the Pulsar client tests read publishers[0] and
 // subscriptions.<sub>.consumers[0] through untyped JSON).
-func normalizeTopicStats(st *TopicStats) {
+func normalizeTopicStats(st *adminapi.TopicStats) {
 	if st.Publishers == nil {
-		st.Publishers = []PublisherStats{}
+		st.Publishers = []adminapi.PublisherStats{}
 	}
 	for i := range st.Publishers {
 		if st.Publishers[i].Metadata == nil {
@@ -59,11 +61,11 @@ func normalizeTopicStats(st *TopicStats) {
 		}
 	}
 	if st.Subscriptions == nil {
-		st.Subscriptions = map[string]SubscriptionStats{}
+		st.Subscriptions = map[string]adminapi.SubscriptionStats{}
 	}
 	for k, sub := range st.Subscriptions {
 		if sub.Consumers == nil {
-			sub.Consumers = []ConsumerStats{}
+			sub.Consumers = []adminapi.ConsumerStats{}
 		}
 		for i := range sub.Consumers {
 			if sub.Consumers[i].Metadata == nil {
@@ -79,7 +81,7 @@ func normalizeTopicStats(st *TopicStats) {
 		st.Subscriptions[k] = sub
 	}
 	if st.Replication == nil {
-		st.Replication = map[string]ReplicatorStats{}
+		st.Replication = map[string]adminapi.ReplicatorStats{}
 	}
 }
 
@@ -89,15 +91,15 @@ func normalizeTopicStats(st *TopicStats) {
 // consumers are concatenated; subscriptions and replication are merged by
 // name. names[i] is the partition stats[i] belongs to; n is the
 // partition count. perPartition keeps each partition's stats.
-func aggregateStats(n int, names []string, stats []*TopicStats, perPartition bool) *PartitionedTopicStats {
-	ps := &PartitionedTopicStats{
-		Metadata:      PartitionedTopicMetadata{Partitions: n},
-		Publishers:    []PublisherStats{},
-		Subscriptions: map[string]SubscriptionStats{},
-		Replication:   map[string]ReplicatorStats{},
+func aggregateStats(n int, names []string, stats []*adminapi.TopicStats, perPartition bool) *adminapi.PartitionedTopicStats {
+	ps := &adminapi.PartitionedTopicStats{
+		Metadata:      adminapi.PartitionedTopicMetadata{Partitions: n},
+		Publishers:    []adminapi.PublisherStats{},
+		Subscriptions: map[string]adminapi.SubscriptionStats{},
+		Replication:   map[string]adminapi.ReplicatorStats{},
 	}
 	if perPartition {
-		ps.Partitions = make(map[string]TopicStats, len(stats))
+		ps.Partitions = make(map[string]adminapi.TopicStats, len(stats))
 	}
 	for i, st := range stats {
 		ps.BacklogSize += st.BacklogSize
@@ -132,11 +134,11 @@ func aggregateStats(n int, names []string, stats []*TopicStats, perPartition boo
 	return ps
 }
 
-func addSubscription(a, b SubscriptionStats) SubscriptionStats {
+func addSubscription(a, b adminapi.SubscriptionStats) adminapi.SubscriptionStats {
 	if a.Consumers == nil {
 		// First partition: take its descriptive fields as they are.
 		a = b
-		a.Consumers = append([]ConsumerStats{}, b.Consumers...)
+		a.Consumers = append([]adminapi.ConsumerStats{}, b.Consumers...)
 		a.ConsumersAfterMarkDeletePosition = map[string]string{}
 		for k, v := range b.ConsumersAfterMarkDeletePosition {
 			a.ConsumersAfterMarkDeletePosition[k] = v
@@ -180,7 +182,7 @@ func addSubscription(a, b SubscriptionStats) SubscriptionStats {
 	return a
 }
 
-func addReplicator(a, b ReplicatorStats) ReplicatorStats {
+func addReplicator(a, b adminapi.ReplicatorStats) adminapi.ReplicatorStats {
 	a.Connected = a.Connected || b.Connected
 	a.MsgRateIn += b.MsgRateIn
 	a.MsgRateOut += b.MsgRateOut
@@ -198,10 +200,10 @@ func addReplicator(a, b ReplicatorStats) ReplicatorStats {
 	return a
 }
 
-// topicStats is the aggregate as a TopicStats, for GET .../stats on a
+// topicStatsOf is the aggregate ps as a TopicStats, for GET .../stats on a
 // partitioned topic.
-func (ps *PartitionedTopicStats) topicStats() *TopicStats {
-	st := &TopicStats{
+func topicStatsOf(ps *adminapi.PartitionedTopicStats) *adminapi.TopicStats {
+	st := &adminapi.TopicStats{
 		BacklogSize:            ps.BacklogSize,
 		MsgCounterIn:           ps.MsgCounterIn,
 		MsgCounterOut:          ps.MsgCounterOut,

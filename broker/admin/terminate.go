@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -33,7 +34,7 @@ func (s *Server) terminatePartitions(w http.ResponseWriter, r *http.Request, nam
 	if n == 0 {
 		return badRequestf("%s is not a partitioned topic: use .../terminate", name)
 	}
-	out := map[string]MessageID{}
+	out := map[string]adminapi.MessageID{}
 	for i := range n {
 		id, err := s.topics.Terminate(r.Context(), name.Partitioned(i))
 		if err != nil {

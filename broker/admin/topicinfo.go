@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -14,15 +15,12 @@ import (
 // the range of the namespace bundle the topic falls in, as Pulsar names it
 // ("0x00000000_0x40000000"), in plain text.
 func (s *Server) bundleOfTopic(w http.ResponseWriter, r *http.Request, name topic.Name) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	ns := name.NamespaceName()
 	if _, err := s.cfg.Policies.Namespace(r.Context(), ns); err != nil {
 		return s.namespaceErr(r, err)
 	}
-	api, ok := s.topics.(Bundles)
-	if !ok {
+	api := s.cfg.Broker.Bundles
+	if api == nil {
 		return errNoBundles
 	}
 	bs, err := api.Bundles(r.Context(), ns)
@@ -32,50 +30,6 @@ func (s *Server) bundleOfTopic(w http.ResponseWriter, r *http.Request, name topi
 	w.Header().Set("Content-Type", "text/plain")
 	_, err = fmt.Fprint(w, topic.BundleFor(name, bs).String())
 	return err
-}
-
-// ManagedLedgerInfo is Pulsar's answer to GET .../{topic}/internal-info:
-// the topic's managed-ledger metadata.
-type ManagedLedgerInfo struct {
-	Version            int                   `json:"version"`
-	CreationDate       string                `json:"creationDate"`
-	ModificationDate   string                `json:"modificationDate"`
-	Ledgers            []LedgerInfoBrief     `json:"ledgers"`
-	TerminatedPosition *PositionInfo         `json:"terminatedPosition,omitempty"`
-	Cursors            map[string]CursorInfo `json:"cursors"`
-}
-
-// LedgerInfoBrief is one ledger of ManagedLedgerInfo.
-type LedgerInfoBrief struct {
-	LedgerID    int64 `json:"ledgerId"`
-	Entries     int64 `json:"entries"`
-	Size        int64 `json:"size"`
-	Timestamp   int64 `json:"timestamp"`
-	IsOffloaded bool  `json:"isOffloaded"`
-}
-
-// PositionInfo is a ledger position in ManagedLedgerInfo.
-type PositionInfo struct {
-	LedgerID int64 `json:"ledgerId"`
-	EntryID  int64 `json:"entryId"`
-}
-
-// MessageRangeInfo is a run of individually acknowledged entries: (From, To].
-type MessageRangeInfo struct {
-	From      PositionInfo `json:"from"`
-	To        PositionInfo `json:"to"`
-	Offloaded bool         `json:"offloaded"`
-}
-
-// CursorInfo is one cursor of ManagedLedgerInfo.
-type CursorInfo struct {
-	Version                   int                `json:"version"`
-	CreationDate              string             `json:"creationDate"`
-	ModificationDate          string             `json:"modificationDate"`
-	CursorsLedgerID           int64              `json:"cursorsLedgerId"`
-	MarkDelete                PositionInfo       `json:"markDelete"`
-	IndividualDeletedMessages []MessageRangeInfo `json:"individualDeletedMessages"`
-	Properties                map[string]int64   `json:"properties"`
 }
 
 // internalInfo answers GET .../{topic}/internal-info from the topic's
@@ -98,10 +52,10 @@ func (s *Server) internalInfo(w http.ResponseWriter, r *http.Request, name topic
 	return ok(w, info)
 }
 
-func internalInfoOf(st *PersistentTopicInternalStats) (ManagedLedgerInfo, error) {
-	info := ManagedLedgerInfo{Ledgers: []LedgerInfoBrief{}, Cursors: map[string]CursorInfo{}}
+func internalInfoOf(st *adminapi.PersistentTopicInternalStats) (adminapi.ManagedLedgerInfo, error) {
+	info := adminapi.ManagedLedgerInfo{Ledgers: []adminapi.LedgerInfoBrief{}, Cursors: map[string]adminapi.CursorInfo{}}
 	for _, l := range st.Ledgers {
-		info.Ledgers = append(info.Ledgers, LedgerInfoBrief{LedgerID: l.LedgerID, Entries: l.Entries, Size: l.Size, Timestamp: l.Timestamp, IsOffloaded: l.Offloaded})
+		info.Ledgers = append(info.Ledgers, adminapi.LedgerInfoBrief{LedgerID: l.LedgerID, Entries: l.Entries, Size: l.Size, Timestamp: l.Timestamp, IsOffloaded: l.Offloaded})
 	}
 	for name, c := range st.Cursors {
 		md, err := parsePosition(c.MarkDeletePosition)
@@ -116,30 +70,30 @@ func internalInfoOf(st *PersistentTopicInternalStats) (ManagedLedgerInfo, error)
 		if props == nil {
 			props = map[string]int64{}
 		}
-		info.Cursors[name] = CursorInfo{CursorsLedgerID: c.CursorLedger, MarkDelete: md, IndividualDeletedMessages: ranges, Properties: props}
+		info.Cursors[name] = adminapi.CursorInfo{CursorsLedgerID: c.CursorLedger, MarkDelete: md, IndividualDeletedMessages: ranges, Properties: props}
 	}
 	return info, nil
 }
 
 // parsePosition reads "ledger:entry".
-func parsePosition(s string) (PositionInfo, error) {
+func parsePosition(s string) (adminapi.PositionInfo, error) {
 	l, e, ok := strings.Cut(s, ":")
 	if !ok {
-		return PositionInfo{}, fmt.Errorf("position %q: want ledger:entry", s)
+		return adminapi.PositionInfo{}, fmt.Errorf("position %q: want ledger:entry", s)
 	}
 	li, err1 := strconv.ParseInt(l, 10, 64)
 	ei, err2 := strconv.ParseInt(e, 10, 64)
 	if err1 != nil || err2 != nil {
-		return PositionInfo{}, fmt.Errorf("position %q: want ledger:entry", s)
+		return adminapi.PositionInfo{}, fmt.Errorf("position %q: want ledger:entry", s)
 	}
-	return PositionInfo{LedgerID: li, EntryID: ei}, nil
+	return adminapi.PositionInfo{LedgerID: li, EntryID: ei}, nil
 }
 
 var rangeRE = regexp.MustCompile(`\((-?\d+:-?\d+)\.\.(-?\d+:-?\d+)\]`)
 
 // parseRanges reads the internal stats' "[(l:e..l:e],...]".
-func parseRanges(s string) ([]MessageRangeInfo, error) {
-	out := []MessageRangeInfo{}
+func parseRanges(s string) ([]adminapi.MessageRangeInfo, error) {
+	out := []adminapi.MessageRangeInfo{}
 	for _, m := range rangeRE.FindAllStringSubmatch(s, -1) {
 		from, err := parsePosition(m[1])
 		if err != nil {
@@ -149,7 +103,7 @@ func parseRanges(s string) ([]MessageRangeInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, MessageRangeInfo{From: from, To: to})
+		out = append(out, adminapi.MessageRangeInfo{From: from, To: to})
 	}
 	return out, nil
 }

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,38 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
 )
-
-// TopicDefaults are the broker-level values of topic policies that the
-// broker configures, answered by GET .../{topic}/{policy}?applied=true
-// when neither the topic nor its namespace sets one (the others answer
-// Pulsar's value for no limit, or nothing).
-type TopicDefaults struct {
-	// MaxMessageSize is the broker's largest message (zero:
-	// wire.MaxMessageSize); a topic's own maxMessageSize may not exceed
-	// it.
-	MaxMessageSize int
-	// MaxUnackedPerConsumer is broker.Limits.MaxUnackedPerConsumer (zero:
-	// 50000; negative: no limit, answered 0).
-	MaxUnackedPerConsumer int
-	// MaxUnackedPerSubscription is broker.Limits.MaxUnackedPerSubscription
-	// (zero: 200000; negative: no limit, answered 0).
-	MaxUnackedPerSubscription int
-	// DeduplicationSnapshotInterval is the broker's
-	// (broker.Config.DeduplicationSnapshotInterval; zero: 120s;
-	// negative: off, answered 0), answered in whole seconds.
-	DeduplicationSnapshotInterval time.Duration
-	// MaxDeliveryDelay is broker.Limits.MaxDeliveryDelay: the broker's
-	// delayed delivery is on, without a tick, with this longest delay
-	// (zero: none).
-	MaxDeliveryDelay time.Duration
-	// Persistence is the shape of the broker's new ledgers (broker.ledger);
-	// nil: not known, answered 204.
-	Persistence *policy.PersistencePolicies
-}
 
 // unackedDefault is a broker limit on unacknowledged messages as the
 // admin API answers it: def when zero, 0 (no limit) when negative.
@@ -56,7 +28,7 @@ func unackedDefault(n, def int) any {
 	return n
 }
 
-func (d TopicDefaults) maxMessageSize() int {
+func maxMessageSize(d adminapi.TopicDefaults) int {
 	if d.MaxMessageSize <= 0 {
 		return wire.MaxMessageSize
 	}
@@ -200,9 +172,9 @@ var topicPolicies = []topicPolicy{
 		"max_subscriptions_per_topic", constant(0)),
 	func() topicPolicy {
 		p := ptrPolicy("maxMessageSize", func(tp *policy.TopicPolicies) **int { return &tp.MaxMessageSize }, "",
-			func(s *Server) any { return s.cfg.TopicDefaults.maxMessageSize() })
+			func(s *Server) any { return maxMessageSize(s.cfg.TopicDefaults) })
 		p.check = func(s *Server, tp *policy.TopicPolicies) error {
-			if v, most := tp.MaxMessageSize, s.cfg.TopicDefaults.maxMessageSize(); v != nil && *v > most {
+			if v, most := tp.MaxMessageSize, maxMessageSize(s.cfg.TopicDefaults); v != nil && *v > most {
 				return fmt.Errorf("%w: maxMessageSize %d is more than the broker's %d (broker.maxMessageSize)", policy.ErrInvalid, *v, most)
 			}
 			return nil
@@ -265,7 +237,7 @@ var topicPolicies = []topicPolicy{
 	validated(ptrPolicy("persistence", func(tp *policy.TopicPolicies) **policy.PersistencePolicies { return &tp.Persistence },
 		"persistence", func(s *Server) any {
 			if p := s.cfg.TopicDefaults.Persistence; p != nil {
-				return *p
+				return policy.PersistencePolicies{BookkeeperEnsemble: p.EnsembleSize, BookkeeperWriteQuorum: p.WriteQuorum, BookkeeperAckQuorum: p.AckQuorum}
 			}
 			return nil
 		}), func(tp *policy.TopicPolicies) error { return tp.Persistence.Validate() }),
@@ -514,18 +486,11 @@ func (s *Server) removeTopicPolicy(p topicPolicy) topicHandlerFunc {
 	}
 }
 
-// TopicPolicyRefresher is implemented by Topics that apply a change to a
-// topic's own policies at once (the broker does, for the topics it has
-// loaded); others apply it when they next re-read policies.
-type TopicPolicyRefresher interface {
-	RefreshTopicPolicies(ctx context.Context, name topic.Name) error
-}
-
 // refreshTopicPolicies tells the broker that name's policies changed;
 // the change is stored whatever it answers.
 func (s *Server) refreshTopicPolicies(r *http.Request, name topic.Name) {
-	rf, ok := s.topics.(TopicPolicyRefresher)
-	if !ok {
+	rf := s.cfg.Broker.PolicyRefresher
+	if rf == nil {
 		return
 	}
 	if err := rf.RefreshTopicPolicies(r.Context(), name); err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
 )
@@ -228,4 +230,18 @@ func TestTopicPolicyBadInput(t *testing.T) {
 	if status, _, _ := e.do(http.MethodPost, tt+"/offloadPolicies", `{"x":"`+string(make([]byte, 2<<20))+`"}`); status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("huge body: %d, want 413", status)
 	}
+}
+
+// The broker's ledger shape is the applied persistence policy when
+// neither the topic nor its namespace sets one, in Pulsar's JSON.
+func TestTopicPersistenceBrokerDefault(t *testing.T) {
+	e := startWith(t, func(c *admin.Config) {
+		c.TopicDefaults.Persistence = &adminapi.LedgerShape{EnsembleSize: 3, WriteQuorum: 2, AckQuorum: 2}
+	})
+	e.run([]step{
+		{"PUT", "/admin/v2/persistent/public/default/tp", "", 204, "", ""},
+		{"GET", "/admin/v2/persistent/public/default/tp/persistence?applied=true", "", 200,
+			`{"bookkeeperEnsemble":3,"bookkeeperWriteQuorum":2,"bookkeeperAckQuorum":2,"managedLedgerMaxMarkDeleteRate":0}`, ""},
+		{"GET", "/admin/v2/persistent/public/default/tp/persistence", "", 204, "", ""},
+	})
 }

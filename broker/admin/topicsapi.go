@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/isobar-mq/isobar/broker/adminapi"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
@@ -23,13 +24,13 @@ type topicHandlerFunc func(w http.ResponseWriter, r *http.Request, name topic.Na
 // topicHandler parses {tenant}/{namespace}/{topic} (already URL-decoded
 // once by the mux) in domain d.
 func (s *Server) topicHandler(d topic.Domain, h topicHandlerFunc) handlerFunc {
+	if s.cfg.Policies == nil {
+		return absent(errNoPolicies)
+	}
+	if s.topics == nil {
+		return absent(errNoTopics)
+	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if s.cfg.Policies == nil {
-			return errNoPolicies
-		}
-		if s.topics == nil {
-			return errNoTopics
-		}
 		name, err := topic.Parse(string(d) + "://" + r.PathValue("tenant") + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic"))
 		if err != nil {
 			return err
@@ -81,7 +82,7 @@ func (s *Server) eachTarget(ctx context.Context, name topic.Name, skipMissing bo
 }
 
 func notAllowedOnPartitioned(op string, name topic.Name) error {
-	return fmt.Errorf("%w: %s is not allowed on partitioned topic %s", ErrNotAllowed, op, name)
+	return fmt.Errorf("%w: %s is not allowed on partitioned topic %s", adminapi.ErrNotAllowed, op, name)
 }
 
 func (s *Server) namespaceExists(ctx context.Context, name topic.Name) error {
@@ -102,10 +103,10 @@ func (s *Server) topicExists(ctx context.Context, name topic.Name) (bool, error)
 // ---- listing
 
 func (s *Server) listTopics(d topic.Domain) handlerFunc {
+	if s.cfg.Policies == nil {
+		return absent(errNoPolicies)
+	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if s.cfg.Policies == nil {
-			return errNoPolicies
-		}
 		ns, err := nsName(r)
 		if err != nil {
 			return err
@@ -125,10 +126,10 @@ func (s *Server) listTopics(d topic.Domain) handlerFunc {
 }
 
 func (s *Server) listPartitioned(d topic.Domain) handlerFunc {
+	if s.cfg.Policies == nil {
+		return absent(errNoPolicies)
+	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if s.cfg.Policies == nil {
-			return errNoPolicies
-		}
 		ns, err := nsName(r)
 		if err != nil {
 			return err
@@ -166,7 +167,7 @@ func (s *Server) createTopic(w http.ResponseWriter, r *http.Request, name topic.
 	if n, err := s.partitions(ctx, name); err != nil {
 		return err
 	} else if n > 0 {
-		return fmt.Errorf("%w: %s is a partitioned topic", ErrConflict, name)
+		return fmt.Errorf("%w: %s is a partitioned topic", adminapi.ErrConflict, name)
 	}
 	if err := s.topics.CreateTopic(ctx, name); err != nil {
 		return err
@@ -184,9 +185,9 @@ func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request, name topic.
 	if n, err := s.partitions(ctx, name); err != nil {
 		return err
 	} else if n > 0 {
-		return fmt.Errorf("%w: %s is a partitioned topic; delete it with DELETE .../partitions", ErrConflict, name)
+		return fmt.Errorf("%w: %s is a partitioned topic; delete it with DELETE .../partitions", adminapi.ErrConflict, name)
 	}
-	if fd, ok := s.topics.(FederatedDeletes); ok {
+	if fd := s.cfg.Broker.Deletes; fd != nil {
 		if handled, err := fd.DeleteTopicEverywhere(ctx, name, false, 0, boolParam(r, "force")); handled {
 			if err != nil {
 				return err
@@ -214,7 +215,7 @@ func (s *Server) createPartitioned(w http.ResponseWriter, r *http.Request, name 
 		return badRequest(err)
 	}
 	if name.Partition() >= 0 {
-		return fmt.Errorf("%w: %s is a partition name", ErrPreconditionFailed, name)
+		return fmt.Errorf("%w: %s is a partition name", adminapi.ErrPreconditionFailed, name)
 	}
 	if err := s.namespaceExists(ctx, name); err != nil {
 		return err
@@ -222,7 +223,7 @@ func (s *Server) createPartitioned(w http.ResponseWriter, r *http.Request, name 
 	if exists, err := s.topicExists(ctx, name); err != nil {
 		return err
 	} else if exists {
-		return fmt.Errorf("%w: non-partitioned topic %s exists", ErrConflict, name)
+		return fmt.Errorf("%w: non-partitioned topic %s exists", adminapi.ErrConflict, name)
 	}
 	if n <= s.cfg.Policies.MaxPartitions() {
 		// (A count beyond the limit is the store's to refuse.)
@@ -230,7 +231,7 @@ func (s *Server) createPartitioned(w http.ResponseWriter, r *http.Request, name 
 			return err
 		}
 	}
-	if fd, ok := s.topics.(FederatedDeletes); ok {
+	if fd := s.cfg.Broker.Deletes; fd != nil {
 		if err := fd.CheckCreate(ctx, name); err != nil {
 			return err
 		}
@@ -254,7 +255,7 @@ func (s *Server) createPartitions(ctx context.Context, name topic.Name, from, to
 			continue
 		}
 		for _, sub := range subs {
-			at := Earliest
+			at := adminapi.Earliest
 			if err := s.topics.CreateSubscription(ctx, p, sub, &at); err != nil && !isKind(err, errkind.ErrConflict) {
 				s.log.Warn("admin: create subscription on new partition", "topic", p.String(), "subscription", sub, "err", err)
 			}
@@ -277,7 +278,7 @@ func (s *Server) updatePartitioned(w http.ResponseWriter, r *http.Request, name 
 		return err
 	}
 	if old == 0 {
-		return fmt.Errorf("%w: %s is not a partitioned topic", ErrTopicNotFound, name)
+		return fmt.Errorf("%w: %s is not a partitioned topic", adminapi.ErrTopicNotFound, name)
 	}
 	if n > old && n <= s.cfg.Policies.MaxPartitions() {
 		// (A count beyond the limit is the store's to refuse, first.)
@@ -330,7 +331,7 @@ func (s *Server) getPartitions(w http.ResponseWriter, r *http.Request, name topi
 			return err
 		}
 	}
-	return ok(w, PartitionedTopicMetadata{Partitions: n})
+	return ok(w, adminapi.PartitionedTopicMetadata{Partitions: n})
 }
 
 // autoCreatePartitioned creates name as a partitioned topic when auto
@@ -396,7 +397,7 @@ func (s *Server) deletePartitioned(w http.ResponseWriter, r *http.Request, name 
 	if err != nil {
 		return err
 	}
-	if fd, ok := s.topics.(FederatedDeletes); ok {
+	if fd := s.cfg.Broker.Deletes; fd != nil {
 		if handled, err := fd.DeleteTopicEverywhere(ctx, name, true, n, force); handled {
 			if err != nil {
 				return err
@@ -405,7 +406,7 @@ func (s *Server) deletePartitioned(w http.ResponseWriter, r *http.Request, name 
 		}
 	}
 	if n == 0 {
-		return fmt.Errorf("%w: partitioned topic %s does not exist", ErrTopicNotFound, name)
+		return fmt.Errorf("%w: partitioned topic %s does not exist", adminapi.ErrTopicNotFound, name)
 	}
 	for i := range n {
 		if err := s.topics.DeleteTopic(ctx, name.Partitioned(i), force); err != nil && !isKind(err, errkind.ErrTopicNotFound) {
@@ -437,7 +438,7 @@ func (s *Server) existingPartitions(ctx context.Context, name topic.Name) ([]top
 // checkTopicQuota asks the broker, when it limits topics per namespace,
 // whether name's namespace may get adding more.
 func (s *Server) checkTopicQuota(ctx context.Context, name topic.Name, adding int) error {
-	if q, ok := s.topics.(TopicQuota); ok {
+	if q := s.cfg.Broker.Quota; q != nil {
 		return q.CheckTopicQuota(ctx, name.NamespaceName(), adding)
 	}
 	return nil
@@ -468,7 +469,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request, name topic.Name) 
 	if err != nil {
 		return err
 	}
-	return ok(w, ps.topicStats())
+	return ok(w, topicStatsOf(ps))
 }
 
 func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request, name topic.Name) error {
@@ -482,7 +483,7 @@ func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request, name t
 		return err
 	}
 	if !partitioned {
-		return fmt.Errorf("%w: partitioned topic %s does not exist", ErrTopicNotFound, name)
+		return fmt.Errorf("%w: partitioned topic %s does not exist", adminapi.ErrTopicNotFound, name)
 	}
 	perPartition := true // Pulsar's default
 	if v := r.URL.Query().Get("perPartition"); v != "" {
@@ -495,8 +496,8 @@ func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request, name t
 	return ok(w, ps)
 }
 
-func (s *Server) aggregate(ctx context.Context, parts []topic.Name, perPartition bool, opts statsOptions) (*PartitionedTopicStats, error) {
-	stats := make([]*TopicStats, 0, len(parts))
+func (s *Server) aggregate(ctx context.Context, parts []topic.Name, perPartition bool, opts statsOptions) (*adminapi.PartitionedTopicStats, error) {
+	stats := make([]*adminapi.TopicStats, 0, len(parts))
 	names := make([]string, 0, len(parts))
 	for _, p := range parts {
 		st, err := s.topics.Stats(ctx, p)
@@ -526,13 +527,13 @@ func (s *Server) internalStats(w http.ResponseWriter, r *http.Request, name topi
 		return err
 	}
 	if st.Ledgers == nil {
-		st.Ledgers = []LedgerInfo{}
+		st.Ledgers = []adminapi.LedgerInfo{}
 	}
 	if st.Cursors == nil {
-		st.Cursors = map[string]CursorStats{}
+		st.Cursors = map[string]adminapi.CursorStats{}
 	}
 	if st.SchemaLedgers == nil {
-		st.SchemaLedgers = []SchemaLedger{}
+		st.SchemaLedgers = []adminapi.SchemaLedger{}
 	}
 	return ok(w, st)
 }
@@ -580,9 +581,9 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request, name
 	if sub == "" {
 		return badRequestf("empty subscription name")
 	}
-	sp, _ := s.topics.(SubscriptionProperties)
+	sp := s.cfg.Broker.SubscriptionProperties
 	if len(withProps.Properties) > 0 && sp == nil {
-		return fmt.Errorf("%w: subscription properties are not kept here", ErrNotAllowed)
+		return errNoSubscriptionProperties
 	}
 	if err := s.eachTarget(r.Context(), name, false, func(t topic.Name) error {
 		if err := s.topics.CreateSubscription(r.Context(), t, sub, at); err != nil {
@@ -598,14 +599,13 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request, name
 	return noContent(w)
 }
 
+var errNoSubscriptionProperties = fmt.Errorf("%w: subscription properties are not kept here", adminapi.ErrNotAllowed)
+
 // subscriptionProperties serves GET .../subscription/{sub}/properties:
 // the subscription's properties (a partitioned topic's: its partitions',
 // merged, the lowest partition's value winning).
 func (s *Server) subscriptionProperties(w http.ResponseWriter, r *http.Request, name topic.Name) error {
-	sp, ok := s.topics.(SubscriptionProperties)
-	if !ok {
-		return fmt.Errorf("%w: subscription properties are not kept here", ErrNotAllowed)
-	}
+	sp := s.cfg.Broker.SubscriptionProperties
 	ts, _, err := s.targets(r.Context(), name)
 	if err != nil {
 		return err
@@ -626,10 +626,7 @@ func (s *Server) subscriptionProperties(w http.ResponseWriter, r *http.Request, 
 // a JSON object of strings replaces the subscription's properties (on
 // every partition).
 func (s *Server) setSubscriptionProperties(w http.ResponseWriter, r *http.Request, name topic.Name) error {
-	sp, ok := s.topics.(SubscriptionProperties)
-	if !ok {
-		return fmt.Errorf("%w: subscription properties are not kept here", ErrNotAllowed)
-	}
+	sp := s.cfg.Broker.SubscriptionProperties
 	body, err := readBody(w, r)
 	if err != nil {
 		return err
@@ -653,7 +650,7 @@ func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request, name
 	if err != nil {
 		return err
 	}
-	if fd, ok := s.topics.(FederatedDeletes); ok {
+	if fd := s.cfg.Broker.Deletes; fd != nil {
 		n := 0
 		if partitioned {
 			n = len(ts)
@@ -677,7 +674,7 @@ func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request, name
 		found = true
 	}
 	if !found {
-		return fmt.Errorf("%w: %s on %s", ErrSubscriptionNotFound, sub, name)
+		return fmt.Errorf("%w: %s on %s", adminapi.ErrSubscriptionNotFound, sub, name)
 	}
 	return noContent(w)
 }
@@ -784,7 +781,7 @@ func (s *Server) entry(w http.ResponseWriter, r *http.Request, name topic.Name) 
 	if err != nil {
 		return err
 	}
-	return s.writeEntry(w, name, MessageID{LedgerID: ledger, EntryID: entryID}, raw)
+	return s.writeEntry(w, name, adminapi.MessageID{LedgerID: ledger, EntryID: entryID}, raw)
 }
 
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request, name topic.Name) error {
@@ -796,9 +793,6 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, name topic.Name)
 }
 
 func (s *Server) brokers(w http.ResponseWriter, r *http.Request) error {
-	if s.cfg.Policies == nil {
-		return errNoPolicies
-	}
 	cluster := r.PathValue("cluster")
 	if cluster != s.cfg.Cluster {
 		cd, err := s.cfg.Policies.Cluster(r.Context(), cluster)
@@ -806,9 +800,9 @@ func (s *Server) brokers(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if cd.ServiceURL == "" {
-			return fmt.Errorf("%w: cluster %s has no serviceUrl", ErrPreconditionFailed, cluster)
+			return fmt.Errorf("%w: cluster %s has no serviceUrl", adminapi.ErrPreconditionFailed, cluster)
 		}
-		return &NotOwnerError{URL: cd.ServiceURL, URLTLS: cd.ServiceURLTLS}
+		return &adminapi.NotOwnerError{URL: cd.ServiceURL, URLTLS: cd.ServiceURLTLS}
 	}
 	if s.topics == nil {
 		return errNoTopics
@@ -831,7 +825,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
 		_, err = s.cfg.Policies.Clusters(r.Context())
 	}
 	if err != nil {
-		return fmt.Errorf("%w: unhealthy: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: unhealthy: %w", adminapi.ErrUnavailable, err)
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	w.Write([]byte("ok"))

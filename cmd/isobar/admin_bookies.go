@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/isobar-mq/isobar/bookie/racks"
-	"github.com/isobar-mq/isobar/broker/admin"
+	"github.com/isobar-mq/isobar/broker/adminapi"
 )
 
 // bookiesCmd is `isobar admin bookies`, pulsar-admin's bookies verbs: the
@@ -114,14 +114,14 @@ func (a *adminCmd) bookiesCmd() *cobra.Command {
 			return nil
 		})),
 		withAliases(readVerb("list-bookies", "List the region's bookies (started at least once and not decommissioned)", &asJSON, func(cmd *cobra.Command, _ []string) error {
-			var all admin.BookiesClusterInfo
+			var all adminapi.BookiesClusterInfo
 			if err := a.doREST(cmd, "list bookies", func(ctx context.Context, c *rest.Client) error {
 				return c.GetWithContext(ctx, "/admin/v2/bookies/all", &all)
 			}); err != nil {
 				return err
 			}
 			if all.Bookies == nil {
-				all.Bookies = []admin.RawBookieInfo{}
+				all.Bookies = []adminapi.RawBookieInfo{}
 			}
 			return show(cmd, asJSON, all, func(w io.Writer) {
 				for _, b := range all.Bookies {

@@ -126,6 +126,11 @@ var forbidden = map[string][]string{
 	"wire":                {"*"},
 	"errkind":             {"*"},
 	"topic":               {"*"},
+	// The admin API's types and the interfaces its server needs of the
+	// broker: shared by the server, the broker and the CLI, they link no
+	// server code (nor net/http: noNetHTTP below), only topic names and
+	// error kinds (leafAllowed).
+	"broker/adminapi": {"*"},
 	// Storage, policy and authentication code ties its errors to
 	// errkind's kinds; it does not link the protocol codec.
 	"auth":             {"wire"},
@@ -134,7 +139,10 @@ var forbidden = map[string][]string{
 	"broker/dynconfig": {"wire"},
 	"globalconfig":     {"wire"},
 	"bookie":           {"broker", "replicator", "region", "globalconfig"},
-	"broker":           {"replicator", "region"},
+	// The broker implements the admin API (broker/adminapi); it does not
+	// link the HTTP server that serves it, which region wires to it
+	// (broker/admin itself is under broker and trivially keeps the rule).
+	"broker": {"replicator", "region", "broker/admin"},
 	// The proxy forwards bytes to brokers it finds in the region's
 	// registrations (the region hands them over as proxy.Broker): it
 	// links no broker, storage or policy code.
@@ -159,7 +167,14 @@ var knownTestImports = map[string]map[string]string{
 	// brokers; scale_test.go's TestMain, which every test of the package
 	// goes through); BenchmarkManyTopics calls Broker.MaintainOnce from
 	// broker/export_test.go, so it cannot simply move into region.
-	"broker": {"region": "scale_test.go, manytopics_test.go: the million-topic benchmarks run a composed broker over a region's storage"},
+	//
+	// A few tests put the admin server in front of a real broker, as
+	// region does: its fuzz test, and the namespace affinity, error
+	// answer and namespace schema tests.
+	"broker": {
+		"region":       "scale_test.go, manytopics_test.go: the million-topic benchmarks run a composed broker over a region's storage",
+		"broker/admin": "adminfuzz_test.go, affinity_test.go, errors_test.go, nsschema_test.go: the admin server in front of a real broker",
+	},
 	// The proxy's tests put it in front of a real region's brokers
 	// (harness_test.go).
 	"proxy": {"region": "harness_test.go: a real region's brokers behind the proxy"},
@@ -185,6 +200,8 @@ var knownTestImports = map[string]map[string]string{
 // replicator talks to brokers over the wire and links no broker or bookie
 // package; the metadata store is a leaf but for the leaf utilities (TLS
 // files: its clients and members serve TLS like every server);
+// the admin API's types (broker/adminapi) link only topic and errkind,
+// and the broker does not link the admin HTTP server;
 // only commands import region (composition); only the metadata store
 // talks to etcd (every other package, tests included, goes through
 // metastore.Meta, where a test can put a fault-injecting wrapper).
@@ -199,7 +216,7 @@ func TestLayering(t *testing.T) {
 	// leafAllowed are the module packages a leaf may link besides its
 	// own sub-packages and leafUtilities: the protocol codec maps the
 	// error kinds, which import nothing of ours.
-	leafAllowed := map[string][]string{"wire": {"errkind"}}
+	leafAllowed := map[string][]string{"wire": {"errkind"}, "broker/adminapi": {"errkind", "topic"}}
 	imports, commands, etcd, tests := moduleImports(t)
 	for pkg, files := range etcd {
 		if pkg != module+"/metastore" {
@@ -287,6 +304,79 @@ func TestLayering(t *testing.T) {
 		if files, ok := imps[module+"/region"]; ok {
 			if _, known := knownTestImports[short]["region"]; !known {
 				t.Errorf("tests of %s (%s) import region: only region's, the commands' and internal/proctest's tests compose a region", short, strings.Join(files, ", "))
+			}
+		}
+	}
+}
+
+// notImported are imports a package's own files (tests included) may not
+// make, though it may link the imported package through another: the
+// CLI is a client of the admin REST API and takes the API's types from
+// broker/adminapi, not from the HTTP server (which the one binary links
+// through region, to run brokers).
+var notImported = map[string][]string{
+	"cmd/isobar": {"broker/admin"},
+}
+
+func TestNotImported(t *testing.T) {
+	imports, _, _, tests := moduleImports(t)
+	for pkg, bad := range notImported {
+		full := module + "/" + pkg
+		if _, ok := imports[full]; !ok {
+			t.Errorf("package %s not found", pkg)
+			continue
+		}
+		for _, b := range bad {
+			if slices.Contains(imports[full], module+"/"+b) {
+				t.Errorf("%s imports %s", pkg, b)
+			}
+			if files, ok := tests[full][module+"/"+b]; ok {
+				t.Errorf("tests of %s (%s) import %s", pkg, strings.Join(files, ", "), b)
+			}
+		}
+	}
+}
+
+// noNetHTTP are packages that neither import net/http nor link a
+// package of the module that does: the admin API's types and
+// interfaces, which the broker implements and the CLI decodes, are no
+// part of the HTTP layer.
+var noNetHTTP = []string{"broker/adminapi"}
+
+func TestNoNetHTTP(t *testing.T) {
+	imports, _, _, _ := moduleImports(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range noNetHTTP {
+		full := module + "/" + pkg
+		if _, ok := imports[full]; !ok {
+			t.Errorf("package %s not found", pkg)
+			continue
+		}
+		linked := deps(imports, full)
+		linked[full] = true
+		for d := range linked {
+			dir := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(strings.TrimPrefix(d, module), "/")))
+			files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+			for _, path := range files {
+				if strings.HasSuffix(path, "_test.go") {
+					continue
+				}
+				f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, imp := range f.Imports {
+					if p, _ := strconv.Unquote(imp.Path.Value); under(p, "net/http") {
+						if d == full {
+							t.Errorf("%s: %s imports %s", pkg, filepath.Base(path), p)
+						} else {
+							t.Errorf("%s links %s, whose %s imports %s", pkg, strings.TrimPrefix(d, module+"/"), filepath.Base(path), p)
+						}
+					}
+				}
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package admin
+package adminapi
 
 import (
 	"context"
@@ -103,7 +103,7 @@ var (
 	ErrTooLarge             = errkind.Sentinel(errkind.ErrRequestTooLarge, "admin: request too large")           // 413
 )
 
-// TopicQuota is implemented by a Topics that limits the topics of a
+// TopicQuota (Broker.Quota) is a broker that limits the topics of a
 // namespace: CheckTopicQuota fails (with an error of its kind, 412 for
 // Pulsar's "Exceed maximum number of topics in namespace") when adding
 // more topics, each partition counting as one, would pass the limit. The
@@ -113,9 +113,9 @@ type TopicQuota interface {
 	CheckTopicQuota(ctx context.Context, namespace string, adding int) error
 }
 
-// SubscriptionProperties is implemented by a topic service that keeps
-// subscription properties (Pulsar's, PIP-105): string pairs stored with a
-// durable subscription.
+// SubscriptionProperties (Broker.SubscriptionProperties) is a topic
+// service that keeps subscription properties (Pulsar's, PIP-105): string
+// pairs stored with a durable subscription.
 type SubscriptionProperties interface {
 	SubscriptionProperties(ctx context.Context, name topic.Name, sub string) (map[string]string, error)
 	// SetSubscriptionProperties replaces them.
@@ -132,7 +132,7 @@ type PendingError struct {
 func (e *PendingError) Error() string { return e.Err.Error() }
 func (e *PendingError) Unwrap() error { return e.Err }
 
-// FederatedDeletes is implemented by a topic service whose deletes reach
+// FederatedDeletes (Broker.Deletes) is a topic service whose deletes reach
 // every region (docs/replication.md, "Deleting topics and namespaces").
 // The deletes return handled false when it cannot (no global store): the
 // delete is then this region's only.
@@ -172,6 +172,14 @@ type NotOwnerError struct {
 // authoritativeKey keys the request's ?authoritative= in its context.
 type authoritativeKey struct{}
 
+// WithAuthoritative returns ctx marked as serving a request that came
+// here by another broker's redirect or forward (?authoritative=true):
+// the admin server marks it, Topics implementations read it with
+// Authoritative.
+func WithAuthoritative(ctx context.Context) context.Context {
+	return context.WithValue(ctx, authoritativeKey{}, true)
+}
+
 // Authoritative reports whether the request being served came here by
 // another broker's redirect or forward (?authoritative=true): a topic
 // whose bundle nobody owns is then taken by this broker.
@@ -186,9 +194,3 @@ func (e *NotOwnerError) Error() string {
 
 // Unwrap returns ErrNotOwner.
 func (e *NotOwnerError) Unwrap() error { return ErrNotOwner }
-
-// isKind reports whether err is of kind k: whether the server answers it
-// as k.
-func isKind(err error, k *errkind.Error) bool {
-	return err != nil && errkind.KindOf(err) == k
-}

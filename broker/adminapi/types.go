@@ -1,4 +1,4 @@
-package admin
+package adminapi
 
 // The JSON types below mirror Pulsar's admin REST types field for field
 // (names and JSON types as in pulsaradmin/pkg/utils/data.go of
