@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/isobar-mq/isobar/auth"
+	"github.com/isobar-mq/isobar/internal/atomicfile"
 )
 
 // newTokensCmd is `isobar tokens`: Pulsar's `pulsar tokens` commands, with
@@ -78,7 +79,7 @@ func newTokensKeyPairCmd() *cobra.Command {
 			if err := writeSecret(priv, p); err != nil {
 				return err
 			}
-			return os.WriteFile(pub, q, 0o644)
+			return atomicfile.Write(pub, q, 0o644)
 		},
 	}
 	cmd.Flags().StringVar(&priv, "output-private-key", "", "file to write the private key to (PKCS #8 DER)")
@@ -252,8 +253,10 @@ func newTokensValidateCmd() *cobra.Command {
 }
 
 // writeSecret writes key material readable by its owner only.
+// writeSecret writes a key or token readable by its owner only, whole
+// (atomicfile), also over a file that was readable by others.
 func writeSecret(path string, b []byte) error {
-	return os.WriteFile(path, b, 0o600)
+	return atomicfile.Write(path, b, 0o600)
 }
 
 func noArgs(_ *cobra.Command, args []string) error {

@@ -89,3 +89,18 @@ func TestTokensCommands(t *testing.T) {
 		t.Errorf("show garbage: %v", err)
 	}
 }
+
+// A key written over a file others could read is left readable by its
+// owner only.
+func TestSecretKeyOverAReadableFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secret.key")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(context.Background(), "tokens", "create-secret-key", "--output", path); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 || fi.Size() != 32 {
+		t.Fatalf("%v %v: want a 32-byte key of mode 0600", fi.Mode(), err)
+	}
+}
