@@ -1,4 +1,4 @@
-package region
+package roles
 
 import (
 	"context"
@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
 	"github.com/isobar-mq/isobar/bookie/ledger"
 	"github.com/isobar-mq/isobar/bookie/racks"
 	"github.com/isobar-mq/isobar/broker"
@@ -22,15 +20,219 @@ import (
 	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/broker/primary"
 	"github.com/isobar-mq/isobar/errkind"
+	"github.com/isobar-mq/isobar/globalconfig"
 	"github.com/isobar-mq/isobar/globalconfig/deletes"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
 	"github.com/isobar-mq/isobar/internal/lifecycle"
+	"github.com/isobar-mq/isobar/internal/tlsfiles"
 	"github.com/isobar-mq/isobar/metastore"
-	"github.com/isobar-mq/isobar/observability"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
 )
+
+// BrokerConfig is one broker: the broker's settings plus where it
+// listens and what it is called.
+type BrokerConfig struct {
+	broker.Config `yaml:",inline"`
+	// Name is the broker's stable name (ownership, metrics); empty means
+	// the host name.
+	Name string `yaml:"name"`
+	// ListenAddr is the Pulsar protocol listener; empty means
+	// 0.0.0.0:6650.
+	ListenAddr string `yaml:"listenAddr"`
+	// HTTPListenAddr serves the admin REST API, lookups, /healthz,
+	// /readyz and /metrics; empty means 0.0.0.0:8080.
+	HTTPListenAddr string `yaml:"httpListenAddr"`
+	// AdvertisedAddress is the host clients and other brokers reach this
+	// broker at; empty means the listen host, or the host name when that
+	// is a wildcard. ServiceURL and HTTPURL, when set, override the
+	// advertised URLs entirely.
+	AdvertisedAddress string `yaml:"advertisedAddress"`
+	// DataDir keeps the broker's copy of the global configuration, so it
+	// starts while the global store is down; empty keeps none.
+	DataDir string `yaml:"dataDir"`
+	// LeaseTTL is how long a dead broker keeps its bundles; zero means
+	// 10s.
+	LeaseTTL time.Duration `yaml:"leaseTTL"`
+	// FenceLeaseTTL is the lease of the broker's fences and presence in
+	// the global store (docs/failover.md): a dead or cut-off primary's
+	// namespaces fail over no sooner than this, and a cut of the global
+	// store shorter than this costs clients a delay only. Zero means 2s;
+	// etcd counts it in whole seconds.
+	FenceLeaseTTL time.Duration `yaml:"fenceLeaseTTL"`
+	// LoadReportInterval is how often the broker samples its load (CPU,
+	// message and byte rates, topics, connections, per owned bundle) for
+	// its load report in the region's metadata store (docs/ownership.md);
+	// zero means 10s.
+	LoadReportInterval time.Duration `yaml:"loadReportInterval"`
+	// LoadReportThresholdPercentage is the change of a sampled figure,
+	// in percent of the published one, that publishes a sample at once
+	// (Pulsar's loadBalancerReportUpdateThresholdPercentage); zero means 10.
+	LoadReportThresholdPercentage float64 `yaml:"loadReportThresholdPercentage"`
+	// LoadReportMaxInterval is the longest a sample goes unpublished
+	// (Pulsar's loadBalancerReportUpdateMaxIntervalMinutes); zero means 15m.
+	LoadReportMaxInterval time.Duration `yaml:"loadReportMaxInterval"`
+	// TLS, when its certificate and key are set, serves the Pulsar
+	// protocol (pulsar+ssl://) on TLSListenAddr and the HTTP API on
+	// HTTPSListenAddr as well (docs/security.md). The files are read
+	// again when they change.
+	TLS tlsfiles.Config `yaml:"tls"`
+	// TLSListenAddr is the Pulsar protocol's TLS listener; empty means
+	// 0.0.0.0:6651 (Pulsar's brokerServicePortTls).
+	TLSListenAddr string `yaml:"tlsListenAddr"`
+	// HTTPSListenAddr is the HTTP API's TLS listener; empty means
+	// 0.0.0.0:8443 (Pulsar's webServicePortTls).
+	HTTPSListenAddr string `yaml:"httpsListenAddr"`
+	// TLSOnly (with TLS) serves clients only over TLS: the plaintext
+	// Pulsar port answers every connection with an error naming the
+	// pulsar+ssl:// URL, and the plaintext HTTP port serves only /healthz,
+	// /readyz and /metrics and refuses the rest with 403 naming the
+	// https:// URL.
+	TLSOnly bool `yaml:"tlsOnly"`
+	// BookKeeperTLS is how the broker reaches bookies that serve TLS
+	// (bookie.tls): the CAs their certificates chain to and the broker's
+	// client certificate (Pulsar's bookkeeperTLS* settings).
+	BookKeeperTLS tlsfiles.ClientConfig `yaml:"bookkeeperTls"`
+	// LostBookieRecoveryDelay is how long a bookie's registration must
+	// have been gone before the region's auditor (run by the leader
+	// broker) copies its ledgers' entries to other bookies
+	// (BookKeeper's lostBookieRecoveryDelay; docs/ledger.md "Automatic
+	// recovery"); zero means 30s. A decommissioned bookie is recovered
+	// at once.
+	LostBookieRecoveryDelay time.Duration `yaml:"lostBookieRecoveryDelay"`
+	// OpenLedgerRereplicationGracePeriod is how long an open ledger with
+	// a copy on a lost bookie may stay open before the auditor fences and
+	// closes it to re-replicate it (BookKeeper's
+	// openLedgerRereplicationGracePeriod; docs/ledger.md "Automatic
+	// recovery"): its writer, a topic's managed ledger, then rolls over to
+	// a new ledger. It starts once the bookie counts as lost (after
+	// lostBookieRecoveryDelay); zero means 30s.
+	OpenLedgerRereplicationGracePeriod time.Duration `yaml:"openLedgerRereplicationGracePeriod"`
+
+	// LoadBalancerEnabled turns the region's load manager on (Pulsar's
+	// loadBalancerEnabled; docs/ownership.md "Load balancing"): the
+	// leader broker sheds bundles from brokers loaded above the mean to
+	// the least loaded ones, and splits hot bundles when
+	// LoadBalancerAutoBundleSplitEnabled is set. Off by default.
+	LoadBalancerEnabled bool `yaml:"loadBalancerEnabled"`
+	// LoadBalancerSheddingInterval is how often the leader decides what
+	// to shed and split (Pulsar's loadBalancerSheddingIntervalMinutes);
+	// zero means 1m.
+	LoadBalancerSheddingInterval time.Duration `yaml:"loadBalancerSheddingInterval"`
+	// LoadBalancerBrokerThresholdShedderPercentage is how far above the
+	// mean load of the region's brokers, in percent of the mean, a
+	// broker's load must be for it to shed bundles (Pulsar's
+	// loadBalancerBrokerThresholdShedderPercentage); zero means 10.
+	LoadBalancerBrokerThresholdShedderPercentage float64 `yaml:"loadBalancerBrokerThresholdShedderPercentage"`
+	// LoadBalancerSheddingMinLoadGap is the least difference between a
+	// broker's load and the mean, in load points (one per 10 % CPU, per
+	// 1000 messages/s and per MiB/s, in and out), for the broker to shed,
+	// so that an idle region does not move bundles over noise (the role
+	// of Pulsar's loadBalancerBundleUnloadMinThroughputThreshold); zero
+	// means 1.
+	LoadBalancerSheddingMinLoadGap float64 `yaml:"loadBalancerSheddingMinLoadGap"`
+	// LoadBalancerSheddingGracePeriod is how long a bundle that was moved
+	// or split stays where it is before it may be moved again (Pulsar's
+	// loadBalancerSheddingGracePeriodMinutes); zero means 30m.
+	LoadBalancerSheddingGracePeriod time.Duration `yaml:"loadBalancerSheddingGracePeriod"`
+	// LoadBalancerAutoBundleSplitEnabled lets the load manager split a
+	// bundle above one of the LoadBalancerNamespaceBundleMax* limits in
+	// two (Pulsar's loadBalancerAutoBundleSplitEnabled, by
+	// range_equally_divide), up to limits.maxBundlesPerNamespace bundles
+	// (Pulsar's loadBalancerNamespaceMaximumBundles). Off by default.
+	LoadBalancerAutoBundleSplitEnabled bool `yaml:"loadBalancerAutoBundleSplitEnabled"`
+	// LoadBalancerNamespaceBundleMaxTopics is the most topics a bundle
+	// holds before it is split; zero means 1000.
+	LoadBalancerNamespaceBundleMaxTopics int64 `yaml:"loadBalancerNamespaceBundleMaxTopics"`
+	// LoadBalancerNamespaceBundleMaxMsgRate is the most messages/s, in
+	// and out together, a bundle carries before it is split; zero means
+	// 30000.
+	LoadBalancerNamespaceBundleMaxMsgRate float64 `yaml:"loadBalancerNamespaceBundleMaxMsgRate"`
+	// LoadBalancerNamespaceBundleMaxBandwidthMbytes is the most MB/s, in
+	// and out together, a bundle carries before it is split; zero means
+	// 100.
+	LoadBalancerNamespaceBundleMaxBandwidthMbytes float64 `yaml:"loadBalancerNamespaceBundleMaxBandwidthMbytes"`
+}
+
+// loadManager is the load manager's configuration (without its logger
+// and meter).
+func (c BrokerConfig) loadManager() broker.LoadManagerConfig {
+	settle := 2 * c.LoadReportInterval
+	if settle == 0 {
+		settle = 2 * ownership.DefaultLoadReportInterval
+	}
+	return broker.LoadManagerConfig{
+		Interval: c.LoadBalancerSheddingInterval,
+		Balance: ownership.BalanceConfig{
+			Shed:   ownership.ShedConfig{Threshold: c.LoadBalancerBrokerThresholdShedderPercentage, MinGap: c.LoadBalancerSheddingMinLoadGap},
+			Grace:  c.LoadBalancerSheddingGracePeriod,
+			Settle: settle,
+			Split: ownership.SplitConfig{
+				Enabled:            c.LoadBalancerAutoBundleSplitEnabled,
+				MaxTopics:          c.LoadBalancerNamespaceBundleMaxTopics,
+				MaxMsgRate:         c.LoadBalancerNamespaceBundleMaxMsgRate,
+				MaxBandwidthMbytes: c.LoadBalancerNamespaceBundleMaxBandwidthMbytes,
+				MaxBundles:         c.Limits.WithDefaults().MaxBundlesPerNamespace,
+			},
+		},
+	}
+}
+
+// loadReports is the ownership registry's load report configuration.
+func (c BrokerConfig) loadReports() ownership.LoadReportConfig {
+	return ownership.LoadReportConfig{Interval: c.LoadReportInterval, Threshold: c.LoadReportThresholdPercentage, MaxInterval: c.LoadReportMaxInterval}
+}
+
+// Validate reports every problem of a broker's settings at once.
+func (c BrokerConfig) Validate() error {
+	var errs []error
+	if !ValidName(c.Region) {
+		errs = append(errs, fmt.Errorf("broker.region: %q must be 1-63 lower-case letters, digits or dashes", c.Region))
+	}
+	if c.Name != "" && !validID(c.Name) {
+		errs = append(errs, fmt.Errorf("broker.name: %q must be letters, digits, '.', '-' or '_'", c.Name))
+	}
+	errs = append(errs, ValidAddr("broker.listenAddr", c.ListenAddr), ValidAddr("broker.httpListenAddr", c.HTTPListenAddr),
+		ValidAddr("broker.tlsListenAddr", c.TLSListenAddr), ValidAddr("broker.httpsListenAddr", c.HTTPSListenAddr))
+	if err := c.TLS.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("broker.%w", err))
+	}
+	if c.TLSOnly && !c.TLS.Enabled() {
+		errs = append(errs, errors.New("broker.tlsOnly: needs broker.tls.certFile and keyFile"))
+	}
+	if err := c.BookKeeperTLS.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("broker.bookkeeperTls: %w", err))
+	}
+	if c.LostBookieRecoveryDelay < 0 {
+		errs = append(errs, fmt.Errorf("broker.lostBookieRecoveryDelay: %v is negative", c.LostBookieRecoveryDelay))
+	}
+	if c.OpenLedgerRereplicationGracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("broker.openLedgerRereplicationGracePeriod: %v is negative", c.OpenLedgerRereplicationGracePeriod))
+	}
+	if c.LeaseTTL < 0 || c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
+		errs = append(errs, fmt.Errorf("broker.leaseTTL: %v must be 0 (default) or at least 1s", c.LeaseTTL))
+	}
+	if c.FenceLeaseTTL < 0 || c.FenceLeaseTTL > 0 && (c.FenceLeaseTTL < time.Second || c.FenceLeaseTTL%time.Second != 0) {
+		errs = append(errs, fmt.Errorf("broker.fenceLeaseTTL: %v must be 0 (default) or whole seconds, at least 1s", c.FenceLeaseTTL))
+	}
+	if err := c.loadReports().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("broker: %w", err))
+	}
+	if err := c.loadManager().Balance.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("broker: %w", err))
+	}
+	if c.LoadBalancerSheddingInterval < 0 {
+		errs = append(errs, fmt.Errorf("broker.loadBalancerSheddingInterval: %v is negative", c.LoadBalancerSheddingInterval))
+	}
+	// The broker's own checks, with the URLs it will advertise.
+	bc := c.Config
+	if bc.ServiceURL == "" {
+		bc.ServiceURL = "pulsar://placeholder:6650"
+	}
+	errs = append(errs, bc.Validate())
+	return errors.Join(errs...)
+}
 
 // BrokerEndpoints says where one broker listens.
 type BrokerEndpoints struct {
@@ -39,35 +241,6 @@ type BrokerEndpoints struct {
 	// The TLS listeners' URLs, when the broker serves TLS.
 	ServiceURLTLS    string `json:"serviceUrlTls,omitempty"`
 	WebServiceURLTLS string `json:"webServiceUrlTls,omitempty"`
-}
-
-// Deps are what every component of a process shares: its logger, its
-// telemetry (one registry per process) and its health endpoints.
-type Deps struct {
-	// Logger; nil discards.
-	Logger *slog.Logger
-	// Telemetry provides metrics and traces; nil means none.
-	Telemetry *observability.Telemetry
-	// Health is the process's /healthz, /readyz and /metrics, served on
-	// every broker's HTTP port as well; nil serves the broker's own
-	// readiness and the telemetry's metrics there.
-	Health *lifecycle.Health
-	// SpanExporters receive the spans of telemetry a region makes for
-	// itself (when Telemetry is nil); tests pass an in-memory exporter.
-	SpanExporters []sdktrace.SpanExporter
-}
-
-// withDefaults fills in a discarding logger and, for a component on its
-// own, disabled telemetry. (A region or federation given no telemetry
-// makes its own instead.)
-func (d Deps) withDefaults() Deps {
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
-	if d.Telemetry == nil {
-		d.Telemetry, _ = observability.New(context.Background(), observability.Config{Disabled: true})
-	}
-	return d
 }
 
 // Broker is one broker with everything it needs of its own: a metadata
@@ -80,7 +253,7 @@ type Broker struct {
 	meta, global metastore.Config
 	deps         Deps
 	logger       *slog.Logger
-	// updateCluster, when set, is called once the broker serves: the
+	// clusterData, when set, is called once the broker serves: the
 	// region composition records its brokers in the cluster record.
 	clusterData func() policy.ClusterData
 
@@ -122,8 +295,37 @@ func NewBroker(cfg BrokerConfig, meta, global metastore.Config, deps Deps) *Brok
 		logger: deps.Logger.With("broker", name)}
 }
 
+// SetClusterData makes the broker register the cluster record f returns
+// (and update an existing one to it) once it serves, instead of its own
+// URLs: a region composition records all its brokers there. Call it
+// before Start.
+func (c *Broker) SetClusterData(f func() policy.ClusterData) { c.clusterData = f }
+
 // Name implements lifecycle.Component.
 func (c *Broker) Name() string { return "broker " + c.name }
+
+// Config is the broker's configuration, as given to NewBroker.
+func (c *Broker) Config() BrokerConfig { return c.cfg }
+
+// Gates are the broker's primary fence gates (nil before Start).
+func (c *Broker) Gates() *primary.Gates { return c.gates }
+
+// Registry is the broker's registration in the ownership registry (nil
+// before Start).
+func (c *Broker) Registry() *ownership.Registry { return c.reg }
+
+// UnloadOwned gives up every bundle the broker owns, as its shutdown
+// does, leaving the broker running.
+func (c *Broker) UnloadOwned(ctx context.Context) error { return c.placement.UnloadOwned(ctx, c.b) }
+
+// GlobalCache is the broker's cache of the global configuration store
+// (nil without one, or before Start).
+func (c *Broker) GlobalCache() *globalconfig.Cache {
+	if c.pol == nil {
+		return nil
+	}
+	return c.pol.cache
+}
 
 // Endpoints are the broker's advertised URLs (after Start).
 func (c *Broker) Endpoints() BrokerEndpoints { return c.eps }
@@ -138,33 +340,6 @@ func (c *Broker) Policies() *policy.Store {
 	}
 	return c.pol.store
 }
-
-// advertisedHost is the host put in the broker's URLs.
-func advertisedHost(adv string, ln net.Listener) string {
-	if adv != "" {
-		return adv
-	}
-	host, _, _ := net.SplitHostPort(ln.Addr().String())
-	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
-		return Hostname()
-	}
-	return host
-}
-
-func listen(field, addr, def string) (net.Listener, error) {
-	if addr == "" {
-		addr = def
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s %s: %w", ErrListen, field, addr, err)
-	}
-	return ln, nil
-}
-
-// ErrListen wraps a failure to open a listener (the port is in use, the
-// address is not local).
-var ErrListen = errors.New("region: cannot listen")
 
 // Start implements lifecycle.Component.
 func (c *Broker) Start(ctx context.Context) (err error) {
