@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/isobar-mq/isobar/bookie/ledger"
@@ -264,9 +265,13 @@ type Broker struct {
 	tlsCfg    *tls.Config
 	plainHTTP *http.Server // TLSOnly: the plaintext HTTP port's refusals
 	eps       BrokerEndpoints
-	store     *metastore.Store
-	ledgers   *ledger.Client
-	auditor   *ledger.Auditor
+	// bc is the broker's configuration with its advertised URLs, and
+	// cluster its cluster's name (after listen).
+	bc      broker.Config
+	cluster string
+	store   *metastore.Store
+	ledgers *ledger.Client
+	auditor *ledger.Auditor
 	// stopAudit stops the auditor's goroutine and waits for it.
 	stopAudit func()
 	// stopLoadMgr stops the load manager's goroutine (when
@@ -277,9 +282,13 @@ type Broker struct {
 	placement   *broker.OwnershipPlacement
 	gates       *primary.Gates
 	b           *broker.Broker
-	http        *http.Server
-	done        chan struct{} // the Pulsar listener's Serve returned
-	stopped     bool
+	// built is b for the callbacks of the registry and the fences, made
+	// before it (nil until then).
+	built   atomic.Pointer[broker.Broker]
+	loadMgr *broker.LoadManager // nil unless loadBalancerEnabled
+	http    *http.Server
+	done    chan struct{} // the Pulsar listener's Serve returned
+	stopped bool
 }
 
 // NewBroker returns a broker for cfg whose region metadata store is meta
@@ -341,13 +350,18 @@ func (c *Broker) Policies() *policy.Store {
 	return c.pol.store
 }
 
-// Start implements lifecycle.Component.
+// Start implements lifecycle.Component in four phases: listen (the
+// sockets, so that a port in use fails at once, and the URLs the broker
+// advertises), connect (the metadata store, the bookies, the policies and
+// the global store), build (the broker and its subsystems) and serve (the
+// goroutines, the listeners and the cluster record). When a phase fails,
+// what the earlier ones opened is closed.
 func (c *Broker) Start(ctx context.Context) (err error) {
 	if err := c.cfg.Validate(); err != nil {
 		return err
 	}
 	defer func() {
-		if err != nil && c.b != nil {
+		if err != nil && c.done != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			c.Shutdown(sctx)
 			cancel()
@@ -355,6 +369,21 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 			c.release(context.Background())
 		}
 	}()
+	if err := c.listen(); err != nil {
+		return err
+	}
+	if err := c.connect(ctx); err != nil {
+		return err
+	}
+	if err := c.build(ctx); err != nil {
+		return err
+	}
+	return c.serve(ctx)
+}
+
+// listen opens the broker's listeners and works out the URLs it
+// advertises (c.bc, c.eps).
+func (c *Broker) listen() (err error) {
 	if c.bln, err = listen("broker.listenAddr", c.cfg.ListenAddr, "0.0.0.0:6650"); err != nil {
 		return err
 	}
@@ -388,7 +417,20 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	if bc.HTTPURL == "" {
 		bc.HTTPURL = "http://" + net.JoinHostPort(advertisedHost(c.cfg.AdvertisedAddress, c.hln), strconv.Itoa(c.hln.Addr().(*net.TCPAddr).Port))
 	}
+	c.bc = bc
+	c.cluster = bc.Cluster
+	if c.cluster == "" {
+		c.cluster = bc.Region
+	}
 	c.eps = BrokerEndpoints{ServiceURL: bc.ServiceURL, WebServiceURL: bc.HTTPURL, ServiceURLTLS: bc.ServiceURLTLS, WebServiceURLTLS: bc.HTTPURLTLS}
+	return nil
+}
+
+// connect reaches what the broker stores in: the region's metadata store
+// (retried for its start-up timeout), the bookies through a ledger client,
+// and the policies (in the global store through its cache, or in the
+// region's store).
+func (c *Broker) connect(ctx context.Context) (err error) {
 	if c.store, err = connectMeta(ctx, c.meta, "metadata store", c.logger); err != nil {
 		return err
 	}
@@ -396,56 +438,45 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("broker.bookkeeperTls: %w", err)
 	}
-	if c.ledgers, err = ledger.NewClient(ledger.Config{Meta: c.store, Region: bc.Region, Logger: c.logger, TLS: bkTLS}); err != nil {
+	if c.ledgers, err = ledger.NewClient(ledger.Config{Meta: c.store, Region: c.bc.Region, Logger: c.logger, TLS: bkTLS}); err != nil {
 		return fmt.Errorf("ledger client: %w", err)
 	}
-	cluster := bc.Cluster
-	if cluster == "" {
-		cluster = bc.Region
-	}
-	tel := c.deps.Telemetry
-	limits := bc.Limits.WithDefaults()
+	limits := c.bc.Limits.WithDefaults()
 	c.pol, err = openPolicies(ctx, policiesConfig{
-		local: c.store, global: c.global, dataDir: c.cfg.DataDir, cluster: cluster,
-		hasTopics: c.hasTopics, logger: c.logger, meter: tel.MeterProvider(),
+		local: c.store, global: c.global, dataDir: c.cfg.DataDir, cluster: c.cluster,
+		hasTopics: c.hasTopics, logger: c.logger, meter: c.deps.Telemetry.MeterProvider(),
 		maxPartitions: limits.MaxPartitionsPerTopic, maxBundles: limits.MaxBundlesPerNamespace,
 	})
-	if err != nil {
-		return err
-	}
+	return err
+}
+
+// build makes the broker and its subsystems: the bundle placement and the
+// broker's registration in the ownership registry, the auditor, the
+// primary fences, the schema and delete stores, the broker itself, its
+// load manager and its HTTP server. The registry and the fences call back
+// into the broker (unloading a lost bundle, demoting a topic) through
+// this role (unloadLost, demote), which forwards once the broker is
+// built. (The registry and the fences start their own goroutines as they
+// are made: ownership.Start, primary.New.)
+func (c *Broker) build(ctx context.Context) (err error) {
+	tel := c.deps.Telemetry
 	pol := c.pol.store
-	var b *broker.Broker // set below; OnLost runs only after Start
-	placement := &broker.OwnershipPlacement{Policies: pol, Local: c.store, Region: bc.Region}
-	c.placement = placement
+	c.placement = &broker.OwnershipPlacement{Policies: pol, Local: c.store, Region: c.bc.Region}
 	c.reg, err = ownership.Start(ctx, ownership.Config{
 		Meta:   c.store,
-		Region: bc.Region,
-		Self: ownership.BrokerInfo{ID: c.name, ServiceURL: bc.ServiceURL, HTTPURL: bc.HTTPURL,
-			ServiceURLTLS: bc.ServiceURLTLS, HTTPURLTLS: bc.HTTPURLTLS},
-		LeaseTTL:    c.cfg.LeaseTTL,
-		LoadReports: c.cfg.loadReports(),
-		Logger:      c.logger,
-		OnLost: func(ns string, bd topic.Bundle) {
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				_ = b.UnloadMatching(ctx, func(n topic.Name) bool { return placement.InBundle(n, ns, bd) })
-			}()
-		},
-		AntiAffinity: func(ctx context.Context, ns string) ([]string, error) {
-			p, err := pol.Namespace(ctx, ns)
-			if err != nil || p.AntiAffinityGroup == "" {
-				return nil, err
-			}
-			tenant, _, _ := topic.ParseNamespace(ns)
-			return pol.AntiAffinityNamespaces(ctx, tenant, p.AntiAffinityGroup)
-		},
+		Region: c.bc.Region,
+		Self: ownership.BrokerInfo{ID: c.name, ServiceURL: c.bc.ServiceURL, HTTPURL: c.bc.HTTPURL,
+			ServiceURLTLS: c.bc.ServiceURLTLS, HTTPURLTLS: c.bc.HTTPURLTLS},
+		LeaseTTL:     c.cfg.LeaseTTL,
+		LoadReports:  c.cfg.loadReports(),
+		Logger:       c.logger,
+		OnLost:       c.unloadLost,
+		AntiAffinity: c.antiAffinity,
 	})
 	if err != nil {
 		return err
 	}
-	placement.Registry = c.reg
-	reg := c.reg
+	c.placement.Registry = c.reg
 	// Automatic recovery: every broker runs the auditor; it acts while
 	// this broker is the region's leader (ownership.Leader, the broker
 	// leader the admin API names).
@@ -453,23 +484,10 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		LostBookieRecoveryDelay: c.cfg.LostBookieRecoveryDelay,
 		OpenLedgerGracePeriod:   c.cfg.OpenLedgerRereplicationGracePeriod,
 		MeterProvider:           tel.MeterProvider(),
-		Leader: func(ctx context.Context) bool {
-			infos, err := reg.Brokers(ctx)
-			if err != nil {
-				return false
-			}
-			l, ok := ownership.Leader(infos)
-			return ok && l.ID == c.name
-		},
+		Leader:                  c.leader,
 	})
 	if err != nil {
 		return fmt.Errorf("broker auditor: %w", err)
-	}
-	{
-		actx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); c.auditor.Run(actx) }()
-		c.stopAudit = func() { cancel(); <-done }
 	}
 	// The fences use the global store with timeouts of their own; the
 	// schema and delete records go through the bound of the policies
@@ -480,22 +498,14 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	if c.pol.global != nil {
 		globalMeta, configMeta, cached = c.pol.global, c.pol.meta, c.pol.cache.Get
 	}
+	cluster := c.cluster
 	c.gates, err = primary.New(primary.Config{Region: cluster, Broker: c.name, TTL: c.cfg.FenceLeaseTTL}, primary.Deps{
-		Global: globalMeta,
-		Cached: cached,
-		AutoNamespaces: func() []primary.AutoNamespace {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			nss, _ := pol.AutoFailoverNamespaces(ctx)
-			out := make([]primary.AutoNamespace, 0, len(nss))
-			for _, n := range nss {
-				out = append(out, primary.AutoNamespace{Name: n.Namespace, Failover: n.Failover, Clusters: n.Clusters})
-			}
-			return out
-		},
-		Promote: func(ctx context.Context, ns, from string) error { return pol.Promote(ctx, ns, from, cluster) },
-		Logger:  c.logger,
-		Demote:  func(ctx context.Context, ns, topic, to string) { b.Demote(ctx, ns, topic, to) },
+		Global:         globalMeta,
+		Cached:         cached,
+		AutoNamespaces: c.autoFailoverNamespaces,
+		Promote:        func(ctx context.Context, ns, from string) error { return pol.Promote(ctx, ns, from, cluster) },
+		Logger:         c.logger,
+		Demote:         c.demote,
 	})
 	if err != nil {
 		return err
@@ -524,43 +534,35 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		return schema.SettingsFor(ctx, pol, name)
 	}
 	autoCreate := policy.AutoTopicCreation{AllowAutoTopicCreation: true, TopicType: policy.TopicTypeNonPartitioned}
-	b, err = broker.New(bc, broker.Deps{
+	b, err := broker.New(c.bc, broker.Deps{
 		Schemas:        schemas,
 		Deletes:        dels,
 		SchemaSettings: schemaSettings,
 		Meta:           c.store,
 		Ledgers:        c.ledgers,
-		Placement:      placement,
+		Placement:      c.placement,
 		Namespaces:     broker.PolicyNamespaces{Store: pol, Default: autoCreate},
 		AuthPolicies:   policy.AuthSource{Store: pol},
 		Primary:        c.gates,
 		Logger:         c.logger,
 		MeterProvider:  tel.MeterProvider(),
 		TracerProvider: tel.TracerProvider(),
-		OnDrained: func(ctx context.Context) {
-			if err := reg.Close(ctx); err != nil {
-				c.logger.Warn("releasing bundle ownership failed", "err", err)
-			}
-		},
+		OnDrained:      c.releaseOwnership,
 	})
 	if err != nil {
 		return err
 	}
 	c.b = b
-	c.reg.SetLoadSource(broker.NewLoadSampler(b, placement).Sample)
+	c.built.Store(b)
+	c.reg.SetLoadSource(broker.NewLoadSampler(b, c.placement).Sample)
 	if c.cfg.LoadBalancerEnabled {
 		// The load manager: every broker runs it; it decides while this
 		// broker is the region's leader, as the auditor above.
 		lmc := c.cfg.loadManager()
 		lmc.Logger, lmc.MeterProvider = c.logger, tel.MeterProvider()
-		lm, err := broker.NewLoadManager(b, placement, lmc)
-		if err != nil {
+		if c.loadMgr, err = broker.NewLoadManager(b, c.placement, lmc); err != nil {
 			return err
 		}
-		lctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); lm.Run(lctx) }()
-		c.stopLoadMgr = func() { cancel(); <-done }
 	}
 	adm := admin.New(admin.Config{
 		Policies:          pol,
@@ -569,11 +571,11 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 		Logger:            c.logger,
 		AutoTopicCreation: autoCreate,
 		Health:            c.healthCheck,
-		MaxRequestBytes:   limits.MaxAdminRequestBytes,
+		MaxRequestBytes:   c.bc.Limits.WithDefaults().MaxAdminRequestBytes,
 		Authz:             b.Authorizer(),
 		TopicDefaults:     b.TopicDefaults(),
 		Schemas:           schemas,
-		Bookies:           racks.NewStore(c.store, bc.Region),
+		Bookies:           racks.NewStore(c.store, c.bc.Region),
 		Recovery:          ledger.Operations{Client: c.ledgers, Auditor: c.auditor},
 		PeerClient:        peerClient(c.cfg.TLS),
 	})
@@ -586,13 +588,34 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 	health.Mount(mux)
 	mux.Handle("/", adm)
 	c.http = &http.Server{Handler: b.Auth().HTTP(mux), ReadHeaderTimeout: 10 * time.Second}
+	if c.cfg.TLSOnly {
+		c.plainHTTP = &http.Server{Handler: tlsOnlyHTTP(b.Auth().HTTP(mux), c.bc.HTTPURLTLS), ReadHeaderTimeout: 10 * time.Second}
+	}
+	return nil
+}
+
+// serve starts the auditor and the load manager, serves the listeners
+// and registers the cluster record.
+func (c *Broker) serve(ctx context.Context) error {
+	{
+		actx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); c.auditor.Run(actx) }()
+		c.stopAudit = func() { cancel(); <-done }
+	}
+	if c.loadMgr != nil {
+		lctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); c.loadMgr.Run(lctx) }()
+		c.stopLoadMgr = func() { cancel(); <-done }
+	}
+	b := c.b
 	c.done = make(chan struct{})
 	hln, bln := c.hln, c.bln
 	plainHTTP := c.http
-	if c.cfg.TLSOnly {
-		plainHTTP = &http.Server{Handler: tlsOnlyHTTP(b.Auth().HTTP(mux), bc.HTTPURLTLS), ReadHeaderTimeout: 10 * time.Second}
-		c.plainHTTP = plainHTTP
-		go refusePlaintext(bln, bc.ServiceURLTLS, c.logger)
+	if c.plainHTTP != nil {
+		plainHTTP = c.plainHTTP
+		go refusePlaintext(bln, c.bc.ServiceURLTLS, c.logger)
 	}
 	go func() {
 		if err := plainHTTP.Serve(hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -623,11 +646,77 @@ func (c *Broker) Start(ctx context.Context) (err error) {
 			}
 		}()
 	}
-	if err := c.registerCluster(ctx, cluster); err != nil {
+	if err := c.registerCluster(ctx, c.cluster); err != nil {
 		return err
 	}
-	c.logger.Info("broker serving", "serviceUrl", bc.ServiceURL, "webServiceUrl", bc.HTTPURL, "serviceUrlTls", bc.ServiceURLTLS, "webServiceUrlTls", bc.HTTPURLTLS, "region", bc.Region, "cluster", cluster)
+	bc := c.bc
+	c.logger.Info("broker serving", "serviceUrl", bc.ServiceURL, "webServiceUrl", bc.HTTPURL, "serviceUrlTls", bc.ServiceURLTLS, "webServiceUrlTls", bc.HTTPURLTLS, "region", bc.Region, "cluster", c.cluster)
 	return nil
+}
+
+// unloadLost is the registry's OnLost: the broker lost bundle bd of
+// namespace ns (its lease expired), so it unloads the bundle's topics.
+func (c *Broker) unloadLost(ns string, bd topic.Bundle) {
+	b := c.built.Load()
+	if b == nil {
+		return // nothing loaded yet
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = b.UnloadMatching(ctx, func(n topic.Name) bool { return c.placement.InBundle(n, ns, bd) })
+	}()
+}
+
+// antiAffinity is the registry's AntiAffinity: the namespaces of ns's
+// anti-affinity group.
+func (c *Broker) antiAffinity(ctx context.Context, ns string) ([]string, error) {
+	pol := c.pol.store
+	p, err := pol.Namespace(ctx, ns)
+	if err != nil || p.AntiAffinityGroup == "" {
+		return nil, err
+	}
+	tenant, _, _ := topic.ParseNamespace(ns)
+	return pol.AntiAffinityNamespaces(ctx, tenant, p.AntiAffinityGroup)
+}
+
+// leader is the auditor's Leader: this broker is the region's leader.
+func (c *Broker) leader(ctx context.Context) bool {
+	infos, err := c.reg.Brokers(ctx)
+	if err != nil {
+		return false
+	}
+	l, ok := ownership.Leader(infos)
+	return ok && l.ID == c.name
+}
+
+// autoFailoverNamespaces is the fences' AutoNamespaces: the namespaces
+// with automatic failover.
+func (c *Broker) autoFailoverNamespaces() []primary.AutoNamespace {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	nss, _ := c.pol.store.AutoFailoverNamespaces(ctx)
+	out := make([]primary.AutoNamespace, 0, len(nss))
+	for _, n := range nss {
+		out = append(out, primary.AutoNamespace{Name: n.Namespace, Failover: n.Failover, Clusters: n.Clusters})
+	}
+	return out
+}
+
+// demote is the fences' Demote: the broker demotes topic of ns, whose
+// namespace's primary moved to region to.
+func (c *Broker) demote(ctx context.Context, ns, topic, to string) {
+	if b := c.built.Load(); b != nil {
+		b.Demote(ctx, ns, topic, to)
+	}
+}
+
+// releaseOwnership is the broker's OnDrained: once drained it gives up
+// its bundles.
+func (c *Broker) releaseOwnership(ctx context.Context) {
+	if err := c.reg.Close(ctx); err != nil {
+		c.logger.Warn("releasing bundle ownership failed", "err", err)
+	}
 }
 
 // registerCluster makes sure the cluster record exists: without a global
@@ -800,8 +889,11 @@ func (c *Broker) stopLoadManager() {
 // release closes what Start opened (after the broker stopped, or when
 // Start failed).
 func (c *Broker) release(context.Context) {
-	if c.b == nil {
+	if c.done == nil {
 		// Start failed before the broker served: close what opened.
+		if c.b != nil {
+			c.b.Abort()
+		}
 		if c.gates != nil {
 			c.gates.Abort()
 		}
