@@ -456,8 +456,7 @@ func (c *Broker) connect(ctx context.Context) (err error) {
 // load manager and its HTTP server. The registry and the fences call back
 // into the broker (unloading a lost bundle, demoting a topic) through
 // this role (unloadLost, demote), which forwards once the broker is
-// built. (The registry and the fences start their own goroutines as they
-// are made: ownership.Start, primary.New.)
+// built. (The registry starts its goroutines as it is made: ownership.Start.)
 func (c *Broker) build(ctx context.Context) (err error) {
 	tel := c.deps.Telemetry
 	pol := c.pol.store
@@ -594,9 +593,10 @@ func (c *Broker) build(ctx context.Context) (err error) {
 	return nil
 }
 
-// serve starts the auditor and the load manager, serves the listeners
-// and registers the cluster record.
+// serve starts the fences' presence, the auditor and the load manager,
+// serves the listeners and registers the cluster record.
 func (c *Broker) serve(ctx context.Context) error {
+	c.gates.Start()
 	{
 		actx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
