@@ -593,10 +593,12 @@ func (c *Broker) build(ctx context.Context) (err error) {
 	return nil
 }
 
-// serve starts the fences' presence, the auditor and the load manager,
-// serves the listeners and registers the cluster record.
+// serve starts the fences' presence, the broker's background loops, the
+// auditor and the load manager, serves the listeners and registers the
+// cluster record.
 func (c *Broker) serve(ctx context.Context) error {
 	c.gates.Start()
+	c.b.Start()
 	{
 		actx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
