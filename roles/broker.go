@@ -462,12 +462,13 @@ func (c *Broker) build(ctx context.Context) (err error) {
 	pol := c.pol.store
 	c.placement = &broker.OwnershipPlacement{Policies: pol, Local: c.store, Region: c.bc.Region}
 	c.reg, err = ownership.Start(ctx, ownership.Config{
-		Meta:   c.store,
 		Region: c.bc.Region,
 		Self: ownership.BrokerInfo{ID: c.name, ServiceURL: c.bc.ServiceURL, HTTPURL: c.bc.HTTPURL,
 			ServiceURLTLS: c.bc.ServiceURLTLS, HTTPURLTLS: c.bc.HTTPURLTLS},
-		LeaseTTL:     c.cfg.LeaseTTL,
-		LoadReports:  c.cfg.loadReports(),
+		LeaseTTL:    c.cfg.LeaseTTL,
+		LoadReports: c.cfg.loadReports(),
+	}, ownership.Deps{
+		Meta:         c.store,
 		Logger:       c.logger,
 		OnLost:       c.unloadLost,
 		AntiAffinity: c.antiAffinity,
