@@ -532,6 +532,8 @@ type Broker struct {
 
 	wg    sync.WaitGroup // accept loops and connections
 	maint sync.WaitGroup // the maintenance, subscription-state and dynamic-settings loops
+	// startOnce starts them (Start).
+	startOnce sync.Once
 }
 
 // topicSlot is a loaded topic or one being loaded (ready closed when
@@ -550,7 +552,8 @@ var loadedReady = func() chan struct{} {
 	return c
 }()
 
-// New returns a broker; Serve starts it on a listener.
+// New returns a broker; Start starts its background loops and Serve
+// serves it on a listener.
 func New(cfg Config, deps Deps) (*Broker, error) {
 	if err := errors.Join(cfg.Validate(), deps.validate()); err != nil {
 		return nil, err
@@ -584,15 +587,24 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		cancel()
 		return nil, fmt.Errorf("broker: metrics: %w", err)
 	}
-	b.maint.Add(3)
-	go func() { defer b.maint.Done(); b.maintain() }()
-	go func() { defer b.maint.Done(); b.subSyncLoop() }()
-	go func() { defer b.maint.Done(); b.watchDynamic() }()
-	if deps.Deletes != nil {
-		b.maint.Add(1)
-		go func() { defer b.maint.Done(); b.runDeletes(b.ctx) }() // fedelete.go
-	}
 	return b, nil
+}
+
+// Start starts the broker's background loops: topic maintenance, the
+// subscription-state sync, the dynamic settings' watch and, with
+// Deps.Deletes, the federated deletes. Later calls do nothing; Shutdown
+// and Abort stop them.
+func (b *Broker) Start() {
+	b.startOnce.Do(func() {
+		b.maint.Add(3)
+		go func() { defer b.maint.Done(); b.maintain() }()
+		go func() { defer b.maint.Done(); b.subSyncLoop() }()
+		go func() { defer b.maint.Done(); b.watchDynamic() }()
+		if b.deps.Deletes != nil {
+			b.maint.Add(1)
+			go func() { defer b.maint.Done(); b.runDeletes(b.ctx) }() // fedelete.go
+		}
+	})
 }
 
 // Auth is the broker's authentication: its HTTP server wraps the admin

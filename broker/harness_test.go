@@ -92,6 +92,7 @@ func (e *env) startBroker() {
 		t.Fatal(err)
 	}
 	e.b = b
+	b.Start()
 	go b.Serve(ln)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

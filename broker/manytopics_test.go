@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/isobar-mq/isobar/roles"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -20,7 +21,6 @@ import (
 
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/metastore"
-	"github.com/isobar-mq/isobar/region"
 	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire"
 	"github.com/isobar-mq/isobar/wire/pb"
@@ -32,7 +32,7 @@ const heapProfileEnv = "ISOBAR_SCALE_HEAPPROFILE"
 
 // BenchmarkManyTopics is the million-topic run of a region (issue 16):
 // storage (embedded etcd, 3 bookies) in a child process, one real broker
-// (region.NewBroker: ownership registry, policies, Pulsar and HTTP
+// (roles.NewBroker: ownership registry, policies, Pulsar and HTTP
 // listeners) in this one. It creates b.N topics over b.N/10,000
 // namespaces (at least 1) with one durable subscription each, then
 // reports: the creation rate; the broker's live heap and goroutines per
@@ -51,12 +51,12 @@ func BenchmarkManyTopics(b *testing.B) {
 	ctx := context.Background()
 	endpoint := startStorageChild(b)
 	metaCfg := metastore.Config{Endpoints: []string{endpoint}}
-	start := func() *region.Broker {
-		rb := region.NewBroker(region.BrokerConfig{
+	start := func() *roles.Broker {
+		rb := roles.NewBroker(roles.BrokerConfig{
 			Config:     broker.Config{Region: "scale"},
 			Name:       "scale-1",
 			ListenAddr: "127.0.0.1:0", HTTPListenAddr: "127.0.0.1:0",
-		}, metaCfg, metastore.Config{}, region.Deps{})
+		}, metaCfg, metastore.Config{}, roles.Deps{})
 		if err := rb.Start(ctx); err != nil {
 			b.Fatal(err)
 		}

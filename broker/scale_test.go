@@ -110,6 +110,7 @@ func BenchmarkIdleTopics(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	br.Start()
 	defer br.Shutdown(context.Background())
 	adm := br.AdminAPI().Topics
 

@@ -143,6 +143,7 @@ func TestCutOffPrimaryDropsNewPrimarysCopyOfItsOwnMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gates.Start()
 	t.Cleanup(func() {
 		gates.Abort()
 		cut.Close()

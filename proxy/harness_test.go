@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"fmt"
+	"github.com/isobar-mq/isobar/roles"
 	"net"
 	"path/filepath"
 	"strings"
@@ -29,9 +30,9 @@ const regionName = "px"
 // setup is what a test may change before the parts start.
 type setup struct {
 	brokers int
-	broker  region.BrokerConfig // template: names and addresses are filled in
+	broker  roles.BrokerConfig // template: names and addresses are filled in
 	proxies int
-	proxy   region.ProxyConfig // template
+	proxy   roles.ProxyConfig // template
 }
 
 type env struct {
@@ -40,9 +41,9 @@ type env struct {
 	region  *region.Region
 	meta    metastore.Config
 	setup   setup
-	brokers []*region.Broker
+	brokers []*roles.Broker
 	killed  map[int]bool // brokers stopped as by a crash
-	proxies []*region.Proxy
+	proxies []*roles.Proxy
 }
 
 // kill stops broker i as a crash would (its topics stay loaded in the
@@ -80,7 +81,7 @@ func startEnv(t *testing.T, modify func(*setup)) *env {
 }
 
 // startBroker starts broker i (its name is b<i>).
-func (e *env) startBroker(i int) *region.Broker {
+func (e *env) startBroker(i int) *roles.Broker {
 	e.t.Helper()
 	bc := e.setup.broker
 	bc.Region, bc.Name = regionName, fmt.Sprintf("b%d", i)
@@ -89,7 +90,7 @@ func (e *env) startBroker(i int) *region.Broker {
 		bc.TLSListenAddr, bc.HTTPSListenAddr = "127.0.0.1:0", "127.0.0.1:0"
 	}
 	bc.DataDir = filepath.Join(e.t.TempDir(), bc.Name)
-	b := region.NewBroker(bc, e.meta, metastore.Config{}, region.Deps{})
+	b := roles.NewBroker(bc, e.meta, metastore.Config{}, roles.Deps{})
 	if err := b.Start(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func (e *env) startBroker(i int) *region.Broker {
 }
 
 // startProxy starts one more proxy.
-func (e *env) startProxy() *region.Proxy {
+func (e *env) startProxy() *roles.Proxy {
 	e.t.Helper()
 	pc := e.setup.proxy
 	pc.Region, pc.Name = regionName, fmt.Sprintf("p%d", len(e.proxies))
@@ -112,7 +113,7 @@ func (e *env) startProxy() *region.Proxy {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { tel.Shutdown(context.Background()) })
-	p := region.NewProxy(pc, e.meta, region.Deps{Telemetry: tel})
+	p := roles.NewProxy(pc, e.meta, roles.Deps{Telemetry: tel})
 	if err := p.Start(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}

@@ -22,16 +22,15 @@ import (
 func (r *Region) Broker(i int) *broker.Broker { return r.brokers[i].Broker() }
 
 // Gates is broker i's primary fence gates.
-func (r *Region) Gates(i int) *primary.Gates { return r.brokers[i].gates }
+func (r *Region) Gates(i int) *primary.Gates { return r.brokers[i].Gates() }
 
 // Owned lists the bundles broker i owns.
-func (r *Region) Owned(i int) []ownership.OwnedBundle { return r.brokers[i].reg.Owned() }
+func (r *Region) Owned(i int) []ownership.OwnedBundle { return r.brokers[i].Registry().Owned() }
 
 // UnloadOwned gives up every bundle broker i owns, as its shutdown does,
 // leaving the broker running.
 func (r *Region) UnloadOwned(ctx context.Context, i int) error {
-	c := r.brokers[i]
-	return c.placement.UnloadOwned(ctx, c.b)
+	return r.brokers[i].UnloadOwned(ctx)
 }
 
 // KillBroker stops broker i as a crash would (lifecycle Abort).
@@ -67,7 +66,7 @@ func (r *Region) RestartNATS(ctx context.Context, down time.Duration) error {
 }
 
 // Global is the first broker's cache of the global configuration store.
-func (r *Region) Global() *globalconfig.Cache { return r.brokers[0].pol.cache }
+func (r *Region) Global() *globalconfig.Cache { return r.brokers[0].GlobalCache() }
 
 // StopRegion shuts region i down.
 func (f *Federation) StopRegion(ctx context.Context, i int) error {

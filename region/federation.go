@@ -17,6 +17,7 @@ import (
 	"github.com/isobar-mq/isobar/internal/natsembed"
 	"github.com/isobar-mq/isobar/internal/secrets"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/roles"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -53,7 +54,7 @@ type FederationConfig struct {
 type Federation struct {
 	cfg     FederationConfig
 	deps    Deps
-	global  *Metastore
+	global  *roles.Metastore
 	gcfg    metastore.EmbedConfig
 	Regions []*Region
 	configs []Config // as started (ports and gateways filled in)
@@ -156,7 +157,7 @@ func (f *Federation) Start(ctx context.Context) (err error) {
 	if cfg.Secrets != nil {
 		f.gcfg.ClientTLS = GlobalServer(*cfg.Secrets)
 	}
-	f.global = NewMetastore(f.gcfg, deps.Logger.With("component", "global-store"))
+	f.global = roles.NewMetastore(f.gcfg, deps.Logger.With("component", "global-store"))
 	if err := f.global.Start(ctx); err != nil {
 		return fmt.Errorf("federation: global store: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/isobar-mq/isobar/internal/testcluster"
 	"github.com/isobar-mq/isobar/region"
+	"github.com/isobar-mq/isobar/roles"
 	"github.com/isobar-mq/isobar/topic"
 )
 
@@ -26,7 +27,7 @@ func TestLoadReportUnderTraffic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r, err := region.Start(ctx, region.Config{Name: "load", DataDir: t.TempDir(),
-		Broker: region.BrokerConfig{LoadReportInterval: 200 * time.Millisecond}}, region.Deps{})
+		Broker: roles.BrokerConfig{LoadReportInterval: 200 * time.Millisecond}}, region.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

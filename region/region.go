@@ -1,11 +1,11 @@
-// Package region composes Isobar's roles: each role (metadata store member,
-// bookie, broker, replicator worker, NATS server) as a lifecycle component
-// built from plain settings, the configuration file shape they share, the
-// port plan, one region of every role in one process (`isobar region`,
-// `isobar standalone`) and the development federation of several regions
-// in one process (`isobar dev`). It is composition only: nothing below it
-// imports it, and the compositions use the same components a deployment of
-// one process per role runs.
+// Package region composes Isobar's roles (package roles: metadata store
+// member, bookie, broker, replicator worker, NATS server) into whole
+// regions: the configuration file shape they share, the port plan, one
+// region of every role in one process (`isobar region`, `isobar
+// standalone`) and the development federation of several regions in one
+// process with its WAN (`isobar dev`). It is composition only: nothing
+// below it imports it, and the compositions use the same components a
+// deployment of one process per role runs.
 package region
 
 import (
@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/isobar-mq/isobar/bookie"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/lifecycle"
@@ -27,6 +29,7 @@ import (
 	"github.com/isobar-mq/isobar/internal/secrets"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/observability"
+	"github.com/isobar-mq/isobar/roles"
 )
 
 // Config describes one region run in one process. Its own keys are the
@@ -85,12 +88,12 @@ type Config struct {
 	HTTPSPort     int `yaml:"-"`
 
 	// The role templates, from the file's sections.
-	Metastore  metastore.Config `yaml:"-"` // endpoints: an external etcd instead of the embedded member
-	Global     metastore.Config `yaml:"-"` // endpoints: the federation's global store
-	Bookie     bookie.Config    `yaml:"-"` // directories and addresses are filled in per bookie
-	Broker     BrokerConfig     `yaml:"-"` // names, addresses and data directories are filled in
-	Replicator ReplicatorConfig `yaml:"-"`
-	NATS       natsembed.Config `yaml:"-"` // region, ports and gateways are filled in when empty
+	Metastore  metastore.Config       `yaml:"-"` // endpoints: an external etcd instead of the embedded member
+	Global     metastore.Config       `yaml:"-"` // endpoints: the federation's global store
+	Bookie     bookie.Config          `yaml:"-"` // directories and addresses are filled in per bookie
+	Broker     roles.BrokerConfig     `yaml:"-"` // names, addresses and data directories are filled in
+	Replicator roles.ReplicatorConfig `yaml:"-"`
+	NATS       natsembed.Config       `yaml:"-"` // region, ports and gateways are filled in when empty
 	// Etcd is the embedded member's template: its clientTls and peerTls
 	// (the file's etcd section).
 	Etcd metastore.EmbedConfig `yaml:"-"`
@@ -130,7 +133,7 @@ func (c Config) federated() bool { return len(c.Global.Endpoints) > 0 }
 // Validate reports every problem at once.
 func (c Config) Validate() error {
 	var errs []error
-	if !ValidName(c.Name) {
+	if !roles.ValidName(c.Name) {
 		errs = append(errs, fmt.Errorf("region.name: %q must be 1-63 lower-case letters, digits or dashes, not starting or ending with a dash", c.Name))
 	}
 	if c.DataDir == "" {
@@ -157,7 +160,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("region.regions: %v must name this region (%q) at its index %d", c.Regions, c.Name, c.Index))
 	}
 	for _, r := range c.Regions {
-		if !ValidName(r) {
+		if !roles.ValidName(r) {
 			errs = append(errs, fmt.Errorf("region.regions: %q is not a region name", r))
 		}
 	}
@@ -202,15 +205,37 @@ type Endpoints struct {
 	Name string `json:"name"`
 	// ServiceURL, WebServiceURL and MetricsURL are the first broker's,
 	// and so are the TLS URLs when the brokers serve TLS.
-	ServiceURL       string            `json:"serviceUrl,omitempty"`
-	WebServiceURL    string            `json:"webServiceUrl,omitempty"`
-	ServiceURLTLS    string            `json:"serviceUrlTls,omitempty"`
-	WebServiceURLTLS string            `json:"webServiceUrlTls,omitempty"`
-	MetricsURL       string            `json:"metricsUrl,omitempty"`
-	MetadataURL      string            `json:"metadataUrl"`
-	NATSURL          string            `json:"natsUrl,omitempty"`
-	Bookies          []string          `json:"bookies"`
-	Brokers          []BrokerEndpoints `json:"brokers"`
+	ServiceURL       string                  `json:"serviceUrl,omitempty"`
+	WebServiceURL    string                  `json:"webServiceUrl,omitempty"`
+	ServiceURLTLS    string                  `json:"serviceUrlTls,omitempty"`
+	WebServiceURLTLS string                  `json:"webServiceUrlTls,omitempty"`
+	MetricsURL       string                  `json:"metricsUrl,omitempty"`
+	MetadataURL      string                  `json:"metadataUrl"`
+	NATSURL          string                  `json:"natsUrl,omitempty"`
+	Bookies          []string                `json:"bookies"`
+	Brokers          []roles.BrokerEndpoints `json:"brokers"`
+}
+
+// Deps are what every component of a process shares: its logger, its
+// telemetry (one registry per process) and its health endpoints.
+type Deps struct {
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Telemetry provides metrics and traces; nil means the region makes
+	// its own.
+	Telemetry *observability.Telemetry
+	// Health is the process's /healthz, /readyz and /metrics, served on
+	// every broker's HTTP port as well; nil serves the broker's own
+	// readiness and the telemetry's metrics there.
+	Health *lifecycle.Health
+	// SpanExporters receive the spans of telemetry a region makes for
+	// itself (when Telemetry is nil); tests pass an in-memory exporter.
+	SpanExporters []sdktrace.SpanExporter
+}
+
+// roles are the dependencies the region hands its roles.
+func (d Deps) roles() roles.Deps {
+	return roles.Deps{Logger: d.Logger, Telemetry: d.Telemetry, Health: d.Health}
 }
 
 // Region is every role of one region in one process: an embedded etcd
@@ -224,11 +249,11 @@ type Region struct {
 	ownTel bool // the telemetry was made here
 
 	group   *lifecycle.Group
-	etcd    *Metastore
-	nats    *NATS
-	bookies []*Bookie
-	brokers []*Broker
-	workers []*Replicator
+	etcd    *roles.Metastore
+	nats    *roles.NATS
+	bookies []*roles.Bookie
+	brokers []*roles.Broker
+	workers []*roles.Replicator
 	meta    metastore.Config // how the parts reach the region's etcd
 	natsURL string
 }
@@ -329,7 +354,7 @@ func (r *Region) build() error {
 		if sec != nil {
 			ec.ClientTLS, ec.PeerTLS = sec.server("etcd"), sec.server("etcd")
 		}
-		r.etcd = NewMetastore(ec, logger.With("component", "etcd"))
+		r.etcd = roles.NewMetastore(ec, logger.With("component", "etcd"))
 		r.meta.Endpoints = []string{"http://" + r.addr(client)}
 		if ec.ClientTLS.Enabled() {
 			r.meta.Endpoints = []string{"https://" + r.addr(client)}
@@ -370,15 +395,15 @@ func (r *Region) build() error {
 		if sec != nil {
 			bc.TLS = sec.server("bookie")
 		}
-		b := NewBookie(bc, metaFor("bookie"), logger.With("bookie", i), r.deps.Telemetry.MeterProvider())
-		b.label = fmt.Sprintf("bookie %d", i)
+		b := roles.NewBookie(bc, metaFor("bookie"), logger.With("bookie", i), r.deps.Telemetry.MeterProvider())
+		b.SetLabel(fmt.Sprintf("bookie %d", i))
 		r.bookies = append(r.bookies, b)
 		r.group.Add(b)
 	}
 	if cfg.Brokers < 0 {
 		return nil
 	}
-	var eps []BrokerEndpoints
+	var eps []roles.BrokerEndpoints
 	for i := 0; i < cfg.Brokers; i++ {
 		bp, err := r.port(cfg.BrokerPort, plan.Broker, i)
 		if err != nil {
@@ -398,7 +423,7 @@ func (r *Region) build() error {
 		if sec != nil {
 			bc = sec.broker(bc)
 		}
-		ep := BrokerEndpoints{ServiceURL: bc.ServiceURL, WebServiceURL: bc.HTTPURL}
+		ep := roles.BrokerEndpoints{ServiceURL: bc.ServiceURL, WebServiceURL: bc.HTTPURL}
 		if bc.TLS.Enabled() {
 			tp, err := r.port(cfg.BrokerTLSPort, plan.BrokerTLS, i)
 			if err != nil {
@@ -412,8 +437,8 @@ func (r *Region) build() error {
 			bc.ServiceURLTLS, bc.HTTPURLTLS = "pulsar+ssl://"+r.addr(tp), "https://"+r.addr(hsp)
 			ep.ServiceURLTLS, ep.WebServiceURLTLS = bc.ServiceURLTLS, bc.HTTPURLTLS
 		}
-		b := NewBroker(bc, metaFor("broker"), globalFor(), r.deps)
-		b.clusterData = r.clusterData
+		b := roles.NewBroker(bc, metaFor("broker"), globalFor(), r.deps.roles())
+		b.SetClusterData(r.clusterData)
 		eps = append(eps, ep)
 		r.brokers = append(r.brokers, b)
 		r.group.Add(b)
@@ -445,7 +470,7 @@ func (r *Region) build() error {
 			}
 			rc.ServiceURL = scheme + strings.Join(hosts, ",")
 			rc.DataDir = filepath.Join(cfg.DataDir, fmt.Sprintf("replicator-%d", i))
-			w := NewReplicator(rc, metaFor("replicator"), globalFor(), r.deps)
+			w := roles.NewReplicator(rc, metaFor("replicator"), globalFor(), r.deps.roles())
 			r.workers = append(r.workers, w)
 			r.group.Add(w)
 		}
@@ -492,7 +517,7 @@ func (r *Region) buildNATS(plan Ports) error {
 			}
 		}
 	}
-	r.nats = NewNATS(nc, r.deps.Logger.With("component", "nats"))
+	r.nats = roles.NewNATS(nc, r.deps.Logger.With("component", "nats"))
 	r.natsURL = "nats://" + net.JoinHostPort(nc.Host, strconv.Itoa(nc.Port))
 	r.group.Add(r.nats)
 	return nil
@@ -503,13 +528,13 @@ func (r *Region) buildNATS(plan Ports) error {
 func (r *Region) clusterData() policy.ClusterData {
 	var urls, tlsURLs []string
 	for _, b := range r.brokers {
-		urls = append(urls, strings.TrimPrefix(b.cfg.ServiceURL, "pulsar://"))
+		urls = append(urls, strings.TrimPrefix(b.Config().ServiceURL, "pulsar://"))
 		if u := b.Endpoints().ServiceURLTLS; u != "" {
 			tlsURLs = append(tlsURLs, strings.TrimPrefix(u, "pulsar+ssl://"))
 		}
 	}
 	cd := policy.ClusterData{
-		ServiceURL:       r.brokers[0].cfg.HTTPURL,
+		ServiceURL:       r.brokers[0].Config().HTTPURL,
 		BrokerServiceURL: "pulsar://" + strings.Join(urls, ","),
 		NATSURL:          r.natsURL,
 	}
@@ -580,12 +605,12 @@ func (r *Region) Endpoints() Endpoints {
 }
 
 // Brokers lists where the region's brokers listen.
-func (r *Region) Brokers() []BrokerEndpoints {
-	out := make([]BrokerEndpoints, 0, len(r.brokers))
+func (r *Region) Brokers() []roles.BrokerEndpoints {
+	out := make([]roles.BrokerEndpoints, 0, len(r.brokers))
 	for _, b := range r.brokers {
 		e := b.Endpoints() // with the TLS URLs, once it started
 		if e.ServiceURL == "" {
-			e = BrokerEndpoints{ServiceURL: b.cfg.ServiceURL, WebServiceURL: b.cfg.HTTPURL}
+			e = roles.BrokerEndpoints{ServiceURL: b.Config().ServiceURL, WebServiceURL: b.Config().HTTPURL}
 		}
 		out = append(out, e)
 	}

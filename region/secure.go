@@ -5,6 +5,7 @@ import (
 	"github.com/isobar-mq/isobar/internal/secrets"
 	"github.com/isobar-mq/isobar/internal/tlsfiles"
 	"github.com/isobar-mq/isobar/metastore"
+	"github.com/isobar-mq/isobar/roles"
 )
 
 // secure is how a region started with Secrets (`--secure`) secures its
@@ -53,7 +54,7 @@ func (s *secure) global(g metastore.Config) metastore.Config {
 // broker secures a broker: TLS only, with its certificate from the
 // federation CA, tokens signed with the federation's key, the superuser
 // and the region's replicator role.
-func (s *secure) broker(bc BrokerConfig) BrokerConfig {
+func (s *secure) broker(bc roles.BrokerConfig) roles.BrokerConfig {
 	bc.TLS = tlsfiles.Config{CertFile: s.region.Public.Cert, KeyFile: s.region.Public.Key}
 	bc.TLSOnly = true
 	bc.BookKeeperTLS = s.client("broker")

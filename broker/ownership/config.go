@@ -43,10 +43,9 @@ type BrokerInfo struct {
 	Draining bool `json:"draining,omitempty"`
 }
 
-// Config configures a Registry.
+// Config configures a Registry: settings only; what it works with is in
+// Deps.
 type Config struct {
-	// Meta is the region's metadata store. Required.
-	Meta metastore.Meta
 	// Region names the region (the key prefix /isobar/<region>/). Required.
 	Region string
 	// Self describes this broker: ID, ServiceURL and HTTPURL are required;
@@ -56,6 +55,16 @@ type Config struct {
 	// bundles. Zero means DefaultLeaseTTL; otherwise at least 1s (etcd may
 	// raise it to its own minimum, 2s for the embedded server).
 	LeaseTTL time.Duration
+	// LoadReports sets how often the load source is sampled and when a
+	// sample is published (see LoadReportConfig).
+	LoadReports LoadReportConfig
+}
+
+// Deps are what a Registry works with: its store, logger and clock, and
+// the callbacks into the broker.
+type Deps struct {
+	// Meta is the region's metadata store. Required.
+	Meta metastore.Meta
 	// Logger receives ownership changes; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock for timestamps; nil means time.Now.
@@ -72,17 +81,18 @@ type Config struct {
 	// the fewest of them (Place). It is called on lookups of unowned
 	// bundles only.
 	AntiAffinity func(ctx context.Context, ns string) ([]string, error)
-	// LoadReports sets how often the load source is sampled and when a
-	// sample is published (see LoadReportConfig).
-	LoadReports LoadReportConfig
+}
+
+func (d Deps) validate() error {
+	if d.Meta == nil {
+		return errors.New("ownership: Deps.Meta: a metadata store is required")
+	}
+	return nil
 }
 
 // Validate reports every problem with the config at once.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Meta == nil {
-		errs = append(errs, errors.New("ownership.meta: a metadata store is required"))
-	}
 	switch {
 	case c.Region == "":
 		errs = append(errs, errors.New("ownership.region: required"))

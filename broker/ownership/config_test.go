@@ -1,11 +1,10 @@
 package ownership
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/isobar-mq/isobar/metastore"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -13,7 +12,7 @@ func TestConfigValidate(t *testing.T) {
 	if err == nil {
 		t.Fatal("empty config accepted")
 	}
-	for _, field := range []string{"ownership.meta", "ownership.region", "ownership.self.id",
+	for _, field := range []string{"ownership.region", "ownership.self.id",
 		"ownership.self.serviceUrl", "ownership.self.httpUrl", "ownership.leaseTTL"} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("error does not name %s:\n%v", field, err)
@@ -21,7 +20,6 @@ func TestConfigValidate(t *testing.T) {
 	}
 
 	good := Config{
-		Meta:   &metastore.Store{},
 		Region: "eu",
 		Self:   BrokerInfo{ID: "b1", ServiceURL: "pulsar://127.0.0.1:6650", HTTPURL: "http://127.0.0.1:8080"},
 	}
@@ -49,5 +47,14 @@ func TestConfigValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.field) {
 			t.Errorf("%+v: got %v, want an error naming %s", c, err, tt.field)
 		}
+	}
+}
+
+// TestStartNeedsAStore: Start refuses Deps without a metadata store,
+// before it touches anything.
+func TestStartNeedsAStore(t *testing.T) {
+	cfg := Config{Region: "eu", Self: BrokerInfo{ID: "b1", ServiceURL: "pulsar://127.0.0.1:6650", HTTPURL: "http://127.0.0.1:8080"}}
+	if _, err := Start(context.Background(), cfg, Deps{}); err == nil || !strings.Contains(err.Error(), "Deps.Meta") {
+		t.Fatalf("Start without a store: %v", err)
 	}
 }

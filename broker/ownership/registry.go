@@ -100,16 +100,16 @@ type Registry struct {
 // which also frees every bundle the previous life owned. Otherwise another
 // broker holds the id and Start waits for that registration to go away, up
 // to 2×LeaseTTL+5s or until ctx ends, and then fails with ErrIDInUse.
-func Start(ctx context.Context, cfg Config) (*Registry, error) {
-	if err := cfg.Validate(); err != nil {
+func Start(ctx context.Context, cfg Config, deps Deps) (*Registry, error) {
+	if err := errors.Join(cfg.Validate(), deps.validate()); err != nil {
 		return nil, err
 	}
 	r := &Registry{
-		meta:       cfg.Meta,
-		logger:     cfg.Logger,
-		now:        cfg.Now,
-		onLost:     cfg.OnLost,
-		affinity:   cfg.AntiAffinity,
+		meta:       deps.Meta,
+		logger:     deps.Logger,
+		now:        deps.Now,
+		onLost:     deps.OnLost,
+		affinity:   deps.AntiAffinity,
 		ttl:        cfg.LeaseTTL,
 		loadCfg:    cfg.LoadReports.withDefaults(),
 		self:       cfg.Self,

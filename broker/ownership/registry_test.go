@@ -49,28 +49,35 @@ func (l *losses) len() int {
 type node struct {
 	*Registry
 	lost *losses
-	cfg  Config
+	cfg  setup
 }
 
-func config(c *testcluster.Cluster, id string, port int) Config {
-	return Config{
-		Meta:   c.Connect(),
+// setup is a Registry's configuration and dependencies in a test.
+type setup struct {
+	Config
+	Deps
+}
+
+func config(c *testcluster.Cluster, id string, port int) setup {
+	return setup{Config{
 		Region: c.Region,
 		Self: BrokerInfo{ID: id,
 			ServiceURL: fmt.Sprintf("pulsar://127.0.0.1:%d", port),
 			HTTPURL:    fmt.Sprintf("http://127.0.0.1:%d", port+1)},
 		LeaseTTL: 2 * time.Second,
-		Logger:   c.Logger().With("test", id),
-	}
+	}, Deps{
+		Meta:   c.Connect(),
+		Logger: c.Logger().With("test", id),
+	}}
 }
 
-func start(t *testing.T, cfg Config) *node {
+func start(t *testing.T, cfg setup) *node {
 	t.Helper()
 	n := &node{lost: &losses{}, cfg: cfg}
 	cfg.OnLost = n.lost.add
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r, err := Start(ctx, cfg)
+	r, err := Start(ctx, cfg.Config, cfg.Deps)
 	if err != nil {
 		t.Fatalf("start %s: %v", cfg.Self.ID, err)
 	}
@@ -398,7 +405,7 @@ func TestRestartTakesOverPreviousLife(t *testing.T) {
 	cfg3 := config(c, "a", 7200)
 	ctx3, cancel3 := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel3()
-	if _, err := Start(ctx3, cfg3); !errors.Is(err, ErrIDInUse) {
+	if _, err := Start(ctx3, cfg3.Config, cfg3.Deps); !errors.Is(err, ErrIDInUse) {
 		t.Fatalf("duplicate id: %v", err)
 	}
 }
@@ -438,7 +445,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	warm.Revoke(context.Background())
 	before, _ := registryGoroutines()
 
-	r, err := Start(context.Background(), cfg)
+	r, err := Start(context.Background(), cfg.Config, cfg.Deps)
 	if err != nil {
 		t.Fatal(err)
 	}

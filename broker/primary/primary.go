@@ -220,7 +220,8 @@ func (s scope) String() string {
 	return s.ns + " topic " + s.topic
 }
 
-// New starts the gates of a broker; Close stops them.
+// New returns the gates of a broker; Start starts them and Close stops
+// them.
 func New(cfg Config, deps Deps) (*Gates, error) {
 	var errs []error
 	if cfg.Region == "" {
@@ -254,11 +255,16 @@ func New(cfg Config, deps Deps) (*Gates, error) {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	gs := &Gates{cfg: cfg, deps: deps, log: deps.Logger, ctx: ctx, cancel: cancel, gates: map[scope]*gate{}, gone: make(chan struct{}, 1)}
+	return &Gates{cfg: cfg, deps: deps, log: deps.Logger, ctx: ctx, cancel: cancel, gates: map[scope]*gate{}, gone: make(chan struct{}, 1)}, nil
+}
+
+// Start starts keeping the broker's presence in the global store and
+// following every region's (for Absent); call it once. Close and Abort
+// stop it.
+func (gs *Gates) Start() {
 	gs.wg.Add(2)
 	go gs.keepPresent()
 	go gs.watchPresence()
-	return gs, nil
 }
 
 // watchPresence follows every region's presence keys, for Absent.

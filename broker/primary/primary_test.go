@@ -90,6 +90,7 @@ func (w *world) gates(region, broker string, meta metastore.Meta, d *demotions) 
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	g.Start()
 	w.t.Cleanup(func() { g.Close(context.Background()) })
 	return g
 }
@@ -165,6 +166,7 @@ func TestNewPrimaryWaitsForADeadPrimarysLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g0.Start()
 	if err := wait(t, g0); err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +209,7 @@ func TestPartitionedPrimaryStopsBeforeTheNewOneStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g0.Start()
 	defer func() {
 		g0.Abort()
 		cut.Close()
@@ -291,6 +294,7 @@ func TestAutomaticFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		g.Start()
 		return g
 	}
 	g0, g1 := start("r0"), start("r1")
@@ -360,11 +364,13 @@ func TestTopicPrimaryIsFencedApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g0.Start()
 	t.Cleanup(func() { g0.Close(context.Background()) })
 	g1, err = primary.New(primary.Config{Region: "r1", Broker: "a", TTL: 2 * time.Second}, primary.Deps{Global: w.c.Connect()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	g1.Start()
 	if err := wait(t, g0); err != nil {
 		t.Fatal(err)
 	}
@@ -447,6 +453,7 @@ func (w *world) cutGates(d *demotions) (*primary.Gates, *wanproxy.Link) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	g.Start()
 	w.t.Cleanup(func() {
 		g.Abort()
 		cut.Close()
@@ -525,6 +532,7 @@ func TestAbsentFollowsPresence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g0.Start()
 	testcluster.WaitFor(t, 10*time.Second, func() bool { return !g1.Absent("r0") && g1.ReachedSince(time.Time{}) })
 	g0.Abort() // a crash: the presence key ends with the lease
 	testcluster.WaitFor(t, 10*time.Second, func() bool { return g1.Absent("r0") })
@@ -551,6 +559,7 @@ func TestUnrenewedBeforeAbsent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g0.Start()
 	testcluster.WaitFor(t, 10*time.Second, func() bool { return !g1.Absent("r0") && g1.ReachedSince(time.Time{}) })
 	// Renewing: not unrenewed, over more than a lease.
 	for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {

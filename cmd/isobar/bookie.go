@@ -9,7 +9,7 @@ import (
 	"github.com/isobar-mq/isobar/bookie"
 	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/metastore"
-	"github.com/isobar-mq/isobar/region"
+	"github.com/isobar-mq/isobar/roles"
 )
 
 // newBookieCmd is `isobar bookie`: one storage node of a region.
@@ -34,14 +34,14 @@ those in flight, deregisters and flushes its storage.`,
 			if b.Region == "" {
 				errs = append(errs, errors.New("bookie.region: required"))
 			}
-			if err := validate(append(errs, f.Metastore.Validate(), b.Config.Validate(), region.ValidAddr("bookie.httpAddr", b.HTTPAddr))...); err != nil {
+			if err := validate(append(errs, f.Metastore.Validate(), b.Config.Validate(), roles.ValidAddr("bookie.httpAddr", b.HTTPAddr))...); err != nil {
 				return err
 			}
-			var c *region.Bookie
+			var c *roles.Bookie
 			p := process{role: "bookie", name: b.ID, region: b.Region, httpAddr: b.HTTPAddr,
 				identity: []any{"listen", b.ListenAddr, "journal", b.JournalDir, "ledgers", b.LedgerDir, "metastore", f.Metastore.Endpoints}}
-			return rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
-				c = region.NewBookie(b.Config, f.Metastore, d.Logger, d.Telemetry.MeterProvider())
+			return rc.run(cmd.Context(), p, func(d roles.Deps) lifecycle.Component {
+				c = roles.NewBookie(b.Config, f.Metastore, d.Logger, d.Telemetry.MeterProvider())
 				return c
 			}, func() {
 				s := c.Server()

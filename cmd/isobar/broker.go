@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/isobar-mq/isobar/internal/lifecycle"
-	"github.com/isobar-mq/isobar/region"
+	"github.com/isobar-mq/isobar/roles"
 )
 
 // newBrokerCmd is `isobar broker`: one broker of a region.
@@ -28,16 +28,16 @@ sections of --config, ISOBAR_* variables, flags.`,
 				return err
 			}
 			if b.Name == "" {
-				b.Name = region.Hostname()
+				b.Name = roles.Hostname()
 			}
 			if err := validate(f.Metastore.Validate(), b.Validate()); err != nil {
 				return err
 			}
-			var c *region.Broker
+			var c *roles.Broker
 			p := process{role: "broker", name: b.Name, region: b.Region,
 				identity: []any{"listen", b.ListenAddr, "httpListen", b.HTTPListenAddr, "metastore", f.Metastore.Endpoints, "global", f.Global.Endpoints}}
-			return rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
-				c = region.NewBroker(*b, f.Metastore, f.Global, d)
+			return rc.run(cmd.Context(), p, func(d roles.Deps) lifecycle.Component {
+				c = roles.NewBroker(*b, f.Metastore, f.Global, d)
 				return c
 			}, func() {
 				e := c.Endpoints()

@@ -15,6 +15,7 @@ import (
 	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/internal/secrets"
 	"github.com/isobar-mq/isobar/region"
+	"github.com/isobar-mq/isobar/roles"
 )
 
 // devControlShift places the dev fault-control API in region 0's port
@@ -142,9 +143,9 @@ TLS URLs, the CA file and the token file.`,
 			var f *region.Federation
 			var ctl *devControl
 			p := process{role: "dev", name: "dev", identity: []any{"regions", names, "dataDir", dataDir, "basePort", basePort}}
-			return rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
+			return rc.run(cmd.Context(), p, func(d roles.Deps) lifecycle.Component {
 				d.Health = nil // each region's brokers serve their own region's health
-				f = region.NewFederation(fc, d)
+				f = region.NewFederation(fc, regionDeps(d))
 				g := lifecycle.NewGroup("dev")
 				g.Add(f)
 				if control != "" {
@@ -203,7 +204,7 @@ func parseRegions(s string) ([]string, error) {
 	seen := map[string]bool{}
 	for _, n := range strings.Split(s, ",") {
 		n = strings.TrimSpace(n)
-		if !region.ValidName(n) {
+		if !roles.ValidName(n) {
 			return nil, fmt.Errorf("--regions: %q is not a valid region name (lower-case letters, digits, dashes)", n)
 		}
 		if seen[n] {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/isobar-mq/isobar/drill/faultcontrol"
 	"github.com/isobar-mq/isobar/internal/lifecycle"
-	"github.com/isobar-mq/isobar/region"
+	"github.com/isobar-mq/isobar/roles"
 )
 
 // newFaultControlCmd is `isobar fault-control`: the fault-control API of
@@ -58,7 +58,7 @@ every link).`,
 			if cmd.Flags().Changed("wan-latency") {
 				cfg.Latency = latency
 			}
-			if err := errors.Join(cfg.Validate(), region.ValidAddr("--http-addr", httpAddr)); err != nil {
+			if err := errors.Join(cfg.Validate(), roles.ValidAddr("--http-addr", httpAddr)); err != nil {
 				return usageError{fmt.Errorf("%s: %w", path, err)}
 			}
 			var s *faultcontrol.Server
@@ -68,7 +68,7 @@ every link).`,
 			}
 			p := process{role: "fault-control", name: "fault-control", httpAddr: httpAddr,
 				identity: []any{"config", path, "regions", names, "latency", cfg.Latency}}
-			return rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
+			return rc.run(cmd.Context(), p, func(d roles.Deps) lifecycle.Component {
 				s = faultcontrol.NewServer(cfg, d.Logger)
 				return s
 			}, func() {

@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/isobar-mq/isobar/internal/lifecycle"
-	"github.com/isobar-mq/isobar/region"
+	"github.com/isobar-mq/isobar/roles"
 )
 
 // newMetastoreCmd is `isobar metastore`: one member of an etcd cluster,
@@ -26,16 +26,16 @@ flags. External etcd works everywhere instead.`,
 				return err
 			}
 			if e.Name == "" {
-				e.Name = region.Hostname()
+				e.Name = roles.Hostname()
 			}
-			if err := validate(e.Validate(), region.ValidAddr("etcd.httpAddr", e.HTTPAddr)); err != nil {
+			if err := validate(e.Validate(), roles.ValidAddr("etcd.httpAddr", e.HTTPAddr)); err != nil {
 				return err
 			}
-			var m *region.Metastore
+			var m *roles.Metastore
 			p := process{role: "metastore", name: e.Name, httpAddr: e.HTTPAddr,
 				identity: []any{"dataDir", e.Dir, "client", e.ClientAddr, "peer", e.PeerAddr, "initialCluster", e.InitialCluster}}
-			return rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
-				m = region.NewMetastore(e.EmbedConfig, d.Logger)
+			return rc.run(cmd.Context(), p, func(d roles.Deps) lifecycle.Component {
+				m = roles.NewMetastore(e.EmbedConfig, d.Logger)
 				return m
 			}, func() { logf(cmd, "metastore %s serving on %v", e.Name, m.Endpoints()) })
 		},

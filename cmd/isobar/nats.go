@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/isobar-mq/isobar/internal/lifecycle"
-	"github.com/isobar-mq/isobar/region"
+	"github.com/isobar-mq/isobar/roles"
 )
 
 // newNATSCmd is `isobar nats`: one embedded NATS server of a region.
@@ -25,18 +25,18 @@ variables, flags.`,
 			if err := rc.load(cmd); err != nil {
 				return err
 			}
-			if err := validate(n.Validate(), region.ValidAddr("nats.httpAddr", n.HTTPAddr)); err != nil {
+			if err := validate(n.Validate(), roles.ValidAddr("nats.httpAddr", n.HTTPAddr)); err != nil {
 				return err
 			}
-			var c *region.NATS
+			var c *roles.NATS
 			name := n.Name
 			if name == "" {
 				name = n.Region
 			}
 			p := process{role: "nats", name: name, region: n.Region, httpAddr: n.HTTPAddr,
 				identity: []any{"port", n.Port, "gatewayPort", n.GatewayPort, "gateways", n.Gateways, "routes", n.Routes}}
-			return rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
-				c = region.NewNATS(n.Config, d.Logger)
+			return rc.run(cmd.Context(), p, func(d roles.Deps) lifecycle.Component {
+				c = roles.NewNATS(n.Config, d.Logger)
 				return c
 			}, func() {
 				logf(cmd, "nats %s serving: clients %s, gateway %s", name, c.Server().ClientURL(), c.Server().GatewayURL())

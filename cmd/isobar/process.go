@@ -12,6 +12,7 @@ import (
 	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/observability"
 	"github.com/isobar-mq/isobar/region"
+	"github.com/isobar-mq/isobar/roles"
 )
 
 // Every role command (metastore, bookie, broker, replicator, nats,
@@ -50,10 +51,16 @@ type process struct {
 	identity []any  // more key/values for the start-up log line
 }
 
+// regionDeps are a process's dependencies as a region composition takes
+// them.
+func regionDeps(d roles.Deps) region.Deps {
+	return region.Deps{Logger: d.Logger, Telemetry: d.Telemetry, Health: d.Health}
+}
+
 // run builds the process's telemetry and logger, then the component with
 // them, and runs it until a signal. ready, when set, is called once the
 // component serves.
-func (rc *roleCmd) run(ctx context.Context, p process, build func(region.Deps) lifecycle.Component, ready func()) error {
+func (rc *roleCmd) run(ctx context.Context, p process, build func(roles.Deps) lifecycle.Component, ready func()) error {
 	logger, err := rc.g.logger()
 	if err != nil {
 		return err
@@ -68,7 +75,7 @@ func (rc *roleCmd) run(ctx context.Context, p process, build func(region.Deps) l
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
 	health := lifecycle.NewHealth(tel.Handler())
-	deps := region.Deps{Logger: logger, Telemetry: tel, Health: health}
+	deps := roles.Deps{Logger: logger, Telemetry: tel, Health: health}
 	c := build(deps)
 	readyCh := make(chan struct{})
 	stopped := make(chan struct{})
@@ -114,7 +121,7 @@ func startError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, region.ErrListen), errors.Is(err, lifecycle.ErrListen), errors.Is(err, region.ErrUnreachable), badIdentity(err):
+	case errors.Is(err, roles.ErrListen), errors.Is(err, lifecycle.ErrListen), errors.Is(err, roles.ErrUnreachable), badIdentity(err):
 		return usageError{err}
 	}
 	return err

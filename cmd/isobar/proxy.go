@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/isobar-mq/isobar/internal/lifecycle"
-	"github.com/isobar-mq/isobar/region"
+	"github.com/isobar-mq/isobar/roles"
 )
 
 // newProxyCmd is `isobar proxy`: a stateless proxy in front of one
@@ -32,16 +32,16 @@ of --config, ISOBAR_* variables, flags (docs/proxy.md).`,
 				return err
 			}
 			if p.Name == "" {
-				p.Name = region.Hostname()
+				p.Name = roles.Hostname()
 			}
 			if err := validate(f.Metastore.Validate(), p.Validate()); err != nil {
 				return err
 			}
-			var c *region.Proxy
+			var c *roles.Proxy
 			pr := process{role: "proxy", name: p.Name, region: p.Region,
 				identity: []any{"listen", p.ListenAddr, "httpListen", p.HTTPListenAddr, "metastore", f.Metastore.Endpoints}}
-			return rc.run(cmd.Context(), pr, func(d region.Deps) lifecycle.Component {
-				c = region.NewProxy(*p, f.Metastore, d)
+			return rc.run(cmd.Context(), pr, func(d roles.Deps) lifecycle.Component {
+				c = roles.NewProxy(*p, f.Metastore, d)
 				return c
 			}, func() {
 				e := c.Endpoints()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/region"
+	"github.com/isobar-mq/isobar/roles"
 )
 
 // newRegionCmd is `isobar region`: every role of one region in one
@@ -37,7 +38,7 @@ templates for the region's parts.`,
 			if len(cfg.Global.Endpoints) > 0 && len(cfg.ReplicatedNamespaces) == 0 {
 				cfg.ReplicatedNamespaces = []string{"public/default", devTenant + "/" + devNamespace}
 			}
-			if err := validate(cfg.Validate(), region.ValidAddr("region.httpAddr", cfg.HTTPAddr)); err != nil {
+			if err := validate(cfg.Validate(), roles.ValidAddr("region.httpAddr", cfg.HTTPAddr)); err != nil {
 				return err
 			}
 			p := process{role: "region", name: cfg.Name, region: cfg.Name, httpAddr: cfg.HTTPAddr,
@@ -73,8 +74,8 @@ templates for the region's parts.`,
 func (rc *roleCmd) runRegion(cmd *cobra.Command, p process, cfg region.Config, show func(region.Endpoints)) error {
 	var r *region.Region
 	var buildErr error
-	err := rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
-		r, buildErr = region.New(cfg, d)
+	err := rc.run(cmd.Context(), p, func(d roles.Deps) lifecycle.Component {
+		r, buildErr = region.New(cfg, regionDeps(d))
 		if buildErr != nil {
 			return failed{buildErr}
 		}

@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/isobar-mq/isobar/internal/lifecycle"
-	"github.com/isobar-mq/isobar/region"
+	"github.com/isobar-mq/isobar/roles"
 )
 
 // newReplicatorCmd is `isobar replicator`: one replicator worker of a
@@ -28,15 +28,15 @@ sections of --config, ISOBAR_* variables, flags.`,
 				return err
 			}
 			if w.ID == "" {
-				w.ID = region.Hostname()
+				w.ID = roles.Hostname()
 			}
 			if err := validate(f.Metastore.Validate(), f.Global.Validate(), w.Validate()); err != nil {
 				return err
 			}
 			p := process{role: "replicator", name: w.ID, region: w.Region, httpAddr: w.HTTPAddr,
 				identity: []any{"serviceUrl", w.ServiceURL, "nats", w.NATSURL, "metastore", f.Metastore.Endpoints, "global", f.Global.Endpoints}}
-			return rc.run(cmd.Context(), p, func(d region.Deps) lifecycle.Component {
-				return region.NewReplicator(*w, f.Metastore, f.Global, d)
+			return rc.run(cmd.Context(), p, func(d roles.Deps) lifecycle.Component {
+				return roles.NewReplicator(*w, f.Metastore, f.Global, d)
 			}, func() { logf(cmd, "replicator %s serving (region %s)", w.ID, w.Region) })
 		},
 	}

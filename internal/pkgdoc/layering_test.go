@@ -149,7 +149,10 @@ var forbidden = map[string][]string{
 	"proxy": {"broker", "bookie", "replicator", "region", "globalconfig"},
 	// The Terraform provider is a client of the admin REST API: it
 	// links no server part.
-	"terraform/provider": {"broker", "bookie", "replicator", "region", "globalconfig", "metastore"},
+	"terraform/provider": {"broker", "bookie", "replicator", "region", "roles", "globalconfig", "metastore"},
+	// The single roles (one process each) are what region composes: they
+	// link no composition.
+	"roles": {"region"},
 }
 
 // knownTestImports are the test files that break a rule of forbidden
@@ -162,7 +165,7 @@ var knownTestImports = map[string]map[string]string{
 	"replicator": {"internal/natsembed": "transport_test.go: the Transport contract against a real NATS server"},
 	// BenchmarkIdleTopics and BenchmarkManyTopics (scale_test.go,
 	// manytopics_test.go) measure a broker as the region composes it
-	// (region.NewBroker: ownership registry, policies, listeners) over a
+	// (roles.NewBroker: ownership registry, policies, listeners) over a
 	// region's storage run in a child process (region.Start with no
 	// brokers; scale_test.go's TestMain, which every test of the package
 	// goes through); BenchmarkManyTopics calls Broker.MaintainOnce from
@@ -173,11 +176,15 @@ var knownTestImports = map[string]map[string]string{
 	// answer and namespace schema tests.
 	"broker": {
 		"region":       "scale_test.go, manytopics_test.go: the million-topic benchmarks run a composed broker over a region's storage",
+		"roles":        "manytopics_test.go: the million-topic benchmark's broker is the broker role",
 		"broker/admin": "adminfuzz_test.go, affinity_test.go, errors_test.go, nsschema_test.go: the admin server in front of a real broker",
 	},
-	// The proxy's tests put it in front of a real region's brokers
-	// (harness_test.go).
-	"proxy": {"region": "harness_test.go: a real region's brokers behind the proxy"},
+	// The proxy's tests put it (the proxy role) in front of a real
+	// region's brokers (harness_test.go).
+	"proxy": {
+		"region": "harness_test.go: a real region's storage",
+		"roles":  "harness_test.go: the broker and proxy roles on it",
+	},
 	// The provider's acceptance tests run against a real region; one test
 	// checks that the provider's copies of the server's tables (the
 	// permission actions, the longest role) still match them.
@@ -202,7 +209,8 @@ var knownTestImports = map[string]map[string]string{
 // files: its clients and members serve TLS like every server);
 // the admin API's types (broker/adminapi) link only topic and errkind,
 // and the broker does not link the admin HTTP server;
-// only commands import region (composition); only the metadata store
+// only commands import region (composition), and only commands and
+// region the single roles (roles); only the metadata store
 // talks to etcd (every other package, tests included, goes through
 // metastore.Meta, where a test can put a fault-injecting wrapper).
 // A rule on a package holds for its sub-packages, and what it forbids
@@ -294,6 +302,14 @@ func TestLayering(t *testing.T) {
 			t.Errorf("%s imports region (composition only: nothing below it may import it)", pkg)
 		}
 	}
+	for pkg, imps := range imports {
+		if commands[pkg] || under(pkg, module+"/region") || under(pkg, module+"/roles") {
+			continue
+		}
+		if slices.Contains(imps, module+"/roles") {
+			t.Errorf("%s imports roles (only commands and region run roles)", pkg)
+		}
+	}
 	// Tests may stand up a region only where a rule above lets them (or
 	// lists them): region's own, the commands', and the process tests'.
 	for pkg, imps := range tests {
@@ -304,6 +320,11 @@ func TestLayering(t *testing.T) {
 		if files, ok := imps[module+"/region"]; ok {
 			if _, known := knownTestImports[short]["region"]; !known {
 				t.Errorf("tests of %s (%s) import region: only region's, the commands' and internal/proctest's tests compose a region", short, strings.Join(files, ", "))
+			}
+		}
+		if files, ok := imps[module+"/roles"]; ok && !under(pkg, module+"/roles") {
+			if _, known := knownTestImports[short]["roles"]; !known {
+				t.Errorf("tests of %s (%s) import roles: only region's, the commands' and internal/proctest's tests run a role", short, strings.Join(files, ", "))
 			}
 		}
 	}

@@ -5,7 +5,7 @@
 // performing it. It also counts the operations by kind.
 //
 // Components hold a metastore.Meta (bookie.Deps.Meta, ledger.Config.Meta,
-// mledger.Deps.Meta, broker.Deps.Meta, ownership.Config.Meta,
+// mledger.Deps.Meta, broker.Deps.Meta, ownership.Deps.Meta,
 // policy.Config.Meta, replicator.Deps.Meta, globalconfig.Config.Meta), so
 // a test hands them a wrapper instead of the store:
 //

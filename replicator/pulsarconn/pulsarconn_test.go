@@ -79,6 +79,7 @@ func startRegionTLS(t testing.TB, tlsLn net.Listener) *region {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.Start()
 	go b.Serve(ln)
 	if tlsLn != nil {
 		go b.Serve(tlsLn)

@@ -25,6 +25,7 @@ import (
 	"github.com/isobar-mq/isobar/bookie"
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/region"
+	"github.com/isobar-mq/isobar/roles"
 )
 
 func main() {
@@ -63,7 +64,7 @@ func main() {
 		Brokers:    1,
 		BrokerPort: *brokerPort,
 		HTTPPort:   *httpPort,
-		Broker:     region.BrokerConfig{Config: broker.Config{MaxMessageSize: 1 << 20}}, // as isobar standalone
+		Broker:     roles.BrokerConfig{Config: broker.Config{MaxMessageSize: 1 << 20}}, // as isobar standalone
 		Bookie: bookie.Config{
 			FlushInterval: *flushInterval, GroupCommitMaxDelay: *gcDelay,
 			JournalDir: *journalDir, LedgerDir: *ledgerDir,

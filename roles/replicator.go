@@ -1,4 +1,4 @@
-package region
+package roles
 
 import (
 	"context"
@@ -11,9 +11,54 @@ import (
 
 	"github.com/isobar-mq/isobar/globalconfig/deletes"
 	"github.com/isobar-mq/isobar/internal/natsembed"
+	"github.com/isobar-mq/isobar/internal/tlsfiles"
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/replicator"
 )
+
+// ReplicatorConfig is one replicator worker.
+type ReplicatorConfig struct {
+	replicator.Config `yaml:",inline"`
+	// NATSURL is the region's NATS server(s), "nats://host:port[,...]".
+	NATSURL string `yaml:"natsUrl"`
+	// DataDir keeps the worker's copy of the global configuration; empty
+	// keeps none.
+	DataDir string `yaml:"dataDir"`
+	// HTTPAddr is where /healthz, /readyz and /metrics are served;
+	// default 0.0.0.0:8090, empty serves none.
+	HTTPAddr string `yaml:"httpAddr"`
+	// NATSTLS is how the worker reaches NATS servers that serve TLS
+	// (nats.tls): the CAs their certificates chain to and the worker's
+	// client certificate.
+	NATSTLS tlsfiles.ClientConfig `yaml:"natsTls"`
+}
+
+// Validate reports every problem of a worker's settings at once.
+func (c ReplicatorConfig) Validate() error {
+	var errs []error
+	if !ValidName(c.Region) {
+		errs = append(errs, fmt.Errorf("replicator.region: %q must be 1-63 lower-case letters, digits or dashes", c.Region))
+	}
+	if c.ID != "" && !validID(c.ID) {
+		errs = append(errs, fmt.Errorf("replicator.id: %q must be letters, digits, '.', '-' or '_'", c.ID))
+	}
+	if c.NATSURL == "" {
+		errs = append(errs, errors.New("replicator.natsUrl: required"))
+	}
+	rc := c.Config
+	if rc.ID == "" {
+		rc.ID = "placeholder"
+	}
+	if rc.ServiceURL == "" {
+		errs = append(errs, errors.New("replicator.serviceUrl: required (the region's brokers, pulsar://host:port[,host:port])"))
+		rc.ServiceURL = "pulsar://placeholder:6650"
+	}
+	errs = append(errs, rc.Validate(), ValidAddr("replicator.httpAddr", c.HTTPAddr))
+	if err := c.NATSTLS.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("replicator.natsTls: %w", err))
+	}
+	return errors.Join(errs...)
+}
 
 // Replicator is one replicator worker with its own metadata store and
 // NATS connections and its own view of the policies (a

@@ -1,4 +1,4 @@
-package region
+package roles
 
 import (
 	"context"
