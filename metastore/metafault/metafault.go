@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/isobar-mq/isobar/internal/faultrule"
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -95,9 +96,7 @@ type Rule struct {
 	Err    error  // nil: ErrInjected
 	Sticky bool   // after the Nth, every later matching operation fails too (until Clear)
 
-	count   atomic.Int64
-	fired   atomic.Int64
-	cleared atomic.Bool
+	faultrule.Counter // Count, Fired, Clear
 }
 
 // OnNth returns a Rule failing the nth matching operation.
@@ -116,25 +115,14 @@ func (r *Rule) MaybeError(op Op, key string) error {
 	if len(r.Ops) > 0 && !slices.Contains(r.Ops, op) || !strings.HasPrefix(key, r.Prefix) {
 		return nil
 	}
-	c := r.count.Add(1)
-	if r.cleared.Load() || r.N <= 0 || c < r.N || (c > r.N && !r.Sticky) {
+	if !r.Fail(r.N, r.Sticky) {
 		return nil
 	}
-	r.fired.Add(1)
 	if r.Err != nil {
 		return r.Err
 	}
 	return ErrInjected
 }
-
-// Count is the number of matching operations seen so far.
-func (r *Rule) Count() int64 { return r.count.Load() }
-
-// Fired is the number of errors injected so far.
-func (r *Rule) Fired() int64 { return r.fired.Load() }
-
-// Clear ends the fault: later operations pass (and are still counted).
-func (r *Rule) Clear() { r.cleared.Store(true) }
 
 // Rules combines injectors: every one sees every operation (so each
 // counts on its own) and the first error wins.

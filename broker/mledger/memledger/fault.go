@@ -5,7 +5,8 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"sync/atomic"
+
+	"github.com/isobar-mq/isobar/internal/faultrule"
 )
 
 // ErrInjected is the error a Rule injects by default.
@@ -72,9 +73,7 @@ type Rule struct {
 	Err    error  // nil: ErrInjected; ErrAckLost (on appends) stores the entry
 	Sticky bool   // after the Nth, every later matching operation fails too (until Clear)
 
-	count   atomic.Int64
-	fired   atomic.Int64
-	cleared atomic.Bool
+	faultrule.Counter // Count, Fired, Clear
 }
 
 // OnNth returns a Rule failing the nth operation of a kind in ops.
@@ -96,25 +95,14 @@ func (r *Rule) MaybeError(_ context.Context, op Op, ledger uint64, _ int64) erro
 	if !r.matches(op, ledger) {
 		return nil
 	}
-	c := r.count.Add(1)
-	if r.cleared.Load() || r.N <= 0 || c < r.N || (c > r.N && !r.Sticky) {
+	if !r.Fail(r.N, r.Sticky) {
 		return nil
 	}
-	r.fired.Add(1)
 	if r.Err != nil {
 		return r.Err
 	}
 	return ErrInjected
 }
-
-// Count is the number of matching operations seen so far.
-func (r *Rule) Count() int64 { return r.count.Load() }
-
-// Fired is the number of errors injected so far.
-func (r *Rule) Fired() int64 { return r.fired.Load() }
-
-// Clear ends the fault: later operations pass (and are still counted).
-func (r *Rule) Clear() { r.cleared.Store(true) }
 
 // Hang makes the operations that match it block until Release (or their
 // context ends, which fails them with its error): a bookie or a metadata
