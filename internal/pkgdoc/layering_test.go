@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -371,6 +372,37 @@ func TestNotImported(t *testing.T) {
 // part of the HTTP layer.
 var noNetHTTP = []string{"broker/adminapi"}
 
+// fileImports yields every import (file name, import path) of the
+// non-test files of the module package pkg (an import path), with the
+// module root at root.
+func fileImports(t *testing.T, root, pkg string) iter.Seq2[string, string] {
+	t.Helper()
+	dir := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")))
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	type imp struct{ file, path string }
+	var all []imp
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range f.Imports {
+			p, _ := strconv.Unquote(i.Path.Value)
+			all = append(all, imp{filepath.Base(path), p})
+		}
+	}
+	return func(yield func(string, string) bool) {
+		for _, i := range all {
+			if !yield(i.file, i.path) {
+				return
+			}
+		}
+	}
+}
+
 func TestNoNetHTTP(t *testing.T) {
 	imports, _, _, _ := moduleImports(t)
 	root, err := filepath.Abs("../..")
@@ -386,24 +418,14 @@ func TestNoNetHTTP(t *testing.T) {
 		linked := deps(imports, full)
 		linked[full] = true
 		for d := range linked {
-			dir := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(strings.TrimPrefix(d, module), "/")))
-			files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
-			for _, path := range files {
-				if strings.HasSuffix(path, "_test.go") {
+			for file, p := range fileImports(t, root, d) {
+				if !under(p, "net/http") {
 					continue
 				}
-				f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, imp := range f.Imports {
-					if p, _ := strconv.Unquote(imp.Path.Value); under(p, "net/http") {
-						if d == full {
-							t.Errorf("%s: %s imports %s", pkg, filepath.Base(path), p)
-						} else {
-							t.Errorf("%s links %s, whose %s imports %s", pkg, strings.TrimPrefix(d, module+"/"), filepath.Base(path), p)
-						}
-					}
+				if d == full {
+					t.Errorf("%s: %s imports %s", pkg, file, p)
+				} else {
+					t.Errorf("%s links %s, whose %s imports %s", pkg, strings.TrimPrefix(d, module+"/"), file, p)
 				}
 			}
 		}
@@ -442,20 +464,9 @@ func TestCores(t *testing.T) {
 				t.Errorf("core %s links %s; it may link only %v", core, short, allowed)
 			}
 		}
-		files, _ := filepath.Glob(filepath.Join(root, core, "*.go"))
-		for _, path := range files {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range f.Imports {
-				p, _ := strconv.Unquote(imp.Path.Value)
-				if slices.Contains(coreForbiddenStd, p) {
-					t.Errorf("core %s: %s imports %s (no I/O, locks or processes in a core)", core, filepath.Base(path), p)
-				}
+		for file, p := range fileImports(t, root, full) {
+			if slices.Contains(coreForbiddenStd, p) {
+				t.Errorf("core %s: %s imports %s (no I/O, locks or processes in a core)", core, file, p)
 			}
 		}
 	}
