@@ -793,7 +793,8 @@ func (s *subscription) planLocked() (dispatch.Plan, bool) {
 }
 
 // setLimitsLocked gives the core the topic's limits on unacknowledged
-// entries, which its policies may have changed.
+// entries, which its policies may have changed: once per round, when it
+// is planned (the round's Assign goes by the same limits).
 func (s *subscription) setLimitsLocked() {
 	s.d.SetLimits(dispatch.Limits{PerConsumer: s.t.maxUnackedPerConsumer(), PerSubscription: s.t.maxUnackedPerSubscription()})
 }
@@ -925,7 +926,6 @@ func (s *subscription) assign(pl dispatch.Plan, entries []mledger.Entry, masks m
 		}
 	}
 	now := s.t.b.deps.Now()
-	s.setLimitsLocked()
 	ds, covered := s.d.Assign(pl, in, next, advance, now, !s.t.delayedDelivery().off)
 	for _, d := range ds {
 		e, k, n := entries[d.Index], s.of[d.Consumer], d.Messages
