@@ -3,7 +3,8 @@
 # docker-compose 1.29 is to be had (Debian 12's package), so that the
 # compose tests (deploy/compose) run with both: it builds the plugin from
 # its Go module (github.com/docker/compose/v5, the same program as Compose
-# v2, served by the Go module proxy) into ~/.docker/cli-plugins. One `go
+# v2, served by the Go module proxy; scripts/build-go-module.sh) into
+# ~/.docker/cli-plugins. One `go
 # build`: about half a minute with a warm module cache, a few minutes from
 # a cold one. Idempotent: when `docker compose version` already runs, it
 # only prints it. COMPOSE_VERSION overrides the version built.
@@ -18,20 +19,7 @@ if ! command -v docker >/dev/null; then
 fi
 if ! docker compose version >/dev/null 2>&1; then
 	echo "building Docker Compose $version into $plugins/docker-compose" >&2
-	# The module's go.mod has exclude directives, so `go install
-	# module@version` refuses it: build inside the downloaded module.
-	dir=$(go mod download -json "github.com/docker/compose/v5@$version" |
-		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-	if [ -z "$dir" ] || [ ! -d "$dir" ]; then
-		echo "install-compose: go mod download github.com/docker/compose/v5@$version gave no directory" >&2
-		exit 1
-	fi
-	mkdir -p "$plugins"
-	tmp="$plugins/docker-compose.tmp.$$"
-	trap 'rm -f "$tmp"' EXIT
-	(cd "$dir" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -trimpath \
-		-ldflags "-s -w -X github.com/docker/compose/v5/internal.Version=$version" \
-		-o "$tmp" ./cmd)
-	mv "$tmp" "$plugins/docker-compose"
+	bash scripts/build-go-module.sh github.com/docker/compose/v5 "$version" ./cmd "$plugins/docker-compose" \
+		"-s -w -X github.com/docker/compose/v5/internal.Version=$version"
 fi
 docker compose version >&2
