@@ -550,6 +550,7 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 		return
 	}
 	if err := c.b.lapsedPrimary(pol, name, c.mayReplicate()); err != nil {
+		c.b.countRefused("lookup")
 		fail(err)
 		return
 	}
@@ -617,6 +618,7 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		}
 		p.replFrom = src
 	} else if err := c.b.waitPrimary(ctx, name); err != nil {
+		c.b.countRefused("producer")
 		c.sendError(reqID, err)
 		return
 	}
@@ -808,6 +810,7 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 	}
 	if !replicated {
 		if err := c.b.holdPrimary(p.t.name); err != nil {
+			c.b.countRefused("publish")
 			// As for a retriable store failure: the client reconnects the
 			// producer (to the primary, through a new lookup) and resends.
 			c.closeProducer(p, true)
@@ -898,6 +901,7 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 	}
 	if !strings.HasPrefix(cmd.GetSubscription(), replication.Prefix) {
 		if err := c.b.waitPrimary(ctx, name); err != nil {
+			c.b.countRefused("subscribe")
 			c.sendError(reqID, err)
 			return
 		}
@@ -1074,6 +1078,7 @@ func (c *conn) handleAck(cmd *pb.CommandAck) {
 	}
 	if !strings.HasPrefix(k.sub.name, replication.Prefix) {
 		if err := c.b.holdPrimary(k.sub.t.name); err != nil {
+			c.b.countRefused("ack")
 			// Not stored here: the consumer reconnects to the primary,
 			// which redelivers what this ack meant.
 			respond(err)

@@ -232,6 +232,14 @@ func (b *Broker) waitPrimary(ctx context.Context, name topic.Name) error {
 	}
 }
 
+// countRefused counts a client request of operation op refused by the
+// primary gate (MetricPrimaryRefused): an operator sees a primary that
+// turns its own clients away, and a standby that clients still reach.
+func (b *Broker) countRefused(op string) {
+	b.metrics.primaryRefused.Add(context.Background(), 1, metric.WithAttributes(
+		attribute.String("isobar.cluster", b.cfg.Cluster), attribute.String("isobar.operation", op)))
+}
+
 // checkPrimary is waitPrimary without waiting.
 func (b *Broker) checkPrimary(name topic.Name) error {
 	if b.deps.Primary == nil || name.Domain != topic.Persistent {

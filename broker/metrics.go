@@ -35,6 +35,9 @@ const (
 	MetricReplConnected = "isobar.replication.connected"
 	MetricReplLate      = "isobar.replication.late"
 	MetricSyncFallback  = "isobar.replication.sync.fallback"
+	// MetricPrimaryRefused counts client requests this broker refused
+	// because it may not write for their namespace (failover.go).
+	MetricPrimaryRefused = "isobar.primary.refused"
 )
 
 // metrics are the broker's instruments. With per-topic labels off (the
@@ -52,7 +55,10 @@ type metrics struct {
 	// syncFallback counts topics' falls from synchronous to asynchronous
 	// replication (syncrepl.go).
 	syncFallback metric.Int64Counter
-	reg          metric.Registration
+	// primaryRefused counts requests refused by the primary gate
+	// (failover.go, countRefused).
+	primaryRefused metric.Int64Counter
+	reg            metric.Registration
 }
 
 func (b *Broker) initMetrics() error {
@@ -79,6 +85,8 @@ func (b *Broker) initMetrics() error {
 	mt.replIn, e = m.Int64Counter(MetricReplIn, metric.WithUnit("{message}"), metric.WithDescription("Messages stored from another region's replicator, by source region."))
 	must(e)
 	mt.syncFallback, e = m.Int64Counter(MetricSyncFallback, metric.WithUnit("{event}"), metric.WithDescription("Times a topic with synchronous replication acknowledged publishes the other regions had not confirmed within its fallbackAfterSeconds, and went on asynchronously until they caught up."))
+	must(e)
+	mt.primaryRefused, e = m.Int64Counter(MetricPrimaryRefused, metric.WithUnit("{request}"), metric.WithDescription("Client requests (lookup, producer, subscribe, publish, ack) of an active-standby namespace refused because this broker may not write for it: not the primary region, or cut off from the global store past its fence lease's hold; by operation."))
 	must(e)
 	mt.replLate, e = m.Int64Counter(MetricReplLate, metric.WithUnit("{message}"), metric.WithDescription("Messages of an active-standby namespace that arrived from a former primary after this region took over (its unreplicated tail after a failover), by source region; stored, marked with the property "+LateProperty+"."))
 	must(e)

@@ -3,14 +3,15 @@ package region
 import (
 	"context"
 	"errors"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/broker/ownership"
-	"github.com/isobar-mq/isobar/broker/primary"
-	"github.com/isobar-mq/isobar/globalconfig"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/replicator"
 )
 
@@ -21,17 +22,44 @@ import (
 // Broker returns broker i.
 func (r *Region) Broker(i int) *broker.Broker { return r.brokers[i].Broker() }
 
-// Gates is broker i's primary fence gates.
-func (r *Region) Gates(i int) *primary.Gates { return r.brokers[i].Gates() }
-
-// Owned lists the bundles broker i owns.
-func (r *Region) Owned(i int) []ownership.OwnedBundle { return r.brokers[i].Registry().Owned() }
-
-// UnloadOwned gives up every bundle broker i owns, as its shutdown does,
-// leaving the broker running.
-func (r *Region) UnloadOwned(ctx context.Context, i int) error {
-	return r.brokers[i].UnloadOwned(ctx)
+// Owned lists the bundles broker i owns, as the region's metadata store
+// records them (the ownership records an operator reads with etcdctl).
+func (r *Region) Owned(i int) []ownership.OwnedBundle {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := metastore.Connect(ctx, r.meta)
+	if err != nil {
+		panic(fmt.Sprintf("region %s: metadata store: %v", r.Name(), err))
+	}
+	defer s.Close()
+	prefix := ownership.OwnershipPrefix(r.Name())
+	kvs, err := s.List(ctx, prefix)
+	if err != nil {
+		panic(fmt.Sprintf("region %s: list %s: %v", r.Name(), prefix, err))
+	}
+	self := r.Brokers()[i].ServiceURL
+	var out []ownership.OwnedBundle
+	for _, kv := range kvs {
+		var o ownership.Ownership
+		if err := json.Unmarshal(kv.Value, &o); err != nil {
+			panic(fmt.Sprintf("ownership record %s: %v", kv.Key, err))
+		}
+		if o.ServiceURL != self {
+			continue
+		}
+		ns, b, err := ownership.ParseBundleKey(strings.TrimPrefix(kv.Key, prefix))
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, ownership.OwnedBundle{Namespace: ns, Bundle: b, Acquired: o.Acquired})
+	}
+	return out
 }
+
+// StopBroker shuts broker i down as an operator's stop does (its bundles
+// unloaded one by one, its topics closed); the region's other brokers go
+// on.
+func (r *Region) StopBroker(ctx context.Context, i int) error { return r.brokers[i].Shutdown(ctx) }
 
 // KillBroker stops broker i as a crash would (lifecycle Abort).
 func (r *Region) KillBroker(i int) { r.brokers[i].Abort() }
@@ -64,9 +92,6 @@ func (r *Region) RestartNATS(ctx context.Context, down time.Duration) error {
 	}
 	return r.nats.Start(ctx)
 }
-
-// Global is the first broker's cache of the global configuration store.
-func (r *Region) Global() *globalconfig.Cache { return r.brokers[0].GlobalCache() }
 
 // StopRegion shuts region i down.
 func (f *Federation) StopRegion(ctx context.Context, i int) error {

@@ -438,27 +438,28 @@ func TestTopicAdminRedirectIsAuthoritative(t *testing.T) {
 	}
 }
 
-// TestUnloadOwnedClosesEachBundlesTopics gives up every bundle a broker
-// owns as its shutdown does: each bundle's loaded topics are closed
-// before its ownership goes (one pass over the loaded topics groups them
-// by bundle), so none is left loaded on a broker that owns nothing; the
-// topics are then served again through a new lookup.
-func TestUnloadOwnedClosesEachBundlesTopics(t *testing.T) {
+// TestStopReleasesEveryBundle: a broker's stop gives up every bundle it
+// owns before it goes (each bundle's loaded topics closed, then its
+// ownership released, in one pass over the loaded topics), so its
+// topics are served at once by the region's other broker, with nothing
+// lost, instead of after its lease expires.
+func TestStopReleasesEveryBundle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, err := region.Start(ctx, region.Config{Name: "one", DataDir: t.TempDir(), Brokers: 1}, region.Deps{})
+	r, err := region.Start(ctx, region.Config{Name: "two", DataDir: t.TempDir(), Brokers: 2}, region.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Shutdown(context.Background()) })
-	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: r.Brokers()[0].ServiceURL, OperationTimeout: 30 * time.Second})
+	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: r.Brokers()[1].ServiceURL, OperationTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	name := func(i int) string { return fmt.Sprintf("persistent://public/default/own-%d", i) }
 	send := func(i int, payload string) {
 		t.Helper()
-		p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: fmt.Sprintf("persistent://public/default/own-%d", i), DisableBatching: true})
+		p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: name(i), DisableBatching: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -467,26 +468,42 @@ func TestUnloadOwnedClosesEachBundlesTopics(t *testing.T) {
 			t.Fatalf("topic %d: %v", i, err)
 		}
 	}
-	// Loaded topics with no client attached (the clients' reconnections
-	// would take the bundles back at once: a shutdown drains first).
-	const topics = 8
-	for i := range topics {
-		send(i, "before")
+	// Loaded topics with no client attached, until broker 0 has some.
+	topics := 0
+	for ; topics < 8 || len(r.Broker(0).Topics()) == 0; topics++ {
+		if topics == 64 {
+			t.Fatalf("broker 0 loaded none of %d topics", topics)
+		}
+		send(topics, "before")
 	}
-	if n := len(r.Broker(0).Topics()); n != topics {
-		t.Fatalf("%d topics loaded, want %d", n, topics)
-	}
-	owned := len(r.Owned(0))
-	if err := r.UnloadOwned(ctx, 0); err != nil {
+	owned, loaded := len(r.Owned(0)), len(r.Broker(0).Topics())
+	if err := r.StopBroker(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
+	// Released by the stop, not left to expire with its lease.
 	if n := len(r.Owned(0)); n != 0 {
-		t.Fatalf("%d bundles still owned after UnloadOwned (of %d)", n, owned)
+		t.Fatalf("%d bundles still recorded as broker 0's after its stop (of %d)", n, owned)
 	}
-	if ts := r.Broker(0).Topics(); len(ts) != 0 {
-		t.Fatalf("topics still loaded on a broker that owns no bundle: %v", ts)
-	}
+	t.Logf("broker 0 stopped with %d bundles and %d of %d topics loaded", owned, loaded, topics)
 	for i := range topics {
 		send(i, "after")
+	}
+	for i := range topics {
+		rd, err := c.CreateReader(pulsar.ReaderOptions{Topic: name(i), StartMessageID: pulsar.EarliestMessageID()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for len(got) < 2 {
+			m, err := rd.Next(ctx)
+			if err != nil {
+				t.Fatalf("topic %d after %v: %v", i, got, err)
+			}
+			got = append(got, string(m.Payload()))
+		}
+		rd.Close()
+		if got[0] != "before" || got[1] != "after" {
+			t.Fatalf("topic %d: %v, want [before after]", i, got)
+		}
 	}
 }

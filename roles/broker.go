@@ -21,7 +21,6 @@ import (
 	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/broker/primary"
 	"github.com/isobar-mq/isobar/errkind"
-	"github.com/isobar-mq/isobar/globalconfig"
 	"github.com/isobar-mq/isobar/globalconfig/deletes"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/globalconfig/schema"
@@ -315,26 +314,6 @@ func (c *Broker) Name() string { return "broker " + c.name }
 
 // Config is the broker's configuration, as given to NewBroker.
 func (c *Broker) Config() BrokerConfig { return c.cfg }
-
-// Gates are the broker's primary fence gates (nil before Start).
-func (c *Broker) Gates() *primary.Gates { return c.gates }
-
-// Registry is the broker's registration in the ownership registry (nil
-// before Start).
-func (c *Broker) Registry() *ownership.Registry { return c.reg }
-
-// UnloadOwned gives up every bundle the broker owns, as its shutdown
-// does, leaving the broker running.
-func (c *Broker) UnloadOwned(ctx context.Context) error { return c.placement.UnloadOwned(ctx, c.b) }
-
-// GlobalCache is the broker's cache of the global configuration store
-// (nil without one, or before Start).
-func (c *Broker) GlobalCache() *globalconfig.Cache {
-	if c.pol == nil {
-		return nil
-	}
-	return c.pol.cache
-}
 
 // Endpoints are the broker's advertised URLs (after Start).
 func (c *Broker) Endpoints() BrokerEndpoints { return c.eps }
