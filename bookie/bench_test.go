@@ -40,7 +40,7 @@ func BenchmarkLedgerAppend(b *testing.B) {
 			if diskErr != nil {
 				b.Fatal(diskErr)
 			}
-			lc, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, MaxInFlight: bc.inFlight})
+			lc, err := ledger.NewClient(cl.Connect(), ledger.Config{Region: cl.Region, MaxInFlight: bc.inFlight})
 			if err != nil {
 				b.Fatal(err)
 			}

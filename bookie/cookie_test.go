@@ -314,7 +314,7 @@ func writeLedger(t *testing.T, meta *metastore.Store, n int) uint64 {
 
 func newMetaLedgerClient(t *testing.T, meta *metastore.Store) *ledger.Client {
 	t.Helper()
-	lc, err := ledger.NewClient(ledger.Config{Meta: meta, Region: "test", RequestTimeout: 3 * time.Second})
+	lc, err := ledger.NewClient(meta, ledger.Config{Region: "test", RequestTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 func newLedgerClient(t testing.TB, cl *testcluster.Cluster) *ledger.Client {
 	t.Helper()
-	c, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger(),
+	c, err := ledger.NewClient(cl.Connect(), ledger.Config{Region: cl.Region, Logger: cl.Logger(),
 		RequestTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestLedgerMetadataSurvivesEtcdRestart(t *testing.T) {
 func TestCloseAfterClientCloseIsNotSuccess(t *testing.T) {
 	cl := testcluster.Start(t, testcluster.Options{Bookies: 3})
 	ctx := context.Background()
-	lc, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region})
+	lc, err := ledger.NewClient(cl.Connect(), ledger.Config{Region: cl.Region})
 	if err != nil {
 		t.Fatal(err)
 	}

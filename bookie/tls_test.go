@@ -41,7 +41,7 @@ func clientTLS(t *testing.T, trust, certFrom *tlstest.CA) *tls.Config {
 
 func tlsLedgerClient(t *testing.T, cl *testcluster.Cluster, cfg *tls.Config) *ledger.Client {
 	t.Helper()
-	lc, err := ledger.NewClient(ledger.Config{Meta: cl.Meta, Region: cl.Region, Logger: cl.Logger(),
+	lc, err := ledger.NewClient(cl.Meta, ledger.Config{Region: cl.Region, Logger: cl.Logger(),
 		RequestTimeout: 3 * time.Second, TLS: cfg})
 	if err != nil {
 		t.Fatal(err)

@@ -415,7 +415,7 @@ func TestCompactionBadInput(t *testing.T) {
 		if lc == nil {
 			fm = metafault.Wrap(s.Meta, nil)
 			var err error
-			if lc, err = ledger.NewClient(ledger.Config{Meta: fm, Region: s.Region, Logger: s.Logger, RequestTimeout: 5 * time.Second}); err != nil {
+			if lc, err = ledger.NewClient(fm, ledger.Config{Region: s.Region, Logger: s.Logger, RequestTimeout: 5 * time.Second}); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { lc.Close() })
@@ -521,7 +521,7 @@ func TestCompactionCrashKeepsHorizon(t *testing.T) {
 		if lc == nil {
 			fm = metafault.Wrap(s.Meta, nil)
 			var err error
-			if lc, err = ledger.NewClient(ledger.Config{Meta: fm, Region: s.Region, Logger: s.Logger, RequestTimeout: 5 * time.Second}); err != nil {
+			if lc, err = ledger.NewClient(fm, ledger.Config{Region: s.Region, Logger: s.Logger, RequestTimeout: 5 * time.Second}); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { lc.Close() })

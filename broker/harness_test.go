@@ -45,16 +45,16 @@ func startEnv(t testing.TB, modify func(*setup)) *env {
 func startEnvWith(t testing.TB, polCfg func(*policy.Config), modify func(*setup)) *env {
 	t.Helper()
 	cl := testcluster.Start(t, testcluster.Options{Bookies: 3})
-	lc, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger(), RequestTimeout: 5 * time.Second})
+	lc, err := ledger.NewClient(cl.Connect(), ledger.Config{Region: cl.Region, Logger: cl.Logger(), RequestTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lc.Close() })
-	pc := policy.Config{Meta: cl.Connect(), LocalCluster: "test"}
+	pc := policy.Config{LocalCluster: "test"}
 	if polCfg != nil {
 		polCfg(&pc)
 	}
-	pol, err := policy.New(pc)
+	pol, err := policy.New(cl.Connect(), pc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,12 +93,12 @@ func BenchmarkIdleTopics(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer meta.Close()
-	lc, err := ledger.NewClient(ledger.Config{Meta: meta, Region: "scale"})
+	lc, err := ledger.NewClient(meta, ledger.Config{Region: "scale"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer lc.Close()
-	pol, err := policy.New(policy.Config{Meta: meta, LocalCluster: "scale"})
+	pol, err := policy.New(meta, policy.Config{LocalCluster: "scale"})
 	if err != nil {
 		b.Fatal(err)
 	}

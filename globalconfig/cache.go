@@ -85,8 +85,9 @@ type snapshot struct {
 type Cache struct {
 	metricsReg metric.Registration
 
-	cfg Config
-	log *slog.Logger
+	meta metastore.Meta // the global store; not closed by the cache
+	cfg  Config
+	log  *slog.Logger
 
 	nudge    chan struct{} // cap 1: ask for a progress notification now
 	persistc chan struct{} // cap 1: the data changed, persist it
@@ -114,18 +115,23 @@ type Cache struct {
 	changes     uint64 // data changes so far, for persistence
 }
 
-// Start loads the prefix from the global store and follows it until Close.
+// Start loads the prefix from the global store, reached through meta,
+// and follows it until Close.
 //
 // If the store cannot be listed, Start retries with backoff until ctx ends
 // and then returns an error, unless Config.Persist holds a usable copy: then
 // the first failed attempt is enough, Start returns a cache serving the
 // persisted copy (Synced false) and keeps trying in the background.
-func Start(ctx context.Context, cfg Config) (*Cache, error) {
+func Start(ctx context.Context, meta metastore.Meta, cfg Config) (*Cache, error) {
+	if meta == nil {
+		return nil, errors.New("globalconfig: no connection to the global store")
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	c := &Cache{
+		meta:     meta,
 		cfg:      cfg,
 		log:      cfg.Logger.With("prefix", cfg.Prefix),
 		nudge:    make(chan struct{}, 1),
@@ -367,7 +373,7 @@ func (c *Cache) loadPersisted(s fileSnapshot) {
 func (c *Cache) list(ctx context.Context) (snapshot, error) {
 	lctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
-	l, err := c.cfg.Meta.ListRev(lctx, c.cfg.Prefix)
+	l, err := c.meta.ListRev(lctx, c.cfg.Prefix)
 	if err != nil {
 		return snapshot{}, fmt.Errorf("globalconfig: list %s: %w", c.cfg.Prefix, err)
 	}
@@ -550,7 +556,7 @@ func (c *Cache) watch(ctx context.Context, from int64) (healthy bool, err error)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	w := c.cfg.Meta.WatchProgress(wctx, c.cfg.Prefix, from)
+	w := c.meta.WatchProgress(wctx, c.cfg.Prefix, from)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -41,9 +41,8 @@ func checkNoCacheGoroutines(t *testing.T) {
 	})
 }
 
-func fastConfig(meta *metastore.Store) Config {
+func fastConfig() Config {
 	return Config{
-		Meta:             meta,
 		RequestTimeout:   500 * time.Millisecond,
 		ProgressInterval: 50 * time.Millisecond,
 		StaleAfter:       300 * time.Millisecond,
@@ -53,11 +52,11 @@ func fastConfig(meta *metastore.Store) Config {
 	}
 }
 
-func startCache(t *testing.T, cfg Config) *Cache {
+func startCache(t *testing.T, meta *metastore.Store, cfg Config) *Cache {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	c, err := Start(ctx, cfg)
+	c, err := Start(ctx, meta, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +129,7 @@ func TestSnapshotThenWatchAppliesPutsAndDeletes(t *testing.T) {
 	put(t, tc.Meta, "/isobar/test/brokers/x", "outside")
 	rev0 := put(t, tc.Meta, "/isobar-globalish", "outside too")
 
-	c := startCache(t, fastConfig(tc.Meta))
+	c := startCache(t, tc.Meta, fastConfig())
 	if c.Rev() < rev0 {
 		t.Fatalf("Rev %d after Start, store was at %d", c.Rev(), rev0)
 	}
@@ -166,7 +165,7 @@ func TestSnapshotThenWatchAppliesPutsAndDeletes(t *testing.T) {
 
 func TestWaitRevReadsOwnWrite(t *testing.T) {
 	tc := newCluster(t)
-	c := startCache(t, fastConfig(tc.Meta))
+	c := startCache(t, tc.Meta, fastConfig())
 	ctx := context.Background()
 	rev, err := tc.Connect().Create(ctx, pA, []byte("mine"))
 	if err != nil {
@@ -200,7 +199,7 @@ func TestWaitRevReadsOwnWrite(t *testing.T) {
 
 func TestServesFromCacheWhileStoreDownThenConverges(t *testing.T) {
 	tc := newCluster(t)
-	c := startCache(t, fastConfig(tc.Meta))
+	c := startCache(t, tc.Meta, fastConfig())
 	waitRev(t, c, put(t, tc.Meta, pA, "a1"))
 	testcluster.WaitFor(t, waitLong, c.Synced)
 
@@ -239,7 +238,7 @@ func TestCompactionWhileCutOffResyncs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { meta.Close() })
-	c := startCache(t, fastConfig(meta))
+	c := startCache(t, meta, fastConfig())
 	put(t, tc.Meta, pA, "keep1")
 	waitRev(t, c, put(t, tc.Meta, pB, "gone"))
 	events, cancel := c.Subscribe(DefaultPrefix)
@@ -293,9 +292,9 @@ func TestCompactionWhileCutOffResyncs(t *testing.T) {
 func TestPersistedCopyServesWhenStoreDownAtStart(t *testing.T) {
 	tc := newCluster(t)
 	dir := filepath.Join(t.TempDir(), "gc")
-	cfg := fastConfig(tc.Meta)
+	cfg := fastConfig()
 	cfg.Persist = dir
-	c1 := startCache(t, cfg)
+	c1 := startCache(t, tc.Meta, cfg)
 	put(t, tc.Meta, pA, "a1")
 	rev := put(t, tc.Meta, pB, "b1")
 	waitRev(t, c1, rev)
@@ -308,7 +307,7 @@ func TestPersistedCopyServesWhenStoreDownAtStart(t *testing.T) {
 	}
 
 	tc.StopEtcd()
-	c2 := startCache(t, cfg)
+	c2 := startCache(t, tc.Meta, cfg)
 	wantKeys(t, c2, map[string]string{pA: "a1", pB: "b1"})
 	if c2.Synced() {
 		t.Fatal("Synced while serving the persisted copy with the store down")
@@ -336,7 +335,7 @@ func TestStartWithoutPersistFailsWhenStoreDown(t *testing.T) {
 	tc.StopEtcd()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	c, err := Start(ctx, fastConfig(tc.Meta))
+	c, err := Start(ctx, tc.Meta, fastConfig())
 	if err == nil {
 		c.Close()
 		t.Fatal("Start succeeded with the store down and nothing persisted")
@@ -349,11 +348,11 @@ func TestStartWithoutPersistFailsWhenStoreDown(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, SnapshotFile), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fastConfig(tc.Meta)
+	cfg := fastConfig()
 	cfg.Persist = dir
 	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
 	defer cancel2()
-	if c, err := Start(ctx2, cfg); err == nil {
+	if c, err := Start(ctx2, tc.Meta, cfg); err == nil {
 		c.Close()
 		t.Fatal("Start succeeded from a corrupt persisted copy")
 	}
@@ -361,7 +360,7 @@ func TestStartWithoutPersistFailsWhenStoreDown(t *testing.T) {
 
 func TestSubscribe(t *testing.T) {
 	tc := newCluster(t)
-	c := startCache(t, fastConfig(tc.Meta))
+	c := startCache(t, tc.Meta, fastConfig())
 	events, cancel := c.Subscribe(DefaultPrefix + "tenants/")
 	put(t, tc.Meta, pA, "a1")
 	put(t, tc.Meta, pC, "not for this subscriber")
@@ -386,9 +385,9 @@ func TestSubscribe(t *testing.T) {
 
 func TestSubscribeOverflowDeliversOneResync(t *testing.T) {
 	tc := newCluster(t)
-	cfg := fastConfig(tc.Meta)
+	cfg := fastConfig()
 	cfg.SubscriberBuffer = 4
-	c := startCache(t, cfg)
+	c := startCache(t, tc.Meta, cfg)
 	events, cancel := c.Subscribe(DefaultPrefix)
 	defer cancel()
 	var rev int64
@@ -432,9 +431,9 @@ func TestSubscribeOverflowDeliversOneResync(t *testing.T) {
 
 func TestCloseLeavesNoGoroutines(t *testing.T) {
 	tc := newCluster(t)
-	cfg := fastConfig(tc.Meta)
+	cfg := fastConfig()
 	cfg.Persist = t.TempDir()
-	c := startCache(t, cfg)
+	c := startCache(t, tc.Meta, cfg)
 	_, cancel := c.Subscribe(DefaultPrefix)
 	defer cancel()
 	waitRev(t, c, put(t, tc.Meta, pA, "a"))
@@ -448,13 +447,13 @@ func TestConfigValidate(t *testing.T) {
 	if err == nil {
 		t.Fatal("want errors")
 	}
-	for _, want := range []string{"globalconfig.meta", "globalconfig.prefix", "globalconfig.requestTimeout", "globalconfig.subscriberBuffer"} {
+	for _, want := range []string{"globalconfig.prefix", "globalconfig.requestTimeout", "globalconfig.subscriberBuffer"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
 	}
-	if _, err := Start(context.Background(), Config{}); err == nil {
-		t.Fatal("Start with an empty config succeeded")
+	if _, err := Start(context.Background(), nil, Config{}); err == nil {
+		t.Fatal("Start without a store succeeded")
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
-
-	"github.com/isobar-mq/isobar/metastore"
 )
 
 // DefaultPrefix is the prefix of the global configuration store.
@@ -17,9 +15,6 @@ const DefaultPrefix = "/isobar-global/"
 
 // Config configures a Cache.
 type Config struct {
-	// Meta is a connection to the GLOBAL configuration etcd. Required. The
-	// cache does not close it.
-	Meta metastore.Meta
 	// Prefix is the key prefix cached; empty means DefaultPrefix. It must
 	// start and end with "/".
 	Prefix string
@@ -61,9 +56,6 @@ type Config struct {
 // Validate reports every problem with the config at once.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Meta == nil {
-		errs = append(errs, errors.New("globalconfig.meta: required"))
-	}
 	if c.Prefix != "" && (!strings.HasPrefix(c.Prefix, "/") || !strings.HasSuffix(c.Prefix, "/")) {
 		errs = append(errs, fmt.Errorf("globalconfig.prefix: %q must start and end with /", c.Prefix))
 	}

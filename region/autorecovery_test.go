@@ -55,7 +55,7 @@ func TestDecommissionThroughTheRegion(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { meta.Close() })
-	lc, err := ledger.NewClient(ledger.Config{Meta: meta, Region: "autorec"})
+	lc, err := ledger.NewClient(meta, ledger.Config{Region: "autorec"})
 	if err != nil {
 		t.Fatal(err)
 	}

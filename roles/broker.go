@@ -417,7 +417,7 @@ func (c *Broker) connect(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("broker.bookkeeperTls: %w", err)
 	}
-	if c.ledgers, err = ledger.NewClient(ledger.Config{Meta: c.store, Region: c.bc.Region, Logger: c.logger, TLS: bkTLS}); err != nil {
+	if c.ledgers, err = ledger.NewClient(c.store, ledger.Config{Region: c.bc.Region, Logger: c.logger, TLS: bkTLS}); err != nil {
 		return fmt.Errorf("ledger client: %w", err)
 	}
 	limits := c.bc.Limits.WithDefaults()

@@ -43,7 +43,8 @@ type policiesConfig struct {
 }
 
 func openPolicies(ctx context.Context, c policiesConfig) (*policies, error) {
-	pc := policy.Config{Meta: c.local, LocalCluster: c.cluster, HasTopics: c.hasTopics, MeterProvider: c.meter,
+	var meta metastore.Meta = c.local
+	pc := policy.Config{LocalCluster: c.cluster, HasTopics: c.hasTopics, MeterProvider: c.meter,
 		MaxPartitions: c.maxPartitions, MaxBundles: c.maxBundles, Logger: c.logger}
 	p := &policies{}
 	if len(c.global.Endpoints) > 0 {
@@ -57,8 +58,8 @@ func openPolicies(ctx context.Context, c policiesConfig) (*policies, error) {
 		if c.dataDir != "" {
 			persist = filepath.Join(c.dataDir, "globalconfig")
 		}
-		cache, err := globalconfig.Start(ctx, globalconfig.Config{
-			Meta: gm, Persist: persist, MeterProvider: c.meter,
+		cache, err := globalconfig.Start(ctx, gm, globalconfig.Config{
+			Persist: persist, MeterProvider: c.meter,
 			Logger: c.logger.With("component", "globalconfig"),
 		})
 		if err != nil {
@@ -66,9 +67,9 @@ func openPolicies(ctx context.Context, c policiesConfig) (*policies, error) {
 			return nil, fmt.Errorf("global configuration cache: %w", err)
 		}
 		p.global, p.meta, p.cache = gm, policy.Bound(gm, policy.StoreTimeout), cache
-		pc.Meta, pc.Cache = p.meta, cache
+		meta, pc.Cache = p.meta, cache
 	}
-	store, err := policy.New(pc)
+	store, err := policy.New(meta, pc)
 	if err != nil {
 		p.close()
 		return nil, err

@@ -123,7 +123,7 @@ func (c *Client) viewBookies(ctx context.Context) (bookieView, error) {
 	if err != nil {
 		return bookieView{}, err
 	}
-	dec, err := DecommissionedBookies(ctx, c.cfg.Meta, c.cfg.Region)
+	dec, err := DecommissionedBookies(ctx, c.meta, c.cfg.Region)
 	if err != nil {
 		return bookieView{}, err
 	}
@@ -146,7 +146,7 @@ type storedLedger struct {
 
 func (c *Client) listLedgers(ctx context.Context) ([]storedLedger, error) {
 	p := metastore.RegionPrefix(c.cfg.Region) + "ledgers/"
-	kvs, err := c.cfg.Meta.List(ctx, p)
+	kvs, err := c.meta.List(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: list ledgers: %w", err)
 	}
@@ -543,7 +543,7 @@ func (a *Auditor) quiet(ctx context.Context, v bookieView) (bool, error) {
 		return false, nil
 	}
 	p := proto.CookiesPrefix(metastore.RegionPrefix(a.c.cfg.Region))
-	keys, err := a.c.cfg.Meta.ListKeys(ctx, p)
+	keys, err := a.c.meta.ListKeys(ctx, p)
 	if err != nil {
 		return false, fmt.Errorf("auditor: list cookies: %w", err)
 	}
@@ -603,7 +603,7 @@ func (a *Auditor) recoverFragment(ctx context.Context, id uint64, md Metadata, r
 			return 0, Metadata{}, 0, err
 		}
 		mctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
-		newRev, err := c.cfg.Meta.CAS(mctx, key, val, rev)
+		newRev, err := c.meta.CAS(mctx, key, val, rev)
 		cancel()
 		if err == nil {
 			a.entries.Add(ctx, int64(len(entries)))
@@ -707,7 +707,7 @@ type Operations struct {
 
 // Decommission marks bookie decommissioned (package function Decommission).
 func (o Operations) Decommission(ctx context.Context, bookie string) error {
-	if err := Decommission(ctx, o.Client.cfg.Meta, o.Client.cfg.Region, bookie); err != nil {
+	if err := Decommission(ctx, o.Client.meta, o.Client.cfg.Region, bookie); err != nil {
 		return err
 	}
 	if o.Auditor != nil {
@@ -718,12 +718,12 @@ func (o Operations) Decommission(ctx context.Context, bookie string) error {
 
 // Recommission takes the decommissioned mark off bookie (Recommission).
 func (o Operations) Recommission(ctx context.Context, bookie string) error {
-	return Recommission(ctx, o.Client.cfg.Meta, o.Client.cfg.Region, bookie)
+	return Recommission(ctx, o.Client.meta, o.Client.cfg.Region, bookie)
 }
 
 // Decommissioned lists the bookies marked decommissioned.
 func (o Operations) Decommissioned(ctx context.Context) ([]string, error) {
-	return DecommissionedBookies(ctx, o.Client.cfg.Meta, o.Client.cfg.Region)
+	return DecommissionedBookies(ctx, o.Client.meta, o.Client.cfg.Region)
 }
 
 // UnderReplicated lists the ledgers waiting for recovery (UnderReplicatedLedgers).

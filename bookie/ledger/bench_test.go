@@ -22,7 +22,7 @@ func BenchmarkAppend1KiBOneInFlight(b *testing.B) { benchmarkAppend(b, 1<<10, 1)
 // flight the latency is mostly queueing behind the other entries.
 func benchmarkAppend(b *testing.B, size, inFlight int) {
 	cl := testcluster.Start(b, testcluster.Options{Bookies: 3, Region: "bench"})
-	c, err := ledger.NewClient(ledger.Config{Meta: cl.Meta, Region: cl.Region, Logger: cl.Logger(), MaxInFlight: inFlight})
+	c, err := ledger.NewClient(cl.Meta, ledger.Config{Region: cl.Region, Logger: cl.Logger(), MaxInFlight: inFlight})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -58,8 +58,6 @@ var (
 // Config configures a Client. The zero value of every optional field means
 // the documented default.
 type Config struct {
-	// Meta is the region's metadata store. Required.
-	Meta metastore.Meta
 	// Region names the region whose ledgers and bookies are used. Required.
 	Region string
 	// Logger receives ensemble changes, recoveries and failures; nil discards them.
@@ -96,9 +94,6 @@ const maxEntryDefault = proto.DefaultMaxFrameSize - proto.HeaderSize - 16 - prot
 // Validate reports every problem with the config at once, naming the fields.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Meta == nil {
-		errs = append(errs, errors.New("ledger.meta: required"))
-	}
 	if strings.TrimSpace(c.Region) == "" || strings.Contains(c.Region, "/") {
 		errs = append(errs, fmt.Errorf("ledger.region: %q must be a non-empty name without '/'", c.Region))
 	}
@@ -149,6 +144,7 @@ func (c Config) withDefaults() Config {
 // Client creates, opens, recovers and deletes the ledgers of one region. It
 // is safe for concurrent use.
 type Client struct {
+	meta metastore.Meta
 	cfg  Config
 	log  *slog.Logger
 	pool *client.Pool
@@ -169,8 +165,12 @@ type Client struct {
 	writers map[*Writer]struct{}
 }
 
-// NewClient makes a client; it connects to bookies on first use.
-func NewClient(cfg Config) (*Client, error) {
+// NewClient makes a client of the ledgers and bookies recorded in meta,
+// the region's metadata store; it connects to bookies on first use.
+func NewClient(meta metastore.Meta, cfg Config) (*Client, error) {
+	if meta == nil {
+		return nil, errors.New("ledger: no metadata store")
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -180,8 +180,9 @@ func NewClient(cfg Config) (*Client, error) {
 		seed = rand.Uint64()
 	}
 	return &Client{
-		cfg: cfg,
-		log: cfg.Logger.With("component", "ledger"),
+		meta: meta,
+		cfg:  cfg,
+		log:  cfg.Logger.With("component", "ledger"),
 		pool: client.NewPool(client.Options{
 			RequestTimeout: cfg.RequestTimeout,
 			Logger:         cfg.Logger,
@@ -282,7 +283,7 @@ func (c *Client) Create(ctx context.Context, o CreateOptions) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: create: %w", err)
 	}
-	n, err := metastore.NextID(mctx, c.cfg.Meta, LedgerIDKey(c.cfg.Region))
+	n, err := metastore.NextID(mctx, c.meta, LedgerIDKey(c.cfg.Region))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: create: allocate id: %w", err)
 	}
@@ -309,7 +310,7 @@ func (c *Client) Create(ctx context.Context, o CreateOptions) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	rev, err := c.cfg.Meta.Create(mctx, LedgerKey(c.cfg.Region, id), val)
+	rev, err := c.meta.Create(mctx, LedgerKey(c.cfg.Region, id), val)
 	if err != nil {
 		return nil, fmt.Errorf("ledger %d: create metadata: %w", id, err)
 	}
@@ -319,7 +320,7 @@ func (c *Client) Create(ctx context.Context, o CreateOptions) (*Writer, error) {
 
 // Metadata reads a ledger's metadata and its revision.
 func (c *Client) Metadata(ctx context.Context, id uint64) (Metadata, int64, error) {
-	kv, err := c.cfg.Meta.Get(ctx, LedgerKey(c.cfg.Region, id))
+	kv, err := c.meta.Get(ctx, LedgerKey(c.cfg.Region, id))
 	if errors.Is(err, metastore.ErrNotFound) {
 		return Metadata{}, 0, fmt.Errorf("ledger %d: %w", id, ErrNoLedger)
 	}
@@ -370,7 +371,7 @@ func (c *Client) Delete(ctx context.Context, id uint64) error {
 		if len(errs) > 0 {
 			return fmt.Errorf("ledger %d: delete: %w", id, errors.Join(errs...))
 		}
-		err = c.cfg.Meta.DeleteIf(ctx, LedgerKey(c.cfg.Region, id), rev)
+		err = c.meta.DeleteIf(ctx, LedgerKey(c.cfg.Region, id), rev)
 		if errors.Is(err, metastore.ErrConflict) && attempt < 3 {
 			continue // changed meanwhile (an ensemble change added a bookie): again
 		}
@@ -401,7 +402,7 @@ func (c *Client) rand() *rand.Rand {
 // listBookies reads the live bookie registrations and refreshes the
 // id → address map.
 func (c *Client) listBookies(ctx context.Context) ([]BookieInfo, error) {
-	kvs, err := c.cfg.Meta.List(ctx, BookiesPrefix(c.cfg.Region))
+	kvs, err := c.meta.List(ctx, BookiesPrefix(c.cfg.Region))
 	if err != nil {
 		return nil, fmt.Errorf("list bookies: %w", err)
 	}
@@ -439,13 +440,13 @@ func (c *Client) placementCandidates(ctx context.Context) ([]BookieInfo, error) 
 	if err != nil {
 		return nil, err
 	}
-	rc, err := racks.Read(ctx, c.cfg.Meta, c.cfg.Region)
+	rc, err := racks.Read(ctx, c.meta, c.cfg.Region)
 	if err != nil {
 		return nil, err
 	}
 	// A decommissioned bookie takes no new copies: to placement it is
 	// read-only (automatic recovery moves its copies away).
-	dec, err := DecommissionedBookies(ctx, c.cfg.Meta, c.cfg.Region)
+	dec, err := DecommissionedBookies(ctx, c.meta, c.cfg.Region)
 	if err != nil {
 		return nil, err
 	}
@@ -530,7 +531,7 @@ func (c *Client) closeLedger(ctx context.Context, id uint64, md Metadata, rev in
 		if err != nil {
 			return Metadata{}, 0, err
 		}
-		newRev, err := c.cfg.Meta.CAS(ctx, key, val, rev)
+		newRev, err := c.meta.CAS(ctx, key, val, rev)
 		if err == nil {
 			return n, newRev, nil
 		}
@@ -604,7 +605,7 @@ func (c *Client) changeEnsemble(ctx context.Context, id uint64, md Metadata, rev
 				if err != nil {
 					return changeResult{err: err}, nil
 				}
-				newRev, err := c.cfg.Meta.CAS(cctx, key, val, rev)
+				newRev, err := c.meta.CAS(cctx, key, val, rev)
 				if err == nil {
 					return changeResult{start: req.Start, replaced: repl, md: n, rev: newRev}, nil
 				}

@@ -29,8 +29,7 @@ func startCluster(t *testing.T, bookies int) *testcluster.Cluster {
 // separate process would have.
 func newClient(t *testing.T, cl *testcluster.Cluster) *ledger.Client {
 	t.Helper()
-	c, err := ledger.NewClient(ledger.Config{
-		Meta:            cl.Connect(),
+	c, err := ledger.NewClient(cl.Connect(), ledger.Config{
 		Region:          cl.Region,
 		Logger:          cl.Logger(),
 		RequestTimeout:  5 * time.Second,
@@ -668,7 +667,10 @@ func TestDeleteAndBadInput(t *testing.T) {
 			t.Errorf("%s of an unknown ledger: %v", name, err)
 		}
 	}
-	if _, err := ledger.NewClient(ledger.Config{}); err == nil {
+	if _, err := ledger.NewClient(nil, ledger.Config{Region: "r"}); err == nil {
+		t.Error("NewClient accepted no metadata store")
+	}
+	if _, err := ledger.NewClient(cl.Meta, ledger.Config{}); err == nil {
 		t.Error("NewClient accepted an empty config")
 	}
 

@@ -190,7 +190,7 @@ func TestCreateOptionsValidate(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	err := Config{Region: "a/b", RequestTimeout: -1, MaxInFlight: -2, MaxEntrySize: -1}.Validate()
-	for _, want := range []string{"ledger.meta", "ledger.region", "ledger.requestTimeout", "ledger.maxInFlight", "ledger.maxEntrySize"} {
+	for _, want := range []string{"ledger.region", "ledger.requestTimeout", "ledger.maxInFlight", "ledger.maxEntrySize"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %s", err, want)
 		}

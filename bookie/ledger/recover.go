@@ -39,7 +39,7 @@ func (c *Client) OpenRecover(ctx context.Context, id uint64) (*Reader, error) {
 			if err != nil {
 				return nil, err
 			}
-			newRev, err := c.cfg.Meta.CAS(ctx, LedgerKey(c.cfg.Region, id), val, rev)
+			newRev, err := c.meta.CAS(ctx, LedgerKey(c.cfg.Region, id), val, rev)
 			if errors.Is(err, metastore.ErrConflict) {
 				lastErr = err
 				continue // the writer changed its ensemble, or someone else began: look again

@@ -40,7 +40,7 @@ func startWith(t *testing.T, configure func(*admin.Config)) *env {
 	t.Helper()
 	c := testcluster.Start(t, testcluster.Options{Bookies: 0})
 	ft := newFakeTopics()
-	store, err := policy.New(policy.Config{Meta: c.Connect(), LocalCluster: "standalone",
+	store, err := policy.New(c.Connect(), policy.Config{LocalCluster: "standalone",
 		HasTopics: func(ctx context.Context, ns string) (bool, error) {
 			for _, d := range []topic.Domain{topic.Persistent, topic.NonPersistent} {
 				names, err := ft.ListTopics(ctx, ns, d)
@@ -386,7 +386,7 @@ func TestDeleteNamespaceForce(t *testing.T) {
 
 func TestNoTopicsConfigured(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Bookies: 0})
-	store, err := policy.New(policy.Config{Meta: c.Connect()})
+	store, err := policy.New(c.Connect(), policy.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

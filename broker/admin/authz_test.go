@@ -34,7 +34,7 @@ import (
 func TestEndpointAuthorization(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Bookies: 0})
 	ft := newFakeTopics()
-	store, err := policy.New(policy.Config{Meta: c.Connect(), LocalCluster: "standalone"})
+	store, err := policy.New(c.Connect(), policy.Config{LocalCluster: "standalone"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestEndpointAuthorization(t *testing.T) {
 		t.Fatal(err)
 	}
 	bookies := racks.NewStore(c.Connect(), "standalone")
-	ledgers, err := ledger.NewClient(ledger.Config{Meta: c.Connect(), Region: "standalone"})
+	ledgers, err := ledger.NewClient(c.Connect(), ledger.Config{Region: "standalone"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // marked.
 func TestBookieRecoveryEndpoints(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Bookies: 1, Region: "standalone"})
-	ledgers, err := ledger.NewClient(ledger.Config{Meta: c.Connect(), Region: "standalone"})
+	ledgers, err := ledger.NewClient(c.Connect(), ledger.Config{Region: "standalone"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 func startSchemas(t *testing.T) (*env, *schema.Store) {
 	t.Helper()
 	c := testcluster.Start(t, testcluster.Options{Bookies: 0})
-	store, err := policy.New(policy.Config{Meta: c.Connect(), LocalCluster: "standalone"})
+	store, err := policy.New(c.Connect(), policy.Config{LocalCluster: "standalone"})
 	if err != nil {
 		t.Fatal(err)
 	}

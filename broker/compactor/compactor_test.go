@@ -37,7 +37,7 @@ func newRig(t *testing.T) *rig {
 	cl := testcluster.Start(t, testcluster.Options{Bookies: 3})
 	r := &rig{t: t, cl: cl, name: "tenant/ns/persistent/compacted"}
 	r.lcMeta = metafault.Wrap(cl.Connect(), nil)
-	lc, err := ledger.NewClient(ledger.Config{Meta: r.lcMeta, Region: cl.Region, Logger: cl.Logger(), RequestTimeout: 5 * time.Second})
+	lc, err := ledger.NewClient(r.lcMeta, ledger.Config{Region: cl.Region, Logger: cl.Logger(), RequestTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

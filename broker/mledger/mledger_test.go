@@ -25,8 +25,7 @@ func startCluster(t *testing.T) *testcluster.Cluster {
 
 func newLedgerClient(t *testing.T, cl *testcluster.Cluster) *ledger.Client {
 	t.Helper()
-	c, err := ledger.NewClient(ledger.Config{
-		Meta:            cl.Connect(),
+	c, err := ledger.NewClient(cl.Connect(), ledger.Config{
 		Region:          cl.Region,
 		Logger:          cl.Logger(),
 		RequestTimeout:  5 * time.Second,
@@ -217,7 +216,7 @@ func crash(m *ManagedLedger, lc *ledger.Client) {
 
 func TestCrashRecovery(t *testing.T) {
 	cl := startCluster(t)
-	lc1, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger()})
+	lc1, err := ledger.NewClient(cl.Connect(), ledger.Config{Region: cl.Region, Logger: cl.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

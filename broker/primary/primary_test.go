@@ -27,7 +27,7 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	c := testcluster.Start(t, testcluster.Options{})
-	pol, err := policy.New(policy.Config{Meta: c.Meta})
+	pol, err := policy.New(c.Meta, policy.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,12 +37,12 @@ func TestBoundWritesFailPromptlyWhileTheStoreIsUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gm.Close() })
-	cache, err := globalconfig.Start(ctx, globalconfig.Config{Meta: gm})
+	cache, err := globalconfig.Start(ctx, gm, globalconfig.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cache.Close() })
-	s, err := policy.New(policy.Config{Meta: policy.Bound(gm, bound), Cache: cache, LocalCluster: "c1"})
+	s, err := policy.New(policy.Bound(gm, bound), policy.Config{Cache: cache, LocalCluster: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,7 @@ func newRawStore(t *testing.T, cfg policy.Config) (*policy.Store, *metastore.Sto
 	t.Helper()
 	c := testcluster.Start(t, testcluster.Options{Bookies: 0})
 	meta := c.Connect()
-	cfg.Meta = meta
-	s, err := policy.New(cfg)
+	s, err := policy.New(meta, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,12 +205,12 @@ func TestPartitionLimit(t *testing.T) {
 func TestLoweredLimitsKeepNamespacesUsable(t *testing.T) {
 	ctx := context.Background()
 	c := testcluster.Start(t, testcluster.Options{Bookies: 0})
-	high, err := policy.New(policy.Config{Meta: c.Connect(), MaxBundles: 16, MaxPartitions: 8})
+	high, err := policy.New(c.Connect(), policy.Config{MaxBundles: 16, MaxPartitions: 8})
 	must(t, err)
 	must(t, high.CreateTenant(ctx, "t", policy.TenantInfo{}))
 	must(t, high.CreateNamespace(ctx, "t/ns", &policy.Policies{Bundles: &policy.BundlesData{NumBundles: 16},
 		AutoTopicCreation: &policy.AutoTopicCreation{AllowAutoTopicCreation: true, TopicType: policy.TopicTypePartitioned, DefaultNumPartitions: intp(8)}}))
-	low, err := policy.New(policy.Config{Meta: c.Connect(), MaxBundles: 4, MaxPartitions: 4})
+	low, err := policy.New(c.Connect(), policy.Config{MaxBundles: 4, MaxPartitions: 4})
 	must(t, err)
 	if _, err := low.UpdateNamespace(ctx, "t/ns", func(p *policy.Policies) error {
 		p.MessageTTLInSeconds = intp(60)

@@ -24,7 +24,7 @@ func TestWriteFaultsLeaveNoPartialState(t *testing.T) {
 	ctx := context.Background()
 	tc := testcluster.Start(t, testcluster.Options{Bookies: 0})
 	fm := metafault.Wrap(tc.Connect(), nil)
-	s, err := policy.New(policy.Config{Meta: fm, LocalCluster: "c1"})
+	s, err := policy.New(fm, policy.Config{LocalCluster: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,8 +47,6 @@ const (
 
 // Config configures a Store.
 type Config struct {
-	// Meta is the metadata store. Required.
-	Meta metastore.Meta
 	// LocalCluster becomes a new namespace's only replication cluster when
 	// it names none, as in Pulsar; empty leaves the list empty.
 	LocalCluster string
@@ -98,9 +96,6 @@ type Reader interface {
 // Validate reports every problem with the config at once.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Meta == nil {
-		errs = append(errs, errors.New("policy.meta: required"))
-	}
 	if c.LocalCluster != "" {
 		if err := validClusterName(c.LocalCluster); err != nil {
 			errs = append(errs, fmt.Errorf("policy.localCluster: %w", err))
@@ -127,8 +122,12 @@ type Store struct {
 	reported  sync.Map // key -> revision of the corrupt record reported
 }
 
-// New returns a store over cfg.Meta.
-func New(cfg Config) (*Store, error) {
+// New returns a store of the configuration kept in meta (the global
+// configuration store, or the region's metadata store without one).
+func New(meta metastore.Meta, cfg Config) (*Store, error) {
+	if meta == nil {
+		return nil, errors.New("policy: no metadata store")
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -146,7 +145,7 @@ func New(cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{cfg: cfg, meta: cfg.Meta, conflicts: conflicts, log: log}, nil
+	return &Store{cfg: cfg, meta: meta, conflicts: conflicts, log: log}, nil
 }
 
 // LocalCluster is the configured local cluster name.

@@ -17,8 +17,7 @@ import (
 func newStore(t *testing.T, cfg policy.Config) *policy.Store {
 	t.Helper()
 	c := testcluster.Start(t, testcluster.Options{Bookies: 0})
-	cfg.Meta = c.Connect()
-	s, err := policy.New(cfg)
+	s, err := policy.New(c.Connect(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +49,7 @@ func mustName(t *testing.T, s string) topic.Name {
 
 func TestConfigValidate(t *testing.T) {
 	err := policy.Config{LocalCluster: "a/b", DefaultBundles: -1, MaxPartitions: -1}.Validate()
-	for _, field := range []string{"policy.meta", "policy.localCluster", "policy.defaultBundles", "policy.maxPartitions"} {
+	for _, field := range []string{"policy.localCluster", "policy.defaultBundles", "policy.maxPartitions"} {
 		if err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("Validate() = %v, want a problem with %s", err, field)
 		}

@@ -72,9 +72,9 @@ func TestTopicPoliciesScopes(t *testing.T) {
 func TestEffectiveTopicPoliciesIn(t *testing.T) {
 	ctx := context.Background()
 	meta := testcluster.Start(t, testcluster.Options{Bookies: 0}).Connect()
-	s, err := policy.New(policy.Config{Meta: meta, LocalCluster: "r0"})
+	s, err := policy.New(meta, policy.Config{LocalCluster: "r0"})
 	must(t, err)
-	r1, err := policy.New(policy.Config{Meta: meta, LocalCluster: "r1"})
+	r1, err := policy.New(meta, policy.Config{LocalCluster: "r1"})
 	must(t, err)
 	must(t, s.CreateCluster(ctx, "r0", policy.ClusterData{ServiceURL: "http://r0"}))
 	must(t, s.CreateTenant(ctx, "acme", policy.TenantInfo{}))

@@ -35,7 +35,7 @@ func TestStore(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Bookies: 0})
 	ctx := context.Background()
 	meta := c.Connect()
-	cache, err := globalconfig.Start(ctx, globalconfig.Config{Meta: meta})
+	cache, err := globalconfig.Start(ctx, meta, globalconfig.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestStoreUnreachable(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Bookies: 0})
 	ctx := context.Background()
 	meta := c.Connect()
-	cache, err := globalconfig.Start(ctx, globalconfig.Config{Meta: meta})
+	cache, err := globalconfig.Start(ctx, meta, globalconfig.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

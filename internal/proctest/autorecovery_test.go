@@ -61,7 +61,7 @@ func TestProcessBookieLossReReplicates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer meta.Close()
-	lc, err := ledger.NewClient(ledger.Config{Meta: meta, Region: east.Name, RequestTimeout: 5 * time.Second})
+	lc, err := ledger.NewClient(meta, ledger.Config{Region: east.Name, RequestTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

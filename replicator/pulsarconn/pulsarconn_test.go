@@ -48,12 +48,12 @@ func startRegion(t testing.TB) *region {
 func startRegionTLS(t testing.TB, tlsLn net.Listener) *region {
 	t.Helper()
 	cl := testcluster.Start(t, testcluster.Options{Bookies: 3})
-	lc, err := ledger.NewClient(ledger.Config{Meta: cl.Connect(), Region: cl.Region, Logger: cl.Logger(), RequestTimeout: 5 * time.Second})
+	lc, err := ledger.NewClient(cl.Connect(), ledger.Config{Region: cl.Region, Logger: cl.Logger(), RequestTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lc.Close() })
-	pol, err := policy.New(policy.Config{Meta: cl.Connect(), LocalCluster: "test"})
+	pol, err := policy.New(cl.Connect(), policy.Config{LocalCluster: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

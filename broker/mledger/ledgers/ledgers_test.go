@@ -15,8 +15,7 @@ import (
 func TestConformanceOnBookies(t *testing.T) {
 	cl := testcluster.Start(t, testcluster.Options{Bookies: 2})
 	ledgerstest.Run(t, func(t *testing.T) ledgers.Store {
-		c, err := ledger.NewClient(ledger.Config{
-			Meta:            cl.Connect(),
+		c, err := ledger.NewClient(cl.Connect(), ledger.Config{
 			Region:          cl.Region,
 			Logger:          cl.Logger(),
 			RequestTimeout:  5 * time.Second,
