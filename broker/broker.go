@@ -27,6 +27,7 @@ import (
 
 	"github.com/isobar-mq/isobar/auth"
 	"github.com/isobar-mq/isobar/bookie/ledger"
+	"github.com/isobar-mq/isobar/broker/dispatch"
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/broker/mledger/ledgers"
 	"github.com/isobar-mq/isobar/errkind"
@@ -296,6 +297,11 @@ type Config struct {
 	KeepAlive time.Duration `yaml:"keepAlive"`
 	// Ledger tunes the managed ledgers of topics.
 	Ledger mledger.Config `yaml:"ledger"`
+	// BacklogReads paces dispatch reads behind a topic's tail cache (a
+	// consumer catching up) so that they do not raise the tail latency of
+	// the broker's other clients by more than its targetRise
+	// (docs/broker.md, "Backlog reads and the tail").
+	BacklogReads dispatch.BacklogConfig `yaml:"backlogReads"`
 	// MaintenanceInterval is how often loaded topics are checked for
 	// message TTL, backlog quotas and retention, and their namespace
 	// policies re-read. Zero means one minute.
@@ -387,6 +393,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("broker.keepAlive: %v is negative", c.KeepAlive))
 	}
 	if err := c.Limits.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.BacklogReads.Validate("broker.backlogReads"); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Auth.Validate(); err != nil {
@@ -488,6 +497,8 @@ type Broker struct {
 	// refused remembers which primary regions' brokers refuse
 	// connections (awaitPrimaryBack).
 	refused refusals
+	// backlog paces reads behind the topics' tail caches (backlog.go).
+	backlog *backlogPacer
 
 	ctx    context.Context // cancelled by Shutdown's deadline or Close
 	cancel context.CancelFunc
@@ -576,6 +587,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 
 		syncDue: map[*Topic]struct{}{},
 	}
+	b.backlog = newBacklogPacer(cfg.BacklogReads, deps.Now)
 	b.tracing = replication.TracingEnabled(deps.TracerProvider)
 	var err error
 	if b.auth, err = auth.NewServer(cfg.Auth); err != nil {

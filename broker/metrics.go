@@ -267,7 +267,9 @@ func (b *Broker) recordIn(t *Topic, msgs, bytes int64, since time.Time, replicat
 	a := t.attrs
 	b.metrics.msgIn.Add(ctx, msgs, a)
 	b.metrics.bytesIn.Add(ctx, bytes, a)
-	b.metrics.publish.Record(ctx, b.deps.Now().Sub(since).Seconds(), a)
+	took := b.deps.Now().Sub(since)
+	b.metrics.publish.Record(ctx, took.Seconds(), a)
+	b.backlog.observe(took)
 	if replicatedFrom != "" {
 		b.metrics.replIn.Add(ctx, msgs, metric.WithAttributes(attribute.String("isobar.cluster", b.cfg.Cluster), b.brokerAttr(), attribute.String("isobar.source", replicatedFrom)))
 	}

@@ -755,7 +755,30 @@ func (s *subscription) run(stop, done chan struct{}) {
 			}
 			continue
 		}
+		paced := s.pacedRead(pl)
+		if paced {
+			wait, maxBytes := s.t.b.backlog.reserve()
+			if wait > 0 {
+				timer.Reset(min(wait, ratelimit.MaxSleep))
+				select {
+				case <-stop:
+					return
+				case <-timer.C:
+				}
+				continue
+			}
+			if maxBytes < math.MaxInt64 {
+				pl = limitPlan(pl, max(1, maxBytes/max(1, s.rl.avgEntry)))
+			}
+		}
 		entries, masks, next, err := s.read(pl)
+		if paced {
+			var n int64
+			for _, e := range entries {
+				n += int64(len(e.Data))
+			}
+			s.t.b.backlog.charge(n)
+		}
 		if err != nil {
 			s.t.b.log.Warn("dispatch read failed", "topic", s.t.name.String(), "subscription", s.name, "err", err)
 			timer.Reset(100 * time.Millisecond)
@@ -778,6 +801,19 @@ func (s *subscription) run(stop, done chan struct{}) {
 		s.sendMu.Unlock()
 		s.chargeDispatch(frames)
 	}
+}
+
+// pacedRead says whether the round pl reads a backlog that the broker
+// paces (backlog.go): a read of the log from behind the topic's tail
+// cache, for an application's subscription. Replays (redeliveries, read
+// entry by entry), compacted reads and replication cursors are not
+// paced: the replicators' catch-up after a cut is what bounds a
+// failover's data loss (docs/failover.md).
+func (s *subscription) pacedRead(pl dispatch.Plan) bool {
+	if len(pl.Replay) > 0 || pl.Compacted || s.t.ml == nil || strings.HasPrefix(s.name, replication.Prefix) {
+		return false
+	}
+	return !s.t.ml.InTail(pl.From)
 }
 
 // planLocked asks the core what the next round reads (s.mu held): false

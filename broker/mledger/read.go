@@ -127,3 +127,16 @@ func (m *ManagedLedger) reader(ctx context.Context, l LedgerInfo) (ledgers.Reade
 	m.readersMu.Unlock()
 	return r, nil
 }
+
+// InTail reports whether a read from p is served without the bookies:
+// p is in the tail cache, or after the last confirmed entry (nothing to
+// read yet). A dispatcher reading from anywhere else is catching up on a
+// backlog (the broker paces those reads, broker/backlog.go).
+func (m *ManagedLedger) InTail(p Position) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p.Compare(m.lastConfirmed) > 0 {
+		return true
+	}
+	return len(m.tail) > 0 && p.Ledger == m.tailLedger && p.Entry >= m.tailFirst
+}
