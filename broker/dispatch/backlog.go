@@ -59,7 +59,7 @@ type Backlog struct {
 	// cautious: a breach was seen since the last quiet window, so the
 	// rate grows by a fixed step (MinRate/2) instead of an eighth.
 	cautious bool
-	rate     float64       // bytes per second
+	rate     float64 // bytes per second
 	tokens   float64
 	refilled time.Time
 }
