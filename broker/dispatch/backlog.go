@@ -57,7 +57,7 @@ type Backlog struct {
 	baseline time.Duration // 0: none yet
 	active   int           // active windows since the last probe or quiet one
 	// cautious: a breach was seen since the last quiet window, so the
-	// rate grows by a fixed step (MinRate/2) instead of an eighth.
+	// rate grows by a fixed step (MinRate/2) instead of by half.
 	cautious bool
 	rate     float64 // bytes per second
 	tokens   float64
