@@ -33,7 +33,7 @@ func adminEnv(t testing.TB) (*env, http.Handler) {
 		c.Limits.MaxTopicsPerNamespace = 64
 		c.Limits.MaxAdminRequestBytes = 64 << 10
 	})
-	schemas, err := schema.New(schema.Config{Meta: e.cl.Connect()})
+	schemas, err := schema.New(e.cl.Connect(), schema.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestSchemaRegistry(t *testing.T) {
 	var reg *schema.Store
 	e := startEnv(t, func(s *setup) {
 		var err error
-		if reg, err = schema.New(schema.Config{Meta: s.Meta}); err != nil {
+		if reg, err = schema.New(s.Meta, schema.Config{}); err != nil {
 			t.Fatal(err)
 		}
 		s.Schemas = reg

@@ -49,16 +49,19 @@ type streamKey struct{ Topic, Remote string }
 
 type sinkKey struct{ Topic, Source string }
 
-// Start registers the worker, subscribes its sink and starts assigning
-// streams. Close stops it.
-func Start(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
-	w, err := newWorker(cfg, deps)
-	if err != nil {
-		return nil, err
-	}
+// New builds a worker: it neither registers nor serves until Start.
+// Close stops it.
+func New(cfg Config, deps Deps) (*Worker, error) {
+	return newWorker(cfg, deps)
+}
+
+// Start registers the worker and starts serving and taking its share of
+// the streams. On an error the worker is closed.
+func (w *Worker) Start(ctx context.Context) error {
 	// The registration holds no state: a live registration of this id is
 	// this worker's previous life (or a twin with the same id, which runs
 	// the same streams as a standby anyway) and is taken over.
+	var err error
 	w.reg, err = metastore.Register(ctx, w.deps.Meta, metastore.RegisterConfig{
 		Key:      w.workerKey(w.cfg.ID),
 		Value:    func() ([]byte, error) { return []byte(`{}`), nil },
@@ -68,15 +71,15 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 	})
 	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("replicator %s: register: %w", w.cfg.ID, err)
+		return fmt.Errorf("replicator %s: register: %w", w.cfg.ID, err)
 	}
 	if err := w.serve(); err != nil {
 		w.Close()
-		return nil, err
+		return err
 	}
 	w.wg.Add(1)
 	go w.assignLoop()
-	return w, nil
+	return nil
 }
 
 // newWorker makes a worker that neither registers nor serves yet: Start

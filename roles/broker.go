@@ -435,12 +435,13 @@ func (c *Broker) connect(ctx context.Context) (err error) {
 // load manager and its HTTP server. The registry and the fences call back
 // into the broker (unloading a lost bundle, demoting a topic) through
 // this role (unloadLost, demote), which forwards once the broker is
-// built. (The registry starts its goroutines as it is made: ownership.Start.)
+// built. The registry registers the broker here (Registry.Start): the
+// placement needs it before the broker serves.
 func (c *Broker) build(ctx context.Context) (err error) {
 	tel := c.deps.Telemetry
 	pol := c.pol.store
 	c.placement = &broker.OwnershipPlacement{Policies: pol, Local: c.store, Region: c.bc.Region}
-	c.reg, err = ownership.Start(ctx, ownership.Config{
+	reg, err := ownership.New(ownership.Config{
 		Region: c.bc.Region,
 		Self: ownership.BrokerInfo{ID: c.name, ServiceURL: c.bc.ServiceURL, HTTPURL: c.bc.HTTPURL,
 			ServiceURLTLS: c.bc.ServiceURLTLS, HTTPURLTLS: c.bc.HTTPURLTLS},
@@ -455,6 +456,10 @@ func (c *Broker) build(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := reg.Start(ctx); err != nil {
+		return err
+	}
+	c.reg = reg
 	c.placement.Registry = c.reg
 	// Automatic recovery: every broker runs the auditor; it acts while
 	// this broker is the region's leader (ownership.Leader, the broker
@@ -491,21 +496,21 @@ func (c *Broker) build(ctx context.Context) (err error) {
 	}
 	// Schemas live beside the namespaces: in the global store, read
 	// through its cache, or in the region's own store without one.
-	sc := schema.Config{Meta: configMeta, Logger: c.logger}
+	sc := schema.Config{Logger: c.logger}
 	if c.pol.cache != nil {
 		sc.Cache = c.pol.cache
 	}
-	schemas, err := schema.New(sc)
+	schemas, err := schema.New(configMeta, sc)
 	if err != nil {
 		return err
 	}
 	// Deletes of topics and namespaces reach every region through
 	// records in the global store (docs/replication.md).
-	dc := deletes.Config{Meta: configMeta, Region: cluster}
+	dc := deletes.Config{Region: cluster}
 	if c.pol.cache != nil {
 		dc.Cache = c.pol.cache
 	}
-	dels, err := deletes.New(dc)
+	dels, err := deletes.New(configMeta, dc)
 	if err != nil {
 		return err
 	}

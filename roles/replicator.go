@@ -125,21 +125,26 @@ func (c *Replicator) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("nats %s: %w", c.cfg.NATSURL, err)
 	}
-	dc := deletes.Config{Meta: c.store, Region: c.cfg.Region}
+	var delMeta metastore.Meta = c.store
+	dc := deletes.Config{Region: c.cfg.Region}
 	if c.pol.global != nil {
-		dc.Meta, dc.Cache = c.pol.meta, c.pol.cache
+		delMeta, dc.Cache = c.pol.meta, c.pol.cache
 	}
-	dels, err := deletes.New(dc)
+	dels, err := deletes.New(delMeta, dc)
 	if err != nil {
 		return err
 	}
-	c.w, err = replicator.Start(ctx, c.cfg.Config, replicator.Deps{
+	w, err := replicator.New(c.cfg.Config, replicator.Deps{
 		Transport: replicator.NATSTransport(c.nc), Meta: c.store, Policies: c.pol.store, Deletes: dels, Logger: c.logger,
 		MeterProvider: tel.MeterProvider(), TracerProvider: tel.TracerProvider(),
 	})
 	if err != nil {
 		return err
 	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	c.w = w
 	c.logger.Info("replicator serving", "region", c.cfg.Region, "serviceUrl", c.cfg.ServiceURL, "nats", c.cfg.NATSURL)
 	return nil
 }

@@ -73,7 +73,7 @@ func TestEndpointAuthorization(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	schemas, err := schema.New(schema.Config{Meta: c.Connect()})
+	schemas, err := schema.New(c.Connect(), schema.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func startSchemas(t *testing.T) (*env, *schema.Store) {
 		ServiceURL: "http://127.0.0.1:8080", BrokerServiceURL: "pulsar://127.0.0.1:6650"}); err != nil {
 		t.Fatal(err)
 	}
-	schemas, err := schema.New(schema.Config{Meta: c.Connect()})
+	schemas, err := schema.New(c.Connect(), schema.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -50,11 +49,10 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// TestStartNeedsAStore: Start refuses Deps without a metadata store,
-// before it touches anything.
-func TestStartNeedsAStore(t *testing.T) {
+// TestNewNeedsAStore: New refuses Deps without a metadata store.
+func TestNewNeedsAStore(t *testing.T) {
 	cfg := Config{Region: "eu", Self: BrokerInfo{ID: "b1", ServiceURL: "pulsar://127.0.0.1:6650", HTTPURL: "http://127.0.0.1:8080"}}
-	if _, err := Start(context.Background(), cfg, Deps{}); err == nil || !strings.Contains(err.Error(), "Deps.Meta") {
-		t.Fatalf("Start without a store: %v", err)
+	if _, err := New(cfg, Deps{}); err == nil || !strings.Contains(err.Error(), "Deps.Meta") {
+		t.Fatalf("New without a store: %v", err)
 	}
 }

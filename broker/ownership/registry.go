@@ -90,17 +90,8 @@ type Registry struct {
 	pubAt      time.Time
 }
 
-// Start registers the broker under a new lease and starts watching the
-// region's brokers and this broker's ownership keys.
-//
-// A registration of the same id that is still in etcd is handled so:
-// when it carries the same serviceUrl and httpUrl and started no later
-// than this Registry, it is this broker's previous life (a crash leaves its
-// lease running for up to a TTL), and Start revokes its lease at once,
-// which also frees every bundle the previous life owned. Otherwise another
-// broker holds the id and Start waits for that registration to go away, up
-// to 2×LeaseTTL+5s or until ctx ends, and then fails with ErrIDInUse.
-func Start(ctx context.Context, cfg Config, deps Deps) (*Registry, error) {
+// New builds a registry of the broker cfg.Self; Start registers it.
+func New(cfg Config, deps Deps) (*Registry, error) {
 	if err := errors.Join(cfg.Validate(), deps.validate()); err != nil {
 		return nil, err
 	}
@@ -133,6 +124,20 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Registry, error) {
 	if r.ttl == 0 {
 		r.ttl = DefaultLeaseTTL
 	}
+	return r, nil
+}
+
+// Start registers the broker under a new lease and starts watching the
+// region's brokers and this broker's ownership keys.
+//
+// A registration of the same id that is still in etcd is handled so:
+// when it carries the same serviceUrl and httpUrl and started no later
+// than this Registry, it is this broker's previous life (a crash leaves its
+// lease running for up to a TTL), and Start revokes its lease at once,
+// which also frees every bundle the previous life owned. Otherwise another
+// broker holds the id and Start waits for that registration to go away, up
+// to 2×LeaseTTL+5s or until ctx ends, and then fails with ErrIDInUse.
+func (r *Registry) Start(ctx context.Context) error {
 	r.self.Started = r.now()
 	r.self.Load = 0
 
@@ -146,7 +151,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Registry, error) {
 		Logger:   r.logger,
 	})
 	if err != nil {
-		return nil, r.registerErr(err)
+		return r.registerErr(err)
 	}
 	r.mu.Lock()
 	r.reg = reg
@@ -157,7 +162,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Registry, error) {
 		rctx, cancel := context.WithTimeout(context.Background(), r.ttl)
 		reg.Close(rctx)
 		cancel()
-		return nil, err
+		return err
 	}
 	dctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
@@ -167,7 +172,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Registry, error) {
 	if lease != nil {
 		r.logger.Info("broker registered", "lease", lease.ID(), "ttl", r.ttl)
 	}
-	return r, nil
+	return nil
 }
 
 // Self is this broker's registration as configured.

@@ -71,13 +71,25 @@ func config(c *testcluster.Cluster, id string, port int) setup {
 	}}
 }
 
+// newStarted builds a registry and starts it.
+func newStarted(ctx context.Context, cfg Config, deps Deps) (*Registry, error) {
+	r, err := New(cfg, deps)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Start(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 func start(t *testing.T, cfg setup) *node {
 	t.Helper()
 	n := &node{lost: &losses{}, cfg: cfg}
 	cfg.OnLost = n.lost.add
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r, err := Start(ctx, cfg.Config, cfg.Deps)
+	r, err := newStarted(ctx, cfg.Config, cfg.Deps)
 	if err != nil {
 		t.Fatalf("start %s: %v", cfg.Self.ID, err)
 	}
@@ -405,7 +417,7 @@ func TestRestartTakesOverPreviousLife(t *testing.T) {
 	cfg3 := config(c, "a", 7200)
 	ctx3, cancel3 := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel3()
-	if _, err := Start(ctx3, cfg3.Config, cfg3.Deps); !errors.Is(err, ErrIDInUse) {
+	if _, err := newStarted(ctx3, cfg3.Config, cfg3.Deps); !errors.Is(err, ErrIDInUse) {
 		t.Fatalf("duplicate id: %v", err)
 	}
 }
@@ -445,7 +457,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	warm.Revoke(context.Background())
 	before, _ := registryGoroutines()
 
-	r, err := Start(context.Background(), cfg.Config, cfg.Deps)
+	r, err := newStarted(context.Background(), cfg.Config, cfg.Deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,11 +23,8 @@ var ErrCorrupt = errkind.Sentinel(errkind.ErrUnknown, "deletes: corrupt record")
 
 // Config configures a Store.
 type Config struct {
-	// Meta is the global configuration store (a region without one: its
-	// own metadata store). Required.
-	Meta metastore.Meta
 	// Cache, when set, serves reads from a watched copy of the store;
-	// writes go to Meta and return once the cache has them.
+	// writes go to the store and return once the cache has them.
 	Cache policy.Reader
 	// Region is this region. Required.
 	Region string
@@ -37,14 +34,16 @@ type Config struct {
 
 // Store reads and writes delete records. It is safe for concurrent use.
 type Store struct {
-	cfg Config
-	now func() time.Time
+	meta metastore.Meta
+	cfg  Config
+	now  func() time.Time
 }
 
-// New returns a store over cfg.Meta.
-func New(cfg Config) (*Store, error) {
-	if cfg.Meta == nil {
-		return nil, errors.New("deletes.meta: required")
+// New returns a store of the delete records kept in meta: the global
+// configuration store (a region without one: its own metadata store).
+func New(meta metastore.Meta, cfg Config) (*Store, error) {
+	if meta == nil {
+		return nil, errors.New("deletes: no metadata store")
 	}
 	if cfg.Region == "" {
 		return nil, errors.New("deletes.region: required")
@@ -53,7 +52,7 @@ func New(cfg Config) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{cfg: cfg, now: now}, nil
+	return &Store{meta: meta, cfg: cfg, now: now}, nil
 }
 
 // Region is the region the store writes for.
@@ -98,7 +97,7 @@ func (s *Store) get(ctx context.Context, key string, fresh bool) (Record, bool, 
 		r, err := decode(key, rev, v)
 		return r, err == nil, err
 	}
-	kv, err := s.cfg.Meta.Get(ctx, key)
+	kv, err := s.meta.Get(ctx, key)
 	if errors.Is(err, metastore.ErrNotFound) {
 		return Record{}, false, nil
 	}
@@ -133,7 +132,7 @@ func (s *Store) List(ctx context.Context) ([]Record, error) {
 		kvs = s.cfg.Cache.List(Prefix)
 	} else {
 		var err error
-		if kvs, err = s.cfg.Meta.List(ctx, Prefix); err != nil {
+		if kvs, err = s.meta.List(ctx, Prefix); err != nil {
 			return nil, fmt.Errorf("delete records: %w", err)
 		}
 	}
@@ -174,16 +173,16 @@ func (s *Store) update(ctx context.Context, key string, fn func(r Record, ok boo
 			if !ok {
 				return Record{}, nil
 			}
-			err = s.cfg.Meta.DeleteIf(ctx, key, cur.Rev)
+			err = s.meta.DeleteIf(ctx, key, cur.Rev)
 			if err == nil {
-				_, rev, _ = s.cfg.Meta.Count(ctx, Prefix)
+				_, rev, _ = s.meta.Count(ctx, Prefix)
 			}
 		} else {
 			var val []byte
 			if val, err = json.Marshal(next); err != nil {
 				return Record{}, err
 			}
-			rev, err = s.cfg.Meta.CAS(ctx, key, val, cur.Rev)
+			rev, err = s.meta.CAS(ctx, key, val, cur.Rev)
 		}
 		if errors.Is(err, metastore.ErrConflict) && ctx.Err() == nil {
 			continue
@@ -283,17 +282,17 @@ func (s *Store) Forget(ctx context.Context, ns string) error {
 	if strings.Count(ns, "/") != 1 {
 		return fmt.Errorf("deletes: %q is not tenant/namespace", ns)
 	}
-	keys, err := s.cfg.Meta.ListKeys(ctx, topicsPrefix+ns+"/")
+	keys, err := s.meta.ListKeys(ctx, topicsPrefix+ns+"/")
 	if err != nil {
 		return err
 	}
-	subs, err := s.cfg.Meta.ListKeys(ctx, subscriptionsPrefix+ns+"/")
+	subs, err := s.meta.ListKeys(ctx, subscriptionsPrefix+ns+"/")
 	if err != nil {
 		return err
 	}
 	keys = append(keys, subs...)
 	for _, k := range keys {
-		if err := s.cfg.Meta.Delete(ctx, k); err != nil {
+		if err := s.meta.Delete(ctx, k); err != nil {
 			return err
 		}
 	}

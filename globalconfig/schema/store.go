@@ -95,11 +95,8 @@ type Version struct {
 
 // Config configures a Store.
 type Config struct {
-	// Meta is the global configuration store (a region without one: its
-	// own metadata store). Required.
-	Meta metastore.Meta
 	// Cache, when set, serves reads from a watched copy of the store
-	// (globalconfig.Cache); writes go to Meta and return once the cache
+	// (globalconfig.Cache); writes go to the store and return once the cache
 	// has them.
 	Cache policy.Reader
 	// Now is the clock; nil means time.Now.
@@ -110,15 +107,17 @@ type Config struct {
 
 // Store is the schema registry. It is safe for concurrent use.
 type Store struct {
-	cfg Config
-	now func() time.Time
-	log *slog.Logger
+	meta metastore.Meta
+	cfg  Config
+	now  func() time.Time
+	log  *slog.Logger
 }
 
-// New returns a store over cfg.Meta.
-func New(cfg Config) (*Store, error) {
-	if cfg.Meta == nil {
-		return nil, errors.New("schema.meta: required")
+// New returns a store of the schemas kept in meta: the global
+// configuration store (a region without one: its own metadata store).
+func New(meta metastore.Meta, cfg Config) (*Store, error) {
+	if meta == nil {
+		return nil, errors.New("schema: no metadata store")
 	}
 	now, log := cfg.Now, cfg.Logger
 	if now == nil {
@@ -127,7 +126,7 @@ func New(cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{cfg: cfg, now: now, log: log}, nil
+	return &Store{meta: meta, cfg: cfg, now: now, log: log}, nil
 }
 
 func checkName(n topic.Name) error {
@@ -166,7 +165,7 @@ func (s *Store) read(ctx context.Context, n topic.Name, fresh bool) ([]Version, 
 		kvs = s.cfg.Cache.List(TopicPrefix(n))
 	} else {
 		var err error
-		if kvs, err = s.cfg.Meta.List(ctx, TopicPrefix(n)); err != nil {
+		if kvs, err = s.meta.List(ctx, TopicPrefix(n)); err != nil {
 			return nil, fmt.Errorf("schema of %s: %w", n.Base(), err)
 		}
 	}
@@ -346,7 +345,7 @@ func (s *Store) append(ctx context.Context, n topic.Name, v Version) (bool, erro
 		return false, err
 	}
 	key := Key(n, v.Version)
-	ok, rev, err := s.cfg.Meta.Txn(ctx, []metastore.Cmp{metastore.Absent(key)}, []metastore.Op{metastore.PutOp(key, b)})
+	ok, rev, err := s.meta.Txn(ctx, []metastore.Cmp{metastore.Absent(key)}, []metastore.Op{metastore.PutOp(key, b)})
 	if err != nil {
 		return false, fmt.Errorf("schema of %s: %w", n.Base(), err)
 	}
@@ -397,7 +396,7 @@ func (s *Store) ForceDelete(ctx context.Context, n topic.Name) error {
 	if err := checkName(n); err != nil {
 		return err
 	}
-	keys, err := s.cfg.Meta.ListKeys(ctx, TopicPrefix(n))
+	keys, err := s.meta.ListKeys(ctx, TopicPrefix(n))
 	if err != nil {
 		return fmt.Errorf("schema of %s: %w", n.Base(), err)
 	}
@@ -417,7 +416,7 @@ func (s *Store) DeleteNamespace(ctx context.Context, namespace string) error {
 	if !ok || tenant == "" || ns == "" || strings.Contains(ns, "/") {
 		return fmt.Errorf("%w: namespace %q is not tenant/namespace", compat.ErrInvalid, namespace)
 	}
-	keys, err := s.cfg.Meta.ListKeys(ctx, Prefix+tenant+"/"+ns+"/")
+	keys, err := s.meta.ListKeys(ctx, Prefix+tenant+"/"+ns+"/")
 	if err == nil {
 		err = s.deleteKeys(ctx, keys)
 	}
@@ -437,7 +436,7 @@ func (s *Store) deleteKeys(ctx context.Context, keys []string) error {
 		for _, key := range keys[:k] {
 			ops = append(ops, metastore.DeleteOp(key))
 		}
-		_, r, err := s.cfg.Meta.Txn(ctx, nil, ops)
+		_, r, err := s.meta.Txn(ctx, nil, ops)
 		if err != nil {
 			return err
 		}

@@ -47,7 +47,7 @@ func TestStore(t *testing.T) {
 	}{{"direct", nil, "persistent://acme/app/direct"}, {"cached", cache, "persistent://acme/app/cached"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.UnixMilli(1_700_000_000_000)
-			s, err := schema.New(schema.Config{Meta: meta, Cache: tc.cache, Now: func() time.Time { return now }})
+			s, err := schema.New(meta, schema.Config{Cache: tc.cache, Now: func() time.Time { return now }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +137,7 @@ func TestStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s0, _ := schema.New(schema.Config{Meta: meta})
+	s0, _ := schema.New(meta, schema.Config{})
 	if _, _, err := s0.Add(ctx, full, compat.AlwaysCompatible, schema.Info{Type: "INT64"}); !errors.Is(err, schema.ErrTooMany) {
 		t.Fatalf("Add beyond MaxVersions: %v", err)
 	}
@@ -171,7 +171,7 @@ func TestStore(t *testing.T) {
 	if _, err := meta.Put(ctx, schema.Key(n, 0), []byte("{")); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := schema.New(schema.Config{Meta: meta})
+	s, _ := schema.New(meta, schema.Config{})
 	if _, err := s.Latest(ctx, n); !errors.Is(err, schema.ErrCorrupt) {
 		t.Fatalf("corrupt: %v", err)
 	}
@@ -217,7 +217,7 @@ func TestStoreUnreachable(t *testing.T) {
 	}
 	t.Cleanup(func() { cache.Close() })
 	faulty := metafault.Wrap(meta, nil)
-	s, err := schema.New(schema.Config{Meta: faulty, Cache: cache})
+	s, err := schema.New(faulty, schema.Config{Cache: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
