@@ -240,7 +240,7 @@ for layout in t1 p4; do
 	for run in max maxc half; do
 		if [ "$layout" = p4 ]; then
 			"$isobar" perf produce "$base-$run" --service-url "$svc" --admin-url "$adm" \
-				--partitions 4 -n 1 --json >/dev/null 2>>"$OUT_DIR/create.log"
+				--partitions 4 -m 1 --json >/dev/null 2>>"$OUT_DIR/create.log"
 		fi
 	done
 	isobar_run "$layout-max" "$base-max" 0 0 "${extra[@]}"
