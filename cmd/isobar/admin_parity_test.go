@@ -207,3 +207,15 @@ func TestUnknownCommandSuggests(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpSaysWhatIsEnforced: the subscription expiration time is
+// enforced (docs/admin.md), so its help must not call it stored only.
+func TestHelpSaysWhatIsEnforced(t *testing.T) {
+	cmd, _, err := newRootCmd().Find([]string{"admin", "namespaces", "set-subscription-expiration-time"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := cmd.Flags().Lookup("time"); f == nil || strings.Contains(f.Usage, "stored only") || f.Shorthand != "t" {
+		t.Errorf("set-subscription-expiration-time --time: %+v", f)
+	}
+}
