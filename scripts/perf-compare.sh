@@ -225,7 +225,7 @@ isobar_run() {
 run_id=$(date +%s)
 log "warm-up: ${WARMUP}s flat out on a throw-away topic"
 timeout -k 5 $((WARMUP + 60)) "$isobar" perf produce "persistent://public/default/warmup-$run_id" \
-	--service-url "$svc" --size "$SIZE" --max-pending "$MAX_PENDING" --duration "${WARMUP}s" --json \
+	--service-url "$svc" --rate 0 --size "$SIZE" --max-pending "$MAX_PENDING" --duration "${WARMUP}s" --json \
 	>"$OUT_DIR/warmup.produce.json" 2>"$OUT_DIR/warmup.produce.log" || die "warm-up failed"
 t1=persistent://public/default/perf-$run_id
 p4=persistent://public/default/perf4-$run_id
