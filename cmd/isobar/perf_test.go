@@ -114,3 +114,36 @@ func TestPerfProduceConsumeWithPulsarPerfFlags(t *testing.T) {
 		t.Errorf("consume: %+v", c)
 	}
 }
+
+func TestPulsarFlagSpellings(t *testing.T) {
+	cmd := newPerfProduceCmd(&globalFlags{})
+	got := rewriteSingleDash(cmd, []string{"t", "-time", "30", "-np=4", "-n", "2", "-au", "http://h:8080", "--", "-time"})
+	want := []string{"t", "--test-duration", "30", "--partitions=4", "-n", "2", "--admin-url", "http://h:8080", "--", "-time"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("rewriteSingleDash = %q, want %q", got, want)
+	}
+	for in, want := range map[string]time.Duration{"30": 30 * time.Second, "1.5": 1500 * time.Millisecond, "2m": 2 * time.Minute, "0": 0} {
+		var d time.Duration
+		if err := (secondsValue{&d}).Set(in); err != nil || d != want {
+			t.Errorf("seconds %q = %v, %v; want %v", in, d, err, want)
+		}
+	}
+	for in, want := range map[string]time.Duration{"1": time.Millisecond, "0.5": 500 * time.Microsecond, "250us": 250 * time.Microsecond} {
+		var d time.Duration
+		if err := (millisValue{&d}).Set(in); err != nil || d != want {
+			t.Errorf("millis %q = %v, %v; want %v", in, d, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "1e300", "NaN"} {
+		var d time.Duration
+		if err := (secondsValue{&d}).Set(bad); err == nil {
+			t.Errorf("seconds %q = %v, want an error", bad, d)
+		}
+	}
+	if ts, err := perfTopics(cmd, []string{"a"}, 3); err != nil || strings.Join(ts, ",") != "a-0,a-1,a-2" {
+		t.Errorf("perfTopics(a, 3) = %v, %v", ts, err)
+	}
+	if ts, err := perfTopics(cmd, []string{"a", "b"}, 2); err != nil || strings.Join(ts, ",") != "a,b" {
+		t.Errorf("perfTopics(a b, 2) = %v, %v", ts, err)
+	}
+}
