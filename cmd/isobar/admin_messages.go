@@ -109,14 +109,9 @@ func (a *adminCmd) topicMessageVerbs(tVerb func(*cobra.Command, func(*cobra.Comm
 		query := url.Values{"initialPosition": {initial}, "messagePosition": {strconv.Itoa(position)}}
 		var view messageView
 		if err := a.doREST(cmd, "examine a message of "+t.String(), func(ctx context.Context, c *rest.Client) error {
-			// The rest client's MakeRequest drops a query string: the
-			// URL is built whole here.
-			u, err := url.Parse(strings.TrimRight(c.ServiceURL, "/") + "/admin/v2/" + p + "/examinemessage")
-			if err != nil {
-				return err
-			}
-			u.RawQuery = query.Encode()
-			resp, err := c.MakeRequestWithURLWithContext(ctx, http.MethodGet, u)
+			// The rest client replaces a request's query string with
+			// its own (empty) parameters: this request is made here.
+			resp, err := getWithQuery(ctx, c, "/admin/v2/"+p+"/examinemessage", query)
 			if err != nil {
 				return err
 			}
@@ -199,6 +194,39 @@ func (a *adminCmd) topicMessageVerbs(tVerb func(*cobra.Command, func(*cobra.Comm
 	remove.Flags().StringVarP(&key, "key", "k", "", "the property's key (required)")
 
 	return []*cobra.Command{peek, examine, getID, getProps, update, remove}
+}
+
+// getWithQuery GETs endpoint?query through c's HTTP client (its TLS and
+// token); an answer other than 2xx is a rest.Error with the server's
+// reason, as the rest client's own calls return.
+func getWithQuery(ctx context.Context, c *rest.Client, endpoint string, query url.Values) (*http.Response, error) {
+	u := strings.TrimRight(c.ServiceURL, "/") + endpoint + "?" + query.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	re := rest.Error{Code: resp.StatusCode, Reason: strings.TrimSpace(string(body))}
+	var r struct {
+		Reason string `json:"reason"`
+	}
+	if json.Unmarshal(body, &r) == nil && r.Reason != "" {
+		re.Reason = r.Reason
+	}
+	return nil, re
 }
 
 // entryView reads an entry response (Pulsar's X-Pulsar-* headers and the
