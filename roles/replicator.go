@@ -140,7 +140,7 @@ func (c *Replicator) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	c.logger.Info("replicator serving", "region", c.cfg.Region, "serviceUrl", c.cfg.ServiceURL, "nats", c.cfg.NATSURL)
+	c.logger.Info("replicator serving", "serviceUrl", c.cfg.ServiceURL, "nats", c.cfg.NATSURL)
 	return nil
 }
 

@@ -70,27 +70,37 @@ func (h keyCheck) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-// TestStartedRegionLogsNoKeyTwice starts a region (etcd, bookies, a
-// broker) with a debug logger, sends messages through it and stops it:
-// no line may carry a key twice.
+// TestStartedRegionLogsNoKeyTwice starts a federation of two regions
+// (the global store; per region etcd, bookies, a broker, NATS and a
+// replicator) with a debug logger, sends messages through a replicated
+// topic and stops it: no line may carry a key twice.
 func TestStartedRegionLogsNoKeyTwice(t *testing.T) {
 	out := &dupLog{dups: map[string]string{}}
 	logger := slog.New(keyCheck{out: out})
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	r, err := region.Start(ctx, region.Config{Name: "keys", DataDir: t.TempDir(), Brokers: 1}, region.Deps{Logger: logger})
+	dir := t.TempDir()
+	f, err := region.StartFederation(ctx, region.FederationConfig{
+		Regions:   []region.Config{{Name: "ka", DataDir: dir + "/ka", Brokers: 1}, {Name: "kb", DataDir: dir + "/kb", Brokers: 1}},
+		GlobalDir: dir + "/global",
+	}, region.Deps{Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: r.Brokers()[0].ServiceURL, Logger: quietPulsarLogger()})
+	const topic = "persistent://public/default/keys-topic"
+	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: f.Regions[0].Brokers()[0].ServiceURL, Logger: quietPulsarLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	consumer, err := client.Subscribe(pulsar.ConsumerOptions{Topic: "keys-topic", SubscriptionName: "s"})
+	remote, err := pulsar.NewClient(pulsar.ClientOptions{URL: f.Regions[1].Brokers()[0].ServiceURL, Logger: quietPulsarLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "keys-topic"})
+	consumer, err := remote.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +108,7 @@ func TestStartedRegionLogsNoKeyTwice(t *testing.T) {
 		if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte{byte(i)}}); err != nil {
 			t.Fatal(err)
 		}
-		m, err := consumer.Receive(ctx)
+		m, err := consumer.Receive(ctx) // replicated to the other region
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,13 +117,14 @@ func TestStartedRegionLogsNoKeyTwice(t *testing.T) {
 	producer.Close()
 	consumer.Close()
 	client.Close()
-	if err := r.Shutdown(ctx); err != nil {
+	remote.Close()
+	if err := f.Shutdown(ctx); err != nil {
 		t.Errorf("shutdown: %v", err)
 	}
 	out.mu.Lock()
 	defer out.mu.Unlock()
 	if out.lines == 0 {
-		t.Fatal("the region logged nothing: the logger was not used")
+		t.Fatal("the federation logged nothing: the logger was not used")
 	}
 	for keys, what := range out.dups {
 		t.Errorf("%s (keys: %s)", what, keys)
