@@ -102,7 +102,8 @@ type Deps struct {
 	// entries of a copy that is being or has been deleted (package
 	// deletes). Nil: no such check.
 	Deletes *deletes.Store
-	// Logger; nil discards.
+	// Logger; nil discards. It names the worker already (roles adds
+	// replicator=<id>): the worker adds no key of its own to it.
 	Logger *slog.Logger
 	// MeterProvider and TracerProvider come from package observability;
 	// nil means no-op providers.

@@ -119,7 +119,7 @@ func newWorker(cfg Config, deps Deps) (*Worker, error) {
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	w := &Worker{
-		cfg: cfg, deps: deps, log: deps.Logger.With("replicator", cfg.ID), client: client,
+		cfg: cfg, deps: deps, log: deps.Logger, client: client,
 		dec: frame.NewDecoder(frame.Limits{MaxFrameBytes: cfg.MaxFrameBytes}),
 		ctx: wctx, cancel: cancel,
 		sem:     make(chan struct{}, cfg.SinkConcurrency),

@@ -637,7 +637,7 @@ func (c *Broker) serve(ctx context.Context) error {
 		return err
 	}
 	bc := c.bc
-	c.logger.Info("broker serving", "serviceUrl", bc.ServiceURL, "webServiceUrl", bc.HTTPURL, "serviceUrlTls", bc.ServiceURLTLS, "webServiceUrlTls", bc.HTTPURLTLS, "region", bc.Region, "cluster", c.cluster)
+	c.logger.Info("broker serving", "serviceUrl", bc.ServiceURL, "webServiceUrl", bc.HTTPURL, "serviceUrlTls", bc.ServiceURLTLS, "webServiceUrlTls", bc.HTTPURLTLS, "cluster", c.cluster)
 	return nil
 }
 

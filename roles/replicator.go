@@ -145,7 +145,7 @@ func (c *Replicator) Start(ctx context.Context) (err error) {
 		return err
 	}
 	c.w = w
-	c.logger.Info("replicator serving", "region", c.cfg.Region, "serviceUrl", c.cfg.ServiceURL, "nats", c.cfg.NATSURL)
+	c.logger.Info("replicator serving", "serviceUrl", c.cfg.ServiceURL, "nats", c.cfg.NATSURL)
 	return nil
 }
 

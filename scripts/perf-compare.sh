@@ -225,7 +225,7 @@ isobar_run() {
 run_id=$(date +%s)
 log "warm-up: ${WARMUP}s flat out on a throw-away topic"
 timeout -k 5 $((WARMUP + 60)) "$isobar" perf produce "persistent://public/default/warmup-$run_id" \
-	--service-url "$svc" --size "$SIZE" --max-pending "$MAX_PENDING" --duration "${WARMUP}s" --json \
+	--service-url "$svc" --rate 0 --size "$SIZE" --max-pending "$MAX_PENDING" --duration "${WARMUP}s" --json \
 	>"$OUT_DIR/warmup.produce.json" 2>"$OUT_DIR/warmup.produce.log" || die "warm-up failed"
 t1=persistent://public/default/perf-$run_id
 p4=persistent://public/default/perf4-$run_id
@@ -240,7 +240,7 @@ for layout in t1 p4; do
 	for run in max maxc half; do
 		if [ "$layout" = p4 ]; then
 			"$isobar" perf produce "$base-$run" --service-url "$svc" --admin-url "$adm" \
-				--partitions 4 -n 1 --json >/dev/null 2>>"$OUT_DIR/create.log"
+				--partitions 4 -m 1 --json >/dev/null 2>>"$OUT_DIR/create.log"
 		fi
 	done
 	isobar_run "$layout-max" "$base-max" 0 0 "${extra[@]}"

@@ -65,7 +65,9 @@ type Config struct {
 type Deps struct {
 	// Meta is the region's metadata store. Required.
 	Meta metastore.Meta
-	// Logger receives ownership changes; nil discards them.
+	// Logger receives ownership changes; nil discards them. It is the
+	// broker's logger, which already names the broker (roles.NewBroker
+	// adds broker=<id>): the registry adds no key of its own to it.
 	Logger *slog.Logger
 	// Now is the clock for timestamps; nil means time.Now.
 	Now func() time.Time

@@ -117,7 +117,6 @@ func New(cfg Config, deps Deps) (*Registry, error) {
 	if r.logger == nil {
 		r.logger = slog.New(slog.DiscardHandler)
 	}
-	r.logger = r.logger.With("broker", cfg.Self.ID)
 	if r.now == nil {
 		r.now = time.Now
 	}

@@ -34,31 +34,23 @@ type adminCmd struct {
 func newAdminCmd() *cobra.Command {
 	a := &adminCmd{}
 	cmd := group("admin", "Administer clusters, tenants, namespaces and topics over the admin REST API (like pulsar-admin)")
-	cmd.PersistentFlags().StringVar(&a.url, "admin-url", envOr("ISOBAR_ADMIN_URL", defaultAdminURL), "admin REST URL of a broker (env ISOBAR_ADMIN_URL)")
+	pf := cmd.PersistentFlags()
+	pf.StringVarP(&a.url, "admin-url", "u", envOr("ISOBAR_ADMIN_URL", defaultAdminURL), "admin REST URL of a broker (env ISOBAR_ADMIN_URL; pulsar-admin's --admin-url, also --web-service-url)")
+	alias(pf, "admin-url", "web-service-url")
 	cmd.PersistentFlags().StringVar(&a.tokenFile, "token-file", os.Getenv("ISOBAR_TOKEN_FILE"), "file holding the token to authenticate with, sent as Authorization: Bearer (env ISOBAR_TOKEN_FILE)")
 	cmd.PersistentFlags().StringVar(&a.trustCerts, "tls-trust-certs-file", os.Getenv("ISOBAR_TLS_TRUST_CERTS_FILE"), "PEM file of the CAs an https:// broker's certificate chains to (env ISOBAR_TLS_TRUST_CERTS_FILE)")
 	cmd.AddCommand(a.clustersCmd(), a.tenantsCmd(), a.namespacesCmd(), a.topicsCmd(), a.brokersCmd(), a.schemasCmd(), a.bookiesCmd(), a.applyCmd())
 	return cmd
 }
 
-// group is a noun: it only holds verbs, and anything else is a usage error.
+// group is a noun: it only holds verbs, and anything else is a usage
+// error naming the closest verbs (unknownCommand).
 func group(use, short string) *cobra.Command {
 	return &cobra.Command{
 		Use:   use,
 		Short: short,
 		Args:  cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var verbs []string
-			for _, c := range cmd.Commands() {
-				if c.IsAvailableCommand() {
-					verbs = append(verbs, c.Name())
-				}
-			}
-			if len(args) == 0 {
-				return usageError{fmt.Errorf("%s: missing command; one of: %s", cmd.CommandPath(), strings.Join(verbs, ", "))}
-			}
-			return usageError{fmt.Errorf("%s: unknown command %q; one of: %s", cmd.CommandPath(), args[0], strings.Join(verbs, ", "))}
-		},
+		RunE:  unknownCommand,
 	}
 }
 

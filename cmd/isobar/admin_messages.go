@@ -11,12 +11,15 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"github.com/spf13/cobra"
+
+	"github.com/isobar-mq/isobar/wire"
 )
 
 // messageView is a message as the message verbs print it.
@@ -103,10 +106,12 @@ func (a *adminCmd) topicMessageVerbs(tVerb func(*cobra.Command, func(*cobra.Comm
 		if err != nil {
 			return usageError{err}
 		}
-		endpoint := "/admin/v2/" + p + "/examinemessage?" + url.Values{"initialPosition": {initial}, "messagePosition": {strconv.Itoa(position)}}.Encode()
+		query := url.Values{"initialPosition": {initial}, "messagePosition": {strconv.Itoa(position)}}
 		var view messageView
 		if err := a.doREST(cmd, "examine a message of "+t.String(), func(ctx context.Context, c *rest.Client) error {
-			resp, err := c.MakeRequestWithContext(ctx, http.MethodGet, endpoint)
+			// The rest client replaces a request's query string with
+			// its own (empty) parameters: this request is made here.
+			resp, err := getWithQuery(ctx, c, "/admin/v2/"+p+"/examinemessage", query)
 			if err != nil {
 				return err
 			}
@@ -191,8 +196,43 @@ func (a *adminCmd) topicMessageVerbs(tVerb func(*cobra.Command, func(*cobra.Comm
 	return []*cobra.Command{peek, examine, getID, getProps, update, remove}
 }
 
+// getWithQuery GETs endpoint?query through c's HTTP client (its TLS and
+// token); an answer other than 2xx is a rest.Error with the server's
+// reason, as the rest client's own calls return.
+func getWithQuery(ctx context.Context, c *rest.Client, endpoint string, query url.Values) (*http.Response, error) {
+	u := strings.TrimRight(c.ServiceURL, "/") + endpoint + "?" + query.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	re := rest.Error{Code: resp.StatusCode, Reason: strings.TrimSpace(string(body))}
+	var r struct {
+		Reason string `json:"reason"`
+	}
+	if json.Unmarshal(body, &r) == nil && r.Reason != "" {
+		re.Reason = r.Reason
+	}
+	return nil, re
+}
+
 // entryView reads an entry response (Pulsar's X-Pulsar-* headers and the
-// payload) as a message view; a batch is shown as its raw payload.
+// payload) as a message view. Of a batch it shows the first message,
+// decoded, as pulsar-admin does: its id gets the batch index, its own
+// properties join the entry's, and batch-size says how many there are.
 func entryView(resp *http.Response) (messageView, error) {
 	payload, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -207,9 +247,25 @@ func entryView(resp *http.Response) (messageView, error) {
 	if p := resp.Header.Get("X-Pulsar-Publish-Time"); p != "" {
 		v.Properties["publish-time"] = p
 	}
-	if n := resp.Header.Get("X-Pulsar-Num-Batch-Message"); n != "" {
-		v.Properties["batch-size"] = n
+	h := resp.Header.Get("X-Pulsar-Num-Batch-Message")
+	if h == "" {
+		return v, nil
 	}
+	n, err := strconv.Atoi(h)
+	if err != nil || n < 1 {
+		return messageView{}, fmt.Errorf("X-Pulsar-Num-Batch-Message: %q is not a count", h)
+	}
+	msgs, err := wire.DecodeBatch(payload, n)
+	if err != nil {
+		return messageView{}, fmt.Errorf("entry %s: %w", v.MessageID, err)
+	}
+	first := msgs[0]
+	for _, kv := range first.Metadata.GetProperties() {
+		v.Properties[kv.GetKey()] = kv.GetValue()
+	}
+	v.Properties["batch-size"] = h
+	v.MessageID += ":-1:0" // ledger:entry:partition:batch index, as viewOf writes it
+	v.Payload = first.Payload
 	return v, nil
 }
 

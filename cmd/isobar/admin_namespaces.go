@@ -43,7 +43,7 @@ func (a *adminCmd) namespacesCmd() *cobra.Command {
 		done(cmd, "created namespace %s", ns)
 		return nil
 	})
-	create.Flags().StringSliceVar(&createClusters, "clusters", nil, "replication clusters, comma-separated (default: the broker's cluster)")
+	create.Flags().StringSliceVarP(&createClusters, "clusters", "c", nil, "replication clusters, comma-separated (default: the broker's cluster)")
 
 	var retTime, retSize string
 	setRetention := nsVerb(verb("set-retention <tenant/namespace>", "Keep acknowledged messages for a time and/or size (-1: unlimited)", nil), func(cmd *cobra.Command, ns string) error {
@@ -59,17 +59,20 @@ func (a *adminCmd) namespacesCmd() *cobra.Command {
 		done(cmd, "set retention of %s to %s", ns, formatRetention(&rp))
 		return nil
 	})
-	setRetention.Flags().StringVar(&retTime, "time", "", "retention time: 30m, 12h, 7d, 1w, -1 for unlimited, 0 for none (required)")
-	setRetention.Flags().StringVar(&retSize, "size", "", "retention size: 500M, 10G, 1T, -1 for unlimited, 0 for none (required)")
+	setRetention.Flags().StringVarP(&retTime, "time", "t", "", "retention time: 30m, 12h, 7d, 1w, -1 for unlimited, 0 for none (required)")
+	setRetention.Flags().StringVarP(&retSize, "size", "s", "", "retention size: 500M, 10G, 1T, -1 for unlimited, 0 for none (required)")
 
 	var ttl string
 	setTTL := nsVerb(verb("set-message-ttl <tenant/namespace>", "Expire unacknowledged messages after a time", nil), func(cmd *cobra.Command, ns string) error {
+		if ttl == "" {
+			return usageError{errors.New("--messageTTL (-ttl): required")}
+		}
 		secs, err := parseRelativeTime(ttl)
 		if err != nil {
-			return usageError{fmt.Errorf("--ttl: %v", err)}
+			return usageError{fmt.Errorf("%s: %v", flagAs(cmd, "messageTTL", "ttl"), err)}
 		}
 		if secs > 1<<31-1 {
-			return usageError{fmt.Errorf("--ttl: %q is too long", ttl)}
+			return usageError{fmt.Errorf("%s: %q is too long", flagAs(cmd, "messageTTL", "ttl"), ttl)}
 		}
 		if err := a.do(cmd, "set message TTL of "+ns, func(ctx context.Context, c pulsaradmin.Client) error {
 			return c.Namespaces().SetNamespaceMessageTTLWithContext(ctx, ns, int(secs))
@@ -79,12 +82,14 @@ func (a *adminCmd) namespacesCmd() *cobra.Command {
 		done(cmd, "set message TTL of %s to %ds", ns, secs)
 		return nil
 	})
-	setTTL.Flags().StringVar(&ttl, "ttl", "", "time to live: seconds, or 30m, 1h, 2d (0: never expire) (required)")
+	setTTL.Flags().StringVar(&ttl, "messageTTL", "", "time to live: seconds, or 30m, 1h, 2d (0: never expire); also -ttl (required)")
+	alias(setTTL.Flags(), "messageTTL", "ttl")
+	singleDash(setTTL, map[string]string{"ttl": "messageTTL"})
 
 	var enable, disable bool
 	onOff := func(c *cobra.Command) *cobra.Command {
-		c.Flags().BoolVar(&enable, "enable", false, "turn it on")
-		c.Flags().BoolVar(&disable, "disable", false, "turn it off")
+		c.Flags().BoolVarP(&enable, "enable", "e", false, "turn it on")
+		c.Flags().BoolVarP(&disable, "disable", "d", false, "turn it off")
 		return c
 	}
 	enabled := func() (bool, error) {
@@ -145,8 +150,8 @@ func (a *adminCmd) namespacesCmd() *cobra.Command {
 		done(cmd, "set auto topic creation of %s to %s", ns, formatAutoCreation(&cfg))
 		return nil
 	}))
-	setAuto.Flags().StringVar(&topicType, "type", string(utils.NonPartitioned), "type of auto-created topics: partitioned or non-partitioned")
-	setAuto.Flags().IntVar(&numPartitions, "num-partitions", 0, "partitions of auto-created partitioned topics")
+	setAuto.Flags().StringVarP(&topicType, "type", "t", string(utils.NonPartitioned), "type of auto-created topics: partitioned or non-partitioned")
+	setAuto.Flags().IntVarP(&numPartitions, "num-partitions", "n", 0, "partitions of auto-created partitioned topics")
 
 	var setClustersList []string
 	setClusters := nsVerb(verb("set-clusters <tenant/namespace>", "Set the clusters a namespace replicates to", nil), func(cmd *cobra.Command, ns string) error {
@@ -162,7 +167,7 @@ func (a *adminCmd) namespacesCmd() *cobra.Command {
 		done(cmd, "set replication clusters of %s to %s", ns, strings.Join(cl, ", "))
 		return nil
 	})
-	setClusters.Flags().StringSliceVar(&setClustersList, "clusters", nil, "replication clusters, comma-separated (required)")
+	setClusters.Flags().StringSliceVarP(&setClustersList, "clusters", "c", nil, "replication clusters, comma-separated (required)")
 
 	cmd.AddCommand(
 		readVerb("list <tenant>", "List a tenant's namespaces", &asJSON, func(cmd *cobra.Command, args []string) error {
@@ -267,6 +272,7 @@ func (a *adminCmd) namespacesCmd() *cobra.Command {
 	cmd.AddCommand(a.primaryVerbs(nsVerb, &asJSON)...)
 	cmd.AddCommand(a.namespacePermissionVerbs(nsVerb, &asJSON)...)
 	cmd.AddCommand(a.namespaceOpVerbs(nsVerb, &asJSON)...)
+	cmd.AddCommand(a.namespacePairVerbs(nsVerb, &asJSON)...)
 	return cmd
 }
 

@@ -23,6 +23,7 @@ type intSetting struct {
 	name  string // verb suffix: set-<name>, get-<name>, remove-<name>
 	what  string // for messages
 	flag  string // the set verb's flag
+	short string // its one-letter form, as pulsar-admin's
 	usage string // the flag's help
 	// parse reads the flag; nil reads a plain integer.
 	parse  func(string) (int64, error)
@@ -35,7 +36,7 @@ type intSetting struct {
 
 func intSettings() []intSetting {
 	return []intSetting{
-		{name: "max-producers-per-topic", what: "max producers per topic", flag: "max-producers-per-topic", usage: "the most producers a topic may have (0: no limit) (required)",
+		{name: "max-producers-per-topic", what: "max producers per topic", flag: "max-producers-per-topic", short: "p", usage: "the most producers a topic may have (0: no limit) (required)",
 			get: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName) (int64, error) {
 				v, err := n.GetMaxProducersPerTopicWithContext(ctx, ns)
 				return int64(v), err
@@ -46,7 +47,7 @@ func intSettings() []intSetting {
 			remove: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName) error {
 				return n.RemoveMaxProducersPerTopicWithContext(ctx, ns)
 			}, unset: -1},
-		{name: "max-consumers-per-topic", what: "max consumers per topic", flag: "max-consumers-per-topic", usage: "the most consumers a topic may have (0: no limit) (required)",
+		{name: "max-consumers-per-topic", what: "max consumers per topic", flag: "max-consumers-per-topic", short: "c", usage: "the most consumers a topic may have (0: no limit) (required)",
 			get: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName) (int64, error) {
 				v, err := n.GetMaxConsumersPerTopicWithContext(ctx, ns)
 				return int64(v), err
@@ -57,7 +58,7 @@ func intSettings() []intSetting {
 			remove: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName) error {
 				return n.RemoveMaxConsumersPerTopicWithContext(ctx, ns)
 			}, unset: -1},
-		{name: "max-consumers-per-subscription", what: "max consumers per subscription", flag: "max-consumers-per-subscription", usage: "the most consumers a subscription may have (0: no limit) (required)",
+		{name: "max-consumers-per-subscription", what: "max consumers per subscription", flag: "max-consumers-per-subscription", short: "c", usage: "the most consumers a subscription may have (0: no limit) (required)",
 			get: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName) (int64, error) {
 				v, err := n.GetMaxConsumersPerSubscriptionWithContext(ctx, ns)
 				return int64(v), err
@@ -68,7 +69,7 @@ func intSettings() []intSetting {
 			remove: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName) error {
 				return n.RemoveMaxConsumersPerSubscriptionWithContext(ctx, ns)
 			}, unset: -1},
-		{name: "max-topics-per-namespace", what: "max topics per namespace", flag: "max-topics-per-namespace", usage: "the most topics the namespace may have, partitions counted (0: no limit) (required)",
+		{name: "max-topics-per-namespace", what: "max topics per namespace", flag: "max-topics-per-namespace", short: "t", usage: "the most topics the namespace may have, partitions counted (0: no limit) (required)",
 			get: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName) (int64, error) {
 				v, err := n.GetMaxTopicsPerNamespaceWithContext(ctx, ns)
 				return int64(v), err
@@ -79,7 +80,7 @@ func intSettings() []intSetting {
 			remove: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName) error {
 				return n.RemoveMaxTopicsPerNamespaceWithContext(ctx, ns)
 			}, unset: -1},
-		{name: "subscription-expiration-time", what: "subscription expiration time (minutes)", flag: "time", usage: "minutes without a consumer after which a subscription expires (stored only) (required)",
+		{name: "subscription-expiration-time", what: "subscription expiration time (minutes)", flag: "time", short: "t", usage: "minutes without a consumer after which the broker deletes a subscription (0: never) (required)",
 			get: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName) (int64, error) {
 				v, err := n.GetSubscriptionExpirationTimeWithContext(ctx, ns)
 				return int64(v), err
@@ -90,14 +91,14 @@ func intSettings() []intSetting {
 			remove: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName) error {
 				return n.RemoveSubscriptionExpirationTimeWithContext(ctx, ns)
 			}, unset: -1},
-		{name: "compaction-threshold", what: "compaction threshold (bytes)", flag: "threshold", usage: "backlog size that triggers compaction of each topic: bytes, or 10M, 1G; 0 turns it off (required)", parse: parseSize,
+		{name: "compaction-threshold", what: "compaction threshold (bytes)", flag: "threshold", short: "t", usage: "backlog size that triggers compaction of each topic: bytes, or 10M, 1G; 0 turns it off (required)", parse: parseSize,
 			get: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName) (int64, error) {
 				return n.GetCompactionThresholdWithContext(ctx, ns)
 			},
 			set: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName, v int64) error {
 				return n.SetCompactionThresholdWithContext(ctx, ns, v)
 			}, unset: -1},
-		{name: "offload-threshold", what: "offload threshold (bytes)", flag: "size", usage: "storage size that triggers offloading: bytes, or 10M, 1G; -1 disables (stored only) (required)",
+		{name: "offload-threshold", what: "offload threshold (bytes)", flag: "size", short: "s", usage: "storage size that triggers offloading: bytes, or 10M, 1G; -1 disables (stored only) (required)",
 			parse: func(s string) (int64, error) {
 				if s == "-1" {
 					return -1, nil
@@ -117,7 +118,7 @@ func intSettings() []intSetting {
 			set: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName, v int64) error {
 				return n.SetOffloadThresholdInSecondsWithContext(ctx, ns, v)
 			}, unset: -1},
-		{name: "offload-deletion-lag", what: "offload deletion lag (ms)", flag: "lag", usage: "milliseconds to keep offloaded data in the ledgers (stored only) (required)",
+		{name: "offload-deletion-lag", what: "offload deletion lag (ms)", flag: "lag", short: "l", usage: "milliseconds to keep offloaded data in the ledgers (stored only) (required)",
 			get: func(ctx context.Context, n padmin.Namespaces, ns utils.NameSpaceName) (int64, error) {
 				return n.GetOffloadDeleteLagWithContext(ctx, ns)
 			},
@@ -139,7 +140,7 @@ func (a *adminCmd) namespaceSettingVerbs(nsVerb func(*cobra.Command, func(*cobra
 		var value string
 		set := nsVerb(verb("set-"+s.name+" <tenant/namespace>", "Set a namespace's "+s.what, nil), func(cmd *cobra.Command, ns string) error {
 			if value == "" {
-				return usageError{fmt.Errorf("--%s: required", s.flag)}
+				return usageError{fmt.Errorf("%s: required", flagAs(cmd, s.flag))}
 			}
 			parse := s.parse
 			if parse == nil {
@@ -147,7 +148,7 @@ func (a *adminCmd) namespaceSettingVerbs(nsVerb func(*cobra.Command, func(*cobra
 			}
 			v, err := parse(value)
 			if err != nil {
-				return usageError{fmt.Errorf("--%s: %q: %v", s.flag, value, err)}
+				return usageError{fmt.Errorf("%s: %q: %v", flagAs(cmd, s.flag), value, err)}
 			}
 			nsn, _ := utils.GetNamespaceName(ns)
 			if err := a.do(cmd, "set "+s.what+" of "+ns, func(ctx context.Context, c pulsaradmin.Client) error {
@@ -158,7 +159,7 @@ func (a *adminCmd) namespaceSettingVerbs(nsVerb func(*cobra.Command, func(*cobra
 			done(cmd, "set %s of %s to %d", s.what, ns, v)
 			return nil
 		})
-		set.Flags().StringVar(&value, s.flag, "", s.usage)
+		set.Flags().StringVarP(&value, s.flag, s.short, "", s.usage)
 		out = append(out, set)
 		out = append(out, nsVerb(readVerb("get-"+s.name+" <tenant/namespace>", "Show a namespace's "+s.what+" (null when not set)", asJSON, nil), func(cmd *cobra.Command, ns string) error {
 			nsn, _ := utils.GetNamespaceName(ns)

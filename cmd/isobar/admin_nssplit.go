@@ -34,7 +34,7 @@ func (a *adminCmd) splitBundleVerb(nsVerb func(*cobra.Command, func(*cobra.Comma
 		return nil
 	})
 	c.Flags().StringVarP(&bundle, "bundle", "b", "", "the bundle (required), e.g. 0x00000000_0x40000000")
-	c.Flags().BoolVarP(&unload, "unload", "u", false, "unload both halves after the split")
+	c.Flags().BoolVar(&unload, "unload", false, "unload both halves after the split")
 	c.Flags().StringVar(&alg, "split-algorithm-name", "", "range_equally_divide (default) or topic_count_equally_divide")
 	return c
 }

@@ -16,8 +16,8 @@ func (a *adminCmd) tenantsCmd() *cobra.Command {
 	var asJSON bool
 	var roles, clusters []string
 	tenantFlags := func(c *cobra.Command) *cobra.Command {
-		c.Flags().StringSliceVar(&roles, "admin-roles", nil, "admin roles, comma-separated")
-		c.Flags().StringSliceVar(&clusters, "allowed-clusters", nil, "clusters the tenant may use, comma-separated (create: default every cluster)")
+		c.Flags().StringSliceVarP(&roles, "admin-roles", "r", nil, "admin roles, comma-separated")
+		c.Flags().StringSliceVarP(&clusters, "allowed-clusters", "c", nil, "clusters the tenant may use, comma-separated (create: default every cluster)")
 		return c
 	}
 	cmd.AddCommand(

@@ -169,7 +169,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 		done(cmd, "set %smessage TTL of %s to %ds", scope(), t.String(), secs)
 		return nil
 	}))
-	setTTL.Flags().StringVar(&ttl, "ttl", "", "time to live: seconds, or 30m, 1h, 2d (0: never expire) (required)")
+	setTTL.Flags().StringVarP(&ttl, "ttl", "t", "", "time to live: seconds, or 30m, 1h, 2d (0: never expire) (required)")
 	getTTL := readable(tVerb(readVerb("get-message-ttl <topic>", "Show a topic's message TTL in seconds (null when not set)", asJSON, nil), func(cmd *cobra.Command, t utils.TopicName) error {
 		var v *int
 		if err := run(cmd, "get "+scope()+"message TTL of "+t.String(), func(ctx context.Context, tp pulsaradmin.TopicPolicies) (err error) {
@@ -204,8 +204,8 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 		done(cmd, "set %sretention of %s to %s", scope(), t.String(), formatRetention(&rp))
 		return nil
 	}))
-	setRet.Flags().StringVar(&retTime, "time", "", "retention time: 30m, 12h, 7d, 1w, -1 for unlimited, 0 for none (required)")
-	setRet.Flags().StringVar(&retSize, "size", "", "retention size: 500M, 10G, 1T, -1 for unlimited, 0 for none (required)")
+	setRet.Flags().StringVarP(&retTime, "time", "t", "", "retention time: 30m, 12h, 7d, 1w, -1 for unlimited, 0 for none (required)")
+	setRet.Flags().StringVarP(&retSize, "size", "s", "", "retention size: 500M, 10G, 1T, -1 for unlimited, 0 for none (required)")
 	getRet := readable(tVerb(readVerb("get-retention <topic>", "Show a topic's retention (null when not set)", asJSON, nil), func(cmd *cobra.Command, t utils.TopicName) error {
 		var rp *utils.RetentionPolicies
 		if err := run(cmd, "get "+scope()+"retention of "+t.String(), func(ctx context.Context, tp pulsaradmin.TopicPolicies) (err error) {
@@ -240,7 +240,7 @@ func (a *adminCmd) topicPolicyVerbs(tVerb func(*cobra.Command, func(*cobra.Comma
 		done(cmd, "set replication clusters of %s to %s", t.String(), strings.Join(cl, ","))
 		return nil
 	})
-	setClusters.Flags().StringSliceVar(&clusters, "clusters", nil, "clusters, comma-separated (required)")
+	setClusters.Flags().StringSliceVarP(&clusters, "clusters", "c", nil, "clusters, comma-separated (required)")
 	getClusters := tVerb(readVerb("get-replication-clusters <topic>", "Show the topic's own replication clusters (--applied: those in force)", asJSON, nil), func(cmd *cobra.Command, t utils.TopicName) error {
 		var names []string
 		if err := run(cmd, "get replication clusters of "+t.String(), func(ctx context.Context, tp pulsaradmin.TopicPolicies) (err error) {

@@ -30,14 +30,6 @@ func TestClientAndPerfUsageErrors(t *testing.T) {
 		{[]string{"client", "consume", "t"}, []string{"-s/--subscription-name"}},
 		{[]string{"client", "consume", "t", "-s", "s", "-t", "Weird", "-p", "Middle", "-n", "-1"},
 			[]string{"subscription-type", "subscription-position", "negative"}},
-		{[]string{"perf", "produce", "t", "--rate", "-1", "--size", "0", "--producers", "0", "--max-pending", "0", "--batch-max-delay", "0s"},
-			[]string{"--rate", "--size", "--producers", "--max-pending", "--batch-max-delay"}},
-		{[]string{"perf", "produce", "t", "--partitions", "3", "--admin-url", "localhost:8080"}, []string{"--admin-url"}},
-		{[]string{"perf", "produce", "t", "--partitions", "-1", "-n", "-5"}, []string{"--partitions", "-n/--num-messages"}},
-		{[]string{"perf", "produce", "t", "--duration", "0s"}, []string{"--duration"}},
-		{[]string{"perf", "produce", "t", "--report-interval", "0s"}, []string{"--report-interval"}},
-		{[]string{"perf", "consume", "t", "-s", "", "--receiver-queue", "0", "--duration", "-1s", "-t", "x"},
-			[]string{"-s/--subscription-name", "--receiver-queue", "--duration", "subscription-type"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

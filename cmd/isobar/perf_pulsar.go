@@ -10,6 +10,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // withPulsarPerf adds `produce` and `consume` (like pulsar-perf) to the
@@ -30,9 +32,11 @@ func withPulsarPerf(perf *cobra.Command, g *globalFlags) *cobra.Command {
 type perfProduceFlags struct {
 	connFlags
 	adminURL         string
+	numTopics        int
 	rate             float64
 	size             int
 	batchMaxMessages uint
+	disableBatching  bool
 	batchMaxDelay    time.Duration
 	partitions       int
 	producers        int
@@ -44,37 +48,48 @@ type perfProduceFlags struct {
 	asJSON           bool
 }
 
+// perfProduceSingleDash are pulsar-perf produce's flags of more than one
+// letter after a single dash.
+var perfProduceSingleDash = map[string]string{
+	"time": "test-duration", "np": "partitions", "au": "admin-url",
+	"bm": "batch-max-messages", "db": "disable-batching",
+}
+
 func newPerfProduceCmd(g *globalFlags) *cobra.Command {
 	f := &perfProduceFlags{}
 	cmd := &cobra.Command{
-		Use:   "produce <topic>",
-		Short: "Publish at a rate (or flat out) and report msg/s, MB/s and publish latency",
-		Long: `Publish JSON-like payloads of --size bytes with varied field values
-(deterministic for a --seed) from --producers producers. Progress goes to
-stderr every --report-interval, the summary to stdout (--json: as JSON).
-Publish latency is from SendAsync to the broker's receipt. MB = 10^6 bytes.
-With -n, the run ends after n messages unless --duration is also given.`,
-		Args: oneTopicArg,
+		Use:   "produce <topic>...",
+		Short: "Publish at a rate (default 100 msg/s, -r 0: flat out) and report msg/s, MB/s and publish latency",
+		Long: `Publish JSON-like payloads of -s bytes with varied field values
+(deterministic for a --seed) from -n producers per topic, like pulsar-perf
+produce, whose flags these are. With -t N and one topic name, the topics
+are name-0 ... name-(N-1). Progress goes to stderr every --report-interval,
+the summary to stdout (--json: as JSON). Publish latency is from SendAsync
+to the broker's receipt. MB = 10^6 bytes. The run ends after -time, after
+-m messages or at an interrupt, whichever comes first.`,
+		Args: perfTopicArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.validate(cmd); err != nil {
+			topics, err := f.validate(cmd, args)
+			if err != nil {
 				return err
 			}
 			logger, err := g.logger()
 			if err != nil {
 				return err
 			}
-			topic := args[0]
 			if f.partitions > 0 {
-				if err := createPartitionedTopic(cmd.Context(), f.adminURL, topic, f.partitions, cmd.ErrOrStderr()); err != nil {
-					return err
+				for _, topic := range topics {
+					if err := createPartitionedTopic(cmd.Context(), f.adminURL, topic, f.partitions, cmd.ErrOrStderr()); err != nil {
+						return err
+					}
 				}
 			}
-			client, err := newPulsarClient(f.connFlags, logger, min(f.producers, 8))
+			client, err := newPulsarClient(f.connFlags, logger, min(f.producers*len(topics), 8))
 			if err != nil {
 				return err
 			}
 			defer client.Close()
-			sum, err := runPerfProduce(cmd.Context(), client, topic, f, cmd.ErrOrStderr())
+			sum, err := runPerfProduce(cmd.Context(), client, topics, f, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -88,39 +103,51 @@ With -n, the run ends after n messages unless --duration is also given.`,
 		},
 	}
 	fl := cmd.Flags()
-	f.bind(fl)
-	fl.StringVar(&f.adminURL, "admin-url", "http://localhost:8080", "admin REST URL (for --partitions)")
-	fl.Float64Var(&f.rate, "rate", 0, "total messages per second; 0 = as fast as possible")
-	fl.IntVar(&f.size, "size", 1024, "payload size in bytes")
-	fl.UintVar(&f.batchMaxMessages, "batch-max-messages", 1000, "messages per batch; 0 disables batching")
-	fl.DurationVar(&f.batchMaxDelay, "batch-max-delay", time.Millisecond, "longest a batch waits to fill")
-	fl.IntVar(&f.partitions, "partitions", 0, "if >0, first create the topic with this many partitions")
-	fl.IntVar(&f.producers, "producers", 1, "concurrent producers on the topic")
-	fl.DurationVar(&f.duration, "duration", 30*time.Second, "run time")
-	fl.Int64VarP(&f.count, "num-messages", "n", 0, "stop after this many messages (0 = no limit)")
-	fl.IntVar(&f.maxPending, "max-pending", 1000, "unacknowledged messages per producer before sends block")
+	f.bindPerf(fl)
+	fl.StringVar(&f.adminURL, "admin-url", "http://localhost:8080", "admin REST URL, for -np; also -au")
+	fl.IntVarP(&f.numTopics, "num-topics", "t", 1, "number of topics")
+	alias(fl, "num-topics", "num-topic")
+	fl.Float64VarP(&f.rate, "rate", "r", 100, "messages per second across all producers and topics; 0 = as fast as possible")
+	fl.IntVarP(&f.size, "size", "s", 1024, "payload size in bytes")
+	fl.UintVar(&f.batchMaxMessages, "batch-max-messages", 1000, "messages per batch; also -bm")
+	fl.BoolVar(&f.disableBatching, "disable-batching", false, "send every message on its own; also -db")
+	f.batchMaxDelay = time.Millisecond
+	fl.VarP(millisValue{&f.batchMaxDelay}, "batch-time-window", "b", "longest a batch waits to fill: milliseconds, or a duration like 500us")
+	alias(fl, "batch-time-window", "batch-max-delay")
+	fl.IntVar(&f.partitions, "partitions", 0, "if >0, first create each topic with this many partitions; also -np")
+	fl.IntVarP(&f.producers, "num-producers", "n", 1, "producers per topic")
+	alias(fl, "num-producers", "producers")
+	fl.Var(secondsValue{&f.duration}, "test-duration", "run time: seconds, or a duration like 30s; 0 = until -m or an interrupt; also -time")
+	alias(fl, "test-duration", "duration")
+	fl.Int64VarP(&f.count, "num-messages", "m", 0, "stop after this many messages in all (0 = no limit)")
+	fl.IntVarP(&f.maxPending, "max-outstanding", "o", 1000, "unacknowledged messages per producer before sends block")
+	alias(fl, "max-outstanding", "max-pending")
 	fl.Uint64Var(&f.seed, "seed", 1, "payload generator seed")
 	fl.DurationVar(&f.interval, "report-interval", 5*time.Second, "progress report period")
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
-	return cmd
+	return singleDash(cmd, perfProduceSingleDash)
 }
 
-func (f *perfProduceFlags) validate(cmd *cobra.Command) error {
+func (f *perfProduceFlags) validate(cmd *cobra.Command, args []string) ([]string, error) {
 	var errs []error
 	if err := validateServiceURL(f.serviceURL); err != nil {
 		errs = append(errs, err)
 	}
+	topics, err := perfTopics(cmd, args, f.numTopics)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if f.rate < 0 || math.IsNaN(f.rate) || math.IsInf(f.rate, 0) {
-		errs = append(errs, fmt.Errorf("--rate: %v must be 0 or positive", f.rate))
+		errs = append(errs, fmt.Errorf("%s: %v must be 0 or positive", flagAs(cmd, "rate"), f.rate))
 	}
 	if f.size < 1 || f.size > 64<<20 {
-		errs = append(errs, fmt.Errorf("--size: %d is not in 1..%d", f.size, 64<<20))
+		errs = append(errs, fmt.Errorf("%s: %d is not in 1..%d", flagAs(cmd, "size"), f.size, 64<<20))
 	}
 	if f.batchMaxDelay <= 0 {
-		errs = append(errs, fmt.Errorf("--batch-max-delay: %v must be positive", f.batchMaxDelay))
+		errs = append(errs, fmt.Errorf("%s: %v must be positive", flagAs(cmd, "batch-time-window", "batch-max-delay"), f.batchMaxDelay))
 	}
 	if f.partitions < 0 {
-		errs = append(errs, fmt.Errorf("--partitions: %d is negative", f.partitions))
+		errs = append(errs, fmt.Errorf("-np/--partitions: %d is negative", f.partitions))
 	}
 	if f.partitions > 0 {
 		if err := validateAdminURL(f.adminURL); err != nil {
@@ -128,26 +155,124 @@ func (f *perfProduceFlags) validate(cmd *cobra.Command) error {
 		}
 	}
 	if f.producers < 1 || f.producers > 1000 {
-		errs = append(errs, fmt.Errorf("--producers: %d is not in 1..1000", f.producers))
+		errs = append(errs, fmt.Errorf("%s: %d is not in 1..1000", flagAs(cmd, "num-producers", "producers"), f.producers))
 	}
 	if f.count < 0 {
-		errs = append(errs, fmt.Errorf("-n/--num-messages: %d is negative", f.count))
+		errs = append(errs, fmt.Errorf("-m/--num-messages: %d is negative", f.count))
 	}
-	if f.count > 0 && !cmd.Flags().Changed("duration") {
-		f.duration = 0 // -n alone: no time limit
-	} else if f.duration <= 0 {
-		errs = append(errs, fmt.Errorf("--duration: %v must be positive", f.duration))
+	if f.duration < 0 {
+		errs = append(errs, fmt.Errorf("%s: %v is negative", flagAs(cmd, "test-duration", "duration"), f.duration))
 	}
 	if f.maxPending < 1 {
-		errs = append(errs, fmt.Errorf("--max-pending: %d must be at least 1", f.maxPending))
+		errs = append(errs, fmt.Errorf("%s: %d must be at least 1", flagAs(cmd, "max-outstanding", "max-pending"), f.maxPending))
 	}
 	if f.interval <= 0 {
 		errs = append(errs, fmt.Errorf("--report-interval: %v must be positive", f.interval))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return usageError{err}
+		return nil, usageError{err}
+	}
+	return topics, nil
+}
+
+// perfTopicArgs wants at least one topic.
+func perfTopicArgs(_ *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return usageError{errors.New("want at least one topic argument")}
 	}
 	return nil
+}
+
+// perfTopics are the topics of a run, as pulsar-perf names them: the n
+// given, or name-0 ... name-(n-1) for one name and -t n.
+func perfTopics(cmd *cobra.Command, args []string, n int) ([]string, error) {
+	switch {
+	case n < 1:
+		return nil, fmt.Errorf("%s: %d must be at least 1", flagAs(cmd, "num-topics", "num-topic"), n)
+	case len(args) == n:
+		return args, nil
+	case len(args) == 1:
+		topics := make([]string, n)
+		for i := range topics {
+			topics[i] = fmt.Sprintf("%s-%d", args[0], i)
+		}
+		return topics, nil
+	}
+	return nil, fmt.Errorf("%s: %d, but %d topics given", flagAs(cmd, "num-topics", "num-topic"), n, len(args))
+}
+
+// bindPerf binds the connection flags as pulsar-perf has them: -u for
+// --service-url, which defaults to $ISOBAR_SERVICE_URL when it is set.
+func (c *connFlags) bindPerf(fl *pflag.FlagSet) {
+	tmp := pflag.NewFlagSet("conn", pflag.ContinueOnError)
+	c.bind(tmp)
+	tmp.VisitAll(func(f *pflag.Flag) {
+		if f.Name == "service-url" {
+			if v, ok := os.LookupEnv("ISOBAR_SERVICE_URL"); ok && v != "" {
+				f.Value.Set(v)
+				f.DefValue = v
+			}
+			if f.Shorthand == "" {
+				f.Shorthand = "u"
+			}
+			if !strings.Contains(f.Usage, "ISOBAR_SERVICE_URL") {
+				f.Usage += " (env ISOBAR_SERVICE_URL)"
+			}
+		}
+		fl.AddFlag(f)
+	})
+}
+
+// secondsValue is a duration flag that takes pulsar-perf's plain seconds
+// ("30") or a Go duration ("30s", "2m").
+type secondsValue struct{ d *time.Duration }
+
+func (v secondsValue) String() string {
+	if v.d == nil {
+		return "0s"
+	}
+	return v.d.String()
+}
+
+func (v secondsValue) Set(s string) error {
+	d, err := unitDuration(s, time.Second)
+	if err != nil {
+		return fmt.Errorf("%q is not seconds or a duration like 30s, 5m", s)
+	}
+	*v.d = d
+	return nil
+}
+
+func (v secondsValue) Type() string { return "seconds" }
+
+// millisValue is a duration flag that takes pulsar-perf's plain
+// milliseconds ("1", "0.5") or a Go duration ("500us").
+type millisValue struct{ d *time.Duration }
+
+func (v millisValue) String() string {
+	if v.d == nil {
+		return "0s"
+	}
+	return v.d.String()
+}
+
+func (v millisValue) Set(s string) error {
+	d, err := unitDuration(s, time.Millisecond)
+	if err != nil {
+		return fmt.Errorf("%q is not milliseconds or a duration like 500us, 2ms", s)
+	}
+	*v.d = d
+	return nil
+}
+
+func (v millisValue) Type() string { return "millis" }
+
+// unitDuration reads a number of units or a Go duration.
+func unitDuration(s string, unit time.Duration) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(n) && !math.IsInf(n, 0) && math.Abs(n) < float64(math.MaxInt64/unit) {
+		return time.Duration(n * float64(unit)), nil
+	}
+	return time.ParseDuration(s)
 }
 
 func validateAdminURL(s string) error {
@@ -191,26 +316,28 @@ func createPartitionedTopic(ctx context.Context, adminURL, topic string, n int, 
 
 // runPerfProduce publishes until the duration, the count or ctx ends,
 // then flushes and waits for every receipt.
-func runPerfProduce(ctx context.Context, client pulsar.Client, topic string, f *perfProduceFlags, progress io.Writer) (perfSummary, error) {
-	producers := make([]pulsar.Producer, 0, f.producers)
+func runPerfProduce(ctx context.Context, client pulsar.Client, topics []string, f *perfProduceFlags, progress io.Writer) (perfSummary, error) {
+	producers := make([]pulsar.Producer, 0, f.producers*len(topics))
 	defer func() {
 		for _, p := range producers {
 			p.Close()
 		}
 	}()
-	for i := 0; i < f.producers; i++ {
-		p, err := client.CreateProducer(pulsar.ProducerOptions{
-			Topic:                   topic,
-			DisableBatching:         f.batchMaxMessages == 0,
-			BatchingMaxMessages:     f.batchMaxMessages,
-			BatchingMaxPublishDelay: f.batchMaxDelay,
-			BatchingMaxSize:         uint(max(128<<10, 2*f.size)),
-			MaxPendingMessages:      f.maxPending,
-		})
-		if err != nil {
-			return perfSummary{}, fmt.Errorf("create producer %d on %s: %w", i, topic, err)
+	for _, topic := range topics {
+		for i := 0; i < f.producers; i++ {
+			p, err := client.CreateProducer(pulsar.ProducerOptions{
+				Topic:                   topic,
+				DisableBatching:         f.disableBatching || f.batchMaxMessages == 0,
+				BatchingMaxMessages:     f.batchMaxMessages,
+				BatchingMaxPublishDelay: f.batchMaxDelay,
+				BatchingMaxSize:         uint(max(128<<10, 2*f.size)),
+				MaxPendingMessages:      f.maxPending,
+			})
+			if err != nil {
+				return perfSummary{}, fmt.Errorf("create producer %d on %s: %w", i, topic, err)
+			}
+			producers = append(producers, p)
 		}
-		producers = append(producers, p)
 	}
 
 	runCtx := ctx
@@ -265,7 +392,7 @@ func runPerfProduce(ctx context.Context, client pulsar.Client, topic string, f *
 	pending.Wait()
 	elapsed := time.Since(start)
 	stopReport()
-	return st.summary(topic, "publish", elapsed), nil
+	return st.summary(strings.Join(topics, ","), "publish", elapsed), nil
 }
 
 // sleepUntil waits for t; false if ctx ended first.
@@ -286,27 +413,38 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 
 type perfConsumeFlags struct {
 	connFlags
-	subscription string
-	subType      string
-	position     string
-	duration     time.Duration
-	count        int64
-	queue        int
-	interval     time.Duration
-	asJSON       bool
+	numTopics     int
+	consumers     int
+	subscriptions []string
+	subType       string
+	position      string
+	rate          float64
+	duration      time.Duration
+	count         int64
+	queue         int
+	interval      time.Duration
+	asJSON        bool
+}
+
+// perfConsumeSingleDash are pulsar-perf consume's flags of more than one
+// letter after a single dash.
+var perfConsumeSingleDash = map[string]string{
+	"time": "test-duration", "ss": "subscriptions", "st": "subscription-type", "sp": "subscription-position",
 }
 
 func newPerfConsumeCmd(g *globalFlags) *cobra.Command {
 	f := &perfConsumeFlags{}
 	cmd := &cobra.Command{
-		Use:   "consume <topic>",
+		Use:   "consume <topic>...",
 		Short: "Consume and acknowledge; report msg/s, MB/s and end-to-end latency",
-		Long: `Consume until --duration, -n or an interrupt. End-to-end latency is the
-receive time minus the message's publish time (millisecond resolution; the
-producer's clock). Progress goes to stderr, the summary to stdout.`,
-		Args: oneTopicArg,
+		Long: `Consume with -n consumers on each subscription (-ss) of each topic, like
+pulsar-perf consume, whose flags these are, until -time, -m messages or an
+interrupt. End-to-end latency is the receive time minus the message's
+publish time (millisecond resolution; the producer's clock). Progress goes
+to stderr, the summary to stdout.`,
+		Args: perfTopicArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, pos, err := f.validate()
+			topics, st, pos, err := f.validate(cmd, args)
 			if err != nil {
 				return err
 			}
@@ -319,7 +457,7 @@ producer's clock). Progress goes to stderr, the summary to stdout.`,
 				return err
 			}
 			defer client.Close()
-			sum, err := runPerfConsume(cmd.Context(), client, args[0], f, st, pos, cmd.ErrOrStderr())
+			sum, err := runPerfConsume(cmd.Context(), client, topics, f, st, pos, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -327,92 +465,164 @@ producer's clock). Progress goes to stderr, the summary to stdout.`,
 		},
 	}
 	fl := cmd.Flags()
-	f.bind(fl)
-	fl.StringVarP(&f.subscription, "subscription-name", "s", "isobar-perf", "subscription name")
-	fl.StringVarP(&f.subType, "subscription-type", "t", "Exclusive", "Exclusive, Shared, Failover or KeyShared")
-	fl.StringVarP(&f.position, "subscription-position", "p", "Latest", "where a new subscription starts: Earliest or Latest")
-	fl.DurationVar(&f.duration, "duration", 0, "run time; 0 = until interrupted or -n")
-	fl.Int64VarP(&f.count, "num-messages", "n", 0, "stop after this many messages (0 = no limit)")
-	fl.IntVar(&f.queue, "receiver-queue", 1000, "receiver queue size")
+	f.bindPerf(fl)
+	fl.IntVarP(&f.numTopics, "num-topics", "t", 1, "number of topics")
+	alias(fl, "num-topics", "num-topic")
+	fl.IntVarP(&f.consumers, "num-consumers", "n", 1, "consumers per subscription (one with Exclusive)")
+	fl.StringSliceVar(&f.subscriptions, "subscriptions", []string{"sub"}, "subscriptions, comma-separated; also -ss")
+	alias(fl, "subscriptions", "subscription-name")
+	fl.VarP(fl.Lookup("subscriptions").Value, "subscriber-name", "s", "same as --subscriptions") // pulsar-perf's hidden -s
+	fl.Lookup("subscriber-name").Hidden = true
+	fl.StringVar(&f.subType, "subscription-type", "Exclusive", "Exclusive, Shared, Failover or KeyShared; also -st")
+	fl.StringVar(&f.position, "subscription-position", "Latest", "where a new subscription starts: Earliest or Latest; also -sp")
+	fl.Float64VarP(&f.rate, "rate", "r", 0, "messages per second each consumer takes at most (0: no limit), to act as a slow consumer")
+	fl.Var(secondsValue{&f.duration}, "test-duration", "run time: seconds, or a duration like 30s; 0 = until -m or an interrupt; also -time")
+	alias(fl, "test-duration", "duration")
+	fl.Int64VarP(&f.count, "num-messages", "m", 0, "stop after this many messages in all (0 = no limit)")
+	fl.IntVarP(&f.queue, "receiver-queue-size", "q", 1000, "receiver queue size")
+	alias(fl, "receiver-queue-size", "receiver-queue")
 	fl.DurationVar(&f.interval, "report-interval", 5*time.Second, "progress report period")
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
-	return cmd
+	return singleDash(cmd, perfConsumeSingleDash)
 }
 
-func (f *perfConsumeFlags) validate() (pulsar.SubscriptionType, pulsar.SubscriptionInitialPosition, error) {
+func (f *perfConsumeFlags) validate(cmd *cobra.Command, args []string) ([]string, pulsar.SubscriptionType, pulsar.SubscriptionInitialPosition, error) {
 	var errs []error
 	if err := validateServiceURL(f.serviceURL); err != nil {
 		errs = append(errs, err)
 	}
-	if f.subscription == "" {
-		errs = append(errs, errors.New("-s/--subscription-name: must not be empty"))
+	topics, err := perfTopics(cmd, args, f.numTopics)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	subsFlag := flagAs(cmd, "subscriptions", "subscription-name", "subscriber-name")
+	if len(f.subscriptions) == 0 {
+		errs = append(errs, fmt.Errorf("%s: at least one subscription", subsFlag))
+	}
+	for _, s := range f.subscriptions {
+		if s == "" {
+			errs = append(errs, fmt.Errorf("%s: a subscription name must not be empty", subsFlag))
+		}
 	}
 	st, err := parseSubscriptionType(f.subType)
 	if err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("-st/--subscription-type: %q is not Exclusive, Shared, Failover or KeyShared", f.subType))
+	}
+	if f.consumers < 1 || f.consumers > 1000 {
+		errs = append(errs, fmt.Errorf("-n/--num-consumers: %d is not in 1..1000", f.consumers))
+	} else if st == pulsar.Exclusive && f.consumers > 1 {
+		errs = append(errs, fmt.Errorf("-n/--num-consumers: %d, but an Exclusive subscription takes one consumer", f.consumers))
 	}
 	pos, err := parseInitialPosition(f.position)
 	if err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("-sp/--subscription-position: %q is not Earliest or Latest", f.position))
+	}
+	if f.rate < 0 || math.IsNaN(f.rate) || math.IsInf(f.rate, 0) {
+		errs = append(errs, fmt.Errorf("-r/--rate: %v must be 0 or positive", f.rate))
 	}
 	if f.duration < 0 {
-		errs = append(errs, fmt.Errorf("--duration: %v is negative", f.duration))
+		errs = append(errs, fmt.Errorf("%s: %v is negative", flagAs(cmd, "test-duration", "duration"), f.duration))
 	}
 	if f.count < 0 {
-		errs = append(errs, fmt.Errorf("-n/--num-messages: %d is negative", f.count))
+		errs = append(errs, fmt.Errorf("-m/--num-messages: %d is negative", f.count))
 	}
 	if f.queue < 1 {
-		errs = append(errs, fmt.Errorf("--receiver-queue: %d must be at least 1", f.queue))
+		errs = append(errs, fmt.Errorf("%s: %d must be at least 1", flagAs(cmd, "receiver-queue-size", "receiver-queue"), f.queue))
 	}
 	if f.interval <= 0 {
 		errs = append(errs, fmt.Errorf("--report-interval: %v must be positive", f.interval))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return 0, 0, usageError{err}
+		return nil, 0, 0, usageError{err}
 	}
-	return st, pos, nil
+	return topics, st, pos, nil
 }
 
-func runPerfConsume(ctx context.Context, client pulsar.Client, topic string, f *perfConsumeFlags,
+// runPerfConsume runs f.consumers consumers on each subscription of each
+// topic until the duration, the count or ctx ends.
+func runPerfConsume(ctx context.Context, client pulsar.Client, topics []string, f *perfConsumeFlags,
 	st pulsar.SubscriptionType, pos pulsar.SubscriptionInitialPosition, progress io.Writer) (perfSummary, error) {
-	consumer, err := client.Subscribe(pulsar.ConsumerOptions{
-		Topic:                       topic,
-		SubscriptionName:            f.subscription,
-		Type:                        st,
-		SubscriptionInitialPosition: pos,
-		ReceiverQueueSize:           f.queue,
-	})
-	if err != nil {
-		return perfSummary{}, fmt.Errorf("subscribe %s to %s: %w", f.subscription, topic, err)
+	var consumers []pulsar.Consumer
+	defer func() {
+		for _, c := range consumers {
+			c.Close()
+		}
+	}()
+	for _, topic := range topics {
+		for _, sub := range f.subscriptions {
+			for range f.consumers {
+				c, err := client.Subscribe(pulsar.ConsumerOptions{
+					Topic:                       topic,
+					SubscriptionName:            sub,
+					Type:                        st,
+					SubscriptionInitialPosition: pos,
+					ReceiverQueueSize:           f.queue,
+				})
+				if err != nil {
+					return perfSummary{}, fmt.Errorf("subscribe %s to %s: %w", sub, topic, err)
+				}
+				consumers = append(consumers, c)
+			}
+		}
 	}
-	defer consumer.Close()
-	runCtx := ctx
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if f.duration > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, f.duration)
+		runCtx, cancel = context.WithTimeout(runCtx, f.duration)
 		defer cancel()
 	}
 	stats := newPerfStats()
 	stopReport := startReporter(stats, "consume", f.interval, progress)
 	start := time.Now()
-	for n := int64(0); f.count == 0 || n < f.count; n++ {
-		msg, err := consumer.Receive(runCtx)
-		if err != nil {
-			if runCtx.Err() != nil {
-				break
+	var claimed atomic.Int64
+	errs := make(chan error, len(consumers))
+	var wg sync.WaitGroup
+	for _, c := range consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; ; k++ {
+				if f.rate > 0 && !sleepUntil(runCtx, start.Add(time.Duration(float64(k)/f.rate*float64(time.Second)))) {
+					return
+				}
+				msg, err := c.Receive(runCtx)
+				if err != nil {
+					if runCtx.Err() == nil {
+						errs <- fmt.Errorf("receive: %w", err)
+						cancel()
+					}
+					return
+				}
+				last := false
+				if f.count > 0 {
+					n := claimed.Add(1)
+					if n > f.count {
+						return // one too many: left unacknowledged
+					}
+					last = n == f.count
+				}
+				stats.record(max(time.Since(msg.PublishTime()), 0), len(msg.Payload()), nil)
+				if err := c.Ack(msg); err != nil {
+					errs <- fmt.Errorf("ack: %w", err)
+					cancel()
+					return
+				}
+				if last {
+					cancel()
+					return
+				}
 			}
-			stopReport()
-			return perfSummary{}, fmt.Errorf("receive: %w", err)
-		}
-		stats.record(max(time.Since(msg.PublishTime()), 0), len(msg.Payload()), nil)
-		if err := consumer.Ack(msg); err != nil {
-			stopReport()
-			return perfSummary{}, fmt.Errorf("ack: %w", err)
-		}
+		}()
 	}
+	wg.Wait()
 	elapsed := time.Since(start)
 	stopReport()
-	return stats.summary(topic, "end_to_end", elapsed), nil
+	select {
+	case err := <-errs:
+		return perfSummary{}, err
+	default:
+	}
+	return stats.summary(strings.Join(topics, ","), "end_to_end", elapsed), nil
 }
 
 // perfStats collects what a perf run reports. Callbacks from several

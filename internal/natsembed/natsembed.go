@@ -320,7 +320,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error
 	}
 	if logger != nil {
 		debug := logger.Enabled(ctx, slog.LevelDebug)
-		ns.SetLoggerV2(slogLogger{logger.With("region", cfg.Region)}, debug, false, false)
+		// The caller's logger names the region (region.Start adds
+		// region=<name>; a process logs it when it starts).
+		ns.SetLoggerV2(slogLogger{logger}, debug, false, false)
 	}
 	ns.Start()
 
