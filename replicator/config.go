@@ -80,11 +80,12 @@ type Config struct {
 	// DictDisabled turns per-namespace zstd dictionaries off: every
 	// frame is compressed with plain zstd (version 1 frames, which
 	// workers that predate dictionaries read). By default a worker
-	// trains a dictionary for each namespace it sends, on the first
-	// DictSamples entries (0: 256, the first 8 KiB of each), and sends
-	// it in the stream (docs/replication.md, "Dictionaries").
+	// trains a dictionary for each namespace it sends and carries it in
+	// the stream (docs/replication.md, "Dictionaries").
 	DictDisabled bool `yaml:"dictDisabled"`
-	DictSamples  int  `yaml:"dictSamples"`
+	// DictSamples is how many of a namespace's entries a dictionary is
+	// trained on (0: 256, the first 8 KiB of each; at least 8).
+	DictSamples int `yaml:"dictSamples"`
 	// DictBytes is a trained dictionary's largest size (0: 32 KiB; at
 	// most 128 KiB, what a sink accepts).
 	DictBytes int `yaml:"dictBytes"`

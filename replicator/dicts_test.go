@@ -3,6 +3,7 @@ package replicator
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -269,5 +270,20 @@ func TestSinkDictionariesBounded(t *testing.T) {
 	ds.keep(dicts[2])
 	if ds.held() != 2 || ds.known(dicts[1].ID()) != nil || ds.known(dicts[0].ID()) != dicts[0] || ds.known(dicts[2].ID()) != dicts[2] {
 		t.Fatalf("held %d; want 0 and 2, 1 dropped", ds.held())
+	}
+}
+
+func TestConfigValidatesDictionaries(t *testing.T) {
+	base := Config{Region: "a", ID: "w", ServiceURL: "pulsar://x:6650"}
+	if err := base.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := base
+	bad.DictBytes, bad.DictSamples, bad.DictDrift, bad.DictCache = 256<<10, 3, 1.5, -1
+	err := bad.Validate()
+	for _, want := range []string{"replicator.dictBytes: 262144 exceeds 131072", "replicator.dictSamples: 3 is under 8", "replicator.dictDrift: 1.5 is not in [0, 1)", "replicator.dictCache: -1 is negative"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to say %q", err, want)
+		}
 	}
 }
