@@ -15,10 +15,14 @@ import (
 	"github.com/isobar-mq/isobar/replicator/zdict"
 )
 
-// dictLevel is the zstd level of frames compressed with a dictionary:
-// the fastest, as for plain frames (BenchmarkPayloadSet: the default
-// level gains 0.5–3% more and encodes 1.5–2× slower).
-const dictLevel = zstd.SpeedFastest
+// dictLevels are Config.DictLevel's values ("": fastest, as for plain
+// frames: BenchmarkPayloadSet).
+var dictLevels = map[string]zstd.EncoderLevel{
+	"":        zstd.SpeedFastest,
+	"fastest": zstd.SpeedFastest,
+	"default": zstd.SpeedDefault,
+	"better":  zstd.SpeedBetterCompression,
+}
 
 // dictionaries are a worker's zstd dictionaries (docs/replication.md,
 // "Dictionaries"): on the source side, per namespace, the training core
@@ -28,6 +32,7 @@ const dictLevel = zstd.SpeedFastest
 // with CodeUnknownDict and sent again carrying it).
 type dictionaries struct {
 	policy zdict.Policy
+	level  zstd.EncoderLevel
 	lim    frame.Limits
 	max    int
 
@@ -52,6 +57,7 @@ type recvDict struct {
 func newDictionaries(cfg Config, lim frame.Limits) *dictionaries {
 	return &dictionaries{
 		policy: zdict.Policy{Samples: cfg.DictSamples, DictBytes: cfg.DictBytes, Drift: cfg.DictDrift},
+		level:  dictLevels[cfg.DictLevel],
 		lim:    lim,
 		max:    cfg.DictCache,
 		ns:     map[string]*nsDict{},
@@ -138,7 +144,7 @@ func (w *Worker) dictForFrame(namespace string, entries []frame.Entry) (d *frame
 // streams' goroutines) and puts it in use.
 func (w *Worker) train(namespace string, version int, samples [][]byte) {
 	start := time.Now()
-	data, err := zdict.Train(namespace, version, samples, w.dicts.policy, dictLevel)
+	data, err := zdict.Train(namespace, version, samples, w.dicts.policy, w.dicts.level)
 	var d *frame.Dict
 	if err == nil {
 		d, err = frame.NewDict(data, w.dicts.lim)

@@ -279,9 +279,9 @@ func TestConfigValidatesDictionaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := base
-	bad.DictBytes, bad.DictSamples, bad.DictDrift, bad.DictCache = 256<<10, 3, 1.5, -1
+	bad.DictBytes, bad.DictSamples, bad.DictDrift, bad.DictCache, bad.DictLevel = 256<<10, 3, 1.5, -1, "max"
 	err := bad.Validate()
-	for _, want := range []string{"replicator.dictBytes: 262144 exceeds 131072", "replicator.dictSamples: 3 is under 8", "replicator.dictDrift: 1.5 is not in [0, 1)", "replicator.dictCache: -1 is negative"} {
+	for _, want := range []string{`replicator.dictLevel: "max" is not fastest, default or better`, "replicator.dictBytes: 262144 exceeds 131072", "replicator.dictSamples: 3 is under 8", "replicator.dictDrift: 1.5 is not in [0, 1)", "replicator.dictCache: -1 is negative"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to say %q", err, want)
 		}

@@ -318,7 +318,7 @@ func (s *stream) encode(p *prepared) error {
 			p.dict, p.version, compare = s.w.dictForFrame(s.ns, p.entries)
 		}
 		if p.dict != nil && (s.denc == nil || s.denc.Dict() != p.dict) {
-			if s.denc, err = frame.NewDictEncoder(p.dict, dictLevel); err != nil {
+			if s.denc, err = frame.NewDictEncoder(p.dict, s.w.dicts.level); err != nil {
 				return fmt.Errorf("encode frame: %w", err)
 			}
 		}

@@ -35,75 +35,87 @@ func trainOn(b *testing.B, s payloadgen.Shape, level zstd.EncoderLevel) *Dict {
 // trained before it (stale) and after it (retrained).
 func BenchmarkPayloadSet(b *testing.B) {
 	type variant struct {
-		name  string
-		shape payloadgen.Shape
-		dict  func(b *testing.B, level zstd.EncoderLevel) *Dict // nil: plain
+		name   string
+		shapes []payloadgen.Shape // frames of each in turn
+		// trained is the shape each dictionary is trained on (nil: plain).
+		trained []payloadgen.Shape
 	}
 	var variants []variant
 	for _, s := range payloadgen.Shapes {
-		variants = append(variants,
-			variant{string(s) + "/plain", s, nil},
-			variant{string(s) + "/dict", s, func(b *testing.B, l zstd.EncoderLevel) *Dict { return trainOn(b, s, l) }})
+		one := []payloadgen.Shape{s}
+		variants = append(variants, variant{string(s) + "/plain", one, nil}, variant{string(s) + "/dict", one, one})
 	}
 	variants = append(variants,
-		variant{"drift/plain", payloadgen.OrdersV2, nil},
-		variant{"drift/stale", payloadgen.OrdersV2, func(b *testing.B, l zstd.EncoderLevel) *Dict { return trainOn(b, payloadgen.Orders, l) }},
-		variant{"drift/retrained", payloadgen.OrdersV2, func(b *testing.B, l zstd.EncoderLevel) *Dict { return trainOn(b, payloadgen.OrdersV2, l) }})
-	levels := []zstd.EncoderLevel{zstd.SpeedFastest, zstd.SpeedDefault}
+		variant{"mix/plain", payloadgen.Shapes, nil},
+		variant{"mix/dict", payloadgen.Shapes, payloadgen.Shapes},
+		variant{"drift/plain", []payloadgen.Shape{payloadgen.OrdersV2}, nil},
+		variant{"drift/stale", []payloadgen.Shape{payloadgen.OrdersV2}, []payloadgen.Shape{payloadgen.Orders}},
+		variant{"drift/retrained", []payloadgen.Shape{payloadgen.OrdersV2}, []payloadgen.Shape{payloadgen.OrdersV2}})
+	levels := []zstd.EncoderLevel{zstd.SpeedFastest, zstd.SpeedDefault, zstd.SpeedBetterCompression}
 	for _, per := range []int{1, 10, 100, 1800} {
 		for _, v := range variants {
 			for _, level := range levels {
-				if v.dict == nil && level != zstd.SpeedFastest {
+				if v.trained == nil && level != zstd.SpeedFastest {
 					continue // plain frames are always at the fastest level
 				}
 				b.Run(fmt.Sprintf("per=%d/%s/%s", per, v.name, level), func(b *testing.B) {
-					msgs := payloadgen.New(v.shape, 1).Messages(max(3600, 20*per))
-					var frames [][]Entry
+					// Frames of each shape in turn, each with its encoder.
+					type framed struct {
+						entries []Entry
+						enc     *Encoder
+					}
+					var frames []framed
 					var payload int
-					for i := 0; i+per <= len(msgs); i += per {
-						es := make([]Entry, per)
-						for j := range es {
-							es[j] = Entry{Pos: Pos{1, int64(i + j)}, Data: msgs[i+j]}
-							payload += len(msgs[i+j])
+					n := max(3600, 20*per) / len(v.shapes)
+					for k, s := range v.shapes {
+						enc := NewEncoder()
+						if v.trained != nil {
+							var err error
+							if enc, err = NewDictEncoder(trainOn(b, v.trained[k], level), level); err != nil {
+								b.Fatal(err)
+							}
 						}
-						frames = append(frames, es)
-					}
-					enc := NewEncoder()
-					if v.dict != nil {
-						var err error
-						if enc, err = NewDictEncoder(v.dict(b, level), level); err != nil {
-							b.Fatal(err)
+						msgs := payloadgen.New(s, 1).Messages(n)
+						for i := 0; i+per <= len(msgs); i += per {
+							es := make([]Entry, per)
+							for j := range es {
+								es[j] = Entry{Pos: Pos{1, int64(i + j)}, Data: msgs[i+j]}
+								payload += len(msgs[i+j])
+							}
+							frames = append(frames, framed{es, enc})
 						}
 					}
-					var out []byte
+					// Interleave the shapes' frames, as a worker sends them.
+					if len(v.shapes) > 1 {
+						per := len(frames) / len(v.shapes)
+						mixed := make([]framed, 0, len(frames))
+						for i := range per {
+							for k := range v.shapes {
+								mixed = append(mixed, frames[k*per+i])
+							}
+						}
+						frames = mixed
+					}
 					var wire, raw int
+					var out []byte
+					for _, f := range frames {
+						var r int
+						out, r, _ = f.enc.Encode(out[:0], f.entries)
+						wire += len(out)
+						raw += r
+					}
 					b.ReportAllocs()
 					b.ResetTimer()
 					for i := 0; b.Loop(); i++ {
 						f := frames[i%len(frames)]
-						var r int
 						var err error
-						out, r, err = enc.Encode(out[:0], f)
-						if err != nil {
+						if out, _, err = f.enc.Encode(out[:0], f.entries); err != nil {
 							b.Fatal(err)
-						}
-						if i < len(frames) {
-							wire += len(out)
-							raw += r
 						}
 					}
 					b.StopTimer()
-					if wire == 0 || raw == 0 || len(frames) > b.N {
-						// Too few iterations to cover the set: measure it once.
-						wire, raw = 0, 0
-						for _, f := range frames {
-							out, r, _ := enc.Encode(out[:0], f)
-							wire += len(out)
-							raw += r
-						}
-					}
 					b.ReportMetric(float64(wire)/float64(payload), "wire/payload")
-					b.ReportMetric(float64(per), "msgs/frame")
+					b.ReportMetric(float64(wire)/float64(raw), "wire/raw")
 				})
 			}
 		}
