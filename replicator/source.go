@@ -174,6 +174,8 @@ func (s *stream) session() (progressed bool, err error) {
 				if plain {
 					s.w.log.Info("replication: the remote reads no dictionary frames; sending plainly this session", "topic", s.key.Topic, "remote", s.key.Remote)
 					s.plainOnly = true
+				} else {
+					s.w.log.Debug("replication: the remote does not hold the dictionary; sending the frame again carrying it", "topic", s.key.Topic, "remote", s.key.Remote, "dictionary", p.dict.ID())
 				}
 				if err = s.reencode(&p, carry); err == nil {
 					err = s.request(p)
