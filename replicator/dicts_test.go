@@ -1,6 +1,7 @@
 package replicator
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/isobar-mq/isobar/internal/payloadgen"
 	"github.com/isobar-mq/isobar/replicator/frame"
@@ -286,4 +289,68 @@ func TestConfigValidatesDictionaries(t *testing.T) {
 			t.Errorf("Validate() = %v, want it to say %q", err, want)
 		}
 	}
+}
+
+// The dictionary metrics: version in use, ratio and gain per namespace,
+// trainings by result.
+func TestDictionaryMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reader := sdkmetric.NewManualReader()
+		net, brokers, cur := &fakeNet{}, newFakeBrokers(), newFakeCursor()
+		b := sinkB(t, Config{}, net, brokers)
+		defer b.Close()
+		a, err := newWorker(Config{Region: "a", ID: "a-w1", ServiceURL: "pulsar://unused:6650", FrameDelay: 10 * time.Millisecond, FrameEntries: 5, DictSamples: 8}, Deps{
+			Transport: net, Meta: nopMeta{}, Policies: fakePolicies{clusters: []string{"a", "b", "c"}},
+			Source: cur, Sink: newFakeBrokers(), MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		startStream(a, "b")
+		gen := payloadgen.New(payloadgen.Orders, 6)
+		var want []string
+		// 8 samples, then 110 frames of 5 (11 compared ones: a gain).
+		for range 2 + 110 {
+			want = append(want, orders(t, cur, gen, 5)...)
+			waitStored(t, brokers, want, 5*time.Second)
+			synctest.Wait()
+		}
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				switch d := m.Data.(type) {
+				case metricdata.Gauge[int64]:
+					for _, p := range d.DataPoints {
+						if ns, _ := p.Attributes.Value("isobar.namespace"); ns.AsString() == "t/ns" {
+							got[m.Name] = float64(p.Value)
+						}
+					}
+				case metricdata.Gauge[float64]:
+					for _, p := range d.DataPoints {
+						if ns, _ := p.Attributes.Value("isobar.namespace"); ns.AsString() == "t/ns" {
+							got[m.Name] = p.Value
+						}
+					}
+				case metricdata.Sum[int64]:
+					for _, p := range d.DataPoints {
+						if r, _ := p.Attributes.Value("isobar.result"); m.Name == MetricDictTrainings && r.AsString() == "ok" {
+							got[m.Name] = float64(p.Value)
+						}
+					}
+				}
+			}
+		}
+		t.Logf("%v", got)
+		if got[MetricDictVersion] != 1 || got[MetricDictTrainings] != 1 {
+			t.Fatalf("version %v, trainings %v: want 1 and 1", got[MetricDictVersion], got[MetricDictTrainings])
+		}
+		if r, g := got[MetricDictRatio], got[MetricDictGain]; r <= 0 || r >= 1 || g <= 0 || g >= 1 {
+			t.Fatalf("ratio %v, gain %v: want both in (0, 1)", r, g)
+		}
+	})
 }
