@@ -85,6 +85,10 @@ func TestReplicationWithDictionaries(t *testing.T) {
 		t.Fatalf("r1 got %d messages, not the %d sent in order", len(got), len(want))
 	}
 
+	// Every frame answered before the kill, so that no store is cut
+	// short (that frame would fail and be sent again: a failure, but
+	// not the one this test is about).
+	waitFor(t, 30*time.Second, "r0's frames all confirmed", func() bool { return stream().Entries == int64(len(want)) })
 	r1.KillReplicator(0)
 	if err := r1.RestartReplicator(ctx, 0); err != nil {
 		t.Fatal(err)
