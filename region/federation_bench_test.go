@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"math/rand"
@@ -326,8 +327,17 @@ func startBenchFederation(b *testing.B) *region.Federation {
 	return startBenchFederationWith(b, func(c *region.Config) {
 		c.Brokers = 1
 		c.Replicator.ScanInterval = 200 * time.Millisecond
+		c.Replicator.DictDisabled = *benchDictDisabled
+		c.Replicator.DictLevel = *benchDictLevel
 	})
 }
+
+// benchDictDisabled runs BenchmarkReplication with plain zstd frames
+// only, to compare wan-bytes with and without dictionaries.
+var (
+	benchDictDisabled = flag.Bool("replication-dict-disabled", false, "BenchmarkReplication: replicator.dictDisabled")
+	benchDictLevel    = flag.String("replication-dict-level", "", "BenchmarkReplication: replicator.dictLevel")
+)
 
 // startBenchFederationWith starts two regions (r0, r1; 3 bookies each,
 // the rest as modify leaves it) with acme/geo replicated to both.

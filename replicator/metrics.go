@@ -23,6 +23,12 @@ const (
 	MetricRoundTrip = "isobar.replication.frame.duration"
 	MetricLag       = "isobar.replication.lag"
 	MetricStreams   = "isobar.replication.streams"
+	// The dictionaries of the namespaces a worker sends (series carry
+	// isobar.source and isobar.namespace).
+	MetricDictVersion   = "isobar.replication.dictionary.version"
+	MetricDictGain      = "isobar.replication.dictionary.gain"
+	MetricDictRatio     = "isobar.replication.dictionary.ratio"
+	MetricDictTrainings = "isobar.replication.dictionary.trainings"
 )
 
 type metrics struct {
@@ -32,6 +38,7 @@ type metrics struct {
 	errors    metric.Int64Counter
 	roundTrip metric.Float64Histogram
 	lag       metric.Float64Histogram
+	trainings metric.Int64Counter
 	reg       metric.Registration
 }
 
@@ -59,6 +66,14 @@ func (w *Worker) initMetrics() error {
 	mt.lag, err = m.Float64Histogram(MetricLag, metric.WithUnit("s"), metric.WithDescription("Replication lag at the destination: stored minus publish time of each replicated entry."),
 		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 300))
 	add(err)
+	mt.trainings, err = m.Int64Counter(MetricDictTrainings, metric.WithUnit("{training}"), metric.WithDescription("Dictionary trainings of a namespace (isobar.namespace) by isobar.result: ok (a new version in use) or failed (frames stay as they were)."))
+	add(err)
+	dictVersion, err := m.Int64ObservableGauge(MetricDictVersion, metric.WithUnit("{version}"), metric.WithDescription("Version of the zstd dictionary a namespace's frames are compressed with (isobar.namespace); 0 before the first is trained."))
+	add(err)
+	dictGain, err := m.Float64ObservableGauge(MetricDictGain, metric.WithUnit("1"), metric.WithDescription("Size of a namespace's frames with its dictionary over their size without it, on the last 10 compared frames (below 1: the dictionary helps); 0 before measured."))
+	add(err)
+	dictRatio, err := m.Float64ObservableGauge(MetricDictRatio, metric.WithUnit("1"), metric.WithDescription("Wire bytes over raw bytes of a namespace's last 10 frames compressed with its dictionary; 0 before measured."))
+	add(err)
 	streams, err := m.Int64ObservableGauge(MetricStreams, metric.WithUnit("{stream}"), metric.WithDescription("Source streams of this worker by isobar.state: active (consuming), failing (last session failed) or stalled (no confirmed frame for 30s while failing)."))
 	add(err)
 	if len(errs) > 0 {
@@ -83,8 +98,14 @@ func (w *Worker) initMetrics() error {
 		for k, v := range counts {
 			o.ObserveInt64(streams, v, metric.WithAttributes(attribute.String("isobar.source", w.cfg.Region), attribute.String("isobar.dest", k.dest), attribute.String("isobar.state", k.state)))
 		}
+		for _, d := range w.dictStatuses() {
+			attrs := metric.WithAttributes(attribute.String("isobar.source", w.cfg.Region), attribute.String("isobar.namespace", d.namespace))
+			o.ObserveInt64(dictVersion, int64(d.version), attrs)
+			o.ObserveFloat64(dictGain, d.gain, attrs)
+			o.ObserveFloat64(dictRatio, d.ratio, attrs)
+		}
 		return nil
-	}, streams)
+	}, streams, dictVersion, dictGain, dictRatio)
 	if err != nil {
 		return err
 	}

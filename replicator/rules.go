@@ -145,7 +145,7 @@ func probeRequest(source, dest, topicName string) *nats.Msg {
 // refusal is the remote's refusal in a reply, nil when it stored the frame.
 func refusal(reply *nats.Msg) error {
 	if e := reply.Header.Get(HeaderError); e != "" {
-		return &replyError{msg: e}
+		return &replyError{msg: e, code: reply.Header.Get(HeaderErrorCode)}
 	}
 	return nil
 }

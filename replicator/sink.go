@@ -55,7 +55,17 @@ func (w *Worker) onFrame(msg *nats.Msg, respond func(*nats.Msg)) {
 		defer w.wg.Done()
 		defer func() { <-w.sem }()
 		reply := nats.NewMsg(msg.Reply)
-		if err := w.apply(msg); err != nil {
+		err := w.apply(msg)
+		if errors.Is(err, frame.ErrUnknownDict) {
+			// Not a failure: the source sends the frame again with
+			// its dictionary (the sink restarted, or another sink
+			// of the queue group got the frames that carried it).
+			reply.Header.Set(HeaderError, err.Error())
+			reply.Header.Set(HeaderErrorCode, CodeUnknownDict)
+			respond(reply)
+			return
+		}
+		if err != nil {
 			w.metrics.errors.Add(context.Background(), 1, w.pairAttrs(msg.Header.Get(HeaderSource), w.cfg.Region, attribute.String("isobar.side", "sink")))
 			w.log.Debug("frame refused", "source", msg.Header.Get(HeaderSource), "topic", msg.Header.Get(HeaderTopic), "err", err)
 			reply.Header.Set(HeaderError, err.Error())
@@ -93,9 +103,12 @@ func (w *Worker) checkFrame(ctx context.Context, msg *nats.Msg) (string, topic.N
 	if err != nil {
 		return bad(err)
 	}
-	entries, err := w.dec.Decode(msg.Data)
+	entries, carried, err := w.dec.DecodeDict(msg.Data, w.dicts.known)
 	if err != nil {
 		return bad(fmt.Errorf("%w: %w", ErrBadFrame, err))
+	}
+	if carried != nil {
+		w.dicts.keep(carried)
 	}
 	if len(entries) == 0 {
 		return bad(fmt.Errorf("%w: no entries", ErrBadFrame))

@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/replicator/frame"
 	"github.com/isobar-mq/isobar/replicator/pulsarconn"
+	"github.com/isobar-mq/isobar/topic"
 	"github.com/isobar-mq/isobar/wire/pb"
 )
 
@@ -23,16 +25,28 @@ type stream struct {
 	st     *StreamStats
 	ctx    context.Context
 	cancel context.CancelFunc
-	enc    *frame.Encoder
+	enc    *frame.Encoder // plain frames
+	ns     string         // the topic's namespace: its dictionary's
 
 	// Used by the stream's goroutine only (run and its session).
 	failing int       // failures in a row
 	warned  time.Time // last warning
+	// denc compresses with the namespace's dictionary in use (nil: none
+	// yet). A session assumes the remote holds no dictionary: its first
+	// frame with one carries it (carried), and plainOnly is set for the
+	// rest of a session whose remote predates dictionaries.
+	denc      *frame.Encoder
+	carried   map[frame.DictID]bool
+	plainOnly bool
 }
 
 func newStream(w *Worker, k streamKey, st *StreamStats) *stream {
 	ctx, cancel := context.WithCancel(w.ctx)
-	return &stream{w: w, key: k, st: st, ctx: ctx, cancel: cancel, enc: frame.NewEncoder()}
+	var ns string
+	if name, err := topic.Parse(k.Topic); err == nil {
+		ns = name.NamespaceName()
+	}
+	return &stream{w: w, key: k, st: st, ctx: ctx, cancel: cancel, enc: frame.NewEncoder(), ns: ns}
 }
 
 // run subscribes to the replication cursor and streams frames until the
@@ -85,6 +99,9 @@ func (s *stream) failed(err error) {
 
 // session is one subscription: receive, filter, frame, send, ack.
 func (s *stream) session() (progressed bool, err error) {
+	// The remote may have restarted, or another of its sinks may answer:
+	// dictionaries are carried again.
+	s.carried, s.plainOnly = map[frame.DictID]bool{}, false
 	co, err := s.w.deps.Source.Subscribe(s.ctx, pulsarconn.SubscribeOptions{
 		Topic:           s.key.Topic,
 		Subscription:    replication.CursorName(s.key.Remote),
@@ -149,7 +166,22 @@ func (s *stream) session() (progressed bool, err error) {
 			}
 		}
 		if p.body != nil {
-			if err := s.request(p); err != nil {
+			err := s.request(p)
+			if carry, plain := refusedForDict(err, p.carries); p.dict != nil && (carry || plain) {
+				// Refused before anything was stored: send it again,
+				// carrying its dictionary, or plainly to a remote that
+				// predates dictionaries.
+				if plain {
+					s.w.log.Info("replication: the remote reads no dictionary frames; sending plainly this session", "topic", s.key.Topic, "remote", s.key.Remote)
+					s.plainOnly = true
+				} else {
+					s.w.log.Debug("replication: the remote does not hold the dictionary; sending the frame again carrying it", "topic", s.key.Topic, "remote", s.key.Remote, "dictionary", p.dict.ID())
+				}
+				if err = s.reencode(&p, carry); err == nil {
+					err = s.request(p)
+				}
+			}
+			if err != nil {
 				return progressed, err
 			}
 		}
@@ -179,6 +211,15 @@ type prepared struct {
 	states  [][]byte
 	// stateBody is the states' frame.
 	stateBody []byte
+
+	// The dictionary body is compressed with (nil: none), its version,
+	// whether body carries it (carries, by overhead bytes), and the
+	// body's size without it (plain; 0: not measured).
+	dict     *frame.Dict
+	version  int
+	carries  bool
+	overhead int
+	plain    int
 }
 
 // gather receives entries, skips those not for the remote, and offers
@@ -268,12 +309,30 @@ func (s *stream) gather(ctx context.Context, co Cursor, ready chan<- prepared) e
 }
 
 // encode compresses p's entries and states (by the session, the one
-// goroutine that uses the stream's encoder).
+// goroutine that uses the stream's encoders). Entries go with the
+// namespace's dictionary once one is trained (unless dictionaries are
+// off): the first frame with it in a session carries it.
 func (s *stream) encode(p *prepared) error {
 	var err error
 	if len(p.entries) > 0 {
-		if p.body, _, err = s.enc.Encode(nil, p.entries); err != nil {
-			return fmt.Errorf("encode frame: %w", err)
+		var compare bool
+		if !s.w.cfg.DictDisabled && !s.plainOnly && s.ns != "" {
+			p.dict, p.version, compare = s.w.dictForFrame(s.ns, p.entries)
+		}
+		if p.dict != nil && (s.denc == nil || s.denc.Dict() != p.dict) {
+			if s.denc, err = frame.NewDictEncoder(p.dict, s.w.dicts.level); err != nil {
+				return fmt.Errorf("encode frame: %w", err)
+			}
+		}
+		if err := s.reencode(p, p.dict != nil && !s.carried[p.dict.ID()]); err != nil {
+			return err
+		}
+		if compare {
+			plain, _, err := s.enc.Encode(nil, p.entries)
+			if err != nil {
+				return fmt.Errorf("encode frame: %w", err)
+			}
+			p.plain = len(plain)
 		}
 	}
 	if len(p.states) > 0 {
@@ -289,6 +348,27 @@ func (s *stream) encode(p *prepared) error {
 	return nil
 }
 
+// reencode compresses p's entries into p.body: with p.dict (carrying it
+// if carry) unless the session sends plainly.
+func (s *stream) reencode(p *prepared, carry bool) error {
+	var err error
+	if s.plainOnly || p.dict == nil {
+		p.dict, p.version, p.carries, p.overhead, p.plain = nil, 0, false, 0, 0
+		p.body, _, err = s.enc.Encode(nil, p.entries)
+	} else if carry {
+		p.carries = true
+		p.overhead = len(p.dict.Bytes()) + len(binary.AppendUvarint(nil, uint64(len(p.dict.Bytes()))))
+		p.body, _, err = s.denc.EncodeCarrying(nil, p.entries)
+	} else {
+		p.carries, p.overhead = false, 0
+		p.body, _, err = s.denc.Encode(nil, p.entries)
+	}
+	if err != nil {
+		return fmt.Errorf("encode frame: %w", err)
+	}
+	return nil
+}
+
 // request sends one frame and waits for the remote's reply.
 func (s *stream) request(p prepared) error {
 	entries, raw, body := p.entries, p.raw, p.body
@@ -298,7 +378,9 @@ func (s *stream) request(p prepared) error {
 		attribute.String("isobar.source", s.w.cfg.Region), attribute.String("isobar.dest", s.key.Remote))
 	reply, start, err := s.send(msg, what)
 	pair := s.w.pairAttrs(s.w.cfg.Region, s.key.Remote)
-	if err != nil || reply.Header.Get(HeaderError) != "" {
+	if err == nil && reply.Header.Get(HeaderErrorCode) == CodeUnknownDict {
+		// Not a failure: sent again with the dictionary.
+	} else if err != nil || reply.Header.Get(HeaderError) != "" {
 		s.w.metrics.frames.Add(context.Background(), 1, s.w.pairAttrs(s.w.cfg.Region, s.key.Remote, attribute.String("isobar.result", "error")))
 	} else {
 		bg := context.Background()
@@ -315,12 +397,17 @@ func (s *stream) request(p prepared) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	if p.dict != nil {
+		s.carried[p.dict.ID()] = true
+		s.w.dictFrameSent(s.ns, p.version, raw, len(body)-p.overhead, p.plain)
+	}
 	s.st.update(func(st *StreamStats) {
 		st.Entries += int64(len(entries))
 		st.RawBytes += int64(raw)
 		st.WireBytes += int64(len(body))
 		st.Frames++
 		st.LastProgress = time.Now()
+		st.DictVersion = p.version
 	})
 	return nil
 }

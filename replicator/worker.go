@@ -29,6 +29,7 @@ type Worker struct {
 	log    *slog.Logger
 	client *pulsarconn.Client // nil when Deps gave both Source and Sink
 	dec    *frame.Decoder
+	dicts  *dictionaries
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -118,10 +119,12 @@ func newWorker(cfg Config, deps Deps) (*Worker, error) {
 		}
 	}
 	wctx, cancel := context.WithCancel(context.Background())
+	lim := frame.Limits{MaxFrameBytes: cfg.MaxFrameBytes}
 	w := &Worker{
 		cfg: cfg, deps: deps, log: deps.Logger, client: client,
-		dec: frame.NewDecoder(frame.Limits{MaxFrameBytes: cfg.MaxFrameBytes}),
-		ctx: wctx, cancel: cancel,
+		dec:   frame.NewDecoder(lim),
+		dicts: newDictionaries(cfg, lim),
+		ctx:   wctx, cancel: cancel,
 		sem:     make(chan struct{}, cfg.SinkConcurrency),
 		streams: map[streamKey]*stream{},
 		sinks:   map[sinkKey]*sinkProducer{},
@@ -405,6 +408,9 @@ type StreamStats struct {
 	// Skipped counts entries not sent: replicated from elsewhere or
 	// excluded by replicate_to.
 	Skipped int64
+	// DictVersion is the version of the namespace's dictionary the last
+	// confirmed frame was compressed with (0: none).
+	DictVersion int
 	// SubStates counts subscription-state records the remote confirmed.
 	SubStates int64
 	// Errors counts failed frames; LastError is the latest.
@@ -447,8 +453,9 @@ func (s *StreamStats) update(fn func(*StreamStats)) {
 	fn(s)
 }
 
-// replyError is a sink's refusal of a frame.
-type replyError struct{ msg string }
+// replyError is a sink's refusal of a frame; code is its
+// HeaderErrorCode, if any.
+type replyError struct{ msg, code string }
 
 func (e *replyError) Error() string { return "replicator: remote refused the frame: " + e.msg }
 

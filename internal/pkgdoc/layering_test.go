@@ -440,6 +440,7 @@ var cores = map[string][]string{
 	"broker/dispatch":       {"broker/mledger/ackset", "topic"},
 	"broker/mledger/ackset": nil,
 	"replicator/frame":      nil,
+	"replicator/zdict":      nil,
 }
 
 // coreForbiddenStd are the standard library packages a core may not
@@ -479,6 +480,7 @@ var testSupport = []string{
 	"broker/mledger/memledger",
 	"broker/mledger/ledgers/ledgerstest",
 	"internal/faultrule",
+	"internal/payloadgen",
 	"internal/testcluster",
 	"internal/tlsfiles/tlstest",
 	"metastore/metafault",

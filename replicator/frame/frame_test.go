@@ -240,10 +240,10 @@ func corruptCases() []corruptCase {
 	overflow := bytes.Repeat([]byte{0xff}, 10)
 	overflow = append(overflow, 0x01)
 
-	return []corruptCase{
+	return append(dictCorruptCases(), []corruptCase{
 		{name: "empty input", frame: nil, want: ErrCorrupt, msg: "header truncated"},
 		{name: "bad magic", frame: append([]byte("ISRX"), good[4:]...), want: ErrCorrupt, msg: `bad magic "ISRX"`},
-		{name: "bad version", frame: append(append([]byte("ISRF"), 2), good[5:]...), want: ErrCorrupt, msg: "unsupported version 2"},
+		{name: "bad version", frame: append(append([]byte("ISRF"), 3), good[5:]...), want: ErrCorrupt, msg: "unsupported version 3"},
 		{name: "unknown flags", frame: header(0x82, 1, 3, 0), want: ErrCorrupt, msg: "unknown flags 0x82"},
 		{name: "count truncated", frame: append([]byte("ISRF"), version, 0, 0x80), want: ErrCorrupt, msg: "header: entry count truncated"},
 		{name: "count overflows", frame: append(append([]byte("ISRF"), version, 0), overflow...), want: ErrCorrupt, msg: "entry count overflows"},
@@ -272,7 +272,7 @@ func corruptCases() []corruptCase {
 		{name: "entry header truncated", frame: plainFrame(2, append(uv("xy", 0, 0, 2), 0)), want: ErrCorrupt, msg: "entry 1: entry delta truncated"},
 		{name: "varint overflow in body", frame: plainFrame(1, append(overflow, 0, 0)), want: ErrCorrupt, msg: "entry 0: ledger id overflows 64 bits"},
 		{name: "trailing bytes after entries", frame: plainFrame(1, uv("abcX", 0, 0, 3)), want: ErrCorrupt, msg: "1 trailing bytes after 1 entries"},
-	}
+	}...)
 }
 
 func TestDecodeRejects(t *testing.T) {
@@ -346,40 +346,64 @@ func TestDecoderConcurrent(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	enc := NewEncoder()
+	denc, err := NewDictEncoder(testDict(0), zstd.SpeedFastest)
+	if err != nil {
+		f.Fatal(err)
+	}
 	for _, tc := range roundTripCases() {
 		if len(tc.entries) > 100 {
 			tc.entries = tc.entries[:100] // keep the corpus small
 		}
-		frame, _, err := enc.Encode(nil, tc.entries)
-		if err != nil {
-			f.Fatal(err)
+		for _, e := range []func([]byte, []Entry) ([]byte, int, error){enc.Encode, denc.Encode, denc.EncodeCarrying} {
+			frame, _, err := e(nil, tc.entries)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(frame)
 		}
-		f.Add(frame)
 	}
 	for _, tc := range corruptCases() {
 		f.Add(tc.frame)
 	}
-	lim := Limits{MaxEntries: 1000, MaxRawBytes: 1 << 20, MaxFrameBytes: 1 << 20}
+	lim := Limits{MaxEntries: 1000, MaxRawBytes: 1 << 20, MaxFrameBytes: 1 << 20, MaxDictBytes: 64 << 10}
 	dec := NewDecoder(lim)
+	// The receiver holds the test dictionary, as if an earlier frame had
+	// carried it: frames that only name it decode too.
+	known := knowing(testDict(0))
 	// The fuzz function runs sequentially within each worker process, so
 	// one Encoder serves them all.
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		entries, err := dec.Decode(frame)
+		entries, carried, err := dec.DecodeDict(frame, known)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTooLarge) {
-				t.Fatalf("error %v is neither ErrCorrupt nor ErrTooLarge", err)
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrUnknownDict) {
+				t.Fatalf("error %v is neither ErrCorrupt, ErrTooLarge nor ErrUnknownDict", err)
+			}
+			if carried != nil {
+				t.Fatal("a dictionary returned with an error")
 			}
 			return
 		}
 		if len(entries) == 0 || len(entries) > lim.MaxEntries {
 			t.Fatalf("%d entries accepted", len(entries))
 		}
+		again := enc
+		if carried != nil {
+			// A carried dictionary is one that compresses and decodes.
+			if carried.ID() != IDOf(carried.Bytes()) || len(carried.Bytes()) > lim.MaxDictBytes {
+				t.Fatalf("carried dictionary %v of %d bytes", carried.ID(), len(carried.Bytes()))
+			}
+			if again, err = NewDictEncoder(carried, zstd.SpeedFastest); err != nil {
+				t.Fatalf("carried dictionary does not encode: %v", err)
+			}
+			known = knowing(testDict(0), carried)
+			defer func() { known = knowing(testDict(0)) }()
+		}
 		// Whatever decodes must re-encode to an equivalent frame.
-		again, _, err := enc.Encode(nil, entries)
+		b, _, err := again.Encode(nil, entries)
 		if err != nil {
 			t.Fatalf("re-encode decoded entries: %v", err)
 		}
-		back, err := dec.Decode(again)
+		back, _, err := dec.DecodeDict(b, known)
 		if err != nil {
 			t.Fatalf("decode re-encoded frame: %v", err)
 		}
