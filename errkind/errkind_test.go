@@ -136,7 +136,11 @@ func TestMessageOf(t *testing.T) {
 		{errors.New("plain"), "plain"},
 		{fmt.Errorf("%w: command X", ErrNotAllowed), "operation not allowed: command X"},
 		{fmt.Errorf("%w: %w", ErrNotAllowed, fmt.Errorf("%w: twice", ErrNotAllowed)), "operation not allowed: operation not allowed: twice"},
-		{fmt.Errorf("%w: t", Sentinel(ErrTopicNotFound, "broker: topic not found")), "broker: topic not found: t"},
+		{fmt.Errorf("%w: t", Sentinel(ErrTopicNotFound, "broker: topic not found")), "topic not found: t"},
+		{fmt.Errorf("tenant x: %w", Sentinel(ErrNotFound, "policy: not found")), "tenant x: not found"},
+		{fmt.Errorf("%w: %w", ErrPersistence, Sentinel(ErrChecksum, "wire: checksum mismatch")), "error writing or reading the ledger storage: checksum mismatch"},
+		{Sentinel(ErrNotFound, "Tenant does not exist"), "Tenant does not exist"},
+		{Sentinel(ErrNotFound, "being deleted: x: y"), "being deleted: x: y"},
 		{fmt.Errorf("%w: %w", ErrServiceNotReady, fmt.Errorf("inner: %w", ErrTopicNotFound)), "service not ready; look the topic up again: inner: topic not found"},
 		{errors.Join(fmt.Errorf("a: %w", ErrConflict), fmt.Errorf("b: %w", ErrBadRequest)), "a: conflicts with the current state\nb: bad request"},
 	} {
