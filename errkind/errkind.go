@@ -217,9 +217,9 @@ func HTTPStatusOf(err error) int { return KindOf(err).HTTPStatus }
 // code (or status) separately: err's text with every kind's own text
 // ("errkind: NotAllowedError: operation not allowed") reduced to its
 // message ("operation not allowed"), so the kind is not said twice, and
-// every sentinel's text (Sentinel) without the package that names it in
-// logs ("policy: not found" becomes "not found"): the kind says what
-// the package did.
+// every sentinel's text (Sentinel), and every error's that names its own
+// kind, without the package that names it in logs ("policy: not found"
+// becomes "not found"): the kind says what the package did.
 func MessageOf(err error) string {
 	s := err.Error()
 	var walk func(error)
@@ -229,10 +229,15 @@ func MessageOf(err error) string {
 				s = strings.ReplaceAll(s, k.Error(), k.Message)
 				return
 			}
-			if st, ok := err.(*sentinel); ok {
-				if short := withoutPackage(st.text); short != st.text {
-					s = strings.ReplaceAll(s, st.text, short)
-				}
+			var text string
+			switch e := err.(type) {
+			case *sentinel:
+				text = e.text
+			case kindNamer:
+				text = err.Error()
+			}
+			if short := withoutPackage(text); short != text {
+				s = strings.ReplaceAll(s, text, short)
 			}
 			switch u := err.(type) {
 			case interface{ Unwrap() error }:

@@ -254,6 +254,8 @@ func (p prober) refused(addr, what string, code pb.ServerError, msg string) erro
 		}
 	case pb.ServerError_AuthorizationError:
 		e.hint = "the token's role needs permission: isobar admin namespaces grant-permission, or a token of another role (--token-file)"
+	case pb.ServerError_InvalidTopicName:
+		e.hint = "a topic is name, tenant/namespace/name or persistent://tenant/namespace/name, each part of letters, digits and _-=:."
 	case pb.ServerError_TopicNotFound:
 		switch {
 		case strings.Contains(msg, "tenant "):

@@ -115,6 +115,8 @@ func TestClientFailsFastWithTheBrokersReason(t *testing.T) {
 		_, serviceURL, _ := adminRegion(t)
 		addr := strings.TrimPrefix(serviceURL, "pulsar://")
 		clientFails(t, produce("pulsar+ssl://"+addr), addr+" does not speak TLS", "pulsar://"+addr)
+		clientFails(t, []string{"client", "produce", "persistent://pub lic/default/t", "-m", "x", "-u", serviceURL},
+			`InvalidTopicName: invalid name "persistent://pub lic/default/t": tenant has a bad character ' '`, "tenant/namespace/name")
 	})
 }
 
