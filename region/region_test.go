@@ -33,6 +33,9 @@ func TestConfigValidatesRoleSections(t *testing.T) {
 	cfg.Broker.Ledger.EnsembleSize, cfg.Broker.Ledger.WriteQuorum = 2, 3
 	cfg.Bookie.ReadOnlyThreshold = 1.5
 	cfg.Broker.KeepAlive = -time.Second
+	cfg.Bookie.CompactionThreshold = 2
+	cfg.Broker.LoadReportThresholdPercentage = 150
+	cfg.Broker.LoadBalancerSheddingMinLoadGap = -1
 	err := cfg.Validate()
 	if err == nil {
 		t.Fatal("bad role sections accepted")
@@ -41,6 +44,9 @@ func TestConfigValidatesRoleSections(t *testing.T) {
 		"broker.ledger.writeQuorum: 3 exceeds broker.ledger.ensembleSize: 2",
 		"bookie.readOnlyThreshold: 1.5",
 		"broker.keepAlive: -1s is negative",
+		"bookie.compactionThreshold: 2 is not in [0, 1]",
+		"broker.loadReportThresholdPercentage: 150 is not within 0..100",
+		"broker.loadBalancerSheddingMinLoadGap: -1",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not say %q:\n%v", want, err)
