@@ -27,8 +27,19 @@ func newClientCmd(g *globalFlags) *cobra.Command {
 		Use:   "client",
 		Short: "Produce and consume messages with the Pulsar protocol (like pulsar-client)",
 	}
-	cmd.AddCommand(newClientProduceCmd(g), newClientConsumeCmd(g))
+	for _, c := range []*cobra.Command{newClientProduceCmd(g), newClientConsumeCmd(g)} {
+		c.Flags().SetNormalizeFunc(pulsarClientNames)
+		cmd.AddCommand(c)
+	}
 	return cmd
+}
+
+// pulsarClientNames takes pulsar-client's --url for --service-url.
+func pulsarClientNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	if name == "url" {
+		name = "service-url"
+	}
+	return pflag.NormalizedName(name)
 }
 
 type clientProduceFlags struct {
@@ -373,7 +384,7 @@ type connFlags struct {
 }
 
 func (c *connFlags) bind(fl *pflag.FlagSet) {
-	fl.StringVarP(&c.serviceURL, "service-url", "u", envOr("ISOBAR_SERVICE_URL", defaultServiceURL), "broker URL, pulsar://host:port or pulsar+ssl://host:port (env ISOBAR_SERVICE_URL)")
+	fl.StringVarP(&c.serviceURL, "service-url", "u", envOr("ISOBAR_SERVICE_URL", defaultServiceURL), "broker URL, pulsar://host:port or pulsar+ssl://host:port (env ISOBAR_SERVICE_URL; isobar client also takes pulsar-client's --url)")
 	fl.StringVar(&c.tokenFile, "token-file", os.Getenv("ISOBAR_TOKEN_FILE"), "file holding the token to authenticate with (env ISOBAR_TOKEN_FILE)")
 	fl.StringVar(&c.trustCerts, "tls-trust-certs-file", os.Getenv("ISOBAR_TLS_TRUST_CERTS_FILE"), "PEM file of the CAs a pulsar+ssl:// broker's certificate chains to (env ISOBAR_TLS_TRUST_CERTS_FILE)")
 }

@@ -87,6 +87,7 @@ func TestClientFailsFastWithTheBrokersReason(t *testing.T) {
 	t.Run("dead port", func(t *testing.T) {
 		clientFails(t, produce("pulsar://"+dead), "nothing listens at "+dead+" (connection refused)", "is the broker running")
 		clientFails(t, []string{"client", "consume", "t", "-s", "s", "-u", "pulsar://" + dead}, "connection refused")
+		clientFails(t, []string{"client", "produce", "t", "-m", "x", "--url", "pulsar://" + dead}, "nothing listens at "+dead)
 	})
 
 	plainURL, tlsURL, ca, token := secureRegion(t)
