@@ -75,6 +75,29 @@ func TestBadConfigExitsTwoListingEveryProblem(t *testing.T) {
 	}
 }
 
+// TestBrokerBadLedgerConfigExitsTwo: `isobar broker` checks its section
+// the same way, before it connects to anything.
+func TestBrokerBadLedgerConfigExitsTwo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "isobar.yaml")
+	if err := os.WriteFile(path, []byte("metastore:\n  endpoints: [http://127.0.0.1:1]\nbroker:\n  region: r\n  ledger:\n    writeQuorum: 3\n    ackQuorum: 4\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := run(ctx, "broker", "--config", path, "--log-level", "error")
+	if code := exitCode(err); err == nil || code != 2 {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	for _, want := range []string{
+		"broker.ledger.writeQuorum: 3 exceeds broker.ledger.ensembleSize: 2 (the default)",
+		"broker.ledger.ackQuorum: 4 exceeds broker.ledger.writeQuorum: 3",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+}
+
 // TestDevPortInUseNamesBasePort holds one port of dev's plan: dev exits
 // with status 2 before it starts or writes anything, naming the port and
 // the flag that moves every port.
