@@ -127,3 +127,25 @@ func TestDevPortInUseNamesBasePort(t *testing.T) {
 		t.Errorf("data directory after a refused start: %v", err)
 	}
 }
+
+// TestRegionPortInUseExitsTwo: a port of the plan that is taken when the
+// part that needs it starts (here the embedded etcd's) is a bad start:
+// exit status 2, naming the address.
+func TestRegionPortInUseExitsTwo(t *testing.T) {
+	const base = 3400
+	taken := base + 30 // the region's etcd client port
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(taken)))
+	if err == nil {
+		defer ln.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := run(ctx, "region", "--name", "r1", "--base-port", strconv.Itoa(base), "--data-dir", t.TempDir(), "--log-level", "error")
+	if err == nil {
+		t.Fatalf("region started with its etcd port taken:\n%s", out)
+	}
+	t.Log(err)
+	if code := exitCode(err); code != 2 || !strings.Contains(err.Error(), strconv.Itoa(taken)) {
+		t.Errorf("exit %d, want 2 naming port %d: %v", code, taken, err)
+	}
+}
