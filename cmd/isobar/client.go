@@ -29,6 +29,7 @@ func newClientCmd(g *globalFlags) *cobra.Command {
 	}
 	for _, c := range []*cobra.Command{newClientProduceCmd(g), newClientConsumeCmd(g)} {
 		c.Flags().SetNormalizeFunc(pulsarClientNames)
+		c.Flags().Lookup("service-url").Usage += "; --url as well, as pulsar-client names it"
 		cmd.AddCommand(c)
 	}
 	return cmd
@@ -384,7 +385,7 @@ type connFlags struct {
 }
 
 func (c *connFlags) bind(fl *pflag.FlagSet) {
-	fl.StringVarP(&c.serviceURL, "service-url", "u", envOr("ISOBAR_SERVICE_URL", defaultServiceURL), "broker URL, pulsar://host:port or pulsar+ssl://host:port (env ISOBAR_SERVICE_URL; isobar client also takes pulsar-client's --url)")
+	fl.StringVarP(&c.serviceURL, "service-url", "u", envOr("ISOBAR_SERVICE_URL", defaultServiceURL), "broker URL, pulsar://host:port or pulsar+ssl://host:port (env ISOBAR_SERVICE_URL)")
 	fl.StringVar(&c.tokenFile, "token-file", os.Getenv("ISOBAR_TOKEN_FILE"), "file holding the token to authenticate with (env ISOBAR_TOKEN_FILE)")
 	fl.StringVar(&c.trustCerts, "tls-trust-certs-file", os.Getenv("ISOBAR_TLS_TRUST_CERTS_FILE"), "PEM file of the CAs a pulsar+ssl:// broker's certificate chains to (env ISOBAR_TLS_TRUST_CERTS_FILE)")
 }
