@@ -76,7 +76,10 @@ func checkBroker(ctx context.Context, c connFlags, topic string) error {
 			return usageError{fmt.Errorf("--tls-trust-certs-file: %s holds no PEM certificate", c.trustCerts)}
 		}
 	}
-	p := prober{c: c, token: token, roots: roots, useTLS: useTLS}
+	p := prober{c: c, token: token, roots: roots, useTLS: useTLS, budget: checkTimeout}
+	if dl, ok := ctx.Deadline(); ok {
+		p.budget = time.Until(dl).Round(time.Millisecond)
+	}
 	var last error
 	for _, addr := range strings.Split(strings.TrimSuffix(u.Host, "/"), ",") {
 		err := p.check(ctx, addr, topic)
@@ -95,6 +98,7 @@ type prober struct {
 	token  string
 	roots  *x509.CertPool // nil: the system's
 	useTLS bool
+	budget time.Duration // the time the check has
 }
 
 // unreachableError is a clientError for an address nothing answered at:
@@ -268,7 +272,7 @@ func (p prober) refused(addr, what string, code pb.ServerError, msg string) erro
 }
 
 func (p prober) timedOut(addr, what string) *clientError {
-	return &clientError{reason: fmt.Sprintf("%s did not %s within %v", addr, what, checkTimeout),
+	return &clientError{reason: fmt.Sprintf("%s did not %s within %v", addr, what, p.budget),
 		hint: "check the host and port in --service-url, and that no firewall drops the connection"}
 }
 
