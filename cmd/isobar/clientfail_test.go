@@ -141,3 +141,31 @@ func TestClientServiceURLFromEnvAndShortFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestClientTimeoutBoundsTheCommand: against a port that accepts and
+// never answers, --timeout ends the command with what did not happen.
+func TestClientTimeoutBoundsTheCommand(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close() // held open, never answered
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err = run(ctx, "client", "produce", "t", "-m", "x", "-u", "pulsar://"+ln.Addr().String(), "--timeout", "1s", "--log-level", "error")
+	if err == nil || !strings.Contains(err.Error(), ln.Addr().String()+" did not answer CONNECT within") || !strings.Contains(err.Error(), "hint: ") {
+		t.Fatalf("err %v", err)
+	}
+	if code := exitCode(err); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+}
