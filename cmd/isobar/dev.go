@@ -119,19 +119,6 @@ TLS URLs, the CA file and the token file.`,
 			if bookies < 1 || bookies > region.MaxBookies {
 				return usageError{fmt.Errorf("--bookies: %d is not within 1..%d", bookies, region.MaxBookies)}
 			}
-			// Every port of the plan is free before anything starts or
-			// is written: a taken one names the flag that moves them all.
-			ports := region.PlannedPorts(basePort, len(names), bookies, 1, secure)
-			if !cmd.Flags().Changed("control-addr") {
-				ports = append(ports, basePort+devControlShift)
-			}
-			if busy := region.PortsInUse("127.0.0.1", ports); len(busy) > 0 {
-				hint := "every port of the plan moves with --base-port"
-				if region.CheckPlan(basePort+1000, len(names)) == nil {
-					hint += fmt.Sprintf(", e.g. --base-port %d", basePort+1000)
-				}
-				return usageError{fmt.Errorf("--base-port %d: port %s already in use (another isobar dev?); %s", basePort, joinInts(busy), hint)}
-			}
 			fc := region.FederationConfig{
 				GlobalDir:  filepath.Join(dataDir, "global"),
 				BasePort:   basePort,
@@ -145,6 +132,22 @@ TLS URLs, the CA file and the token file.`,
 			}
 			for _, name := range names {
 				fc.Regions = append(fc.Regions, region.Config{Name: name, DataDir: filepath.Join(dataDir, name), Bookies: bookies})
+			}
+			if _, err := rc.g.logger(); err != nil {
+				return err
+			}
+			// Every port of the plan is free before anything starts or
+			// is written: a taken one names the flag that moves them all.
+			ports := region.PlannedPorts(basePort, len(names), bookies, 1, secure)
+			if !cmd.Flags().Changed("control-addr") {
+				ports = append(ports, basePort+devControlShift)
+			}
+			if busy := region.PortsInUse("127.0.0.1", ports); len(busy) > 0 {
+				hint := "every port of the plan moves with --base-port"
+				if region.CheckPlan(basePort+1000, len(names)) == nil {
+					hint += fmt.Sprintf(", e.g. --base-port %d", basePort+1000)
+				}
+				return usageError{fmt.Errorf("--base-port %d: port %s already in use (another isobar dev?); %s", basePort, joinInts(busy), hint)}
 			}
 			if secure {
 				if fc.Secrets, err = ensureSecrets(dataDir, names, ""); err != nil {
