@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -173,7 +175,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("bookie.%w", err))
 		}
 	}
-	if c.ReadOnlyThreshold < 0 || c.ReadOnlyThreshold > 1 {
+	if c.ReadOnlyThreshold < 0 || c.ReadOnlyThreshold > 1 || math.IsNaN(c.ReadOnlyThreshold) {
 		errs = append(errs, fmt.Errorf("bookie.readOnlyThreshold: %v is not within 0..1", c.ReadOnlyThreshold))
 	}
 	if c.MaxFrameSize < 0 || (c.MaxFrameSize > 0 && c.MaxFrameSize < 1024) || c.MaxFrameSize > 256<<20 {
@@ -202,7 +204,15 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("bookie.groupCommitMaxBytes, bookie.writeCacheMaxBytes: must not be negative"))
 	}
 	if err := c.storageConfig(Deps{}).Validate(); err != nil && c.JournalDir != "" && c.LedgerDir != "" {
-		errs = append(errs, err)
+		// The storage names its fields "storage: Config.CompactionThreshold";
+		// they are this section's keys.
+		for _, e := range splitErrors(err) {
+			msg := e.Error()
+			if field, ok := strings.CutPrefix(msg, "storage: Config."); ok && field != "" {
+				msg = "bookie." + strings.ToLower(field[:1]) + field[1:]
+			}
+			errs = append(errs, errors.New(msg))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -223,4 +233,17 @@ func (c Config) storageConfig(d Deps) storage.Config {
 		CompactionInterval:  c.CompactionInterval,
 		MaxEntrySize:        c.MaxEntrySize,
 	}
+}
+
+// splitErrors returns the errors err joins (errors.Join), each on its
+// own.
+func splitErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, splitErrors(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }

@@ -137,7 +137,7 @@ func TestBadInput(t *testing.T) {
 	t.Run("HTTP garbage", func(t *testing.T) {
 		c := dialRaw(t, e.url, false)
 		c.write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
-		if e := errorOf(t, c.expectClosed()); !strings.Contains(e.GetMessage(), "too large") {
+		if e := errorOf(t, c.expectClosed()); !strings.Contains(e.GetMessage(), "too large") || strings.Contains(e.GetMessage(), "wire:") {
 			t.Fatalf("error %q", e.GetMessage())
 		}
 	})

@@ -392,6 +392,7 @@ func (c Config) Validate() error {
 	if c.KeepAlive < 0 {
 		errs = append(errs, fmt.Errorf("broker.keepAlive: %v is negative", c.KeepAlive))
 	}
+	errs = append(errs, c.Ledger.Problems("broker.ledger.")...)
 	if err := c.Limits.Validate(); err != nil {
 		errs = append(errs, err)
 	}

@@ -268,10 +268,10 @@ func (c *conn) readLoop() error {
 			var ne net.Error
 			switch {
 			case errors.Is(err, wire.ErrFrameTooLarge) && !connected:
-				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %w (before CONNECT at most %d bytes)", errkind.ErrNotAllowed, err, limit)))
+				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %s (before CONNECT at most %d bytes)", errkind.ErrNotAllowed, wireReason(err), limit)))
 				c.drainAndClose()
 			case errors.Is(err, wire.ErrFrameTooLarge):
-				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %w (max message size %d)", errkind.ErrNotAllowed, err, c.b.cfg.MaxMessageSize)))
+				c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %s (max message size %d)", errkind.ErrNotAllowed, wireReason(err), c.b.cfg.MaxMessageSize)))
 				c.drainAndClose()
 			case errors.As(err, &ne) && ne.Timeout() && !connected:
 				err = fmt.Errorf("broker: no CONNECT within %v: %w", c.b.cfg.Limits.HandshakeTimeout, err)
@@ -282,7 +282,7 @@ func (c *conn) readLoop() error {
 		}
 		f, derr := wire.DecodeFrame(raw)
 		if derr != nil && f.Cmd == nil {
-			c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %w", errkind.ErrUnknown, derr)))
+			c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: %s", errkind.ErrUnknown, wireReason(derr))))
 			c.drainAndClose()
 			return derr
 		}
@@ -452,6 +452,13 @@ func (c *conn) producer(id uint64) *producer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.producers[id]
+}
+
+// wireReason is the text of a framing error of package wire for the
+// client, without the package's prefix ("frame too large: totalSize
+// 1234 > 1024").
+func wireReason(err error) string {
+	return strings.TrimPrefix(err.Error(), "wire: ")
 }
 
 // serverError returns err as the broker answers it: as is when it is of a

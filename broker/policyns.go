@@ -26,7 +26,7 @@ type PolicyNamespaces struct {
 func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolicy, error) {
 	pol, err := p.Store.Namespace(ctx, ns)
 	if errors.Is(err, policy.ErrNotFound) {
-		return NamespacePolicy{}, fmt.Errorf("%w: %s", ErrNamespace, ns)
+		return NamespacePolicy{}, p.missing(ctx, ns)
 	}
 	if errors.Is(err, policy.ErrInvalid) {
 		return NamespacePolicy{}, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
@@ -109,6 +109,23 @@ func (p PolicyNamespaces) Policy(ctx context.Context, ns string) (NamespacePolic
 	out.setBacklogQuotas(pol.BacklogQuotaMap)
 	return out, nil
 }
+
+// missing is the error for namespace ns, which does not exist: it says
+// whether its tenant does not exist either, as the admin API does.
+func (p PolicyNamespaces) missing(ctx context.Context, ns string) error {
+	tenant, _, _ := strings.Cut(ns, "/")
+	if _, err := p.Store.Tenant(ctx, tenant); errors.Is(err, policy.ErrNotFound) {
+		return missingError(fmt.Sprintf("tenant %q does not exist", tenant))
+	}
+	return missingError(fmt.Sprintf("namespace %q does not exist", ns))
+}
+
+// missingError is ErrNamespace with what is missing, the tenant or the
+// namespace, in words a client is shown as they are.
+type missingError string
+
+func (e missingError) Error() string { return string(e) }
+func (e missingError) Unwrap() error { return ErrNamespace }
 
 // setBacklogQuotas applies the quotas of m (a namespace's or a topic's
 // backlog quota map) by type: each type m holds replaces pol's.

@@ -216,7 +216,10 @@ func HTTPStatusOf(err error) int { return KindOf(err).HTTPStatus }
 // MessageOf returns the text to send a client for err, which carries the
 // code (or status) separately: err's text with every kind's own text
 // ("errkind: NotAllowedError: operation not allowed") reduced to its
-// message ("operation not allowed"), so the kind is not said twice.
+// message ("operation not allowed"), so the kind is not said twice, and
+// every sentinel's text (Sentinel), and every error's that names its own
+// kind, without the package that names it in logs ("policy: not found"
+// becomes "not found"): the kind says what the package did.
 func MessageOf(err error) string {
 	s := err.Error()
 	var walk func(error)
@@ -225,6 +228,16 @@ func MessageOf(err error) string {
 			if k, ok := err.(*Error); ok {
 				s = strings.ReplaceAll(s, k.Error(), k.Message)
 				return
+			}
+			var text string
+			switch e := err.(type) {
+			case *sentinel:
+				text = e.text
+			case kindNamer:
+				text = err.Error()
+			}
+			if short := withoutPackage(text); short != text {
+				s = strings.ReplaceAll(s, text, short)
 			}
 			switch u := err.(type) {
 			case interface{ Unwrap() error }:
@@ -241,4 +254,20 @@ func MessageOf(err error) string {
 	}
 	walk(err)
 	return s
+}
+
+// withoutPackage returns text without a leading package name ("policy:
+// not found" is "not found"): a lower-case word of letters and digits
+// followed by ": ".
+func withoutPackage(text string) string {
+	pkg, rest, ok := strings.Cut(text, ": ")
+	if !ok || pkg == "" || rest == "" {
+		return text
+	}
+	for _, r := range pkg {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') {
+			return text
+		}
+	}
+	return rest
 }

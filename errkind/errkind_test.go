@@ -91,6 +91,13 @@ type namedKind string
 func (n namedKind) Error() string     { return "named " + string(n) }
 func (n namedKind) ErrorKind() string { return string(n) }
 
+// kindPkgError is a package's error that names its kind, as package
+// topic's do.
+type kindPkgError struct{}
+
+func (kindPkgError) Error() string     { return `topic: invalid name "a b"` }
+func (kindPkgError) ErrorKind() string { return "InvalidTopicName" }
+
 func TestKindOf(t *testing.T) {
 	notFound := Sentinel(ErrTopicNotFound, "pkg: topic not found")
 	for _, c := range []struct {
@@ -136,7 +143,12 @@ func TestMessageOf(t *testing.T) {
 		{errors.New("plain"), "plain"},
 		{fmt.Errorf("%w: command X", ErrNotAllowed), "operation not allowed: command X"},
 		{fmt.Errorf("%w: %w", ErrNotAllowed, fmt.Errorf("%w: twice", ErrNotAllowed)), "operation not allowed: operation not allowed: twice"},
-		{fmt.Errorf("%w: t", Sentinel(ErrTopicNotFound, "broker: topic not found")), "broker: topic not found: t"},
+		{fmt.Errorf("%w: t", Sentinel(ErrTopicNotFound, "broker: topic not found")), "topic not found: t"},
+		{fmt.Errorf("tenant x: %w", Sentinel(ErrNotFound, "policy: not found")), "tenant x: not found"},
+		{fmt.Errorf("%w: %w", ErrPersistence, Sentinel(ErrChecksum, "wire: checksum mismatch")), "error writing or reading the ledger storage: checksum mismatch"},
+		{Sentinel(ErrNotFound, "Tenant does not exist"), "Tenant does not exist"},
+		{fmt.Errorf("lookup: %w", kindPkgError{}), "lookup: invalid name \"a b\""},
+		{Sentinel(ErrNotFound, "being deleted: x: y"), "being deleted: x: y"},
 		{fmt.Errorf("%w: %w", ErrServiceNotReady, fmt.Errorf("inner: %w", ErrTopicNotFound)), "service not ready; look the topic up again: inner: topic not found"},
 		{errors.Join(fmt.Errorf("a: %w", ErrConflict), fmt.Errorf("b: %w", ErrBadRequest)), "a: conflicts with the current state\nb: bad request"},
 	} {

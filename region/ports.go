@@ -85,6 +85,46 @@ func CheckPlan(base, regions int) error {
 	return nil
 }
 
+// PlannedPorts lists the ports a federation of regions regions laid out
+// from base takes, with bookies bookies and brokers brokers per region,
+// their TLS and HTTPS ports when tls is set, and the global
+// configuration store's (`isobar dev`'s federation).
+func PlannedPorts(base, regions, bookies, brokers int, tls bool) []int {
+	client, peer := GlobalPorts(base)
+	out := []int{client, peer}
+	for i := range regions {
+		p := PlanPorts(base, i)
+		out = append(out, p.NATS, p.NATSGateway, p.Metastore, p.MetastorePeer)
+		for j := range brokers {
+			out = append(out, p.Broker+j, p.HTTP+j)
+			if tls {
+				out = append(out, p.BrokerTLS+j, p.HTTPS+j)
+			}
+		}
+		for j := range bookies {
+			out = append(out, p.Bookie+j)
+		}
+	}
+	return out
+}
+
+// PortsInUse returns those of ports that cannot be listened on at host
+// now (something else holds them), in the order given: a check before
+// anything starts, so that a taken port is reported at once rather than
+// by the part that meets it after the others started.
+func PortsInUse(host string, ports []int) []int {
+	var busy []int
+	for _, p := range ports {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		if err != nil {
+			busy = append(busy, p)
+			continue
+		}
+		ln.Close()
+	}
+	return busy
+}
+
 // freePort returns a port nothing listens on now, for a region started
 // without a port plan (tests). It is taken below the kernel's ephemeral
 // range (Linux: 32768-60999), whose ports any process's outgoing

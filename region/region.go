@@ -197,7 +197,76 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	errs = append(errs, c.templateProblems()...)
 	return errors.Join(errs...)
+}
+
+// templateProblems checks the role sections the region's parts are made
+// from (bookie, broker, replicator, etcd, metastore), under the file's
+// keys, before anything starts: each as the region fills it in, with
+// placeholders for the names, addresses and directories it sets itself,
+// so that only the file's own settings are judged. Rules between
+// sections are checked here too: new ledgers need at least
+// broker.ledger.ensembleSize bookies.
+func (c Config) templateProblems() []error {
+	var errs []error
+	name := c.Name
+	if !roles.ValidName(name) {
+		name = "placeholder" // reported as region.name
+	}
+	bc := c.Bookie
+	bc.Region, bc.ListenAddr, bc.AdvertiseAddr = name, "127.0.0.1:0", ""
+	if bc.JournalDir == "" {
+		bc.JournalDir = "placeholder"
+	}
+	if bc.LedgerDir == "" {
+		bc.LedgerDir = "placeholder"
+	}
+	errs = append(errs, split(bc.Validate())...)
+	if c.Brokers >= 0 {
+		br := c.Broker
+		br.Region, br.Cluster, br.Name = name, "", ""
+		br.ListenAddr, br.HTTPListenAddr, br.TLSListenAddr, br.HTTPSListenAddr = "", "", "", ""
+		br.ServiceURL, br.HTTPURL, br.ServiceURLTLS, br.HTTPURLTLS = "", "", "", ""
+		errs = append(errs, split(br.Validate())...)
+		bookies := c.Bookies
+		if bookies == 0 {
+			bookies = 3
+		}
+		if e := br.Ledger.WithDefaults().EnsembleSize; e > bookies && br.Ledger.EnsembleSize >= 0 {
+			what := fmt.Sprintf("broker.ledger.ensembleSize: %d", e)
+			if br.Ledger.EnsembleSize == 0 {
+				what += " (the default)"
+			}
+			errs = append(errs, fmt.Errorf("%s exceeds region.bookies: %d: every new ledger needs that many bookies; run more bookies (region.bookies, --bookies) or make new ledgers smaller (broker.ledger.ensembleSize, writeQuorum, ackQuorum)", what, bookies))
+		}
+	}
+	if c.federated() && c.Replicators >= 0 {
+		rc := c.Replicator
+		rc.Region, rc.ID, rc.DataDir = name, "", ""
+		rc.NATSURL, rc.ServiceURL = "nats://placeholder:4222", "pulsar://placeholder:6650"
+		errs = append(errs, split(rc.Validate())...)
+	}
+	if len(c.Metastore.Endpoints) > 0 {
+		errs = append(errs, split(c.Metastore.Validate())...)
+	}
+	return errs
+}
+
+// split returns the problems err joins (errors.Join), each on its own,
+// so that every one is listed once.
+func split(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, split(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 // Endpoints says where a region's parts listen.

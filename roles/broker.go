@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -216,11 +218,25 @@ func (c BrokerConfig) Validate() error {
 	if c.FenceLeaseTTL < 0 || c.FenceLeaseTTL > 0 && (c.FenceLeaseTTL < time.Second || c.FenceLeaseTTL%time.Second != 0) {
 		errs = append(errs, fmt.Errorf("broker.fenceLeaseTTL: %v must be 0 (default) or whole seconds, at least 1s", c.FenceLeaseTTL))
 	}
-	if err := c.loadReports().Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("broker: %w", err))
+	// The load reports' checks (ownership.LoadReportConfig's) and the
+	// load manager's, by the keys of this section.
+	if c.LoadReportInterval < 0 || c.LoadReportInterval > 0 && c.LoadReportInterval < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("broker.loadReportInterval: %v must be 0 (default) or at least 100ms", c.LoadReportInterval))
+	}
+	if t := c.LoadReportThresholdPercentage; t < 0 || t > 100 || math.IsNaN(t) {
+		errs = append(errs, fmt.Errorf("broker.loadReportThresholdPercentage: %v is not within 0..100", t))
+	}
+	if c.LoadReportMaxInterval < 0 {
+		errs = append(errs, fmt.Errorf("broker.loadReportMaxInterval: %v is negative", c.LoadReportMaxInterval))
 	}
 	if err := c.loadManager().Balance.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("broker: %w", err))
+		for _, e := range splitErrors(err) {
+			// The bundle limit is limits.maxBundlesPerNamespace's,
+			// which Limits reports.
+			if !strings.HasPrefix(e.Error(), "loadBalancerNamespaceMaximumBundles") {
+				errs = append(errs, fmt.Errorf("broker.%w", e))
+			}
+		}
 	}
 	if c.LoadBalancerSheddingInterval < 0 {
 		errs = append(errs, fmt.Errorf("broker.loadBalancerSheddingInterval: %v is negative", c.LoadBalancerSheddingInterval))
@@ -951,4 +967,17 @@ func tlsOnlyHTTP(mux http.Handler, httpsURL string) http.Handler {
 		b, _ := json.Marshal(map[string]string{"reason": "this broker serves only TLS: use " + httpsURL + r.URL.RequestURI()})
 		_, _ = w.Write(b)
 	})
+}
+
+// splitErrors returns the errors err joins (errors.Join), each on its
+// own.
+func splitErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, splitErrors(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }

@@ -91,7 +91,9 @@ type Config struct {
 	// EnsembleSize, WriteQuorum and AckQuorum shape new ledgers (E, Qw,
 	// Qa). Zero means 2 each, Pulsar's managedLedgerDefault* values: every
 	// entry on two bookies, and a region of three bookies keeps writing
-	// (after an ensemble change) while any one of them is down.
+	// (after an ensemble change) while any one of them is down. They must
+	// keep ensembleSize >= writeQuorum >= ackQuorum, and a region needs
+	// at least ensembleSize bookies.
 	EnsembleSize int `yaml:"ensembleSize"`
 	WriteQuorum  int `yaml:"writeQuorum"`
 	AckQuorum    int `yaml:"ackQuorum"`
@@ -159,24 +161,65 @@ func (d Deps) withDefaults() Deps {
 	return d
 }
 
-// Validate reports every problem with the config at once.
+// Validate reports every problem with the config at once (Problems
+// under "mledger.").
 func (c Config) Validate() error {
-	var errs []error
-	for name, v := range map[string]int64{
-		"maxEntriesPerLedger": c.MaxEntriesPerLedger, "maxLedgerSize": c.MaxLedgerSize,
-		"maxLedgerAge": int64(c.MaxLedgerAge), "ensembleSize": int64(c.EnsembleSize),
-		"writeQuorum": int64(c.WriteQuorum), "ackQuorum": int64(c.AckQuorum),
-		"maxPendingAdds": int64(c.MaxPendingAdds), "tailCacheEntries": int64(c.TailCacheEntries),
-		"tailCacheBytes": c.TailCacheBytes,
-	} {
-		if v < 0 {
-			errs = append(errs, fmt.Errorf("mledger.%s: %d is negative", name, v))
-		}
-	}
+	errs := c.Problems("mledger.")
 	if len(errs) == 0 {
 		return nil
 	}
 	return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+}
+
+// Problems returns every problem of c, each naming its key under prefix
+// (a configuration file's "broker.ledger."): a negative setting, or
+// quorums of new ledgers, with the defaults applied, that no ledger can
+// have (ensembleSize >= writeQuorum >= ackQuorum >= 1, ensembleSize at
+// most ledger.MaxEnsemble). A writeQuorum above the ensemble would let
+// every add wait for bookies the ledger does not have.
+func (c Config) Problems(prefix string) []error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"maxEntriesPerLedger", c.MaxEntriesPerLedger}, {"maxLedgerSize", c.MaxLedgerSize},
+		{"maxLedgerAge", int64(c.MaxLedgerAge)}, {"ensembleSize", int64(c.EnsembleSize)},
+		{"writeQuorum", int64(c.WriteQuorum)}, {"ackQuorum", int64(c.AckQuorum)},
+		{"maxPendingAdds", int64(c.MaxPendingAdds)}, {"tailCacheEntries", int64(c.TailCacheEntries)},
+		{"tailCacheBytes", c.TailCacheBytes},
+	} {
+		if f.v < 0 {
+			v := any(f.v)
+			if f.name == "maxLedgerAge" {
+				v = c.MaxLedgerAge
+			}
+			errs = append(errs, fmt.Errorf("%s%s: %v is negative", prefix, f.name, v))
+		}
+	}
+	if c.EnsembleSize < 0 || c.WriteQuorum < 0 || c.AckQuorum < 0 {
+		return errs
+	}
+	d := c.withDefaults()
+	// said names a setting with its value, marking a default.
+	said := func(name string, set, v int) string {
+		if set == 0 {
+			return fmt.Sprintf("%s%s: %d (the default)", prefix, name, v)
+		}
+		return fmt.Sprintf("%s%s: %d", prefix, name, v)
+	}
+	if d.EnsembleSize > ledger.MaxEnsemble {
+		errs = append(errs, fmt.Errorf("%s is more than %d", said("ensembleSize", c.EnsembleSize, d.EnsembleSize), ledger.MaxEnsemble))
+	}
+	if d.WriteQuorum > d.EnsembleSize {
+		errs = append(errs, fmt.Errorf("%s exceeds %s: an entry cannot be written to more bookies than the ledger's ensemble",
+			said("writeQuorum", c.WriteQuorum, d.WriteQuorum), said("ensembleSize", c.EnsembleSize, d.EnsembleSize)))
+	}
+	if d.AckQuorum > d.WriteQuorum {
+		errs = append(errs, fmt.Errorf("%s exceeds %s: an add cannot wait for more bookies than it is written to",
+			said("ackQuorum", c.AckQuorum, d.AckQuorum), said("writeQuorum", c.WriteQuorum, d.WriteQuorum)))
+	}
+	return errs
 }
 
 // WithDefaults returns c with every zero setting replaced by its default.

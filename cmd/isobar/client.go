@@ -27,8 +27,20 @@ func newClientCmd(g *globalFlags) *cobra.Command {
 		Use:   "client",
 		Short: "Produce and consume messages with the Pulsar protocol (like pulsar-client)",
 	}
-	cmd.AddCommand(newClientProduceCmd(g), newClientConsumeCmd(g))
+	for _, c := range []*cobra.Command{newClientProduceCmd(g), newClientConsumeCmd(g)} {
+		c.Flags().SetNormalizeFunc(pulsarClientNames)
+		c.Flags().Lookup("service-url").Usage += "; --url as well, as pulsar-client names it"
+		cmd.AddCommand(c)
+	}
 	return cmd
+}
+
+// pulsarClientNames takes pulsar-client's --url for --service-url.
+func pulsarClientNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	if name == "url" {
+		name = "service-url"
+	}
+	return pflag.NormalizedName(name)
 }
 
 type clientProduceFlags struct {
@@ -54,6 +66,13 @@ func newClientProduceCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// --timeout bounds the whole command: the check, the
+			// producer's creation and every send.
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			if err := checkBroker(ctx, f.connFlags, args[0]); err != nil {
+				return err
+			}
 			client, err := newPulsarClient(f.connFlags, logger, 1)
 			if err != nil {
 				return err
@@ -61,19 +80,19 @@ func newClientProduceCmd(g *globalFlags) *cobra.Command {
 			defer client.Close()
 			producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: args[0]})
 			if err != nil {
-				return fmt.Errorf("create producer on %s: %w", args[0], err)
+				return f.failed(ctx, "create producer on "+args[0], err)
 			}
 			defer producer.Close()
 			out := cmd.OutOrStdout()
 			for i := 0; i < f.count; i++ {
 				for _, m := range f.messages {
-					id, err := producer.Send(cmd.Context(), &pulsar.ProducerMessage{
+					id, err := producer.Send(ctx, &pulsar.ProducerMessage{
 						Payload:    []byte(m),
 						Key:        f.key,
 						Properties: props,
 					})
 					if err != nil {
-						return fmt.Errorf("send to %s: %w", args[0], err)
+						return f.failed(ctx, "send to "+args[0], err)
 					}
 					fmt.Fprintln(out, formatMessageID(id))
 				}
@@ -85,15 +104,16 @@ func newClientProduceCmd(g *globalFlags) *cobra.Command {
 	f.bind(fl)
 	fl.StringArrayVarP(&f.messages, "messages", "m", nil, "message payload (repeatable; required)")
 	fl.IntVarP(&f.count, "num-produce", "n", 1, "send the messages this many times")
-	fl.StringVar(&f.key, "key", "", "partition key of every message")
-	fl.StringSliceVar(&f.properties, "properties", nil, "message properties k=v,k2=v2 (repeatable)")
+	fl.StringVarP(&f.key, "key", "k", "", "partition key of every message")
+	fl.StringSliceVarP(&f.properties, "properties", "p", nil, "message properties k=v,k2=v2 (repeatable)")
+	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up when the whole command (connecting, creating the producer, every send) takes longer")
 	return cmd
 }
 
 // validate checks every flag and reports all problems at once.
 func (f *clientProduceFlags) validate(topic string) (map[string]string, error) {
 	var errs []error
-	if err := validateServiceURL(f.serviceURL); err != nil {
+	if err := f.connFlags.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if len(f.messages) == 0 {
@@ -136,6 +156,13 @@ func newClientConsumeCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// --timeout bounds connecting and subscribing; messages
+			// may take any time to come.
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			if err := checkBroker(ctx, f.connFlags, args[0]); err != nil {
+				return err
+			}
 			client, err := newPulsarClient(f.connFlags, logger, 1)
 			if err != nil {
 				return err
@@ -148,8 +175,9 @@ func newClientConsumeCmd(g *globalFlags) *cobra.Command {
 				SubscriptionInitialPosition: pos,
 			})
 			if err != nil {
-				return fmt.Errorf("subscribe %s to %s: %w", f.subscription, args[0], err)
+				return f.failed(ctx, fmt.Sprintf("subscribe %s to %s", f.subscription, args[0]), err)
 			}
+			cancel()
 			defer consumer.Close()
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			for got := 0; f.count == 0 || got < f.count; got++ {
@@ -185,12 +213,13 @@ func newClientConsumeCmd(g *globalFlags) *cobra.Command {
 	fl.IntVarP(&f.count, "num-messages", "n", 1, "messages to consume; 0 = until interrupted")
 	fl.StringVarP(&f.position, "subscription-position", "p", "Latest", "where a new subscription starts: Earliest or Latest")
 	fl.BoolVar(&f.asJSON, "json", false, "print each message as a JSON object")
+	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up when connecting and subscribing take longer (receiving is not bounded)")
 	return cmd
 }
 
 func (f *clientConsumeFlags) validate() (pulsar.SubscriptionType, pulsar.SubscriptionInitialPosition, error) {
 	var errs []error
-	if err := validateServiceURL(f.serviceURL); err != nil {
+	if err := f.connFlags.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if f.subscription == "" {
@@ -349,19 +378,46 @@ func parseInitialPosition(s string) (pulsar.SubscriptionInitialPosition, error) 
 // NewAuthenticationTokenFromFile take them.
 type connFlags struct {
 	serviceURL, tokenFile, trustCerts string
+	// timeout bounds what the command says it bounds (its --timeout,
+	// bound by the commands that have one); the client library's
+	// operations are bounded by it too. Zero: the library's defaults.
+	timeout time.Duration
 }
 
 func (c *connFlags) bind(fl *pflag.FlagSet) {
-	fl.StringVar(&c.serviceURL, "service-url", defaultServiceURL, "broker URL (pulsar:// or pulsar+ssl://)")
+	fl.StringVarP(&c.serviceURL, "service-url", "u", envOr("ISOBAR_SERVICE_URL", defaultServiceURL), "broker URL, pulsar://host:port or pulsar+ssl://host:port (env ISOBAR_SERVICE_URL)")
 	fl.StringVar(&c.tokenFile, "token-file", os.Getenv("ISOBAR_TOKEN_FILE"), "file holding the token to authenticate with (env ISOBAR_TOKEN_FILE)")
 	fl.StringVar(&c.trustCerts, "tls-trust-certs-file", os.Getenv("ISOBAR_TLS_TRUST_CERTS_FILE"), "PEM file of the CAs a pulsar+ssl:// broker's certificate chains to (env ISOBAR_TLS_TRUST_CERTS_FILE)")
 }
 
+// validate checks the connection flags of a command with --timeout.
+func (c *connFlags) validate() error {
+	var errs []error
+	if err := validateServiceURL(c.serviceURL); err != nil {
+		errs = append(errs, err)
+	}
+	if c.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout: %v must be positive", c.timeout))
+	}
+	return errors.Join(errs...)
+}
+
+// failed is the error for op failing with err, from the client library:
+// when ctx (the command's --timeout) ended first, it says so.
+func (c *connFlags) failed(ctx context.Context, op string, err error) error {
+	if ctx.Err() != nil && c.timeout > 0 {
+		return &clientError{reason: fmt.Sprintf("%s: no answer within --timeout %v: %v", op, c.timeout, err),
+			hint: "run again with --log-level debug to see the client's attempts, or a longer --timeout"}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
 // newPulsarClient connects lazily to the brokers c names. The client
-// library logs through logger, one level quieter than Isobar's own logs
-// unless debug is on (its info lines are per producer and consumer).
+// library logs through logger, its errors only unless debug is on: it
+// logs a warning per retry of a connection or lookup, and the command
+// reports the failure that ends them itself.
 func newPulsarClient(c connFlags, logger *slog.Logger, conns int) (pulsar.Client, error) {
-	lvl := slog.LevelWarn
+	lvl := slog.LevelError
 	if logger.Enabled(context.Background(), slog.LevelDebug) {
 		lvl = slog.LevelDebug
 	}
@@ -371,6 +427,8 @@ func newPulsarClient(c connFlags, logger *slog.Logger, conns int) (pulsar.Client
 		Logger:                  plog.NewLoggerWithSlog(quiet),
 		MaxConnectionsPerBroker: max(conns, 1),
 		TLSTrustCertsFilePath:   c.trustCerts,
+		OperationTimeout:        c.timeout,
+		ConnectionTimeout:       min(c.timeout, checkTimeout),
 	}
 	if c.tokenFile != "" {
 		if _, err := os.Stat(c.tokenFile); err != nil {

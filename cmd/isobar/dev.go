@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -132,6 +133,22 @@ TLS URLs, the CA file and the token file.`,
 			for _, name := range names {
 				fc.Regions = append(fc.Regions, region.Config{Name: name, DataDir: filepath.Join(dataDir, name), Bookies: bookies})
 			}
+			if _, err := rc.g.logger(); err != nil {
+				return err
+			}
+			// Every port of the plan is free before anything starts or
+			// is written: a taken one names the flag that moves them all.
+			ports := region.PlannedPorts(basePort, len(names), bookies, 1, secure)
+			if !cmd.Flags().Changed("control-addr") {
+				ports = append(ports, basePort+devControlShift)
+			}
+			if busy := region.PortsInUse("127.0.0.1", ports); len(busy) > 0 {
+				hint := "every port of the plan moves with --base-port"
+				if region.CheckPlan(basePort+1000, len(names)) == nil {
+					hint += fmt.Sprintf(", e.g. --base-port %d", basePort+1000)
+				}
+				return usageError{fmt.Errorf("--base-port %d: port %s already in use (another isobar dev?); %s", basePort, joinInts(busy), hint)}
+			}
 			if secure {
 				if fc.Secrets, err = ensureSecrets(dataDir, names, ""); err != nil {
 					return err
@@ -197,6 +214,15 @@ TLS URLs, the CA file and the token file.`,
 	fl.BoolVar(&secure, "secure", false, secureUsage)
 	fl.StringVar(&control, "control-addr", "", "address of the fault-control API for failover drills (default 127.0.0.1:<base-port+12>; empty: none)")
 	return cmd
+}
+
+// joinInts prints ports as "6650, 6651".
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }
 
 func parseRegions(s string) ([]string, error) {

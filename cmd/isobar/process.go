@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -114,14 +115,16 @@ func identity(p process) []any {
 	return append(out, "version", version())
 }
 
-// startError marks the errors of a bad start (a port in use, a metadata
-// store that does not answer, a bookie whose directories do not match its
-// identity) as usage errors: exit status 2, nothing touched.
+// startError marks the errors of a bad start (a port in use, whichever
+// part meets it, the embedded etcd included; a metadata store that does
+// not answer; a bookie whose directories do not match its identity) as
+// usage errors: exit status 2, nothing touched.
 func startError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, roles.ErrListen), errors.Is(err, lifecycle.ErrListen), errors.Is(err, roles.ErrUnreachable), badIdentity(err):
+	case errors.Is(err, roles.ErrListen), errors.Is(err, lifecycle.ErrListen), errors.Is(err, syscall.EADDRINUSE),
+		errors.Is(err, roles.ErrUnreachable), badIdentity(err):
 		return usageError{err}
 	}
 	return err

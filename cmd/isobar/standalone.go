@@ -45,20 +45,26 @@ endpoints.json names the TLS URLs, the CA file and the token file.`,
 			if err := rc.load(cmd); err != nil {
 				return err
 			}
+			var errs []error
 			if brokers < 1 || brokers > 16 {
-				return usageError{fmt.Errorf("--brokers: %d is not within 1..16", brokers)}
+				errs = append(errs, fmt.Errorf("--brokers: %d is not within 1..16", brokers))
 			}
 			if bookies < 1 || bookies > 16 {
-				return usageError{fmt.Errorf("--bookies: %d is not within 1..16", bookies)}
+				errs = append(errs, fmt.Errorf("--bookies: %d is not within 1..16", bookies))
 			}
 			if maxMessageSize < 1024 || maxMessageSize > 100<<20 {
-				return usageError{fmt.Errorf("--max-message-size: %d is not within 1 KiB..100 MiB", maxMessageSize)}
+				errs = append(errs, fmt.Errorf("--max-message-size: %d is not within 1 KiB..100 MiB", maxMessageSize))
 			}
 			cfg := rc.file.RegionConfig()
 			cfg.Name, cfg.Cluster, cfg.DataDir, cfg.Host = "standalone", cluster, dataDir, host
 			cfg.Bookies, cfg.Brokers, cfg.BrokerPort, cfg.HTTPPort = bookies, brokers, brokerPort, httpPort
 			cfg.Broker.MaxMessageSize = maxMessageSize
 			cfg.BrokerTLSPort, cfg.HTTPSPort = tlsPort, httpsPort
+			// The whole configuration is checked before the secrets are
+			// made: a bad one leaves nothing on disk.
+			if err := validate(append(errs, cfg.Validate())...); err != nil {
+				return err
+			}
 			if secure {
 				var err error
 				if cfg.Secrets, err = ensureSecrets(dataDir, []string{cfg.Name}, host); err != nil {
