@@ -78,6 +78,8 @@
 #                          profile of the single-topic flat-out run, and during
 #                          the latency run a CPU profile, a 5 s execution
 #                          trace and the allocation counts (heap?debug=1)
+#   PPROF_FLAGS []         with PROFILE=1: extra pprofstandalone flags, e.g.
+#                          "--bookie-group-commit-delay=-1ns" (experiments)
 #   STRACE [0]             1: after the latency run, one more run of
 #                          $LAT_RATE × 5 s with `strace -c -f` attached to the
 #                          server (syscalls per entry; strace slows the server,
@@ -267,6 +269,31 @@ prom_stat() {
 		}' "$1" "$2"
 }
 
+# trace_unblocks TRACE: goroutine unblocks (Waiting->Runnable) in an
+# execution trace, as "count waker" lines, most first; the waker is the
+# first frame of the unblocking stack outside the runtime and the standard
+# synchronisation packages ("scheduler" when no goroutine did it: netpoll,
+# timers).
+trace_unblocks() {
+	go tool trace -d=parsed "$1" 2>/dev/null | awk '
+		function done1() {
+			if (!pending) return
+			if (key == "") key = gneg ? "scheduler (netpoll, timers)" : "runtime"
+			n[key]++; pending = 0
+		}
+		/StateTransition/ && /Waiting->Runnable/ { done1(); pending = 1; key = ""; instack = 0; gneg = ($0 ~ / G=-1 /); next }
+		pending && $0 == "Stack=" { instack = 1; next }
+		pending && instack && /^\t/ {
+			if (key == "" && $0 !~ /^\t\t/) {
+				fn = $1
+				if (fn !~ /^(runtime\.|internal\/|sync\.|time\.|context\.|@)/) key = fn
+			}
+			next
+		}
+		{ done1() }
+		END { done1(); for (k in n) print n[k], k }' | sort -rn
+}
+
 # ---------------------------------------------------------------- machine
 log "results in $OUT_DIR, scratch in $work"
 uptime_before=$(uptime)
@@ -329,6 +356,8 @@ adm=http://127.0.0.1:$hport
 log "starting isobar standalone on $bport/$hport"
 if [ "$PROFILE" = 1 ]; then
 	server_cmd=("$work/pprofstandalone" --pprof "127.0.0.1:$pport")
+	# shellcheck disable=SC2206 # word splitting wanted
+	if [ -n "${PPROF_FLAGS:-}" ]; then server_cmd+=($PPROF_FLAGS); fi
 fi
 timeout -k 10 2400 "${server_cmd[@]}" --data-dir "$work/isobar-data" \
 	--broker-port "$bport" --http-port "$hport" >"$OUT_DIR/standalone.log" 2>&1 &
@@ -669,6 +698,7 @@ per_m() { awk -v c="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.2f", c / (n / 1e
 	echo
 	echo "Machine: $cpus vCPUs ($cpu_model), $mem_gib GiB, $fs; disk: $(fmt_int "$disk_fsync") fdatasync/s (p50 $disk_fsync_p50_ms ms), $(fmt_int "$disk_seq") MB/s synced sequential; $gover, kernel $kernel."
 	echo "Load average before the run: $loadavg_before (1/5/15 min; \`uptime\`: $uptime_before); after: $(cut -d' ' -f1-3 /proc/loadavg)."
+	[ "$PROFILE" = 1 ] && echo "Server: internal/benchtools/pprofstandalone ${PPROF_FLAGS:-} (the region of \`isobar standalone\` plus net/http/pprof)."
 	echo "Isobar: \`isobar standalone\` (3 bookies, journal fdatasync, E=3 Qw=2 Qa=2), \`isobar perf produce --size $SIZE --producers $PRODUCERS --max-pending $MAX_PENDING --duration ${DURATION}s\` (batching 1000 msgs / 1 ms), after ${WARMUP} s of flat-out warm-up on another topic."
 	[ "$SKIP_NATS" != 1 ] &&
 		echo "JetStream: nats-server $("$BENCH_BIN/nats-server" --version 2>/dev/null | awk '{print $2}' || echo '?') ×3, R3 file streams; throughput: \`nats bench js pub async --size $SIZE --clients $NATS_CLIENTS --batch $NATS_BATCH\`; latency, CPU and consume: internal/benchtools/jslat (nats.go)."
@@ -775,6 +805,11 @@ per_m() { awk -v c="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.2f", c / (n / 1e
 				mal=$(($(awk '/Mallocs/ { print $4 }' "$OUT_DIR/heap.lat.after.txt") - $(awk '/Mallocs/ { print $4 }' "$OUT_DIR/heap.lat.before.txt")))
 				tal=$(($(awk '/TotalAlloc/ { print $4 }' "$OUT_DIR/heap.lat.after.txt") - $(awk '/TotalAlloc/ { print $4 }' "$OUT_DIR/heap.lat.before.txt")))
 				echo "Server allocations during the latency run (pprofstandalone, whole process, background work included): $(fmt_int "$mal") objects, $(fmt_int "$tal") bytes: $(awk -v a="$mal" -v m="$msgs" 'BEGIN { printf "%.1f", a / m }') objects and $(fmt_int "$(awk -v a="$tal" -v m="$msgs" 'BEGIN { print a / m }')") bytes per message, $(awk -v a="$mal" -v e="$pubn" 'BEGIN { printf "%.0f", a / e }') objects per entry."
+			fi
+			if [ -s "$OUT_DIR/trace-lat.out" ]; then
+				trace_unblocks "$OUT_DIR/trace-lat.out" >"$OUT_DIR/trace-lat.unblocks.txt" || true
+				eps=$(awk -v e="$pubn" -v d="$LAT_DURATION" 'BEGIN { print e / d }')
+				echo "Goroutine unblocks in a 5 s execution trace of the server during the run ($(fmt_int "$(awk -v e="$eps" 'BEGIN { print 5 * e }')") entries): $(awk -v e="$eps" '{ t += $1 } END { printf "%.1f", t / (5 * e) }' "$OUT_DIR/trace-lat.unblocks.txt") per entry; by waker, per entry: $(awk -v e="$eps" 'NR <= 9 { k = $2; sub("github.com/isobar-mq/isobar/", "", k); printf "%s %.2f; ", k, $1 / (5 * e) }' "$OUT_DIR/trace-lat.unblocks.txt")(all: trace-lat.unblocks.txt)."
 			fi
 			if [ -s "$OUT_DIR/strace.lat.txt" ] && [ -s "$OUT_DIR/metrics.strace.after.txt" ]; then
 				read -r _ _ sn <<<"$(prom_stat "$OUT_DIR/metrics.strace.before.txt" "$OUT_DIR/metrics.strace.after.txt" pulsar_broker_topic_publish_duration_seconds 0.5 1000)"
