@@ -455,6 +455,7 @@ if [ "$SKIP_LATENCY" != 1 ]; then
 	bg=()
 	if [ "$PROFILE" = 1 ]; then
 		heap_counts "$OUT_DIR/heap.lat.before.txt"
+		curl -sf -o "$OUT_DIR/allocs.lat.before.pprof" "http://127.0.0.1:$pport/debug/pprof/allocs" || true
 		curl -sf -o "$OUT_DIR/cpu-lat.pprof" \
 			"http://127.0.0.1:$pport/debug/pprof/profile?seconds=$((LAT_DURATION - 4))" &
 		bg+=($!)
@@ -468,7 +469,10 @@ if [ "$SKIP_LATENCY" != 1 ]; then
 		die "latency run failed: $(tail -3 "$OUT_DIR/lat.produce.log")"
 	scrape "$OUT_DIR/metrics.lat.after.txt"
 	for p in "${bg[@]}"; do wait "$p" || log "a profile fetch failed"; done
-	[ "$PROFILE" = 1 ] && heap_counts "$OUT_DIR/heap.lat.after.txt"
+	if [ "$PROFILE" = 1 ]; then
+		heap_counts "$OUT_DIR/heap.lat.after.txt"
+		curl -sf -o "$OUT_DIR/allocs.lat.after.pprof" "http://127.0.0.1:$pport/debug/pprof/allocs" || true
+	fi
 	log "latency: isobar p50 $(json_num "$OUT_DIR/lat.produce.json" p50) p99 $(json_num "$OUT_DIR/lat.produce.json" p99) p99.9 $(json_num "$OUT_DIR/lat.produce.json" p99_9) ms"
 	if [ "$STRACE" = 1 ]; then
 		st=persistent://public/default/strace-$run_id
@@ -537,7 +541,15 @@ for prof in t1-max lat; do
 		log "CPU profile: $OUT_DIR/cpu-$prof.pprof (top: cpu-$prof.top.txt)"
 	fi
 done
-[ "$PROFILE" = 1 ] && cp "$work/pprofstandalone" "$OUT_DIR/" # pprof needs the binary for symbols
+if [ "$PROFILE" = 1 ]; then
+	cp "$work/pprofstandalone" "$OUT_DIR/" # pprof needs the binary for symbols
+	if [ -s "$OUT_DIR/allocs.lat.after.pprof" ] && [ -s "$OUT_DIR/allocs.lat.before.pprof" ]; then
+		for idx in alloc_objects alloc_space; do # what the latency run allocated, by function
+			go tool pprof -top -nodecount=40 -sample_index=$idx -diff_base "$OUT_DIR/allocs.lat.before.pprof" \
+				"$work/pprofstandalone" "$OUT_DIR/allocs.lat.after.pprof" >"$OUT_DIR/allocs-lat.$idx.top.txt" 2>/dev/null || true
+		done
+	fi
+fi
 
 # ---------------------------------------------------------------- nats
 nats_pids=()
