@@ -478,7 +478,8 @@ if [ "$SKIP_LATENCY" != 1 ]; then
 		st=persistent://public/default/strace-$run_id
 		touch_topic "$st" 1000
 		scrape "$OUT_DIR/metrics.strace.before.txt"
-		spid=$(descendants "$server_pid" | while read -r p; do [ "$p" != "$server_pid" ] && echo "$p"; done | head -1)
+		spid=$(descendants "$server_pid" | grep -vx "$server_pid" | head -1 || true) # the server, below timeout
+		[ -n "$spid" ] || die "no server process below $server_pid"
 		timeout -k 5 60 strace -c -f -p "$spid" -o "$OUT_DIR/strace.lat.txt" &
 		strace_pid=$!
 		sleep 1 # attached
