@@ -59,6 +59,7 @@
 #   NATS_MSGS_SYNC [200000] messages per JetStream bench, sync_interval always
 #   NATS_CLIENTS [2]       nats bench --clients (matched to PRODUCERS)
 #   NATS_BATCH [500]       nats bench --batch (async publishes in flight)
+#   SKIP_THROUGHPUT [0]    1: no throughput runs (goal 1; for quick latency work)
 #   SKIP_LATENCY [0]       1: no fixed-rate latency runs (goal 2)
 #   LAT_RATE [10000]       msg/s of the latency runs, one producer
 #   LAT_DURATION [20]      seconds per latency run
@@ -100,6 +101,7 @@ NATS_MSGS=${NATS_MSGS:-600000}
 NATS_MSGS_SYNC=${NATS_MSGS_SYNC:-200000}
 NATS_CLIENTS=${NATS_CLIENTS:-2}
 NATS_BATCH=${NATS_BATCH:-500}
+SKIP_THROUGHPUT=${SKIP_THROUGHPUT:-0}
 SKIP_LATENCY=${SKIP_LATENCY:-0}
 LAT_RATE=${LAT_RATE:-10000}
 LAT_DURATION=${LAT_DURATION:-20}
@@ -118,6 +120,8 @@ SKIP_NATS=${SKIP_NATS:-0}
 BENCH_BIN=${BENCH_BIN:-$repo/.bin}
 OUT_DIR=${OUT_DIR:-$repo/.bench-results/$(date -u +%Y%m%dT%H%M%SZ)}
 SIZE=1024
+layouts="t1 p4" # goal 1's topic layouts: one topic, 4 partitions
+[ "$SKIP_THROUGHPUT" = 1 ] && layouts=
 
 log() { printf '[perf-compare %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -421,7 +425,7 @@ timeout -k 5 $((WARMUP + 60)) "$isobar" perf produce "persistent://public/defaul
 	--duration "${WARMUP}s" --json >"$OUT_DIR/warmup.produce.json" 2>"$OUT_DIR/warmup.produce.log" || die "warm-up failed"
 t1=persistent://public/default/perf-$run_id
 p4=persistent://public/default/perf4-$run_id
-for layout in t1 p4; do
+for layout in $layouts; do
 	if [ "$layout" = t1 ]; then
 		base=$t1 extra=()
 	else
@@ -676,18 +680,18 @@ js_backlog() {
 
 if [ "$SKIP_NATS" != 1 ]; then
 	nats_start js-default default
-	nats_bench js-default "$NATS_MSGS"
+	[ "$SKIP_THROUGHPUT" != 1 ] && nats_bench js-default "$NATS_MSGS"
 	[ "$SKIP_LATENCY" != 1 ] && js_lat js-default
 	[ "$SKIP_CPU" != 1 ] && js_cpu js-default
 	[ "$SKIP_BACKLOG" != 1 ] && js_backlog js-default
 	stop_all
 	nats_start js-always always
-	nats_bench js-always "$NATS_MSGS_SYNC"
+	[ "$SKIP_THROUGHPUT" != 1 ] && nats_bench js-always "$NATS_MSGS_SYNC"
 	[ "$SKIP_LATENCY" != 1 ] && js_lat js-always
 	[ "$SKIP_CPU" != 1 ] && js_cpu js-always
 	stop_all
-	js_def=$(json_num "$OUT_DIR/js-default.json" msg_per_sec)
-	js_alw=$(json_num "$OUT_DIR/js-always.json" msg_per_sec)
+	js_def=$(or0 "$(json_num "$OUT_DIR/js-default.json" msg_per_sec 2>/dev/null)")
+	js_alw=$(or0 "$(json_num "$OUT_DIR/js-always.json" msg_per_sec 2>/dev/null)")
 else
 	js_def=0 js_alw=0
 fi
@@ -712,57 +716,59 @@ per_m() { awk -v c="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.2f", c / (n / 1e
 	echo "Machine: $cpus vCPUs ($cpu_model), $mem_gib GiB, $fs; disk: $(fmt_int "$disk_fsync") fdatasync/s (p50 $disk_fsync_p50_ms ms), $(fmt_int "$disk_seq") MB/s synced sequential; $gover, kernel $kernel."
 	echo "Load average before the run: $loadavg_before (1/5/15 min; \`uptime\`: $uptime_before); after: $(cut -d' ' -f1-3 /proc/loadavg)."
 	[ "$PROFILE" = 1 ] && echo "Server: internal/benchtools/pprofstandalone ${PPROF_FLAGS:-} (the region of \`isobar standalone\` plus net/http/pprof)."
-	echo "Isobar: \`isobar standalone\` (3 bookies, journal fdatasync, E=3 Qw=2 Qa=2), \`isobar perf produce --size $SIZE --producers $PRODUCERS --max-pending $MAX_PENDING --duration ${DURATION}s\` (batching 1000 msgs / 1 ms), after ${WARMUP} s of flat-out warm-up on another topic."
+	[ "$SKIP_THROUGHPUT" != 1 ] && echo "Isobar: \`isobar standalone\` (3 bookies, journal fdatasync, E=3 Qw=2 Qa=2), \`isobar perf produce --size $SIZE --producers $PRODUCERS --max-pending $MAX_PENDING --duration ${DURATION}s\` (batching 1000 msgs / 1 ms), after ${WARMUP} s of flat-out warm-up on another topic."
 	[ "$SKIP_NATS" != 1 ] &&
 		echo "JetStream: nats-server $("$BENCH_BIN/nats-server" --version 2>/dev/null | awk '{print $2}' || echo '?') ×3, R3 file streams; throughput: \`nats bench js pub async --size $SIZE --clients $NATS_CLIENTS --batch $NATS_BATCH\`; latency, CPU and consume: internal/benchtools/jslat (nats.go)."
 	echo
-	echo "#### Goal 1: produce throughput"
-	echo
-	echo "| system | run | msg/s | MB/s | publish p50 / p99 / p99.9 ms | end-to-end p50 / p99 / p99.9 ms |"
-	echo "|---|---|---:|---:|---|---|"
-	for layout in t1 p4; do
-		lname="1 topic"
-		[ "$layout" = p4 ] && lname="4 partitions"
-		for run in max maxc half; do
-			f=$OUT_DIR/$layout-$run.produce.json
-			c=$OUT_DIR/$layout-$run.consume.json
-			case $run in
-			max) what="flat out, producer only" ;;
-			maxc) what="flat out, consumer alongside" ;;
-			half) what="rate $(fmt_int "$(awk -v m="$(json_num "$OUT_DIR/$layout-max.produce.json" msg_per_sec)" 'BEGIN { print m / 2 }')") (½ max), consumer alongside" ;;
-			esac
-			e2e="–"
-			if [ -s "$c" ]; then
-				e2e=$(lat3 "$c")
-				# a consumer that fell behind measures its backlog, not the broker
-				pct=$(awk -v c="$(json_num "$c" messages)" -v p="$(json_num "$f" messages)" 'BEGIN { printf "%.0f", (p > 0) ? 100 * c / p : 0 }')
-				[ "$pct" -lt 99 ] && e2e="$e2e (consumer behind: got ${pct}% of the messages)"
-			fi
-			echo "| Isobar, $lname | $what | **$(fmt_int "$(json_num "$f" msg_per_sec)")** | $(json_num "$f" mb_per_sec) | $(lat3 "$f") | $e2e |"
+	if [ "$SKIP_THROUGHPUT" != 1 ]; then
+		echo "#### Goal 1: produce throughput"
+		echo
+		echo "| system | run | msg/s | MB/s | publish p50 / p99 / p99.9 ms | end-to-end p50 / p99 / p99.9 ms |"
+		echo "|---|---|---:|---:|---|---|"
+		for layout in t1 p4; do
+			lname="1 topic"
+			[ "$layout" = p4 ] && lname="4 partitions"
+			for run in max maxc half; do
+				f=$OUT_DIR/$layout-$run.produce.json
+				c=$OUT_DIR/$layout-$run.consume.json
+				case $run in
+				max) what="flat out, producer only" ;;
+				maxc) what="flat out, consumer alongside" ;;
+				half) what="rate $(fmt_int "$(awk -v m="$(json_num "$OUT_DIR/$layout-max.produce.json" msg_per_sec)" 'BEGIN { print m / 2 }')") (½ max), consumer alongside" ;;
+				esac
+				e2e="–"
+				if [ -s "$c" ]; then
+					e2e=$(lat3 "$c")
+					# a consumer that fell behind measures its backlog, not the broker
+					pct=$(awk -v c="$(json_num "$c" messages)" -v p="$(json_num "$f" messages)" 'BEGIN { printf "%.0f", (p > 0) ? 100 * c / p : 0 }')
+					[ "$pct" -lt 99 ] && e2e="$e2e (consumer behind: got ${pct}% of the messages)"
+				fi
+				echo "| Isobar, $lname | $what | **$(fmt_int "$(json_num "$f" msg_per_sec)")** | $(json_num "$f" mb_per_sec) | $(lat3 "$f") | $e2e |"
+			done
 		done
-	done
-	if [ "$SKIP_NATS" != 1 ]; then
-		for n in js-default js-always; do
-			j=$OUT_DIR/$n.json
-			what="default sync (no fsync per write)"
-			[ "$n" = js-always ] && what="sync_interval: always"
-			echo "| JetStream R3 | $what | **$(fmt_int "$(json_num "$j" msg_per_sec)")** | $(awk -v r="$(json_num "$j" msg_per_sec)" 'BEGIN { printf "%.3f", r * 1024 / 1e6 }') | $(json_num "$j" p50_ms) / $(json_num "$j" p99_ms) / – (nats bench) | – |"
-		done
+		if [ "$SKIP_NATS" != 1 ]; then
+			for n in js-default js-always; do
+				j=$OUT_DIR/$n.json
+				what="default sync (no fsync per write)"
+				[ "$n" = js-always ] && what="sync_interval: always"
+				echo "| JetStream R3 | $what | **$(fmt_int "$(json_num "$j" msg_per_sec)")** | $(awk -v r="$(json_num "$j" msg_per_sec)" 'BEGIN { printf "%.3f", r * 1024 / 1e6 }') | $(json_num "$j" p50_ms) / $(json_num "$j" p99_ms) / – (nats bench) | – |"
+			done
+		fi
+		echo
+		echo "| target | 1 topic | 4 partitions |"
+		echo "|---|---|---|"
+		t1max=$(json_num "$OUT_DIR/t1-max.produce.json" msg_per_sec)
+		p4max=$(json_num "$OUT_DIR/p4-max.produce.json" msg_per_sec)
+		if [ "$SKIP_NATS" != 1 ]; then
+			r1=$(ratio "$t1max" "$js_def") r4=$(ratio "$p4max" "$js_def")
+			echo "| throughput ≥ 2.5× JetStream R3 default sync | ${r1}× $(pf ge "$r1" 2.5) | ${r4}× $(pf ge "$r4" 2.5) |"
+			r1=$(ratio "$t1max" "$js_alw") r4=$(ratio "$p4max" "$js_alw")
+			echo "| throughput ≥ 5× JetStream R3 sync always | ${r1}× $(pf ge "$r1" 5) | ${r4}× $(pf ge "$r4" 5) |"
+		fi
+		h1=$(json_num "$OUT_DIR/t1-half.produce.json" p99)
+		h4=$(json_num "$OUT_DIR/p4-half.produce.json" p99)
+		echo "| publish p99 ≤ 10 ms at ½ max rate (issue 3, for reference) | ${h1} ms $(pf le "$h1" 10) | ${h4} ms $(pf le "$h4" 10) |"
 	fi
-	echo
-	echo "| target | 1 topic | 4 partitions |"
-	echo "|---|---|---|"
-	t1max=$(json_num "$OUT_DIR/t1-max.produce.json" msg_per_sec)
-	p4max=$(json_num "$OUT_DIR/p4-max.produce.json" msg_per_sec)
-	if [ "$SKIP_NATS" != 1 ]; then
-		r1=$(ratio "$t1max" "$js_def") r4=$(ratio "$p4max" "$js_def")
-		echo "| throughput ≥ 2.5× JetStream R3 default sync | ${r1}× $(pf ge "$r1" 2.5) | ${r4}× $(pf ge "$r4" 2.5) |"
-		r1=$(ratio "$t1max" "$js_alw") r4=$(ratio "$p4max" "$js_alw")
-		echo "| throughput ≥ 5× JetStream R3 sync always | ${r1}× $(pf ge "$r1" 5) | ${r4}× $(pf ge "$r4" 5) |"
-	fi
-	h1=$(json_num "$OUT_DIR/t1-half.produce.json" p99)
-	h4=$(json_num "$OUT_DIR/p4-half.produce.json" p99)
-	echo "| publish p99 ≤ 10 ms at ½ max rate (issue 3, for reference) | ${h1} ms $(pf le "$h1" 10) | ${h4} ms $(pf le "$h4" 10) |"
 
 	if [ "$SKIP_LATENCY" != 1 ]; then
 		echo
@@ -822,7 +828,7 @@ per_m() { awk -v c="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.2f", c / (n / 1e
 			if [ -s "$OUT_DIR/trace-lat.out" ]; then
 				trace_unblocks "$OUT_DIR/trace-lat.out" >"$OUT_DIR/trace-lat.unblocks.txt" || true
 				eps=$(awk -v e="$pubn" -v d="$LAT_DURATION" 'BEGIN { print e / d }')
-				echo "Goroutine unblocks in a 5 s execution trace of the server during the run ($(fmt_int "$(awk -v e="$eps" 'BEGIN { print 5 * e }')") entries): $(awk -v e="$eps" '{ t += $1 } END { printf "%.1f", t / (5 * e) }' "$OUT_DIR/trace-lat.unblocks.txt") per entry; by waker, per entry: $(awk -v e="$eps" 'NR <= 9 { k = $2; sub("github.com/isobar-mq/isobar/", "", k); printf "%s %.2f; ", k, $1 / (5 * e) }' "$OUT_DIR/trace-lat.unblocks.txt")(all: trace-lat.unblocks.txt)."
+				echo "Goroutine unblocks in a 5 s execution trace of the server during the run ($(fmt_int "$(awk -v e="$eps" 'BEGIN { print 5 * e }')") entries): $(awk -v e="$eps" '{ t += $1 } END { printf "%.1f", t / (5 * e) }' "$OUT_DIR/trace-lat.unblocks.txt") per entry; by waker, per entry: $(awk -v e="$eps" 'NR <= 9 { k = $0; sub(/^[0-9]+ /, "", k); sub("github.com/isobar-mq/isobar/", "", k); printf "%s %.2f; ", k, $1 / (5 * e) }' "$OUT_DIR/trace-lat.unblocks.txt")(all: trace-lat.unblocks.txt)."
 			fi
 			if [ -s "$OUT_DIR/strace.lat.txt" ] && [ -s "$OUT_DIR/metrics.strace.after.txt" ]; then
 				read -r _ _ sn <<<"$(prom_stat "$OUT_DIR/metrics.strace.before.txt" "$OUT_DIR/metrics.strace.after.txt" pulsar_broker_topic_publish_duration_seconds 0.5 1000)"
@@ -909,17 +915,17 @@ raw() { if [ -s "$1" ]; then cat "$1"; else echo null; fi; }
 		"$LAT_RATE" "$LAT_DURATION" "$LAT_WINDOW" "$CPU_RATE" "$CPU_MSGS" "$BACKLOG_MSGS"
 	printf '"isobar":{'
 	sep=
-	for layout in t1 p4; do
+	for layout in $layouts; do
 		for run in max maxc half; do
 			f=$OUT_DIR/$layout-$run.produce.json
 			c=$OUT_DIR/$layout-$run.consume.json
-			printf '%s"%s-%s":{"produce":%s' "$sep" "$layout" "$run" "$(cat "$f")"
+			printf '%s"%s-%s":{"produce":%s' "$sep" "$layout" "$run" "$(raw "$f")"
 			[ -s "$c" ] && printf ',"consume":%s' "$(cat "$c")"
 			printf '}'
 			sep=,
 		done
 	done
-	printf ',"latency":%s' "$(raw "$OUT_DIR/lat.produce.json")"
+	printf '%s"latency":%s' "$sep" "$(raw "$OUT_DIR/lat.produce.json")"
 	printf ',"cpu":{"produce":%s,"consume":%s,"server_cpu_s":%s,"produce_cpu_s":%s,"consume_cpu_s":%s}' \
 		"$(raw "$OUT_DIR/cpu.produce.json")" "$(raw "$OUT_DIR/cpu.consume.json")" "$(raw "$OUT_DIR/cpu.server.cpu")" \
 		"$(raw "$OUT_DIR/cpu.produce.cpu")" "$(raw "$OUT_DIR/cpu.consume.cpu")"
@@ -937,7 +943,7 @@ raw() { if [ -s "$1" ]; then cat "$1"; else echo null; fi; }
 			sep=,
 		done
 		printf '}'
-		printf ',"ratios":{"t1_vs_default":%s,"p4_vs_default":%s,"t1_vs_always":%s,"p4_vs_always":%s}' \
+		[ "$SKIP_THROUGHPUT" != 1 ] && printf ',"ratios":{"t1_vs_default":%s,"p4_vs_default":%s,"t1_vs_always":%s,"p4_vs_always":%s}' \
 			"$(jratio "$t1max" "$js_def")" "$(jratio "$p4max" "$js_def")" "$(jratio "$t1max" "$js_alw")" "$(jratio "$p4max" "$js_alw")"
 	fi
 	printf '}\n'
