@@ -73,9 +73,11 @@ type Config struct {
 	RegistrationTTL time.Duration `yaml:"registrationTTL"`
 	// UsageInterval is how often disk usage and read-only state are refreshed; zero means 5s.
 	UsageInterval time.Duration `yaml:"usageInterval"`
-	// GroupCommitMaxDelay bounds the wait to gather a journal group; zero
-	// means the storage default, negative syncs as soon as the journal is
-	// idle (groups then form only from what queued during the last sync).
+	// GroupCommitMaxDelay is how long the journal waits for more adds to
+	// join a group before its fdatasync. Zero (the default) or negative
+	// syncs as soon as the journal is idle: a group is then what queued
+	// during the previous sync, which at low rates saves each add the
+	// wait and at high rates forms large groups anyway.
 	GroupCommitMaxDelay time.Duration `yaml:"groupCommitMaxDelay"`
 	// GroupCommitMaxBytes syncs a group once this many bytes are buffered; zero means the storage default.
 	GroupCommitMaxBytes int `yaml:"groupCommitMaxBytes"`

@@ -24,8 +24,9 @@ type Config struct {
 	Logger *slog.Logger
 
 	// GroupCommitMaxDelay is how long the journal waits for more adds to
-	// join a group before the fdatasync. 0 means 1ms; a negative value
-	// means do not wait (sync as soon as the queue is momentarily empty).
+	// join a group before the fdatasync. 0 (the default) or a negative
+	// value means do not wait: sync as soon as the queue is momentarily
+	// empty, so a group is what queued during the previous sync.
 	GroupCommitMaxDelay time.Duration
 	// GroupCommitMaxBytes syncs a group once this many bytes are buffered.
 	// 0 means 1 MiB.
@@ -81,7 +82,6 @@ func (nopObserver) Read(bool)                        {}
 
 // Defaults for the zero values of Config.
 const (
-	DefaultGroupCommitMaxDelay = time.Millisecond
 	DefaultGroupCommitMaxBytes = 1 << 20
 	DefaultJournalFileMaxBytes = 256 << 20
 	DefaultWriteCacheMaxBytes  = 64 << 20
@@ -141,9 +141,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.GroupCommitMaxDelay == 0 {
-		c.GroupCommitMaxDelay = DefaultGroupCommitMaxDelay
 	}
 	if c.GroupCommitMaxBytes == 0 {
 		c.GroupCommitMaxBytes = DefaultGroupCommitMaxBytes

@@ -35,7 +35,7 @@ func main() {
 	pprofAddr := flag.String("pprof", "127.0.0.1:6060", "address for net/http/pprof")
 	// Experiment knobs (zero: the defaults `isobar standalone` uses).
 	flushInterval := flag.Duration("bookie-flush-interval", 0, "bookie.flushInterval (0: default)")
-	gcDelay := flag.Duration("bookie-group-commit-delay", 0, "bookie.groupCommitMaxDelay (0: default, negative: sync when idle)")
+	gcDelay := flag.Duration("bookie-group-commit-delay", 0, "bookie.groupCommitMaxDelay (0: the default, sync when idle; positive: gather that long)")
 	journalDir := flag.String("bookie-journal-dir", "", "bookies' journals under this directory instead of --data-dir (e.g. tmpfs, to isolate the disk)")
 	ledgerDir := flag.String("bookie-ledger-dir", "", "bookies' ledger storage under this directory instead of --data-dir")
 	mutexRate := flag.Int("mutex-profile-fraction", 0, "runtime.SetMutexProfileFraction")
