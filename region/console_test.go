@@ -13,9 +13,13 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsaradmin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"github.com/chromedp/chromedp"
 
+	"github.com/isobar-mq/isobar/auth"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
+	"github.com/isobar-mq/isobar/region"
 )
 
 // chromium finds Debian's chromium (scripts/install-deps.sh installs it);
@@ -260,5 +264,94 @@ func writeJSON(t *testing.T, path string, v any) {
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestConsoleTokens: with authentication and authorization on, the
+// console's files load without a token but its pages show nothing until
+// one is given, and then only what that token may see: a tenant's admin
+// (who may not list tenants, so names the tenant) sees the regions and
+// the tenant's namespaces, not another tenant's.
+func TestConsoleTokens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a region and a browser")
+	}
+	ctx := browser(t)
+	dir := artifactDir(t)
+	keyDir := t.TempDir()
+	secret := auth.NewSecretKey()
+	keyFile := filepath.Join(keyDir, "secret.key")
+	if err := os.WriteFile(keyFile, secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := region.Config{Name: "sec", DataDir: filepath.Join(keyDir, "data"), Bookies: 2}
+	cfg.Broker.Auth = auth.Config{
+		AuthenticationEnabled: true, AuthorizationEnabled: true,
+		Token:          auth.TokenConfig{SecretKey: "file://" + keyFile},
+		SuperUserRoles: []string{"root"},
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := region.Start(sctx, cfg, region.Deps{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(context.Background()) })
+	web := r.Endpoints().WebServiceURL
+	token := func(role string) string {
+		tok, err := auth.Sign(auth.HS256, secret, role, time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	root, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: web, Token: token("root")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tenant := range []string{"acme", "other"} {
+		if err := root.Tenants().Create(utils.TenantData{Name: tenant, AdminRoles: []string{tenant + "-admin"}, AllowedClusters: []string{"sec"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range []string{"acme/app", "other/secret"} {
+		if err := root.Namespaces().CreateNamespace(ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// No token: the page loads, the API refuses, and the page says so.
+	do(t, ctx,
+		chromedp.Navigate(web+"/console/#namespaces"),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-loaded="namespaces"]`)),
+		screenshot(dir, "no-token"),
+	)
+	if got := text(t, ctx, "#page"); !strings.Contains(got, "Not signed in") {
+		t.Errorf("namespaces page without a token: %q", got)
+	}
+
+	// acme's admin, naming the tenant.
+	do(t, ctx,
+		chromedp.SetValue(chromedp.CSS("#token"), token("acme-admin")),
+		chromedp.SetValue(chromedp.CSS("#tenants"), "acme"),
+		chromedp.Click(chromedp.CSS("#token-save")),
+		waitText("#namespaces", "acme/app"),
+		screenshot(dir, "tenant-admin"),
+	)
+	if got := text(t, ctx, "#page"); strings.Contains(got, "other") {
+		t.Errorf("acme's admin sees another tenant: %q", got)
+	}
+	// Naming the other tenant gets a refusal, not its namespaces.
+	do(t, ctx,
+		chromedp.SetValue(chromedp.CSS("#tenants"), "acme,other"),
+		chromedp.Click(chromedp.CSS("#token-save")),
+		waitText(`tr[data-ns="other/*"]`, "may not see"),
+	)
+	if got := text(t, ctx, "#page"); strings.Contains(got, "other/secret") {
+		t.Errorf("acme's admin sees other's namespace: %q", got)
+	}
+	do(t, ctx, openPage("regions"), screenshot(dir, "tenant-admin-regions"))
+	if got := text(t, ctx, ".cards"); !strings.Contains(got, "sec (this console)") {
+		t.Errorf("regions page for acme's admin: %q", got)
 	}
 }

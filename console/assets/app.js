@@ -5,6 +5,8 @@
 "use strict";
 
 const TOKEN_KEY = "isobar.console.token";
+// Only superusers may list tenants; a tenant's admin names theirs.
+const TENANTS_KEY = "isobar.console.tenants";
 const V2 = "/admin/v2";
 
 // ---- small DOM helpers ----
@@ -133,7 +135,15 @@ function localRegion(clusters, topics) {
 }
 
 async function loadNamespaces() {
-  const tenants = await api("GET", V2 + "/tenants");
+  let tenants;
+  try {
+    tenants = await api("GET", V2 + "/tenants");
+  } catch (err) {
+    const mine = (sessionStorage.getItem(TENANTS_KEY) || "").split(",").map((x) => x.trim()).filter(Boolean);
+    if (!(err instanceof APIError) || err.status !== 403) throw err;
+    if (!mine.length) throw new Error(describe(err) + " Name your tenants in the Tenants field to see their namespaces.");
+    tenants = mine;
+  }
   const out = [];
   for (const tenant of tenants.sort()) {
     const list = await settle(() => api("GET", V2 + "/namespaces/" + enc(tenant)));
@@ -213,7 +223,7 @@ function refreshButton() {
 async function regionsPage() {
   const clusters = await loadClusters();
   const nss = await settle(loadNamespaces);
-  const topics = nss.value ? await loadTopics(nss.value.filter((n) => n.clusters.length > 1)) : [];
+  const topics = nss.value ? await loadTopics(nss.value.filter((n) => !n.error && n.clusters.length > 1)) : [];
   const here = localRegion(clusters, topics);
   const cards = clusters.map((c) => el("div", {class: "card", "data-region": c.name},
     el("h3", {}, c.name, c.name === here ? el("span", {class: "muted"}, " (this console)") : null),
@@ -432,16 +442,21 @@ function drillReport(r, file) {
 
 function start() {
   const tok = document.getElementById("token");
+  const tenants = document.getElementById("tenants");
   tok.value = sessionStorage.getItem(TOKEN_KEY) || "";
+  tenants.value = sessionStorage.getItem(TENANTS_KEY) || "";
+  const keep = (key, v) => { if (v.trim()) sessionStorage.setItem(key, v.trim()); else sessionStorage.removeItem(key); };
   document.getElementById("token-form").addEventListener("submit", (e) => {
     e.preventDefault();
-    if (tok.value.trim()) sessionStorage.setItem(TOKEN_KEY, tok.value.trim());
-    else sessionStorage.removeItem(TOKEN_KEY);
+    keep(TOKEN_KEY, tok.value);
+    keep(TENANTS_KEY, tenants.value);
     show(current);
   });
   document.getElementById("token-clear").addEventListener("click", () => {
     sessionStorage.removeItem(TOKEN_KEY);
+    sessionStorage.removeItem(TENANTS_KEY);
     tok.value = "";
+    tenants.value = "";
     show(current);
   });
   document.addEventListener("keydown", (e) => {
