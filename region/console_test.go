@@ -225,6 +225,23 @@ func TestConsole(t *testing.T) {
 		t.Errorf("after the failover the page shows %s, epoch %s; the global store has %+v", after, epoch, fo)
 	}
 
+	// And back to r0: active-standby to active-standby, one epoch more.
+	do(t, ctx,
+		chromedp.SetValue(chromedp.CSS(nsRow+" select.target"), "r0"),
+		chromedp.Click(chromedp.CSS(nsRow+" button.set-primary")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm")),
+	)
+	if c := text(t, ctx, "#confirm-text"); !strings.Contains(c, "Writes move from r1 to r0") {
+		t.Errorf("confirmation of the failback says %q", c)
+	}
+	do(t, ctx,
+		chromedp.Click(chromedp.CSS("#confirm-ok")),
+		waitText("#status", "primary is now r0"),
+	)
+	if p, e := text(t, ctx, nsRow+" .primary"), text(t, ctx, nsRow+" .epoch"); p != "r0" || e != fmt.Sprint(fo.Epoch+1) {
+		t.Errorf("after the failback the page shows primary %s, epoch %s; want r0, %d", p, e, fo.Epoch+1)
+	}
+
 	// A drill report, opened from a file.
 	report := filepath.Join(t.TempDir(), "kill.json")
 	writeJSON(t, report, map[string]any{
