@@ -22,6 +22,7 @@ import (
 	"github.com/isobar-mq/isobar/broker/admin"
 	"github.com/isobar-mq/isobar/broker/ownership"
 	"github.com/isobar-mq/isobar/broker/primary"
+	"github.com/isobar-mq/isobar/console"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/deletes"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
@@ -587,7 +588,14 @@ func (c *Broker) build(ctx context.Context) (err error) {
 	}
 	health.Mount(mux)
 	mux.Handle("/", adm)
-	c.http = &http.Server{Handler: b.Auth().HTTP(mux), ReadHeaderTimeout: 10 * time.Second}
+	// The console's static files need no credentials: its pages call
+	// the admin API with the user's token, which the rest of the mux
+	// checks as for any client.
+	root := http.NewServeMux()
+	root.Handle("/", b.Auth().HTTP(mux))
+	root.Handle(console.Prefix, console.Handler())
+	root.Handle("/console", console.Handler())
+	c.http = &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second}
 	if c.cfg.TLSOnly {
 		c.plainHTTP = &http.Server{Handler: tlsOnlyHTTP(b.Auth().HTTP(mux), c.bc.HTTPURLTLS), ReadHeaderTimeout: 10 * time.Second}
 	}

@@ -4,7 +4,9 @@
 # region's TestDashboardQueriesWithPrometheus runs (Debian's package, via
 # scripts/install-prometheus.sh; needs root or sudo and apt) and OpenTofu,
 # which the Terraform provider's acceptance tests drive (built from its Go
-# module into .bin/tofu by scripts/install-tofu.sh), and Docker Compose
+# module into .bin/tofu by scripts/install-tofu.sh), Debian's chromium,
+# which the console's browser tests drive (scripts/install-chromium.sh),
+# and Docker Compose
 # v2 where only docker-compose 1.29 is installed (the plugin, built from
 # its Go module by scripts/install-compose.sh), so that deploy/compose's
 # tests run with both. .ci/run runs this first, so CI runs those tests
@@ -14,4 +16,5 @@ cd "$(dirname "$0")/.."
 go mod download
 bash scripts/install-prometheus.sh >/dev/null
 bash scripts/install-tofu.sh >/dev/null
+bash scripts/install-chromium.sh >/dev/null
 bash scripts/install-compose.sh

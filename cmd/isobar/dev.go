@@ -192,6 +192,15 @@ TLS URLs, the CA file and the token file.`,
 					}
 					fmt.Fprintf(out, "region %s: service %s, web %s, metrics %s, nats %s, metadata %s, bookies %s\n", e.Name, e.ServiceURL, e.WebServiceURL, e.MetricsURL, e.NATSURL, e.MetadataURL, strings.Join(e.Bookies, " "))
 				}
+				var consoles []string
+				for _, e := range eps.Regions {
+					web := e.WebServiceURL
+					if e.WebServiceURLTLS != "" {
+						web = e.WebServiceURLTLS
+					}
+					consoles = append(consoles, strings.TrimRight(web, "/")+"/console/")
+				}
+				fmt.Fprintf(out, "console (docs/console.md): %s\n", strings.Join(consoles, " "))
 				if eps.CAFile != "" {
 					fmt.Fprintf(out, "clients: trust %s, authenticate with the superuser token in %s\n", eps.CAFile, eps.TokenFile)
 				}
