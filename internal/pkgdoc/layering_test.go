@@ -133,6 +133,9 @@ var forbidden = map[string][]string{
 	// server code (nor net/http: noNetHTTP below), only topic names and
 	// error kinds (leafAllowed).
 	"broker/adminapi": {"*"},
+	// The console is static files; its data comes from the admin API in
+	// the browser, so it links nothing of the broker.
+	"console": {"*"},
 	// Storage, policy and authentication code ties its errors to
 	// errkind's kinds; it does not link the protocol codec.
 	"auth":             {"wire"},
