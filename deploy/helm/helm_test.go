@@ -15,8 +15,15 @@ package helm
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +31,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,15 +60,16 @@ type valueSet struct {
 	roles     []string // the workloads' components
 	gateways  int      // NATS gateways to other regions
 	globalURL string   // the global store endpoint the region's processes use
+	monitors  bool     // PodMonitors rendered
 }
 
 var valueSets = []valueSet{
 	{file: "plain.yaml", release: "us-east", region: "us-east", drain: 20,
 		roles:     []string{"global", "metastore", "bookie", "broker", "proxy", "nats", "replicator"},
-		globalURL: "http://us-east-global-0.us-east-global:2379"},
+		globalURL: "http://us-east-global-0.us-east-global:2379", monitors: true},
 	{file: "secure.yaml", release: "us-east", region: "us-east", drain: 20, tls: true,
 		roles:     []string{"global", "metastore", "bookie", "broker", "proxy", "nats", "replicator"},
-		globalURL: "https://us-east-global-0.us-east-global:2379"},
+		globalURL: "https://us-east-global-0.us-east-global:2379", monitors: true},
 	{file: "federated.yaml", release: "eu-west", region: "eu-west", drain: 45,
 		existing: []string{"isobar-eu-west-tokens"}, gateways: 1,
 		roles:     []string{"metastore", "bookie", "broker", "proxy", "nats", "replicator"},
@@ -219,7 +229,17 @@ type certificate struct {
 // are errors.
 func render(t *testing.T, vs valueSet) *rendered {
 	t.Helper()
-	out, err := helm(t, "template", vs.release, chartDir, "--namespace", "isobar", "-f", filepath.Join(chartDir, "ci", vs.file))
+	return renderFiles(t, vs.release, filepath.Join(chartDir, "ci", vs.file))
+}
+
+// renderFiles renders the chart as release with the values files given.
+func renderFiles(t *testing.T, release string, values ...string) *rendered {
+	t.Helper()
+	args := []string{"template", release, chartDir, "--namespace", "isobar"}
+	for _, v := range values {
+		args = append(args, "-f", v)
+	}
+	out, err := helm(t, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +298,7 @@ func render(t *testing.T, vs valueSet) *rendered {
 			t.Fatalf("%s %q: %v", head.Kind, name, err)
 		}
 	}
-	t.Logf("%s: %d objects", vs.file, n)
+	t.Logf("%s %v: %d objects", release, values, n)
 	return r
 }
 
@@ -432,7 +452,7 @@ func checkRendering(t *testing.T, vs valueSet, r *rendered) {
 				t.Errorf("%s: mount %s of a volume that is not there", where, m.Name)
 			}
 		}
-		checkProcessConfig(t, vs, r, where, comp, w.replicas, c)
+		checkProcessConfig(t, vs, r, where, comp, w)
 	}
 	slices.Sort(components)
 	want := slices.Clone(vs.roles)
@@ -466,8 +486,8 @@ func checkRendering(t *testing.T, vs valueSet, r *rendered) {
 			t.Errorf("%s %s: %d replicas and no PodDisruptionBudget", w.kind, w.name, w.replicas)
 		}
 	}
-	if len(r.podMonitors) != len(vs.roles) {
-		t.Errorf("%d PodMonitors, want one per role (%d)", len(r.podMonitors), len(vs.roles))
+	if want := len(vs.roles); len(r.podMonitors) != want && (vs.monitors || len(r.podMonitors) != 0) {
+		t.Errorf("%d PodMonitors, want one per role (%d) or none (podMonitors.enabled %v)", len(r.podMonitors), want, vs.monitors)
 	}
 	for n, m := range r.podMonitors {
 		ws := r.selects(m.Spec.Selector.MatchLabels)
@@ -514,8 +534,9 @@ func hasPort(c corev1.Container, name string) bool {
 // ConfigMap) and environment with Isobar's configuration loader, as the
 // process would (unknown keys and variables are errors), and validates
 // the role's sections.
-func checkProcessConfig(t *testing.T, vs valueSet, r *rendered, where, comp string, replicas int32, c corev1.Container) {
+func checkProcessConfig(t *testing.T, vs valueSet, r *rendered, where, comp string, w workload) {
 	t.Helper()
+	c, replicas := w.pod.Spec.Containers[0], w.replicas
 	role, file := c.Args[0], filepath.Base(c.Args[2])
 	if !strings.HasPrefix(c.Args[2], "/etc/isobar/") {
 		t.Errorf("%s: config %s is not under /etc/isobar", where, c.Args[2])
@@ -529,12 +550,50 @@ func checkProcessConfig(t *testing.T, vs valueSet, r *rendered, where, comp stri
 	if data == "" {
 		t.Fatalf("%s: no ConfigMap holds %s", where, file)
 	}
+	// The pod's Secrets as files under root, where the process would
+	// find them under /: a certificate's Secret as cert-manager fills it
+	// (tls.crt, tls.key, ca.crt), the tokens Secret as rendered or, when
+	// the values name one, with the keys docs/kubernetes.md lists. The
+	// roles' validation reads them, so a path in the configuration that
+	// no mount provides is an error.
+	root := t.TempDir()
+	data = strings.ReplaceAll(data, "/secrets/", root+"/secrets/")
+	vols := map[string]corev1.Volume{}
+	for _, v := range w.pod.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	for _, m := range c.VolumeMounts {
+		v := vols[m.Name]
+		if v.Secret == nil {
+			continue
+		}
+		files := map[string][]byte{}
+		if s := r.secrets[v.Secret.SecretName]; s != nil {
+			files = s.Data
+		} else if slices.Contains(vs.existing, v.Secret.SecretName) {
+			for _, k := range []string{"secret.key", "proxy.token", "replicator.token"} {
+				files[k] = []byte("x")
+			}
+		} else {
+			crt, key := testCert()
+			files = map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": crt}
+		}
+		dir := filepath.Join(root, m.MountPath)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for k, b := range files {
+			if err := os.WriteFile(filepath.Join(dir, k), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	path := filepath.Join(t.TempDir(), file)
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The environment as the kubelet makes it, for pod 0 of the workload.
-	podName := strings.TrimSuffix(where[strings.Index(where, " ")+1:], "") + "-0"
+	podName := w.name + "-0"
 	vals := map[string]string{}
 	var environ []string
 	for _, e := range c.Env {
@@ -620,3 +679,27 @@ func checkProcessConfig(t *testing.T, vs valueSet, r *rendered, where, comp stri
 		}
 	}
 }
+
+// testCert is a self-signed certificate and its key in PEM, made once.
+var testCert = sync.OnceValues(func() ([]byte, []byte) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "helm-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, DNSNames: []string{"localhost"},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		panic(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+})
