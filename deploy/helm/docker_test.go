@@ -46,7 +46,19 @@ const dockerBudget = 15 * time.Minute
 //
 // Skipped with -short, with ISOBAR_SKIP_HELM_DOCKER set, without helm or
 // Docker, and when the go test deadline leaves less than dockerBudget.
-func TestDockerRegions(t *testing.T) {
+func TestDockerRegions(t *testing.T) { dockerRegions(t, false) }
+
+// TestDockerRegionsSecure is TestDockerRegions with TLS and tokens: the
+// chart's cert-manager Certificates are issued here as cert-manager
+// would issue them (a Secret with tls.crt, tls.key and ca.crt, for the
+// Certificate's DNS names, from the CA of the issuer it names: each
+// region's, or the federation's), from CAs and tokens that `isobar
+// secrets create` makes (internal/secrets); the tokens reach the chart
+// as values. Clients then use the proxies' TLS ports with a token, from
+// a container on the network that reaches them by their Services' names.
+func TestDockerRegionsSecure(t *testing.T) { dockerRegions(t, true) }
+
+func dockerRegions(t *testing.T, secure bool) {
 	if testing.Short() {
 		t.Skip("slow (minutes): skipped with -short")
 	}
@@ -65,6 +77,9 @@ func TestDockerRegions(t *testing.T) {
 	}
 	start := time.Now()
 	d := &dockerRun{t: t, prefix: fmt.Sprintf("isobar-helm-%d", os.Getpid())}
+	if secure {
+		d.prefix += "-s"
+	}
 	d.image = "isobar:helm-test-" + strconv.Itoa(os.Getpid())
 	d.build()
 	d.network()
@@ -79,26 +94,49 @@ proxy: {replicas: 1}
 replicator: {replicas: 1}
 podMonitors: {enabled: false}
 `
-	east := d.renderWith(valueSet{file: "plain.yaml", release: "us-east", region: "us-east"}, small+`
+	eastExtra, westExtra, globalURL := "", "", "http://us-east-global-client:2379"
+	if secure {
+		eastExtra, westExtra = d.secrets()
+		globalURL = "https://us-east-global-client:2379"
+	}
+	east := d.renderWith(valueSet{file: "plain.yaml", release: "us-east", region: "us-east"}, small+eastExtra+`
 globalStore: {replicas: 1}
 nats:
   gatewayAdvertise: us-east-nats-gateway:7222
   gateways: {eu-west: "nats://eu-west-nats-gateway:7222"}
 `)
-	west := d.renderWith(valueSet{file: "plain.yaml", release: "eu-west", region: "eu-west"}, small+`
+	west := d.renderWith(valueSet{file: "plain.yaml", release: "eu-west", region: "eu-west"}, small+westExtra+`
 region: eu-west
 globalStore: {enabled: false}
-global: {endpoints: ["http://us-east-global-client:2379"]}
+global: {endpoints: ["`+globalURL+`"]}
 nats:
   gatewayAdvertise: eu-west-nats-gateway:7222
   gateways: {us-east: "nats://us-east-nats-gateway:7222"}
 `)
+	if secure {
+		d.issue(east, "us-east")
+		d.issue(west, "eu-west")
+	}
 	d.start(east)
 	d.start(west)
 	d.waitReady(5 * time.Minute)
 	t.Logf("%d containers ready after %v", len(d.pods), time.Since(start).Round(time.Second))
 
 	d.applyInit()
+	if secure {
+		d.secureMessages()
+	} else {
+		d.messages()
+	}
+	d.stopDrains("us-east-broker-0")
+	t.Logf("wall time %v", time.Since(start).Round(time.Second))
+}
+
+// messages checks with pulsarcheck, on the host, through the proxies'
+// plaintext ports, that messages cross between the regions exactly once
+// and in order, both ways.
+func (d *dockerRun) messages() {
+	t := d.t
 	proxyEast, proxyWest := d.podIP("us-east-proxy-0"), d.podIP("eu-west-proxy-0")
 	d.poll(2*time.Minute, "both clusters listed by eu-west's proxy", func() (bool, string) {
 		body, err := httpGet("http://" + net.JoinHostPort(proxyWest, "8080") + "/admin/v2/clusters")
@@ -114,8 +152,6 @@ nats:
 		}
 		t.Logf("pulsarcheck round %d:\n%s", round, strings.TrimSpace(out))
 	}
-	d.stopDrains("us-east-broker-0")
-	t.Logf("wall time %v", time.Since(start).Round(time.Second))
 }
 
 // dockerRun is one run of TestDockerRegions: its image, network and
@@ -130,6 +166,8 @@ type dockerRun struct {
 	nextIP      netip.Addr
 	dir         string // ConfigMaps and Secrets written out
 	pods        []pod
+	secretsDir  string                       // secure: what `isobar secrets create` makes
+	issued      map[string]map[string][]byte // secure: the Certificates' Secrets, by name
 }
 
 type pod struct {
@@ -276,11 +314,14 @@ func (d *dockerRun) startPod(r *rendered, w workload, name string, aliases []str
 		case v.ConfigMap != nil:
 			args = append(args, "--mount", "type=bind,readonly,src="+d.files(name+"-"+m.Name, r.configMaps[v.ConfigMap.Name].Data, nil)+",dst="+m.MountPath)
 		case v.Secret != nil:
-			s := r.secrets[v.Secret.SecretName]
-			if s == nil {
-				t.Fatalf("%s: Secret %s is not rendered", name, v.Secret.SecretName)
+			data := d.issued[v.Secret.SecretName]
+			if s := r.secrets[v.Secret.SecretName]; s != nil {
+				data = s.Data
 			}
-			args = append(args, "--mount", "type=bind,readonly,src="+d.files(name+"-"+m.Name, s.StringData, s.Data)+",dst="+m.MountPath)
+			if data == nil {
+				t.Fatalf("%s: Secret %s is neither rendered nor issued", name, v.Secret.SecretName)
+			}
+			args = append(args, "--mount", "type=bind,readonly,src="+d.files(name+"-"+m.Name, nil, data)+",dst="+m.MountPath)
 		default:
 			t.Fatalf("%s: volume %s of a kind this test does not run", name, m.Name)
 		}
@@ -386,10 +427,18 @@ func (d *dockerRun) poll(timeout time.Duration, what string, f func() (bool, str
 // the image on the run's network, as docs/kubernetes.md does.
 func (d *dockerRun) applyInit() {
 	init := d.files("init", map[string]string{"init.yaml": "tenants:\n  - {name: geo, allowedClusters: [us-east, eu-west]}\nnamespaces:\n  - {name: geo/replicated, replicationClusters: [us-east, eu-west]}\n"}, nil)
+	args := []string{"run", "--rm", "--network", d.net, "--read-only", "--mount", "type=bind,readonly,src=" + init + ",dst=/etc/isobar"}
+	if d.secretsDir == "" {
+		args = append(args, "--env", "ISOBAR_ADMIN_URL=http://us-east-proxy:8080")
+	} else {
+		// Over the proxy's TLS port, as the superuser.
+		args = append(args, "--env", "ISOBAR_ADMIN_URL=https://us-east-proxy:8443",
+			"--env", "ISOBAR_TLS_TRUST_CERTS_FILE=/secrets/ca.pem", "--env", "ISOBAR_TOKEN_FILE=/secrets/superuser.token",
+			"--mount", "type=bind,readonly,src="+d.secretsDir+",dst=/secrets")
+	}
+	args = append(args, d.image, "admin", "apply", "/etc/isobar/init.yaml")
 	d.poll(2*time.Minute, "tenants and namespaces applied", func() (bool, string) {
-		out, err := run(time.Minute, nil, "docker", "run", "--rm", "--network", d.net, "--read-only",
-			"--env", "ISOBAR_ADMIN_URL=http://us-east-proxy:8080", "--mount", "type=bind,readonly,src="+init+",dst=/etc/isobar",
-			d.image, "admin", "apply", "/etc/isobar/init.yaml")
+		out, err := run(time.Minute, nil, "docker", args...)
 		return err == nil, fmt.Sprint(err, ": ", strings.TrimSpace(out))
 	})
 }
