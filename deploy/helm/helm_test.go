@@ -5,12 +5,15 @@
 // are errors), the references between objects checked (selectors,
 // ports, volumes, certificates), and each process's configuration file
 // and environment loaded by Isobar's own configuration loader and
-// validated as the process would. docker_test.go runs one rendered
-// region's containers under Docker.
+// validated as the process would. TestDockerRegions and
+// TestDockerRegionsSecure (docker_test.go) run what the chart renders for
+// two regions as containers under Docker and send messages between them.
 //
 // The tests need the helm binary: .bin/helm (scripts/install-helm.sh
 // builds it) or the one ISOBAR_HELM names; without it they are skipped,
-// saying so.
+// saying so. The Docker tests also need Docker and a go test timeout of
+// 15 minutes or more (go test -timeout 30m ./deploy/helm), and are
+// skipped with -short or ISOBAR_SKIP_HELM_DOCKER=1.
 package helm
 
 import (
