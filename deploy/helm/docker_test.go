@@ -107,8 +107,7 @@ nats:
 `)
 	west := d.renderWith(valueSet{file: "plain.yaml", release: "eu-west", region: "eu-west"}, small+westExtra+`
 region: eu-west
-globalStore: {enabled: false}
-global: {endpoints: ["`+globalURL+`"]}
+globalStore: {enabled: false, endpoints: ["`+globalURL+`"]}
 nats:
   gatewayAdvertise: eu-west-nats-gateway:7222
   gateways: {us-east: "nats://us-east-nats-gateway:7222"}

@@ -132,6 +132,8 @@ func TestTemplateRefused(t *testing.T) {
 	}{
 		{"no region", nil, "region is required"},
 		{"replicators without a global store", []string{"region=r"}, "replicator.enabled needs a global store"},
+		{"a global store run here and another's", []string{"region=r", "globalStore.enabled=true", "globalStore.endpoints={http://g:2379}"}, "are exclusive"},
+		{"a misspelt value", []string{"region=r", "bookie.replica=3"}, "additional properties 'replica' not allowed"},
 		{"tls without issuers", []string{"region=r", "replicator.enabled=false", "tls.enabled=true"}, "tls.enabled needs tls.regionIssuer.name"},
 		{"auth without a key", []string{"region=r", "replicator.enabled=false", "auth.enabled=true"}, "auth.secretKeyBase64"},
 		{"ensemble larger than the bookies", []string{"region=r", "replicator.enabled=false", "bookie.replicas=2", "broker.ledger.ensembleSize=3"}, "ensembleSize is larger than bookie.replicas"},

@@ -37,10 +37,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- join "," $out -}}
 {{- end -}}
 
-{{/* The global store's client URLs: global.endpoints, or this release's own members. */}}
+{{/* The global store's client URLs: globalStore.endpoints, or this release's own members. */}}
 {{- define "isobar.globalEndpoints" -}}
-{{- if .Values.global.endpoints -}}
-{{- join "," .Values.global.endpoints -}}
+{{- if .Values.globalStore.endpoints -}}
+{{- join "," .Values.globalStore.endpoints -}}
 {{- else if .Values.globalStore.enabled -}}
 {{- $fn := include "isobar.fullname" . -}}
 {{- $scheme := include "isobar.scheme" . -}}
