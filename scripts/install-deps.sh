@@ -9,12 +9,14 @@
 # and Docker Compose
 # v2 where only docker-compose 1.29 is installed (the plugin, built from
 # its Go module by scripts/install-compose.sh), so that deploy/compose's
-# tests run with both. .ci/run runs this first, so CI runs those tests
-# instead of skipping them.
+# tests run with both, and Helm (built from its Go module into .bin/helm
+# by scripts/install-helm.sh), which deploy/helm's tests drive. .ci/run
+# runs this first, so CI runs those tests instead of skipping them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go mod download
 bash scripts/install-prometheus.sh >/dev/null
 bash scripts/install-tofu.sh >/dev/null
 bash scripts/install-chromium.sh >/dev/null
+bash scripts/install-helm.sh >/dev/null
 bash scripts/install-compose.sh
