@@ -32,11 +32,14 @@ import (
 //     was read in the window (never below MinRate); a window with fewer
 //     than minSamples samples has no tail to protect, and the rate stops
 //     limiting (the next window with a tail judges it again);
-//   - after ProbeEvery active windows in a row, or when backlog reads
-//     start before any baseline was seen, the next window is a probe:
-//     backlog reads wait it out, and its latency becomes the baseline
-//     (so a baseline taken long ago, under another load, does not
-//     throttle the reads for ever).
+//   - after ProbeEvery active windows in a row (ProbeEvery/8 once a
+//     breach cut the rate), or when backlog reads start before any
+//     baseline was seen, the next window is a probe: backlog reads wait
+//     it out, and its latency becomes the baseline (mostly). A probe asks
+//     whether the backlog reads are the cause: when the tail is as slow
+//     without them (the machine is saturated by the tail's own load, or
+//     by something else), the new baseline lets the reads grow again
+//     instead of holding them at MinRate for nothing.
 //
 // A rate at or above MaxRate means no limit: Reserve answers at once and
 // with no bound. Backlog holds no lock, does no I/O and reads no clock:
@@ -97,7 +100,7 @@ const (
 	burstOf        = time.Second / 50 // the bucket holds 20ms of the rate
 	startRate      = 16 << 20         // the rate before any judgment
 	quietWeight    = 0.2              // a quiet window's weight in the baseline
-	probeWeight    = 0.5              // a probe window's
+	probeWeight    = 0.75             // a probe window's
 	backlogBackoff = 0.7              // a breach's cut of the rate read
 )
 
@@ -281,7 +284,7 @@ func (b *Backlog) endWindow() {
 			b.tokens = min(b.tokens, 0)
 			b.cautious = true
 		}
-		if b.active >= b.cfg.ProbeEvery {
+		if every := b.cfg.ProbeEvery; b.active >= every || b.cautious && b.active >= max(1, every/8) {
 			b.probe = true
 		}
 	}

@@ -85,13 +85,54 @@ func TestBacklogBreachCutsToWhatWasRead(t *testing.T) {
 	if !limited || math.Abs(r-want) > 1 {
 		t.Fatalf("rate after a breach: %v (limited %v), want %v", r, limited, want)
 	}
-	// Breaches in a row stop at MinRate.
+	// Breaches in a row, the reads being their cause (the probes, without
+	// reads, see the old 10ms), stop at MinRate.
+	probes := 0
 	for range 30 {
+		b.roll(at)
+		if b.probe {
+			probes++
+			at = window(b, at, 100, 10*time.Millisecond, 0)
+			continue
+		}
 		at = window(b, at, 100, 50*time.Millisecond, 1<<10)
 	}
 	b.roll(at)
 	if r, _ := b.Rate(); r != float64(b.cfg.MinRate) {
 		t.Fatalf("rate after repeated breaches: %v, want MinRate %d", r, b.cfg.MinRate)
+	}
+	if probes == 0 {
+		t.Fatal("no probe while the reads were cut")
+	}
+}
+
+// TestBacklogNotTheCause: the tail is slow with or without the reads
+// (the machine is saturated by the tail's own load): a probe shows it,
+// and the reads grow again instead of staying at MinRate.
+func TestBacklogNotTheCause(t *testing.T) {
+	b := NewBacklog(BacklogConfig{MinRate: 1 << 20}, t0)
+	at := t0
+	for range 4 {
+		at = window(b, at, 100, 10*time.Millisecond, 0)
+	}
+	var low float64 = math.MaxFloat64
+	for range 40 {
+		b.roll(at)
+		r, _ := b.Rate()
+		low = min(low, r)
+		read := int64(r * b.cfg.Interval.Seconds())
+		if b.probe {
+			read = 0
+		}
+		at = window(b, at, 100, 50*time.Millisecond, read)
+	}
+	b.roll(at)
+	r, _ := b.Rate()
+	if r <= 2*low {
+		t.Fatalf("rate %v after 40 windows of a tail as slow without the reads as with them (lowest %v): want it grown back", r, low)
+	}
+	if b.Baseline() < 40*time.Millisecond {
+		t.Fatalf("baseline %v, want it moved to the tail's own 50ms", b.Baseline())
 	}
 }
 
@@ -150,15 +191,23 @@ func TestBacklogPacesReadsAtItsRate(t *testing.T) {
 }
 
 func TestBacklogProbesTheBaselineAgain(t *testing.T) {
-	b := NewBacklog(BacklogConfig{ProbeEvery: 4}, t0)
+	b := NewBacklog(BacklogConfig{ProbeEvery: 64}, t0)
 	at := t0
 	for range 4 {
 		at = window(b, at, 100, 10*time.Millisecond, 0)
 	}
 	// The tail's own load doubles while the reads run: every active window
-	// is a breach against the old baseline...
-	for range 4 {
+	// is a breach against the old baseline, and after the first one a
+	// probe comes every ProbeEvery/8 active windows...
+	active := 0
+	for b.roll(at); !b.probe; b.roll(at) {
+		if active++; active > 8 {
+			t.Fatal("no probe after 8 active windows with breaches")
+		}
 		at = window(b, at, 100, 20*time.Millisecond, 1<<20)
+	}
+	if active != 8 {
+		t.Fatalf("probe after %d active windows, want 8 (ProbeEvery/8 once cut)", active)
 	}
 	b.roll(at.Add(time.Microsecond))
 	// ...until the probe: reads wait out the window.
@@ -168,8 +217,8 @@ func TestBacklogProbesTheBaselineAgain(t *testing.T) {
 	}
 	at = window(b, at, 100, 20*time.Millisecond, 0)
 	b.roll(at)
-	if got := b.Baseline(); got != 15*time.Millisecond {
-		t.Fatalf("baseline after the probe: %v, want halfway to 20ms", got)
+	if got, want := b.Baseline(), time.Duration(float64(10*time.Millisecond)*(1-probeWeight)+float64(20*time.Millisecond)*probeWeight); got != want {
+		t.Fatalf("baseline after the probe: %v, want %v", got, want)
 	}
 	if w, _ := b.Reserve(at); w > 0 && b.probe {
 		t.Fatal("still probing after the probe window")
@@ -247,7 +296,9 @@ func TestBacklogClosedLoop(t *testing.T) {
 	var breaches, windows int
 	var readTotal float64
 	for w := range 400 { // 100 s
-		// The reader reads what the pacer allows, up to capacity.
+		// The reader reads what the pacer allows, up to capacity (it
+		// asks first, which ends the window before).
+		b.roll(at)
 		r, limited := b.Rate()
 		rr := float64(capacity)
 		if limited {
