@@ -29,7 +29,8 @@ import (
 //     baseline + Slack) the rate grows, by half (at least MinRate) until
 //     the first breach and by MinRate/2 after it, as TCP's congestion
 //     window leaves slow start; above it the rate falls to 0.7 of what
-//     was read in the window (never below MinRate); a window with fewer
+//     was read in the window (never below MinRate, nor below MinShare of
+//     the most read in a window lately); a window with fewer
 //     than minSamples samples has no tail to protect, and the rate stops
 //     limiting (the next window with a tail judges it again);
 //   - after ProbeEvery active windows in a row (ProbeEvery/8 once a
@@ -62,6 +63,9 @@ type Backlog struct {
 	// cautious: a breach was seen since the last quiet window, so the
 	// rate grows by a fixed step (MinRate/2) instead of by half.
 	cautious bool
+	// peak is the most read in an active window lately (decaying by
+	// peakDecay a window), bytes per second: MinShare of it is a floor.
+	peak     float64
 	rate     float64 // bytes per second
 	tokens   float64
 	refilled time.Time
@@ -81,6 +85,12 @@ type BacklogConfig struct {
 	// MinRate is the byte rate backlog reads keep however slow they are
 	// made: they are never starved. Zero means 4 MiB/s.
 	MinRate int64 `yaml:"minRate"`
+	// MinShare is the share of their own best rate (the most they read
+	// in a window lately) that backlog reads keep however slow they are
+	// made: 0.5 keeps a consumer catching up at half its speed or more,
+	// whatever the tail's latency. Zero means 0.5; negative means none
+	// (only MinRate).
+	MinShare float64 `yaml:"minShare"`
 	// MaxRate is the rate at which pacing stops limiting. Zero means
 	// 1 GiB/s.
 	MaxRate int64 `yaml:"maxRate"`
@@ -102,6 +112,7 @@ const (
 	quietWeight    = 0.2              // a quiet window's weight in the baseline
 	probeWeight    = 0.75             // a probe window's
 	backlogBackoff = 0.7              // a breach's cut of the rate read
+	peakDecay      = 0.99             // the peak's fall per active window (half in ~17 s)
 )
 
 func (c BacklogConfig) withDefaults() BacklogConfig {
@@ -113,6 +124,9 @@ func (c BacklogConfig) withDefaults() BacklogConfig {
 	}
 	if c.MinRate == 0 {
 		c.MinRate = 4 << 20
+	}
+	if c.MinShare == 0 {
+		c.MinShare = 0.5
 	}
 	if c.MaxRate == 0 {
 		c.MaxRate = 1 << 30
@@ -142,6 +156,9 @@ func (c BacklogConfig) Validate(prefix string) error {
 	}
 	if c.Interval < 0 || c.Interval > 0 && c.Interval < 10*time.Millisecond {
 		errs = append(errs, fmt.Errorf("%s.interval: %v must be at least 10ms", prefix, c.Interval))
+	}
+	if c.MinShare > 1 {
+		errs = append(errs, fmt.Errorf("%s.minShare: %v must be at most 1", prefix, c.MinShare))
 	}
 	if c.ProbeEvery < 0 {
 		errs = append(errs, fmt.Errorf("%s.probeEvery: %d must not be negative", prefix, c.ProbeEvery))
@@ -271,6 +288,8 @@ func (b *Backlog) endWindow() {
 		}
 	default:
 		b.active++
+		read := float64(b.bytes) / b.cfg.Interval.Seconds()
+		b.peak = max(b.peak*peakDecay, read)
 		switch {
 		case !enough:
 			b.rate = float64(b.cfg.MaxRate) // no tail to protect
@@ -279,8 +298,7 @@ func (b *Backlog) endWindow() {
 		case q <= b.threshold():
 			b.grow()
 		default:
-			read := float64(b.bytes) / b.cfg.Interval.Seconds()
-			b.rate = max(float64(b.cfg.MinRate), backlogBackoff*min(b.rate, read))
+			b.rate = max(b.floor(), backlogBackoff*min(b.rate, read))
 			b.tokens = min(b.tokens, 0)
 			b.cautious = true
 		}
@@ -288,6 +306,12 @@ func (b *Backlog) endWindow() {
 			b.probe = true
 		}
 	}
+}
+
+// floor is the least rate a breach may cut to: MinRate, or MinShare of
+// the peak.
+func (b *Backlog) floor() float64 {
+	return max(float64(b.cfg.MinRate), max(0, b.cfg.MinShare)*b.peak)
 }
 
 // threshold is the tail latency an active window may reach.

@@ -71,7 +71,7 @@ func TestBacklogGrowsToUnlimitedWhileTheTailIsFine(t *testing.T) {
 }
 
 func TestBacklogBreachCutsToWhatWasRead(t *testing.T) {
-	b := NewBacklog(BacklogConfig{MinRate: 1 << 20}, t0)
+	b := NewBacklog(BacklogConfig{MinRate: 1 << 20, MinShare: -1}, t0)
 	at := t0
 	for range 4 {
 		at = window(b, at, 100, 10*time.Millisecond, 0)
@@ -103,6 +103,33 @@ func TestBacklogBreachCutsToWhatWasRead(t *testing.T) {
 	}
 	if probes == 0 {
 		t.Fatal("no probe while the reads were cut")
+	}
+}
+
+// TestBacklogKeepsAShareOfItsPeak: however bad the tail, reads that
+// ran at 100 MB/s are not cut below MinShare of that (as it decays).
+func TestBacklogKeepsAShareOfItsPeak(t *testing.T) {
+	b := NewBacklog(BacklogConfig{}, t0)
+	at := t0
+	for range 4 {
+		at = window(b, at, 100, 10*time.Millisecond, 0)
+	}
+	const peak = 100e6
+	// No tail yet: unlimited, reading 100 MB/s.
+	at = window(b, at, minSamples-1, 10*time.Millisecond, int64(peak*b.cfg.Interval.Seconds()))
+	for w := range 20 {
+		b.roll(at)
+		r, _ := b.Rate()
+		floor := b.cfg.MinShare * peak * math.Pow(peakDecay, float64(w+1))
+		if r < floor-1 {
+			t.Fatalf("window %d: rate %.0f below %.0f, MinShare of the decayed peak", w, r, floor)
+		}
+		read := int64(min(r, peak) * b.cfg.Interval.Seconds())
+		d := 30 * time.Millisecond // the reads hurt the tail: +200%
+		if b.probe {
+			read, d = 0, 10*time.Millisecond
+		}
+		at = window(b, at, 100, d, read)
 	}
 }
 
