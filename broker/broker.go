@@ -506,6 +506,7 @@ type Broker struct {
 	auth      *auth.Server     // credentials
 	authz     *auth.Authorizer // permissions
 	topics    map[string]*topicSlot
+	loaded    bundleCounts // the loaded topics by namespace and bundle (loadindex.go)
 	shutdown  bool
 
 	// hbMu guards the heartbeat managed ledger (heartbeat.go).
@@ -515,6 +516,10 @@ type Broker struct {
 
 	// dyn are the region's dynamic settings, as last read (nslimits.go).
 	dyn atomic.Pointer[dynamicSnapshot]
+
+	// traffic are the topics that carried messages since the last load
+	// sample (loadindex.go).
+	traffic trafficList
 
 	// syncDue are topics whose subscription states are shipped or
 	// applied in the next round (substate.go).
@@ -876,6 +881,9 @@ func (b *Broker) getTopic(ctx context.Context, name topic.Name, mode createMode)
 			ready := s.ready
 			b.mu.Lock()
 			s.ready = loadedReady
+			if s.err == nil {
+				b.countLoaded(s.t, 1)
+			}
 			b.mu.Unlock()
 			close(ready)
 			if s.err == nil && !b.deps.Placement.Owns(name) {
@@ -1025,6 +1033,7 @@ func (b *Broker) unloadTopic(ctx context.Context, t *Topic) error {
 	b.mu.Lock()
 	if s := b.topics[t.name.String()]; s != nil && s.t == t {
 		delete(b.topics, t.name.String())
+		b.countLoaded(t, -1)
 	}
 	b.mu.Unlock()
 	t.markGone()

@@ -372,8 +372,7 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 	}
 	t.mu.Unlock()
 	entry = t.markLate(src, entry, numMsgs)
-	t.msgIn.Add(int64(numMsgs))
-	t.bytesIn.Add(int64(len(entry)))
+	t.countIn(int64(numMsgs), int64(len(entry)))
 	t.ml.AddEntryChainedAsync(ctx, chain, entry, func(p mledger.Position, err error) {
 		t.mu.Lock()
 		st.inflight--

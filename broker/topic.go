@@ -76,6 +76,8 @@ type Topic struct {
 	srepl          atomic.Pointer[syncRepl]        // synchronous replication (syncrepl.go); nil unless the policy asks for it
 	attrs          metric.MeasurementOption        // of its metrics
 	created        int64                           // when loaded here, Unix ns (loadedAt)
+	hash           uint32                          // topic.Hash of its name: its bundle (loadindex.go)
+	trafficListed  atomic.Bool                     // in the broker's traffic list (loadindex.go)
 }
 
 func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol NamespacePolicy) *Topic {
@@ -83,6 +85,7 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 		b: b, name: name, ml: ml, policy: b.sharedPolicy(name.NamespaceName(), pol),
 		lastOwn: noPosition,
 		created: b.deps.Now().UnixNano(),
+		hash:    topic.Hash(name),
 	}
 	t.dedup.t = t
 	t.storeLimits(pol)
@@ -310,8 +313,7 @@ var errMustWait = errors.New("broker: producer waits for exclusive access")
 // publish appends one SEND's entry. done gets the position, or ok false
 // with no error for a duplicate that was dropped.
 func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, numMsgs int, dedupable bool, entry []byte, done func(mledger.Position, bool, error)) {
-	t.msgIn.Add(int64(numMsgs))
-	t.bytesIn.Add(int64(len(entry)))
+	t.countIn(int64(numMsgs), int64(len(entry)))
 	if t.ml == nil {
 		id := t.nonPersistent.Add(1) - 1
 		pos := mledger.Position{Ledger: 0, Entry: id}
