@@ -517,6 +517,10 @@ type Broker struct {
 	// dyn are the region's dynamic settings, as last read (nslimits.go).
 	dyn atomic.Pointer[dynamicSnapshot]
 
+	// maintIdx are the topics the next maintenance pass visits
+	// (maintindex.go).
+	maintIdx maintIndex
+
 	// traffic are the topics that carried messages since the last load
 	// sample (loadindex.go).
 	traffic trafficList
@@ -885,6 +889,9 @@ func (b *Broker) getTopic(ctx context.Context, name topic.Name, mode createMode)
 				b.countLoaded(s.t, 1)
 			}
 			b.mu.Unlock()
+			if s.err == nil {
+				b.listMaint(s.t) // visited once by the next maintenance pass
+			}
 			close(ready)
 			if s.err == nil && !b.deps.Placement.Owns(name) {
 				// The bundle was unloaded (or lost) while the topic

@@ -171,6 +171,7 @@ func (b *Broker) takeTraffic() []trafficEntry {
 // countIn counts messages received on t.
 func (t *Topic) countIn(msgs, bytes int64) {
 	t.b.markTraffic(t)
+	t.b.listMaint(t) // it may have a backlog or ledgers to trim now
 	t.msgIn.Add(msgs)
 	t.bytesIn.Add(bytes)
 }

@@ -78,6 +78,7 @@ type Topic struct {
 	created        int64                           // when loaded here, Unix ns (loadedAt)
 	hash           uint32                          // topic.Hash of its name: its bundle (loadindex.go)
 	trafficListed  atomic.Bool                     // in the broker's traffic list (loadindex.go)
+	maintListed    atomic.Bool                     // listed for the next maintenance pass (maintindex.go)
 }
 
 func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol NamespacePolicy) *Topic {
