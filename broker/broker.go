@@ -452,8 +452,11 @@ func (d Deps) withDefaults(c Config) Deps {
 }
 
 // ledgerDeps are the managed ledgers' dependencies.
-func (b *Broker) ledgerDeps() mledger.Deps {
-	return mledger.Deps{Meta: b.deps.Meta, Ledgers: ledgers.OnBookies(b.deps.Ledgers), Region: b.cfg.Region, Logger: b.deps.Logger, Now: b.deps.Now}
+func (b *Broker) ledgerDeps() *mledger.Deps {
+	b.mlDepsOnce.Do(func() {
+		b.mlDeps = mledger.Deps{Meta: b.deps.Meta, Ledgers: ledgers.OnBookies(b.deps.Ledgers), Region: b.cfg.Region, Logger: b.deps.Logger, Now: b.deps.Now}.Shared()
+	})
+	return b.mlDeps
 }
 
 // Self is the Placement of a broker that serves every topic itself.
@@ -531,6 +534,10 @@ type Broker struct {
 	syncDue map[*Topic]struct{}
 	origins sync.Map // region names, interned
 	nsAttrs sync.Map // namespace name → its topics' metric attributes (topicAttrs)
+	// mlDeps are the managed ledgers' dependencies, made once
+	// (ledgerDeps).
+	mlDepsOnce sync.Once
+	mlDeps     *mledger.Deps
 	// delayDefault is the delayed delivery of topics without a policy
 	// for it, made once (delayPolicyOf).
 	delayDefaultOnce sync.Once
@@ -984,7 +991,7 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 			return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
 		}
 	}
-	ml, err := mledger.Open(ctx, b.ledgerDeps(), ledgerConfig(b.cfg.Ledger, pol), mlName)
+	ml, err := mledger.OpenShared(ctx, b.ledgerDeps(), ledgerConfig(b.cfg.Ledger, pol), mlName)
 	if err != nil {
 		return nil, err
 	}
