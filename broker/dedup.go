@@ -139,16 +139,16 @@ func (d *dedup) snapshotLocked() map[string]string {
 	t := d.t
 	d.since = 0
 	d.stopTimerLocked()
-	snap := make(map[string]string, len(d.confirmed)+len(t.replIn))
+	snap := make(map[string]string, len(d.confirmed)+len(t.rs().replIn))
 	for k, v := range d.confirmed {
 		snap[k] = strconv.FormatInt(v, 10)
 	}
-	for src, st := range t.replIn {
+	for src, st := range t.rs().replIn {
 		if st.confirmed.Ledger >= 0 {
 			snap[replication.Prefix+src] = FormatSourcePosition(st.confirmed)
 		}
 	}
-	t.epochs.appendProps(snap)
+	t.rs().epochs.appendProps(snap)
 	return snap
 }
 
@@ -223,7 +223,7 @@ func (d *dedup) writeSnapshot(cur *mledger.Cursor, snap map[string]string, pos m
 	// An epoch mark written since snap was taken (markEpoch, under
 	// dedupWrite too) must not be lost.
 	t.mu.Lock()
-	t.epochs.appendProps(snap)
+	t.rs().epochs.appendProps(snap)
 	t.mu.Unlock()
 	ctx, cancel := context.WithTimeout(t.b.ctx, 10*time.Second)
 	defer cancel()
@@ -314,15 +314,15 @@ func (d *dedup) ensureLoaded(ctx context.Context) error {
 	d.pushed = seqs
 	d.confirmed = maps.Clone(seqs)
 	for src, p := range hwm {
-		if t.replIn == nil {
-			t.replIn = map[string]*replIn{}
+		if t.rs().replIn == nil {
+			t.rs().replIn = map[string]*replIn{}
 		}
-		t.replIn[src] = newReplIn(p)
+		t.rs().replIn[src] = newReplIn(p)
 	}
-	if lastOwn.Compare(t.lastOwn) > 0 {
-		t.lastOwn = lastOwn
+	if lastOwn.Compare(t.rs().lastOwn) > 0 {
+		t.rs().lastOwn = lastOwn
 	}
-	t.epochs = epochs
+	t.rs().epochs = epochs
 	t.mu.Unlock()
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/compactor"
@@ -268,13 +269,35 @@ func (t *Topic) maintain(ctx context.Context, pol NamespacePolicy) error {
 // touchSub records that subscription name had a consumer now (one came
 // or went): its expiration counts from the last such moment.
 func (t *Topic) touchSub(name string) {
-	t.subActiveMu.Lock()
-	defer t.subActiveMu.Unlock()
-	if t.subActive == nil {
-		t.subActive = map[string]time.Time{}
+	a := t.subActive.Load()
+	if a == nil {
+		t.subActive.CompareAndSwap(nil, &subActivity{at: map[string]time.Time{}})
+		a = t.subActive.Load()
 	}
-	t.subActive[name] = t.b.deps.Now()
+	a.mu.Lock()
+	a.at[name] = t.b.deps.Now()
+	a.mu.Unlock()
 	t.touch()
+}
+
+// subActivity is when each subscription of a topic last had a consumer
+// come or go.
+type subActivity struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// subLastActive is when subscription name last had a consumer come or
+// go; false if never since the load.
+func (t *Topic) subLastActive(name string) (time.Time, bool) {
+	a := t.subActive.Load()
+	if a == nil {
+		return time.Time{}, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	at, ok := a.at[name]
+	return at, ok
 }
 
 // expireSubscriptions deletes the durable subscriptions that have had no
@@ -302,9 +325,7 @@ func (t *Topic) expireSubscriptions(ctx context.Context, after time.Duration) er
 				continue
 			}
 		}
-		t.subActiveMu.Lock()
-		last, ok := t.subActive[name]
-		t.subActiveMu.Unlock()
+		last, ok := t.subLastActive(name)
 		if !ok {
 			last = t.loadedAt()
 		}
@@ -319,9 +340,11 @@ func (t *Topic) expireSubscriptions(ctx context.Context, after time.Duration) er
 			errs = append(errs, fmt.Errorf("expire subscription %s: %w", name, err))
 			continue
 		}
-		t.subActiveMu.Lock()
-		delete(t.subActive, name)
-		t.subActiveMu.Unlock()
+		if a := t.subActive.Load(); a != nil {
+			a.mu.Lock()
+			delete(a.at, name)
+			a.mu.Unlock()
+		}
 		t.b.log.Info("subscription expired", "topic", t.name.String(), "subscription", name, "idle", now.Sub(last).Round(time.Second))
 	}
 	return errors.Join(errs...)

@@ -32,29 +32,28 @@ type Topic struct {
 	policy *NamespacePolicy
 	// fenceUnload is set once a fenced add asked for the unload.
 	fenceUnload atomic.Bool
+	// closed and isGone are guarded by mu (here to share a word with
+	// fenceUnload). isGone: unloaded and forgotten (markGone; two
+	// unloads may race, a fenced topic's own and a bundle's); gone is
+	// closed then, made when someone waits for it (goneCh).
+	closed bool
+	isGone bool
 
 	// mu guards the fields below.
 	mu        sync.Mutex
 	producers map[string]*producer     // by producer name (nil until one)
 	waiting   []*producer              // WaitForExclusive producers, in arrival order
 	subs      map[string]*subscription // nil until one
-	closed    bool
-	// isGone: unloaded and forgotten (markGone; two unloads may race, a
-	// fenced topic's own and a bundle's); gone is closed then, made
-	// when someone waits for it (goneCh).
-	isGone bool
-	gone   chan struct{}
+	gone      chan struct{}
 	// dedup is the de-duplication state (dedup.go); t.mu guards most of it.
-	dedup         dedup
-	replIn        map[string]*replIn  // by source cluster (nil until one)
-	replOut       map[string]*replOut // by remote cluster (nil until one)
-	lastOwn       Position            // this region's last own entry (noPosition: not known)
-	epochs        epochFirsts         // per producer, its first sequence id stored here as the primary of the last epoch (epochfirst.go)
-	nonPersistent atomic.Int64        // message ids of a non-persistent topic
+	dedup dedup
+	// rx is the replication and failover state, made when first used
+	// (rs).
+	rx            *topicRepl
+	nonPersistent atomic.Int64 // message ids of a non-persistent topic
 	// subActive is when each subscription last had a consumer come or
-	// go (subscription expiration, maintenance.go).
-	subActiveMu sync.Mutex
-	subActive   map[string]time.Time
+	// go (subscription expiration, maintenance.go); nil until one did.
+	subActive atomic.Pointer[subActivity]
 
 	// dispatched to consumers, counted for load reports (load.go)
 	msgOut, bytesOut atomic.Int64
@@ -84,7 +83,6 @@ type Topic struct {
 func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol NamespacePolicy) *Topic {
 	t := &Topic{
 		b: b, name: name, ml: ml, policy: b.sharedPolicy(name.NamespaceName(), pol),
-		lastOwn: noPosition,
 		created: b.deps.Now().UnixNano(),
 		hash:    topic.Hash(name),
 	}
@@ -94,6 +92,24 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 	t.setRates(pol.Rates)
 	t.attrs = b.topicAttrs(t)
 	return t
+}
+
+// topicRepl is a topic's replication and failover state (t.mu guards
+// it).
+type topicRepl struct {
+	replIn  map[string]*replIn  // by source cluster (nil until one)
+	replOut map[string]*replOut // by remote cluster (nil until one)
+	lastOwn Position            // this region's last own entry (noPosition: not known)
+	epochs  epochFirsts         // per producer, its first sequence id stored here as the primary of the last epoch (epochfirst.go)
+}
+
+// rs returns t's replication and failover state, making it when the
+// topic has none yet: an idle topic keeps none. t.mu held.
+func (t *Topic) rs() *topicRepl {
+	if t.rx == nil {
+		t.rx = &topicRepl{lastOwn: noPosition}
+	}
+	return t.rx
 }
 
 // goneCh returns a channel closed once t is unloaded and forgotten.
