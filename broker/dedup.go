@@ -36,8 +36,6 @@ const dedupSnapshotEvery = 1000
 // interval.
 type dedup struct {
 	t *Topic
-	// on: producers are de-duplicated (policy at load).
-	on bool
 	// pushed and confirmed are nil until the state is loaded.
 	pushed    map[string]int64
 	confirmed map[string]int64
@@ -48,7 +46,9 @@ type dedup struct {
 	// first entry after the last one (nil: none armed); gen tells a
 	// timer that was replaced or stopped from the current one.
 	timer *time.Timer
-	gen   uint64
+	gen   uint32
+	// on: producers are de-duplicated (policy at load).
+	on bool
 	// load serializes loading the state.
 	load sync.Mutex
 	// write serializes writing snapshots, so an older one never replaces
@@ -175,7 +175,7 @@ func (d *dedup) stopTimerLocked() {
 
 // tick is the snapshot timer of generation gen firing: a snapshot
 // at the last entry stored, if any was since the last snapshot.
-func (d *dedup) tick(gen uint64) {
+func (d *dedup) tick(gen uint32) {
 	t := d.t
 	t.mu.Lock()
 	if gen != d.gen || t.closed || d.cur == nil {

@@ -132,9 +132,28 @@ type trafficEntry struct {
 	base loadCounters
 }
 
+// topicIO are a topic's cumulative counters: received from producers
+// (replicated entries included) and dispatched to consumers.
+type topicIO struct {
+	msgIn, bytesIn, msgOut, bytesOut atomic.Int64
+}
+
+// ioCounters returns t's counters, made by the first message.
+func (t *Topic) ioCounters() *topicIO {
+	if c := t.io.Load(); c != nil {
+		return c
+	}
+	t.io.CompareAndSwap(nil, &topicIO{})
+	return t.io.Load()
+}
+
 // counters are t's cumulative counters now.
 func (t *Topic) counters() loadCounters {
-	return loadCounters{t.msgIn.Load(), t.bytesIn.Load(), t.msgOut.Load(), t.bytesOut.Load()}
+	c := t.io.Load()
+	if c == nil {
+		return loadCounters{}
+	}
+	return loadCounters{c.msgIn.Load(), c.bytesIn.Load(), c.msgOut.Load(), c.bytesOut.Load()}
 }
 
 // markTraffic lists t in b's traffic list, once per load sample. It is
@@ -172,15 +191,17 @@ func (b *Broker) takeTraffic() []trafficEntry {
 func (t *Topic) countIn(msgs, bytes int64) {
 	t.b.markTraffic(t)
 	t.b.listMaint(t) // it may have a backlog or ledgers to trim now
-	t.msgIn.Add(msgs)
-	t.bytesIn.Add(bytes)
+	c := t.ioCounters()
+	c.msgIn.Add(msgs)
+	c.bytesIn.Add(bytes)
 }
 
 // countOut counts messages dispatched from t.
 func (t *Topic) countOut(msgs, bytes int64) {
 	t.b.markTraffic(t)
-	t.msgOut.Add(msgs)
-	t.bytesOut.Add(bytes)
+	c := t.ioCounters()
+	c.msgOut.Add(msgs)
+	c.bytesOut.Add(bytes)
 }
 
 // bundleCache is implemented by placements that know a namespace's

@@ -55,10 +55,9 @@ type Topic struct {
 	// go (subscription expiration, maintenance.go); nil until one did.
 	subActive atomic.Pointer[subActivity]
 
-	// dispatched to consumers, counted for load reports (load.go)
-	msgOut, bytesOut atomic.Int64
-
-	msgIn, bytesIn atomic.Int64
+	// io counts messages received and dispatched (load reports, stats);
+	// nil until the first (loadindex.go).
+	io             atomic.Pointer[topicIO]
 	lastPublish    atomic.Int64                    // when an entry was last stored, Unix ms (0: not since loaded)
 	activeAt       atomic.Int64                    // when a producer or consumer last came or went, Unix ns (inactive.go)
 	reported       atomic.Bool                     // this broker reported the partition idle (inactive.go)
