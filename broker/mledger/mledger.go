@@ -22,10 +22,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -238,8 +240,8 @@ type ManagedLedger struct {
 	// holds exactly this value. Guarded by metaMu.
 	unsure string
 	// writer is this managed ledger's id in the values it writes
-	// (topicMeta.Writer); made by its first write.
-	writer string
+	// (topicMeta.Writer, in base 36); random, made by its first write.
+	writer uint64
 	// created: Open found no metadata and wrote the first (Created).
 	created bool
 	// closing, driving and stopped are guarded by addMu and driverMu
@@ -585,10 +587,12 @@ func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
 	if err := m.fencedErr(); err != nil {
 		return err
 	}
-	if m.writer == "" {
-		m.writer = rand.Text()
+	for m.writer == 0 {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+		m.writer = binary.LittleEndian.Uint64(b[:])
 	}
-	next.Writer = m.writer
+	next.Writer = strconv.FormatUint(m.writer, 36)
 	val, err := encodeMeta(&next)
 	if err != nil {
 		return err
