@@ -205,7 +205,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 		t.policy = t.b.sharedPolicy(t.name.NamespaceName(), p)
 	}
 	if pol.Failover.Mode == policy.ActiveStandby {
-		t.dedup.on = true
+		t.dedupOn = true
 	}
 	subs := make([]*subscription, 0, len(t.subs))
 	for _, s := range t.subs {

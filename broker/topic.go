@@ -38,6 +38,9 @@ type Topic struct {
 	// closed then, made when someone waits for it (goneCh).
 	closed bool
 	isGone bool
+	// dedupOn: producers are de-duplicated (policy at load; t.mu
+	// guards it, as the rest of dedup).
+	dedupOn bool
 
 	// mu guards the fields below.
 	mu        sync.Mutex
@@ -169,8 +172,8 @@ func (t *Topic) load(ctx context.Context) error {
 	t.ml.SetMarkDeleteRate(markDeleteRate(*t.policy))
 	// Active-standby namespaces always de-duplicate: producers resend
 	// across a failover (docs/failover.md).
-	t.dedup.on = t.policy.Deduplication || t.policy.Failover.Mode == policy.ActiveStandby
-	if t.dedup.on || len(t.remotes()) > 0 {
+	t.dedupOn = t.policy.Deduplication || t.policy.Failover.Mode == policy.ActiveStandby
+	if t.dedupOn || len(t.remotes()) > 0 {
 		if err := t.dedup.ensureLoaded(ctx); err != nil {
 			return err
 		}
@@ -278,7 +281,7 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 	}
 	t.producers[p.name] = p
 	lastSeq = -1
-	if t.dedup.on && t.dedup.pushed != nil {
+	if t.dedupOn && t.dedup.pushed != nil {
 		if s, ok := t.dedup.pushed[p.name]; ok {
 			lastSeq = s
 		}
@@ -312,7 +315,7 @@ func (t *Topic) removeProducer(p *producer) {
 		t.producers[next.name] = next
 	}
 	lastSeq := int64(-1)
-	if next != nil && t.dedup.on && t.dedup.pushed != nil {
+	if next != nil && t.dedupOn && t.dedup.pushed != nil {
 		if v, ok := t.dedup.pushed[next.name]; ok {
 			lastSeq = v
 		}
@@ -344,7 +347,7 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 	top := int64(max(seq, highest))
 	standby := t.dedup.crossRegion()
 	t.mu.Lock()
-	dedup := (t.dedup.on || standby) && t.dedup.pushed != nil && dedupable
+	dedup := (t.dedupOn || standby) && t.dedup.pushed != nil && dedupable
 	t.mu.Unlock()
 	if standby {
 		if err := t.markEpoch(ctx); err != nil {
