@@ -219,7 +219,7 @@ func (a adminTopics) Stats(ctx context.Context, name topic.Name) (*adminapi.Topi
 // stats builds Pulsar's TopicStats for the topic.
 func (t *Topic) stats() *adminapi.TopicStats {
 	st := &adminapi.TopicStats{
-		MsgCounterIn:           t.msgIn.Load(),
+		MsgCounterIn:           t.counters().msgIn,
 		Publishers:             []adminapi.PublisherStats{},
 		Subscriptions:          map[string]adminapi.SubscriptionStats{},
 		Replication:            map[string]adminapi.ReplicatorStats{},

@@ -462,8 +462,11 @@ func (d Deps) withDefaults(c Config) Deps {
 }
 
 // ledgerDeps are the managed ledgers' dependencies.
-func (b *Broker) ledgerDeps() mledger.Deps {
-	return mledger.Deps{Meta: b.deps.Meta, Ledgers: ledgers.OnBookies(b.deps.Ledgers), Region: b.cfg.Region, Logger: b.deps.Logger, Now: b.deps.Now}
+func (b *Broker) ledgerDeps() *mledger.Deps {
+	b.mlDepsOnce.Do(func() {
+		b.mlDeps = mledger.Deps{Meta: b.deps.Meta, Ledgers: ledgers.OnBookies(b.deps.Ledgers), Region: b.cfg.Region, Logger: b.deps.Logger, Now: b.deps.Now}.Shared()
+	})
+	return b.mlDeps
 }
 
 // Self is the Placement of a broker that serves every topic itself.
@@ -518,6 +521,7 @@ type Broker struct {
 	auth      *auth.Server     // credentials
 	authz     *auth.Authorizer // permissions
 	topics    map[string]*topicSlot
+	loaded    bundleCounts // the loaded topics by namespace and bundle (loadindex.go)
 	shutdown  bool
 
 	// hbMu guards the heartbeat managed ledger (heartbeat.go).
@@ -528,12 +532,24 @@ type Broker struct {
 	// dyn are the region's dynamic settings, as last read (nslimits.go).
 	dyn atomic.Pointer[dynamicSnapshot]
 
+	// maintIdx are the topics the next maintenance pass visits
+	// (maintindex.go).
+	maintIdx maintIndex
+
+	// traffic are the topics that carried messages since the last load
+	// sample (loadindex.go).
+	traffic trafficList
+
 	// syncDue are topics whose subscription states are shipped or
 	// applied in the next round (substate.go).
 	syncMu  sync.Mutex
 	syncDue map[*Topic]struct{}
 	origins sync.Map // region names, interned
 	nsAttrs sync.Map // namespace name → its topics' metric attributes (topicAttrs)
+	// mlDeps are the managed ledgers' dependencies, made once
+	// (ledgerDeps).
+	mlDepsOnce sync.Once
+	mlDeps     *mledger.Deps
 	// delayDefault is the delayed delivery of topics without a policy
 	// for it, made once (delayPolicyOf).
 	delayDefaultOnce sync.Once
@@ -889,7 +905,13 @@ func (b *Broker) getTopic(ctx context.Context, name topic.Name, mode createMode)
 			ready := s.ready
 			b.mu.Lock()
 			s.ready = loadedReady
+			if s.err == nil {
+				b.countLoaded(s.t, 1)
+			}
 			b.mu.Unlock()
+			if s.err == nil {
+				b.listMaint(s.t) // visited once by the next maintenance pass
+			}
 			close(ready)
 			if s.err == nil && !b.deps.Placement.Owns(name) {
 				// The bundle was unloaded (or lost) while the topic
@@ -982,7 +1004,7 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 			return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
 		}
 	}
-	ml, err := mledger.Open(ctx, b.ledgerDeps(), ledgerConfig(b.cfg.Ledger, pol), mlName)
+	ml, err := mledger.OpenShared(ctx, b.ledgerDeps(), ledgerConfig(b.cfg.Ledger, pol), mlName)
 	if err != nil {
 		return nil, err
 	}
@@ -1038,6 +1060,7 @@ func (b *Broker) unloadTopic(ctx context.Context, t *Topic) error {
 	b.mu.Lock()
 	if s := b.topics[t.name.String()]; s != nil && s.t == t {
 		delete(b.topics, t.name.String())
+		b.countLoaded(t, -1)
 	}
 	b.mu.Unlock()
 	t.markGone()

@@ -36,19 +36,13 @@ const dedupSnapshotEvery = 1000
 // interval.
 type dedup struct {
 	t *Topic
-	// on: producers are de-duplicated (policy at load).
-	on bool
 	// pushed and confirmed are nil until the state is loaded.
 	pushed    map[string]int64
 	confirmed map[string]int64
-	cur       *mledger.Cursor  // the isobar.dedup cursor, once loaded
-	since     int64            // entries stored since the last snapshot
-	last      mledger.Position // the last of them
-	// timer takes a snapshot once the interval has passed since the
-	// first entry after the last one (nil: none armed); gen tells a
-	// timer that was replaced or stopped from the current one.
-	timer *time.Timer
-	gen   uint64
+	cur       *mledger.Cursor // the isobar.dedup cursor, once loaded
+	// sn is the progress towards the next snapshot (t.mu guards it),
+	// made by the first entry stored (an idle topic keeps none).
+	sn *dedupSnap
 	// load serializes loading the state.
 	load sync.Mutex
 	// write serializes writing snapshots, so an older one never replaces
@@ -56,6 +50,18 @@ type dedup struct {
 	write sync.Mutex
 	// interval is Broker.dedupSnapshotInterval, nanoseconds.
 	interval atomic.Int64
+}
+
+// dedupSnap is a topic's progress towards its next de-duplication
+// snapshot.
+type dedupSnap struct {
+	since int64            // entries stored since the last snapshot
+	last  mledger.Position // the last of them
+	// timer takes a snapshot once the interval has passed since the
+	// first entry after the last one (nil: none armed); gen tells a
+	// timer that was replaced or stopped from the current one.
+	timer *time.Timer
+	gen   uint64
 }
 
 // crossRegion says whether producers' sequence ids carry across
@@ -117,12 +123,15 @@ func (d *dedup) loaded() bool {
 func (d *dedup) stored(pos mledger.Position) {
 	t := d.t
 	t.mu.Lock()
-	d.since++
-	d.last = pos
+	if d.sn == nil {
+		d.sn = &dedupSnap{}
+	}
+	d.sn.since++
+	d.sn.last = pos
 	var snap map[string]string
-	if d.since >= dedupSnapshotEvery {
+	if d.sn.since >= dedupSnapshotEvery {
 		snap = d.snapshotLocked()
-	} else if d.timer == nil && !t.closed {
+	} else if d.sn.timer == nil && !t.closed {
 		d.armTimerLocked(time.Duration(d.interval.Load()))
 	}
 	cur := d.cur
@@ -133,22 +142,24 @@ func (d *dedup) stored(pos mledger.Position) {
 	}
 }
 
-// snapshotLocked takes the state to snapshot at d.last and
+// snapshotLocked takes the state to snapshot at the last entry stored and
 // starts counting (and timing) afresh (t.mu held).
 func (d *dedup) snapshotLocked() map[string]string {
 	t := d.t
-	d.since = 0
+	if d.sn != nil {
+		d.sn.since = 0
+	}
 	d.stopTimerLocked()
-	snap := make(map[string]string, len(d.confirmed)+len(t.replIn))
+	snap := make(map[string]string, len(d.confirmed)+len(t.rs().replIn))
 	for k, v := range d.confirmed {
 		snap[k] = strconv.FormatInt(v, 10)
 	}
-	for src, st := range t.replIn {
+	for src, st := range t.rs().replIn {
 		if st.confirmed.Ledger >= 0 {
 			snap[replication.Prefix+src] = FormatSourcePosition(st.confirmed)
 		}
 	}
-	t.epochs.appendProps(snap)
+	t.rs().epochs.appendProps(snap)
 	return snap
 }
 
@@ -158,19 +169,25 @@ func (d *dedup) armTimerLocked(after time.Duration) {
 	if after <= 0 {
 		return
 	}
-	d.gen++
-	gen := d.gen
-	d.timer = time.AfterFunc(after, func() { d.tick(gen) })
+	if d.sn == nil {
+		d.sn = &dedupSnap{}
+	}
+	d.sn.gen++
+	gen := d.sn.gen
+	d.sn.timer = time.AfterFunc(after, func() { d.tick(gen) })
 }
 
 // stopTimerLocked disarms the snapshot timer (t.mu held); one that
 // is firing already finds itself replaced and does nothing.
 func (d *dedup) stopTimerLocked() {
-	if d.timer != nil {
-		d.timer.Stop()
-		d.timer = nil
+	if d.sn == nil {
+		return // never armed
 	}
-	d.gen++
+	if d.sn.timer != nil {
+		d.sn.timer.Stop()
+		d.sn.timer = nil
+	}
+	d.sn.gen++
 }
 
 // tick is the snapshot timer of generation gen firing: a snapshot
@@ -178,16 +195,16 @@ func (d *dedup) stopTimerLocked() {
 func (d *dedup) tick(gen uint64) {
 	t := d.t
 	t.mu.Lock()
-	if gen != d.gen || t.closed || d.cur == nil {
+	if d.sn == nil || gen != d.sn.gen || t.closed || d.cur == nil {
 		t.mu.Unlock()
 		return
 	}
-	d.timer = nil
-	if d.since == 0 {
+	d.sn.timer = nil
+	if d.sn.since == 0 {
 		t.mu.Unlock()
 		return
 	}
-	pos := d.last
+	pos := d.sn.last
 	snap := d.snapshotLocked()
 	cur := d.cur
 	t.mu.Unlock()
@@ -203,7 +220,7 @@ func (d *dedup) setInterval(iv time.Duration) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if d.timer != nil {
+	if d.sn != nil && d.sn.timer != nil {
 		d.stopTimerLocked()
 		d.armTimerLocked(iv)
 	}
@@ -223,7 +240,7 @@ func (d *dedup) writeSnapshot(cur *mledger.Cursor, snap map[string]string, pos m
 	// An epoch mark written since snap was taken (markEpoch, under
 	// dedupWrite too) must not be lost.
 	t.mu.Lock()
-	t.epochs.appendProps(snap)
+	t.rs().epochs.appendProps(snap)
 	t.mu.Unlock()
 	ctx, cancel := context.WithTimeout(t.b.ctx, 10*time.Second)
 	defer cancel()
@@ -314,15 +331,15 @@ func (d *dedup) ensureLoaded(ctx context.Context) error {
 	d.pushed = seqs
 	d.confirmed = maps.Clone(seqs)
 	for src, p := range hwm {
-		if t.replIn == nil {
-			t.replIn = map[string]*replIn{}
+		if t.rs().replIn == nil {
+			t.rs().replIn = map[string]*replIn{}
 		}
-		t.replIn[src] = newReplIn(p)
+		t.rs().replIn[src] = newReplIn(p)
 	}
-	if lastOwn.Compare(t.lastOwn) > 0 {
-		t.lastOwn = lastOwn
+	if lastOwn.Compare(t.rs().lastOwn) > 0 {
+		t.rs().lastOwn = lastOwn
 	}
-	t.epochs = epochs
+	t.rs().epochs = epochs
 	t.mu.Unlock()
 	return nil
 }

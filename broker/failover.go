@@ -328,7 +328,7 @@ func (t *Topic) markEpoch(ctx context.Context) error {
 		return nil
 	}
 	t.mu.Lock()
-	done, cur := t.epochs.marked(f.Epoch), t.dedup.cur
+	done, cur := t.rs().epochs.marked(f.Epoch), t.dedup.cur
 	t.mu.Unlock()
 	if done || cur == nil {
 		return nil
@@ -338,7 +338,7 @@ func (t *Topic) markEpoch(ctx context.Context) error {
 	t.dedup.write.Lock()
 	defer t.dedup.write.Unlock()
 	t.mu.Lock()
-	done = t.epochs.marked(f.Epoch)
+	done = t.rs().epochs.marked(f.Epoch)
 	t.mu.Unlock()
 	if done {
 		return nil
@@ -353,7 +353,7 @@ func (t *Topic) markEpoch(ctx context.Context) error {
 		return fmt.Errorf("%w: topic %s: recording epoch %d in the de-duplication state: %w", errkind.ErrServiceNotReady, t.name, f.Epoch, err)
 	}
 	t.mu.Lock()
-	t.epochs.setMark(m.mark)
+	t.rs().epochs.setMark(m.mark)
 	t.mu.Unlock()
 	return nil
 }
@@ -370,8 +370,8 @@ func (t *Topic) noteOwnSeq(producer string, seq int64) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.epochs.marked(f.Epoch) {
-		t.epochs.note(producer, seq)
+	if t.rs().epochs.marked(f.Epoch) {
+		t.rs().epochs.note(producer, seq)
 	}
 }
 
@@ -386,7 +386,7 @@ func (t *Topic) resentHere(o originSeq, first int64) bool {
 	f := t.failover()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s, ok := t.epochs.firstIn(o.producer, f.Epoch)
+	s, ok := t.rs().epochs.firstIn(o.producer, f.Epoch)
 	return ok && first >= s
 }
 

@@ -26,7 +26,7 @@ func (b *Broker) Heartbeat(ctx context.Context, name string) error {
 	b.hbMu.Lock()
 	defer b.hbMu.Unlock()
 	if b.hb == nil {
-		ml, err := mledger.Open(ctx, b.ledgerDeps(), b.cfg.Ledger, HeartbeatPrefix+name)
+		ml, err := mledger.OpenShared(ctx, b.ledgerDeps(), b.cfg.Ledger, HeartbeatPrefix+name)
 		if err != nil {
 			return fmt.Errorf("heartbeat: open: %w", err)
 		}

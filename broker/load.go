@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/ownership"
-	"github.com/isobar-mq/isobar/topic"
 )
 
 // loadCounters are a topic's cumulative message and byte counters.
@@ -21,18 +20,24 @@ type loadCounters struct{ msgIn, bytesIn, msgOut, bytesOut int64 }
 // (getrusage user+system time, as a percentage of runtime.NumCPU CPUs),
 // and the topic, bundle and connection counts. The first Sample has no
 // rates. It is safe for concurrent use.
+//
+// A sample costs nothing per idle topic: topic counts per bundle are
+// kept as topics load and unload, and rates are taken only from the
+// topics that carried messages since the previous sample
+// (loadindex.go).
 type LoadSampler struct {
 	b *Broker
 	p *OwnershipPlacement
 
 	mu      sync.Mutex
-	prev    map[string]loadCounters // by topic name, of the topics with non-zero counters
+	prev    map[*Topic]loadCounters // of the topics that carried messages in the previous interval
 	prevAt  time.Time
 	prevCPU time.Duration
 }
 
 // NewLoadSampler returns a sampler of b's load, whose bundles p places.
 func NewLoadSampler(b *Broker, p *OwnershipPlacement) *LoadSampler {
+	b.traffic.on.Store(true)
 	return &LoadSampler{b: b, p: p}
 }
 
@@ -47,53 +52,59 @@ func processCPU() time.Duration {
 
 // Sample implements the load source of ownership.Registry.SetLoadSource.
 func (s *LoadSampler) Sample() ownership.LoadReport {
-	topics := s.b.loadedTopics()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.b.mu.Lock()
 	conns := len(s.b.conns)
 	s.b.mu.Unlock()
 	now := s.b.deps.Now()
 	cpu := processCPU()
+	// The topics that carried messages: taken before the counters are
+	// read, so that a message after this is listed for the next sample.
+	busy := s.b.takeTraffic()
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	dt := now.Sub(s.prevAt).Seconds()
 	first := s.prevAt.IsZero() || dt <= 0
 	rep := ownership.LoadReport{
 		CPU:            ownership.ResourceUsage{Limit: 100},
 		LastUpdate:     now.UnixMilli(),
 		LastStats:      map[string]ownership.BundleLoad{},
-		NumTopics:      len(topics),
 		NumConnections: conns,
 	}
 	if !first {
 		rep.CPU.Usage = min(100, max(0, (cpu-s.prevCPU).Seconds()/(dt*float64(runtime.NumCPU()))*100))
 	}
 	owned := s.p.Registry.Owned()
-	for _, ob := range owned {
-		k := ob.Namespace + "/" + ob.Bundle.String()
-		rep.Bundles = append(rep.Bundles, k)
-		rep.LastStats[k] = ownership.BundleLoad{}
-	}
+	rep.NumTopics = s.b.loadedCounts(s.p.cachedBundles, func(c *bundleCounts) {
+		for _, ob := range owned {
+			k := ob.Namespace + "/" + ob.Bundle.String()
+			rep.Bundles = append(rep.Bundles, k)
+			rep.LastStats[k] = ownership.BundleLoad{Topics: int64(c.of(ob.Namespace, ob.Bundle))}
+		}
+	})
 	sort.Strings(rep.Bundles)
 	rep.NumBundles = len(rep.Bundles)
-	// Only topics that have carried messages are remembered: an idle
-	// topic's rates are zero whatever it had before, and a broker of a
-	// million idle topics keeps no map of them.
-	next := make(map[string]loadCounters, len(s.prev))
-	for _, t := range topics {
-		var bl ownership.BundleLoad
-		if c := (loadCounters{t.msgIn.Load(), t.bytesIn.Load(), t.msgOut.Load(), t.bytesOut.Load()}); c != (loadCounters{}) {
-			name := t.name.String()
-			next[name] = c
-			if !first {
-				bl = counterRates(s.prev[name], c, dt)
-			}
+	next := make(map[*Topic]loadCounters, len(busy))
+	for _, e := range busy {
+		t := e.t
+		if t.isClosed() {
+			continue // unloaded: not this broker's load any more
 		}
+		c := t.counters()
+		next[t] = c
+		if first {
+			continue
+		}
+		base, ok := s.prev[t]
+		if !ok {
+			base = e.base
+		}
+		bl := counterRates(base, c, dt)
 		rep.MsgRateIn += bl.MsgRateIn
 		rep.MsgThroughputIn += bl.MsgThroughputIn
 		rep.MsgRateOut += bl.MsgRateOut
 		rep.MsgThroughputOut += bl.MsgThroughputOut
-		k, ok := s.bundleKey(t.name)
+		k, ok := s.bundleKey(t)
 		if !ok {
 			continue
 		}
@@ -102,7 +113,6 @@ func (s *LoadSampler) Sample() ownership.LoadReport {
 			agg.MsgThroughputIn += bl.MsgThroughputIn
 			agg.MsgRateOut += bl.MsgRateOut
 			agg.MsgThroughputOut += bl.MsgThroughputOut
-			agg.Topics++
 			rep.LastStats[k] = agg
 		}
 	}
@@ -110,14 +120,19 @@ func (s *LoadSampler) Sample() ownership.LoadReport {
 	return rep
 }
 
-// bundleKey is "tenant/namespace/<bundle>" of the bundle holding name;
+// bundleKey is "tenant/namespace/<bundle>" of the bundle holding t;
 // false when the namespace's bundles are not known here.
-func (s *LoadSampler) bundleKey(name topic.Name) (string, bool) {
-	b, ok, _ := s.p.bundleFor(nil, name)
+func (s *LoadSampler) bundleKey(t *Topic) (string, bool) {
+	ns := t.name.NamespaceName()
+	bs, ok := s.p.cachedBundles(ns)
 	if !ok {
 		return "", false
 	}
-	return name.NamespaceName() + "/" + b.String(), true
+	i := bundleIndex(bs, t.hash)
+	if i < 0 {
+		return "", false
+	}
+	return ns + "/" + bs[i].String(), true
 }
 
 // counterRates are the rates of a topic whose counters went from prev to

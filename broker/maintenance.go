@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/compactor"
@@ -32,42 +33,92 @@ func (b *Broker) maintain() {
 // maintainOnce re-reads the namespace policies of the loaded topics and
 // applies message TTL, backlog quotas, retention and the deletion of
 // inactive topics once (the maintenance loop calls it every
-// MaintenanceInterval; tests call it through export_test.go).
+// MaintenanceInterval; tests call it through export_test.go), visiting
+// only the topics that need it (maintindex.go).
 func (b *Broker) maintainOnce(ctx context.Context) {
+	m := &b.maintIdx
+	m.pass.Lock()
+	defer m.pass.Unlock()
 	pols := map[string]NamespacePolicy{}
 	skip := map[string]bool{} // namespaces whose policies could not be read
 	// The topics' own policies, read once per namespace when the
 	// namespaces can (a pass over a million topics must not read each).
 	tpols := map[string]func(topic.Name, NamespacePolicy) (NamespacePolicy, error){}
 	ntp, batch := b.deps.Namespaces.(NamespaceTopicPolicies)
-	var idle []*Topic // partitions that may be deleted as inactive (inactive.go)
-	defer func() { b.deleteInactivePartitions(ctx, idle) }()
-	defer b.sweepDeletedMarks(ctx) // deleted.go
-	for _, t := range b.loadedTopics() {
+	ntd, digests := b.deps.Namespaces.(NamespaceTopicPoliciesDigest)
+	dyn := b.dyn.Load()
+	dynChanged := dyn != m.dyn
+	m.dyn = dyn
+	changed := map[string]bool{} // namespaces whose topics are all visited
+	seenNS := map[string]bool{}
+	for _, ns := range b.loadedNamespaces() {
 		if ctx.Err() != nil {
 			return
 		}
-		ns := t.name.NamespaceName()
-		if skip[ns] {
+		seenNS[ns] = true
+		p, err := b.deps.Namespaces.Policy(ctx, ns)
+		if err != nil {
+			// Keep the policy the topic has: a namespace whose stored
+			// policies cannot be used (a TTL that does not fit a
+			// duration, say) must not have them applied.
+			b.log.Warn("topic maintenance: namespace policies unavailable; topics keep their current ones", "namespace", ns, "err", err)
+			skip[ns] = true
 			continue
 		}
+		pols[ns] = p
+		rec := nsMaintRecord{pol: p}
+		switch {
+		case digests:
+			// On error: nil, and each topic's policies are read (and
+			// their problem reported) one by one.
+			var err error
+			tpols[ns], rec.digest, err = ntd.TopicPoliciesDigestOf(ctx, ns)
+			rec.digested = err == nil
+		case batch:
+			tpols[ns], _ = ntp.TopicPoliciesOf(ctx, ns)
+		}
+		if old, ok := m.ns[ns]; ok && (dynChanged || !old.sameAs(rec)) {
+			// (A namespace not recorded had no topic loaded at the last
+			// pass: every topic of it loaded since is listed.)
+			changed[ns] = true
+		}
+		if m.ns == nil {
+			m.ns = map[string]nsMaintRecord{}
+		}
+		m.ns[ns] = rec
+	}
+	for ns := range m.ns {
+		if !seenNS[ns] {
+			delete(m.ns, ns)
+		}
+	}
+	visit := b.takeMaint()
+	visit = append(visit, m.due.popDue(b.deps.Now().UnixNano())...)
+	if len(changed) > 0 {
+		visit = append(visit, b.loadedIn(changed)...)
+	}
+	var idle []*Topic // partitions that may be deleted as inactive (inactive.go)
+	defer func() { b.deleteInactivePartitions(ctx, idle) }()
+	defer b.sweepDeletedMarks(ctx) // deleted.go
+	seen := make(map[*Topic]bool, len(visit))
+	for i, t := range visit {
+		if ctx.Err() != nil {
+			for _, t := range visit[i:] {
+				b.listMaint(t) // not visited: the next pass does
+			}
+			return
+		}
+		if seen[t] || t.isClosed() {
+			continue
+		}
+		seen[t] = true
+		ns := t.name.NamespaceName()
 		pol, ok := pols[ns]
 		if !ok {
-			p, err := b.deps.Namespaces.Policy(ctx, ns)
-			if err != nil {
-				// Keep the policy the topic has: a namespace whose stored
-				// policies cannot be used (a TTL that does not fit a
-				// duration, say) must not have them applied.
-				b.log.Warn("topic maintenance: namespace policies unavailable; topics keep their current ones", "namespace", ns, "err", err)
-				skip[ns] = true
-				continue
-			}
-			pol, pols[ns] = p, p
-			if batch {
-				// On error: nil, and each topic's policies are read (and
-				// their problem reported) one by one.
-				tpols[ns], _ = ntp.TopicPoliciesOf(ctx, ns)
-			}
+			// Its namespace's policies could not be read, or it was
+			// loaded after they were: the next pass.
+			b.listMaint(t)
+			continue
 		}
 		tpol := b.withTopicPolicyFrom(ctx, t.name, pol, tpols[ns])
 		t.setPolicy(tpol)
@@ -77,8 +128,17 @@ func (b *Broker) maintainOnce(ctx context.Context) {
 		if err := t.maintain(ctx, tpol); err != nil && !errors.Is(err, mledger.ErrClosed) {
 			b.log.Warn("topic maintenance", "topic", t.name.String(), "err", err)
 		}
-		if b.checkInactive(ctx, t, tpol) {
+		reported := b.checkInactive(ctx, t, tpol)
+		if reported {
 			idle = append(idle, t)
+		}
+		switch at, ok := b.inactiveDue(t, tpol); {
+		case reported || t.keepVisiting(tpol):
+			b.listMaint(t)
+		case ok:
+			m.due.add(t, at.UnixNano())
+		default:
+			m.due.remove(t)
 		}
 	}
 }
@@ -145,7 +205,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 		t.policy = t.b.sharedPolicy(t.name.NamespaceName(), p)
 	}
 	if pol.Failover.Mode == policy.ActiveStandby {
-		t.dedup.on = true
+		t.dedupOn = true
 	}
 	subs := make([]*subscription, 0, len(t.subs))
 	for _, s := range t.subs {
@@ -209,13 +269,35 @@ func (t *Topic) maintain(ctx context.Context, pol NamespacePolicy) error {
 // touchSub records that subscription name had a consumer now (one came
 // or went): its expiration counts from the last such moment.
 func (t *Topic) touchSub(name string) {
-	t.subActiveMu.Lock()
-	defer t.subActiveMu.Unlock()
-	if t.subActive == nil {
-		t.subActive = map[string]time.Time{}
+	a := t.subActive.Load()
+	if a == nil {
+		t.subActive.CompareAndSwap(nil, &subActivity{at: map[string]time.Time{}})
+		a = t.subActive.Load()
 	}
-	t.subActive[name] = t.b.deps.Now()
+	a.mu.Lock()
+	a.at[name] = t.b.deps.Now()
+	a.mu.Unlock()
 	t.touch()
+}
+
+// subActivity is when each subscription of a topic last had a consumer
+// come or go.
+type subActivity struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// subLastActive is when subscription name last had a consumer come or
+// go; false if never since the load.
+func (t *Topic) subLastActive(name string) (time.Time, bool) {
+	a := t.subActive.Load()
+	if a == nil {
+		return time.Time{}, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	at, ok := a.at[name]
+	return at, ok
 }
 
 // expireSubscriptions deletes the durable subscriptions that have had no
@@ -243,9 +325,7 @@ func (t *Topic) expireSubscriptions(ctx context.Context, after time.Duration) er
 				continue
 			}
 		}
-		t.subActiveMu.Lock()
-		last, ok := t.subActive[name]
-		t.subActiveMu.Unlock()
+		last, ok := t.subLastActive(name)
 		if !ok {
 			last = t.loadedAt()
 		}
@@ -260,9 +340,11 @@ func (t *Topic) expireSubscriptions(ctx context.Context, after time.Duration) er
 			errs = append(errs, fmt.Errorf("expire subscription %s: %w", name, err))
 			continue
 		}
-		t.subActiveMu.Lock()
-		delete(t.subActive, name)
-		t.subActiveMu.Unlock()
+		if a := t.subActive.Load(); a != nil {
+			a.mu.Lock()
+			delete(a.at, name)
+			a.mu.Unlock()
+		}
 		t.b.log.Info("subscription expired", "topic", t.name.String(), "subscription", name, "idle", now.Sub(last).Round(time.Second))
 	}
 	return errors.Join(errs...)

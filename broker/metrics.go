@@ -278,8 +278,7 @@ func (b *Broker) recordIn(t *Topic, msgs, bytes int64, since time.Time, replicat
 // recordOut counts messages dispatched.
 func (b *Broker) recordOut(t *Topic, msgs, bytes int64) {
 	ctx := context.Background()
-	t.msgOut.Add(msgs)
-	t.bytesOut.Add(bytes)
+	t.countOut(msgs, bytes)
 	b.metrics.msgOut.Add(ctx, msgs, t.attrs)
 	b.metrics.bytesOut.Add(ctx, bytes, t.attrs)
 }

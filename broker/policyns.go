@@ -186,13 +186,8 @@ func (p PolicyNamespaces) TopicPolicy(ctx context.Context, name topic.Name, pol 
 // TopicPoliciesOf implements NamespaceTopicPolicies with one list of the
 // namespace's topic policies (each scope).
 func (p PolicyNamespaces) TopicPoliciesOf(ctx context.Context, ns string) (func(topic.Name, NamespacePolicy) (NamespacePolicy, error), error) {
-	all, err := p.Store.EffectiveTopicPoliciesIn(ctx, ns)
-	if err != nil {
-		return nil, err
-	}
-	return func(name topic.Name, pol NamespacePolicy) (NamespacePolicy, error) {
-		return applyTopicPolicies(name, pol, all[name.Base().String()])
-	}, nil
+	apply, _, err := p.TopicPoliciesDigestOf(ctx, ns)
+	return apply, err
 }
 
 // applyTopicPolicies is TopicPolicy with the topic's policies read.

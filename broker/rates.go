@@ -175,7 +175,8 @@ func (t *Topic) rates() (r Rates, pubMsgs, pubBytes float64) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if now := time.Now(); tr.pubAt.IsZero() || now.Sub(tr.pubAt) >= time.Second {
-		m, b := t.msgIn.Load(), t.bytesIn.Load()
+		c := t.counters()
+		m, b := c.msgIn, c.bytesIn
 		if !tr.pubAt.IsZero() {
 			el := now.Sub(tr.pubAt).Seconds()
 			tr.pubMsgRate, tr.pubBRate = float64(m-tr.pubMsgs)/el, float64(b-tr.pubBytes)/el

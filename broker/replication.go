@@ -127,13 +127,13 @@ func (t *Topic) replStalled(remote string, md mledger.Position, backlog int64) b
 	now := t.b.deps.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	o := t.replOut[remote]
+	o := t.rs().replOut[remote]
 	if o == nil {
 		o = &replOut{md: md, since: now}
-		if t.replOut == nil {
-			t.replOut = map[string]*replOut{}
+		if t.rs().replOut == nil {
+			t.rs().replOut = map[string]*replOut{}
 		}
-		t.replOut[remote] = o
+		t.rs().replOut[remote] = o
 	}
 	if md != o.md || backlog == 0 {
 		o.md, o.since = md, now
@@ -237,7 +237,7 @@ func (t *Topic) syncReplCursors(ctx context.Context) error {
 			t.removeSubscription(s)
 		}
 		t.mu.Lock()
-		delete(t.replOut, r)
+		delete(t.rs().replOut, r)
 		t.mu.Unlock()
 		if err := t.ml.DeleteCursor(ctx, name); err != nil && !errors.Is(err, mledger.ErrNoCursor) {
 			errs = append(errs, fmt.Errorf("replication cursor for %s: delete: %w", r, err))
@@ -293,13 +293,13 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 		return
 	}
 	t.mu.Lock()
-	st := t.replIn[src]
+	st := t.rs().replIn[src]
 	if st == nil {
 		st = newReplIn(noPosition)
-		if t.replIn == nil {
-			t.replIn = map[string]*replIn{}
+		if t.rs().replIn == nil {
+			t.rs().replIn = map[string]*replIn{}
 		}
-		t.replIn[src] = st
+		t.rs().replIn[src] = st
 	}
 	if st.chain.Broken() {
 		if st.inflight > 0 {
@@ -372,8 +372,7 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 	}
 	t.mu.Unlock()
 	entry = t.markLate(src, entry, numMsgs)
-	t.msgIn.Add(int64(numMsgs))
-	t.bytesIn.Add(int64(len(entry)))
+	t.countIn(int64(numMsgs), int64(len(entry)))
 	t.ml.AddEntryChainedAsync(ctx, chain, entry, func(p mledger.Position, err error) {
 		t.mu.Lock()
 		st.inflight--
@@ -484,7 +483,7 @@ func (t *Topic) replicationStats(subs []*subscription) map[string]adminapi.Repli
 			rs.MsgRateOut = float64(ss.MsgOutCounter) / max(age, 1)
 		}
 		t.mu.Lock()
-		if in := t.replIn[r]; in != nil {
+		if in := t.rs().replIn[r]; in != nil {
 			rs.MsgRateIn = float64(in.msgIn) / max(age, 1)
 			rs.MsgThroughputIn = float64(in.bytesIn) / max(age, 1)
 			if !in.last.IsZero() {

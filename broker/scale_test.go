@@ -136,6 +136,9 @@ func BenchmarkIdleTopics(b *testing.B) {
 	if got := len(br.Topics()); got != b.N+1 {
 		b.Fatalf("%d topics loaded, want %d", got, b.N+1)
 	}
+	if path := os.Getenv(heapProfileEnv); path != "" {
+		writeHeapProfile(b, path)
+	}
 	b.ReportMetric(float64(after-before)/float64(b.N), "heap-B/topic")
 	b.ReportMetric(float64(gAfter-gBefore)/float64(b.N), "goroutines/topic")
 	b.ReportMetric(float64(b.N)/created.Seconds(), "topics/s")

@@ -334,13 +334,13 @@ func (t *Topic) storedFrom() map[string]replication.Position {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := map[string]replication.Position{}
-	for src, in := range t.replIn {
+	for src, in := range t.rs().replIn {
 		if in.confirmed != noPosition {
 			out[src] = rpos(in.confirmed)
 		}
 	}
-	if t.lastOwn != noPosition {
-		out[t.b.cfg.Cluster] = rpos(t.lastOwn)
+	if t.rs().lastOwn != noPosition {
+		out[t.b.cfg.Cluster] = rpos(t.rs().lastOwn)
 	}
 	return out
 }
@@ -348,8 +348,8 @@ func (t *Topic) storedFrom() map[string]replication.Position {
 // noteOwn records the position of an entry written in this region.
 func (t *Topic) noteOwn(p Position) {
 	t.mu.Lock()
-	if p.Compare(t.lastOwn) > 0 {
-		t.lastOwn = p
+	if p.Compare(t.rs().lastOwn) > 0 {
+		t.rs().lastOwn = p
 	}
 	t.mu.Unlock()
 }

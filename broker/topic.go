@@ -32,34 +32,35 @@ type Topic struct {
 	policy *NamespacePolicy
 	// fenceUnload is set once a fenced add asked for the unload.
 	fenceUnload atomic.Bool
+	// closed and isGone are guarded by mu (here to share a word with
+	// fenceUnload). isGone: unloaded and forgotten (markGone; two
+	// unloads may race, a fenced topic's own and a bundle's); gone is
+	// closed then, made when someone waits for it (goneCh).
+	closed bool
+	isGone bool
+	// dedupOn: producers are de-duplicated (policy at load; t.mu
+	// guards it, as the rest of dedup).
+	dedupOn bool
 
 	// mu guards the fields below.
 	mu        sync.Mutex
 	producers map[string]*producer     // by producer name (nil until one)
 	waiting   []*producer              // WaitForExclusive producers, in arrival order
 	subs      map[string]*subscription // nil until one
-	closed    bool
-	// isGone: unloaded and forgotten (markGone; two unloads may race, a
-	// fenced topic's own and a bundle's); gone is closed then, made
-	// when someone waits for it (goneCh).
-	isGone bool
-	gone   chan struct{}
+	gone      chan struct{}
 	// dedup is the de-duplication state (dedup.go); t.mu guards most of it.
-	dedup         dedup
-	replIn        map[string]*replIn  // by source cluster (nil until one)
-	replOut       map[string]*replOut // by remote cluster (nil until one)
-	lastOwn       Position            // this region's last own entry (noPosition: not known)
-	epochs        epochFirsts         // per producer, its first sequence id stored here as the primary of the last epoch (epochfirst.go)
-	nonPersistent atomic.Int64        // message ids of a non-persistent topic
+	dedup dedup
+	// rx is the replication and failover state, made when first used
+	// (rs).
+	rx            *topicRepl
+	nonPersistent atomic.Int64 // message ids of a non-persistent topic
 	// subActive is when each subscription last had a consumer come or
-	// go (subscription expiration, maintenance.go).
-	subActiveMu sync.Mutex
-	subActive   map[string]time.Time
+	// go (subscription expiration, maintenance.go); nil until one did.
+	subActive atomic.Pointer[subActivity]
 
-	// dispatched to consumers, counted for load reports (load.go)
-	msgOut, bytesOut atomic.Int64
-
-	msgIn, bytesIn atomic.Int64
+	// io counts messages received and dispatched (load reports, stats);
+	// nil until the first (loadindex.go).
+	io             atomic.Pointer[topicIO]
 	lastPublish    atomic.Int64                    // when an entry was last stored, Unix ms (0: not since loaded)
 	activeAt       atomic.Int64                    // when a producer or consumer last came or went, Unix ns (inactive.go)
 	reported       atomic.Bool                     // this broker reported the partition idle (inactive.go)
@@ -76,13 +77,16 @@ type Topic struct {
 	srepl          atomic.Pointer[syncRepl]        // synchronous replication (syncrepl.go); nil unless the policy asks for it
 	attrs          metric.MeasurementOption        // of its metrics
 	created        int64                           // when loaded here, Unix ns (loadedAt)
+	hash           uint32                          // topic.Hash of its name: its bundle (loadindex.go)
+	trafficListed  atomic.Bool                     // in the broker's traffic list (loadindex.go)
+	maintListed    atomic.Bool                     // listed for the next maintenance pass (maintindex.go)
 }
 
 func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol NamespacePolicy) *Topic {
 	t := &Topic{
 		b: b, name: name, ml: ml, policy: b.sharedPolicy(name.NamespaceName(), pol),
-		lastOwn: noPosition,
 		created: b.deps.Now().UnixNano(),
+		hash:    topic.Hash(name),
 	}
 	t.dedup.t = t
 	t.storeLimits(pol)
@@ -90,6 +94,24 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 	t.setRates(pol.Rates)
 	t.attrs = b.topicAttrs(t)
 	return t
+}
+
+// topicRepl is a topic's replication and failover state (t.mu guards
+// it).
+type topicRepl struct {
+	replIn  map[string]*replIn  // by source cluster (nil until one)
+	replOut map[string]*replOut // by remote cluster (nil until one)
+	lastOwn Position            // this region's last own entry (noPosition: not known)
+	epochs  epochFirsts         // per producer, its first sequence id stored here as the primary of the last epoch (epochfirst.go)
+}
+
+// rs returns t's replication and failover state, making it when the
+// topic has none yet: an idle topic keeps none. t.mu held.
+func (t *Topic) rs() *topicRepl {
+	if t.rx == nil {
+		t.rx = &topicRepl{lastOwn: noPosition}
+	}
+	return t.rx
 }
 
 // goneCh returns a channel closed once t is unloaded and forgotten.
@@ -150,8 +172,8 @@ func (t *Topic) load(ctx context.Context) error {
 	t.ml.SetMarkDeleteRate(markDeleteRate(*t.policy))
 	// Active-standby namespaces always de-duplicate: producers resend
 	// across a failover (docs/failover.md).
-	t.dedup.on = t.policy.Deduplication || t.policy.Failover.Mode == policy.ActiveStandby
-	if t.dedup.on || len(t.remotes()) > 0 {
+	t.dedupOn = t.policy.Deduplication || t.policy.Failover.Mode == policy.ActiveStandby
+	if t.dedupOn || len(t.remotes()) > 0 {
 		if err := t.dedup.ensureLoaded(ctx); err != nil {
 			return err
 		}
@@ -259,7 +281,7 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 	}
 	t.producers[p.name] = p
 	lastSeq = -1
-	if t.dedup.on && t.dedup.pushed != nil {
+	if t.dedupOn && t.dedup.pushed != nil {
 		if s, ok := t.dedup.pushed[p.name]; ok {
 			lastSeq = s
 		}
@@ -293,7 +315,7 @@ func (t *Topic) removeProducer(p *producer) {
 		t.producers[next.name] = next
 	}
 	lastSeq := int64(-1)
-	if next != nil && t.dedup.on && t.dedup.pushed != nil {
+	if next != nil && t.dedupOn && t.dedup.pushed != nil {
 		if v, ok := t.dedup.pushed[next.name]; ok {
 			lastSeq = v
 		}
@@ -310,8 +332,7 @@ var errMustWait = errors.New("broker: producer waits for exclusive access")
 // publish appends one SEND's entry. done gets the position, or ok false
 // with no error for a duplicate that was dropped.
 func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, numMsgs int, dedupable bool, entry []byte, done func(mledger.Position, bool, error)) {
-	t.msgIn.Add(int64(numMsgs))
-	t.bytesIn.Add(int64(len(entry)))
+	t.countIn(int64(numMsgs), int64(len(entry)))
 	if t.ml == nil {
 		id := t.nonPersistent.Add(1) - 1
 		pos := mledger.Position{Ledger: 0, Entry: id}
@@ -326,7 +347,7 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 	top := int64(max(seq, highest))
 	standby := t.dedup.crossRegion()
 	t.mu.Lock()
-	dedup := (t.dedup.on || standby) && t.dedup.pushed != nil && dedupable
+	dedup := (t.dedupOn || standby) && t.dedup.pushed != nil && dedupable
 	t.mu.Unlock()
 	if standby {
 		if err := t.markEpoch(ctx); err != nil {

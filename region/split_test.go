@@ -226,6 +226,25 @@ func TestBundleSplitUnderTraffic(t *testing.T) {
 			}
 		}
 	}
+	// The owners' load reports count each topic in its bundle after the
+	// splits (the counts kept as topics load are made again for the
+	// namespace's new bundles).
+	want := map[topic.Bundle]int64{}
+	for _, n := range names {
+		pn, _ := topic.Parse(n)
+		want[topic.BundleFor(pn, final)]++
+	}
+	for bd, n := range want {
+		o := ownerOf(r, ns, bd)
+		if o < 0 {
+			continue
+		}
+		k := ns + "/" + bd.String()
+		waitFor(t, time.Minute, "the load report's topic count of "+k, func() bool {
+			rep, err := adminOf(t, r, o).BrokerStats().GetLoadReport()
+			return err == nil && rep.LastStats[k] != nil && rep.LastStats[k].TopicsNum == n
+		})
+	}
 }
 
 // TestBundleSplitRefusals: an unknown bundle, an unknown algorithm, a bad

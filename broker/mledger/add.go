@@ -188,7 +188,7 @@ func (m *ManagedLedger) needRollover() bool {
 	return m.w == nil || m.wBroken.Load() ||
 		m.wEntries >= m.cfg.Value().MaxEntriesPerLedger ||
 		m.wBytes >= m.cfg.Value().MaxLedgerSize ||
-		m.deps.Now().Sub(m.wCreated) >= m.cfg.Value().MaxLedgerAge
+		m.deps.Now().Sub(time.Unix(0, m.wCreated)) >= m.cfg.Value().MaxLedgerAge
 }
 
 func (m *ManagedLedger) issue(r addRequest) {
@@ -271,27 +271,32 @@ func (m *ManagedLedger) confirmed(p Position, data []byte, readable int64) {
 	}
 	m.lastLedgerBytes += int64(len(data))
 	defer m.wakeLocked()
-	if m.tailLedger != p.Ledger || m.tailFirst+int64(len(m.tail)) != p.Entry {
-		m.tailLedger, m.tailFirst, m.tail, m.tailReadable, m.tailSize = p.Ledger, p.Entry, m.tail[:0], -1, 0
+	tc := m.tail
+	if tc == nil {
+		tc = &tailCache{}
+		m.tail = tc
 	}
-	m.tailReadable = max(m.tailReadable, readable)
-	m.tail = append(m.tail, data)
-	m.tailSize += int64(len(data))
+	if tc.ledger != p.Ledger || tc.first+int64(len(tc.entries)) != p.Entry {
+		tc.ledger, tc.first, tc.entries, tc.readable, tc.size = p.Ledger, p.Entry, tc.entries[:0], -1, 0
+	}
+	tc.readable = max(tc.readable, readable)
+	tc.entries = append(tc.entries, data)
+	tc.size += int64(len(data))
 	// Over either bound, drop the oldest entries the bookies can serve.
-	over := len(m.tail) - m.cfg.Value().TailCacheEntries
-	size := m.tailSize
-	for i := 0; i < len(m.tail) && size > m.cfg.Value().TailCacheBytes; i++ {
-		size -= int64(len(m.tail[i]))
+	over := len(tc.entries) - m.cfg.Value().TailCacheEntries
+	size := tc.size
+	for i := 0; i < len(tc.entries) && size > m.cfg.Value().TailCacheBytes; i++ {
+		size -= int64(len(tc.entries[i]))
 		over = max(over, i+1)
 	}
-	drop := min(over, int(m.tailReadable-m.tailFirst+1))
+	drop := min(over, int(tc.readable-tc.first+1))
 	if drop > 0 {
-		for _, d := range m.tail[:drop] {
-			m.tailSize -= int64(len(d))
+		for _, d := range tc.entries[:drop] {
+			tc.size -= int64(len(d))
 		}
-		clear(m.tail[:drop])
-		m.tail = m.tail[drop:]
-		m.tailFirst += int64(drop)
+		clear(tc.entries[:drop])
+		tc.entries = tc.entries[drop:]
+		tc.first += int64(drop)
 	}
 }
 

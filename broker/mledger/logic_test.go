@@ -257,10 +257,11 @@ func TestTailCache(t *testing.T) {
 		{pos(6, 0), -1, 0, 1}, // a new ledger resets
 	} {
 		m.confirmed(s.p, []byte{byte(i)}, s.readable)
-		if m.tailLedger != s.p.Ledger || m.tailFirst != s.wantFirst || len(m.tail) != s.wantLen {
-			t.Fatalf("step %d: ledger %d first %d len %d; want %d %d", i, m.tailLedger, m.tailFirst, len(m.tail), s.wantFirst, s.wantLen)
+		tc := m.tail
+		if tc.ledger != s.p.Ledger || tc.first != s.wantFirst || len(tc.entries) != s.wantLen {
+			t.Fatalf("step %d: ledger %d first %d len %d; want %d %d", i, tc.ledger, tc.first, len(tc.entries), s.wantFirst, s.wantLen)
 		}
-		if m.lastConfirmed != s.p || m.tail[len(m.tail)-1][0] != byte(i) {
+		if m.lastConfirmed != s.p || tc.entries[len(tc.entries)-1][0] != byte(i) {
 			t.Fatalf("step %d: last confirmed %v", i, m.lastConfirmed)
 		}
 	}
@@ -355,8 +356,8 @@ func TestTailCacheBytes(t *testing.T) {
 		m.confirmed(pos(1, i), make([]byte, 4), i) // each readable at once
 	}
 	// 5 entries of 4 bytes, at most 10 bytes: the newest 2 stay.
-	if m.tailFirst != 3 || len(m.tail) != 2 || m.tailSize != 8 {
-		t.Fatalf("first %d len %d size %d", m.tailFirst, len(m.tail), m.tailSize)
+	if tc := m.tail; tc.first != 3 || len(tc.entries) != 2 || tc.size != 8 {
+		t.Fatalf("first %d len %d size %d", tc.first, len(tc.entries), tc.size)
 	}
 }
 

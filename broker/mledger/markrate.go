@@ -16,7 +16,7 @@ import (
 // which the subscription then gets again: at-least-once, as in Pulsar.
 // Rate 0 (the default) writes every change before the call returns.
 type markRate struct {
-	last    time.Time   // when the state was last written
+	last    int64       // when the state was last written, Unix ns (0: not since opened)
 	dirty   bool        // the state in memory is ahead of the store
 	timer   *time.Timer // the pending flush
 	written Position    // the mark-delete position last written
@@ -46,7 +46,7 @@ func (c *Cursor) deferLocked() bool {
 	if iv <= 0 {
 		return false
 	}
-	wait := iv - time.Since(c.rate.last)
+	wait := iv - time.Since(time.Unix(0, c.rate.last))
 	if wait <= 0 {
 		return false
 	}
@@ -59,7 +59,7 @@ func (c *Cursor) deferLocked() bool {
 
 // wroteLocked records a successful write of the cursor's state. c.mu held.
 func (c *Cursor) wroteLocked() {
-	c.rate.last = time.Now()
+	c.rate.last = time.Now().UnixNano()
 	c.rate.dirty = false
 	c.rate.written = c.set.MarkDelete()
 }

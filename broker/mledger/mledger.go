@@ -22,10 +22,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -265,8 +267,9 @@ func (c Config) withDefaults() Config {
 // ManagedLedger is one topic's log. It is safe for concurrent use.
 type ManagedLedger struct {
 	// cfg is interned: the managed ledgers of a namespace share one.
-	cfg  unique.Handle[Config]
-	deps Deps
+	cfg unique.Handle[Config]
+	// deps are shared by the managed ledgers opened with them (OpenShared).
+	deps *Deps
 	name string
 
 	// metaMu serialises metadata updates; it guards meta and rev.
@@ -278,12 +281,17 @@ type ManagedLedger struct {
 	// ended, or the connection was lost with the reply). A conflict on the
 	// next write is this write's, not another owner's, when the store
 	// holds exactly this value. Guarded by metaMu.
-	unsure []byte
+	unsure string
 	// writer is this managed ledger's id in the values it writes
-	// (topicMeta.Writer).
-	writer string
+	// (topicMeta.Writer, in base 36); random, made by its first write.
+	writer uint64
 	// created: Open found no metadata and wrote the first (Created).
 	created bool
+	// closing, driving and stopped are guarded by addMu and driverMu
+	// (below); they are here to share a word with created.
+	closing bool
+	driving bool
+	stopped bool
 	// terminated is set by Terminate (and at open, from the metadata).
 	terminated atomic.Bool
 	// fenced is set once a CAS failed or our ledger was fenced; sticky.
@@ -295,28 +303,21 @@ type ManagedLedger struct {
 	// Data bytes confirmed in lastBytesLedger (the open ledger's size).
 	lastBytesLedger int64
 	lastLedgerBytes int64
-	tailLedger      int64
-	tailFirst       int64         // entry id of tail[0]
-	tail            [][]byte      // newest confirmed entries of tailLedger
-	tailReadable    int64         // bookies serve tailLedger's entries up to this
-	tailSize        int64         // data bytes in tail
+	tail            *tailCache    // nil until an entry is confirmed
 	notify          chan struct{} // closed at the next confirmed entry; nil until asked for
 
-	// addMu guards closing against AddEntryAsync sending to queue.
+	// addMu guards closing (above) against AddEntryAsync sending to queue.
 	addMu     sync.RWMutex
-	closing   bool
 	queueOnce sync.Once
 	queue     chan addRequest // made by the first add
 	repair    chan struct{}   // cap 1: an add failed; the driver settles it (made with queue)
 	closed    chan struct{}   // made when closing is set, closed when Close has drained the queue
 
-	// driverMu guards driving, stopped and stop: whether a driver
-	// goroutine runs, whether Close stopped them for good, and the
+	// driverMu guards driving, stopped (above) and stop: whether a
+	// driver goroutine runs, whether Close stopped them for good, and the
 	// channel Close closes to stop one (made with the first driver: an
 	// idle managed ledger holds none).
 	driverMu sync.Mutex
-	driving  bool
-	stopped  bool
 	// wBroken: an add failed, roll over before the next (set by add
 	// callbacks, read by the driver).
 	wBroken atomic.Bool
@@ -327,7 +328,7 @@ type ManagedLedger struct {
 	w        ledgers.Writer
 	wEntries int64
 	wBytes   int64
-	wCreated time.Time
+	wCreated int64          // Unix ns
 	inflight sync.WaitGroup // adds issued to w whose callbacks have not run
 	// unrecorded is a ledger a rollover closed whose close the metadata
 	// does not record yet (the write failed; the list still says open):
@@ -342,10 +343,10 @@ type ManagedLedger struct {
 	readersMu sync.Mutex
 	readers   map[int64]ledgers.Reader // nil until a ledger is read
 
-	ret      atomic.Pointer[Retention]
-	affinity atomic.Pointer[ledger.Affinity]
-	// quorums, when set (SetQuorums), replace cfg's for new ledgers.
-	quorums atomic.Pointer[quorums]
+	ret atomic.Pointer[Retention]
+	// shape, when set (SetQuorums, SetAffinity), replaces cfg's quorums
+	// and the default placement for new ledgers.
+	shape atomic.Pointer[ledgerShape]
 	// markRate is the mark-delete rate's float64 bits (markrate.go).
 	markRate atomic.Uint64
 
@@ -361,27 +362,48 @@ func (m *ManagedLedger) logger() *slog.Logger {
 	return m.deps.Logger.With("component", "mledger", "topic", m.name)
 }
 
+// tailCache holds the newest confirmed entries of one ledger, for
+// tailing reads.
+type tailCache struct {
+	ledger   int64
+	first    int64    // entry id of entries[0]
+	entries  [][]byte // newest confirmed entries of ledger
+	readable int64    // bookies serve ledger's entries up to this
+	size     int64    // data bytes in entries
+}
+
+// Shared returns d with its defaults, for OpenShared: the managed
+// ledgers opened with it share it.
+func (d Deps) Shared() *Deps {
+	d = d.withDefaults()
+	return &d
+}
+
 // Open opens the managed ledger name, creating it if needed. A last ledger
 // left open by a previous owner is recovered (fenced and closed) and its
 // final entry count recorded; an empty one is dropped and deleted. Then a
 // new ledger is created for writing and added to the list with a CAS.
 func Open(ctx context.Context, deps Deps, cfg Config, name string) (*ManagedLedger, error) {
+	return OpenShared(ctx, deps.Shared(), cfg, name)
+}
+
+// OpenShared is Open with deps (from Deps.Shared) kept, not copied: the
+// managed ledgers of a broker share one.
+func OpenShared(ctx context.Context, deps *Deps, cfg Config, name string) (*ManagedLedger, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if errs := deps.validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 	}
-	deps = deps.withDefaults()
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	m := &ManagedLedger{
-		cfg:    unique.Make(cfg),
-		deps:   deps,
-		name:   name,
-		writer: rand.Text(),
+		cfg:  unique.Make(cfg),
+		deps: deps,
+		name: name,
 	}
 	kv, err := deps.Meta.Get(ctx, m.key())
 	switch {
@@ -467,17 +489,42 @@ func (m *ManagedLedger) SetQuorums(ensemble, write, ack int) error {
 	}
 	q := quorums{c.EnsembleSize, c.WriteQuorum, c.AckQuorum}
 	cfg := m.cfg.Value()
-	if cur := m.quorums.Load(); cur == nil && q == (quorums{cfg.EnsembleSize, cfg.WriteQuorum, cfg.AckQuorum}) || cur != nil && *cur == q {
-		return nil // unchanged (every maintenance pass sets it again)
-	}
-	m.quorums.Store(&q)
+	m.updateShape(func(s *ledgerShape) bool {
+		if s.q == nil && q == (quorums{cfg.EnsembleSize, cfg.WriteQuorum, cfg.AckQuorum}) || s.q != nil && *s.q == q {
+			return false // unchanged (every maintenance pass sets it again)
+		}
+		s.q = &q
+		return true
+	})
 	return nil
+}
+
+// ledgerShape is what SetQuorums and SetAffinity set; nil fields are the
+// defaults.
+type ledgerShape struct {
+	q *quorums
+	a *ledger.Affinity
+}
+
+// updateShape applies f to a copy of the shape and stores it, unless f
+// reports no change.
+func (m *ManagedLedger) updateShape(f func(*ledgerShape) bool) {
+	for {
+		cur := m.shape.Load()
+		var next ledgerShape
+		if cur != nil {
+			next = *cur
+		}
+		if !f(&next) || m.shape.CompareAndSwap(cur, &next) {
+			return
+		}
+	}
 }
 
 func (m *ManagedLedger) createLedger(ctx context.Context) (ledgers.Writer, error) {
 	q := quorums{m.cfg.Value().EnsembleSize, m.cfg.Value().WriteQuorum, m.cfg.Value().AckQuorum}
-	if p := m.quorums.Load(); p != nil {
-		q = *p
+	if s := m.shape.Load(); s != nil && s.q != nil {
+		q = *s.q
 	}
 	w, err := m.deps.Ledgers.Create(ctx, ledger.CreateOptions{
 		Ensemble:    q.ensemble,
@@ -496,20 +543,23 @@ func (m *ManagedLedger) createLedger(ctx context.Context) (ledgers.Writer, error
 // ensemble changes) to bookie groups: the namespace's bookie affinity.
 // The zero value, the default, places them on any bookie.
 func (m *ManagedLedger) SetAffinity(a ledger.Affinity) {
-	cur := m.affinity.Load()
-	switch {
-	case cur == nil && a.Primary == nil && a.Secondary == nil:
-		// The default, which nil stands for: an idle topic keeps no copy.
-	case cur != nil && reflect.DeepEqual(*cur, a):
-		// Unchanged (every maintenance pass sets it again).
-	default:
-		m.affinity.Store(&a)
-	}
+	m.updateShape(func(s *ledgerShape) bool {
+		switch cur := s.a; {
+		case cur == nil && a.Primary == nil && a.Secondary == nil:
+			// The default, which nil stands for: an idle topic keeps no copy.
+			return false
+		case cur != nil && reflect.DeepEqual(*cur, a):
+			// Unchanged (every maintenance pass sets it again).
+			return false
+		}
+		s.a = &a
+		return true
+	})
 }
 
 func (m *ManagedLedger) bookieAffinity() ledger.Affinity {
-	if a := m.affinity.Load(); a != nil {
-		return *a
+	if s := m.shape.Load(); s != nil && s.a != nil {
+		return *s.a
 	}
 	return ledger.Affinity{}
 }
@@ -535,7 +585,7 @@ func (m *ManagedLedger) deleteLedger(ctx context.Context, id int64) {
 }
 
 func (m *ManagedLedger) setWriter(w ledgers.Writer) {
-	m.w, m.wEntries, m.wBytes, m.wCreated = w, 0, 0, m.deps.Now()
+	m.w, m.wEntries, m.wBytes, m.wCreated = w, 0, 0, m.deps.Now().UnixNano()
 	m.wBroken.Store(false)
 }
 
@@ -580,7 +630,12 @@ func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
 	if err := m.fencedErr(); err != nil {
 		return err
 	}
-	next.Writer = m.writer
+	for m.writer == 0 {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+		m.writer = binary.LittleEndian.Uint64(b[:])
+	}
+	next.Writer = strconv.FormatUint(m.writer, 36)
 	val, err := encodeMeta(&next)
 	if err != nil {
 		return err
@@ -598,13 +653,13 @@ func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
 	if err != nil {
 		if landed, lerr := m.landedLocked(ctx, val); lerr == nil && landed > 0 {
 			m.logger().Info("metadata write applied although it failed", "err", err)
-			m.meta, m.rev, m.unsure = next, landed, nil
+			m.meta, m.rev, m.unsure = next, landed, ""
 			return nil
 		}
-		m.unsure = val
+		m.unsure = string(val)
 		return fmt.Errorf("mledger %s: write metadata: %w", m.name, err)
 	}
-	m.meta, m.rev, m.unsure = next, rev, nil
+	m.meta, m.rev, m.unsure = next, rev, ""
 	return nil
 }
 
@@ -632,14 +687,14 @@ func (m *ManagedLedger) landedLocked(ctx context.Context, val []byte) (int64, er
 // then nobody else wrote, and m.rev takes that write's revision. metaMu
 // must be held.
 func (m *ManagedLedger) ownWriteLocked(ctx context.Context) bool {
-	if m.unsure == nil {
+	if m.unsure == "" {
 		return false
 	}
-	landed, err := m.landedLocked(ctx, m.unsure)
+	landed, err := m.landedLocked(ctx, []byte(m.unsure))
 	if err != nil || landed == 0 {
 		return false
 	}
-	m.rev, m.unsure = landed, nil
+	m.rev, m.unsure = landed, ""
 	return true
 }
 

@@ -58,9 +58,9 @@ func (m *ManagedLedger) readLedger(ctx context.Context, l LedgerInfo, first, las
 	bookieLast := last
 	if l.State == LedgerOpen {
 		m.mu.Lock()
-		if m.tailLedger == l.ID && last >= m.tailFirst && last < m.tailFirst+int64(len(m.tail)) {
-			from := max(first, m.tailFirst)
-			cached = append(cached, m.tail[from-m.tailFirst:last-m.tailFirst+1]...)
+		if tc := m.tail; tc != nil && tc.ledger == l.ID && last >= tc.first && last < tc.first+int64(len(tc.entries)) {
+			from := max(first, tc.first)
+			cached = append(cached, tc.entries[from-tc.first:last-tc.first+1]...)
 			bookieLast = from - 1
 		}
 		m.mu.Unlock()
