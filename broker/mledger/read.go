@@ -138,5 +138,6 @@ func (m *ManagedLedger) InTail(p Position) bool {
 	if p.Compare(m.lastConfirmed) > 0 {
 		return true
 	}
-	return len(m.tail) > 0 && p.Ledger == m.tailLedger && p.Entry >= m.tailFirst
+	tc := m.tail
+	return tc != nil && len(tc.entries) > 0 && p.Ledger == tc.ledger && p.Entry >= tc.first
 }
