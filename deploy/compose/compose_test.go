@@ -431,21 +431,31 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// findContainers maps every service to its container.
-func (e *env) findContainers() {
-	t := e.t
+// listContainers maps the project's services to their containers' ids.
+func (e *env) listContainers() (map[string]string, error) {
 	out, err := e.run(time.Minute, "docker", "ps", "-a", "--filter", "label=com.docker.compose.project="+e.project,
 		"--format", `{{.ID}} {{.Label "com.docker.compose.service"}}`)
 	if err != nil {
-		t.Fatalf("docker ps: %v\n%s", err, out)
+		return nil, fmt.Errorf("docker ps: %v\n%s", err, out)
 	}
-	e.containers = map[string]string{}
+	m := map[string]string{}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		if id, svc, ok := strings.Cut(strings.TrimSpace(sc.Text()), " "); ok {
-			e.containers[svc] = id
+			m[svc] = id
 		}
 	}
+	return m, nil
+}
+
+// findContainers maps every service to its container.
+func (e *env) findContainers() {
+	t := e.t
+	m, err := e.listContainers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.containers = m
 	var got []string
 	for svc := range e.containers {
 		got = append(got, svc)
@@ -845,14 +855,32 @@ func (e *env) checkMessages(when string) {
 // state and the end of its log.
 func (e *env) diagnose() {
 	if e.containers == nil {
+		// up failed (a dependency not healthy in time): the containers
+		// created so far.
 		out, _ := e.composeCmd(time.Minute, "ps")
 		e.t.Logf("compose ps:\n%s", out)
-		return
+		m, err := e.listContainers()
+		if err != nil {
+			e.t.Log(err)
+			return
+		}
+		e.containers = m
 	}
 	st, _ := e.health()
 	for _, svc := range services() {
+		id, ok := e.containers[svc]
+		if !ok {
+			e.t.Logf("%s: not created", svc)
+			continue
+		}
 		e.t.Logf("%s: %s", svc, st[svc])
-		e.logs(svc, e.containers[svc])
+		if st[svc] != "healthy" {
+			// The last health checks' output: what /readyz said.
+			out, _ := e.run(time.Minute, "docker", "inspect", "-f",
+				`{{if .State.Health}}{{range .State.Health.Log}}{{.Start.Format "15:04:05"}} exit {{.ExitCode}}: {{.Output}}{{"\n"}}{{end}}{{end}}`, id)
+			e.t.Logf("---- %s: its last health checks\n%s", svc, out)
+		}
+		e.logs(svc, id)
 	}
 }
 
