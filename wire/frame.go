@@ -257,11 +257,17 @@ func ReadFrame(r io.Reader, maxFrameSize int, buf []byte) ([]byte, error) {
 		return buf[:0], fmt.Errorf("%w: totalSize %d < 4", ErrMalformed, total)
 	}
 	n := 4 + int(total)
-	// The buffer grows with what actually arrives (doubling from 4 KiB),
-	// so a peer that announces a large frame and sends little of it
-	// costs what it sent, not what it announced.
-	if cap(buf) < min(n, readChunk) {
-		buf = make([]byte, 0, min(n, readChunk))
+	// The buffer grows with what actually arrives (doubling from 4 KiB,
+	// or from what r has buffered already), so a peer that announces a
+	// large frame and sends little of it costs what it sent, not what it
+	// announced. A frame that has arrived whole behind a bufio.Reader is
+	// one allocation of its size.
+	first := readChunk
+	if b, ok := r.(interface{ Buffered() int }); ok {
+		first = max(first, 4+b.Buffered())
+	}
+	if cap(buf) < min(n, first) {
+		buf = make([]byte, 0, min(n, first))
 	}
 	buf = append(buf[:0], hdr[:]...)
 	for len(buf) < n {

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -432,5 +433,28 @@ func TestChecksumVector(t *testing.T) {
 	// The CRC-32C check value from RFC 3720 / the Castagnoli catalogue.
 	if got := Checksum([]byte("123456789")); got != 0xe3069283 {
 		t.Fatalf("Checksum = %#x, want 0xe3069283", got)
+	}
+}
+
+// TestReadFrameAllocation: a frame that has arrived whole behind a
+// bufio.Reader is read into one buffer of its size; one that has not
+// grows from what arrived, never to what was only announced.
+func TestReadFrameAllocation(t *testing.T) {
+	f, _ := AppendPayloadCommand(nil, sendCmd(1, 2), testMeta(), bytes.Repeat([]byte("z"), 12000))
+	got, err := ReadFrame(bufio.NewReaderSize(bytes.NewReader(f), 64<<10), 0, nil)
+	if err != nil || !bytes.Equal(got, f) {
+		t.Fatalf("whole: %v", err)
+	}
+	if cap(got) != len(f) {
+		t.Errorf("whole frame of %d bytes read into a buffer of %d", len(f), cap(got))
+	}
+	announced := binary.BigEndian.AppendUint32(nil, 1<<20)
+	partial := append(announced, bytes.Repeat([]byte("y"), 9000)...)
+	got, err = ReadFrame(bufio.NewReaderSize(bytes.NewReader(partial), 64<<10), 0, nil)
+	if !errors.Is(err, ErrTruncated) {
+		t.Fatalf("partial: %v", err)
+	}
+	if cap(got) > 2*len(partial) {
+		t.Errorf("9,000 bytes of an announced MiB held a buffer of %d", cap(got))
 	}
 }

@@ -178,11 +178,17 @@ func ReadFrame(r io.Reader, max int, buf []byte) ([]byte, error) {
 	if n < HeaderSize {
 		return nil, fmt.Errorf("%w: %d bytes is shorter than the %d-byte header", ErrMalformed, n, HeaderSize)
 	}
-	// The buffer grows with what arrives (doubling from 4 KiB): a peer
-	// that announces a large frame and sends little of it costs what it
-	// sent.
-	if cap(buf) < min(int(n), 4<<10) {
-		buf = make([]byte, 0, min(int(n), 4<<10))
+	// The buffer grows with what arrives (doubling from 4 KiB, or from
+	// what r has buffered already): a peer that announces a large frame
+	// and sends little of it costs what it sent. A frame that has arrived
+	// whole (the common case behind a bufio.Reader) is one allocation of
+	// its size, not 4, 8, 16 KiB... each copied into the next.
+	first := 4 << 10
+	if b, ok := r.(interface{ Buffered() int }); ok && b.Buffered() > first {
+		first = b.Buffered()
+	}
+	if cap(buf) < min(int(n), first) {
+		buf = make([]byte, 0, min(int(n), first))
 	}
 	buf = buf[:0]
 	for len(buf) < int(n) {

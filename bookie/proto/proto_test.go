@@ -3,6 +3,7 @@ package proto
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"reflect"
@@ -159,5 +160,23 @@ func TestStrings(t *testing.T) {
 	}
 	if StatusFenced.String() != "ledger fenced" || Status(999).String() != "status(999)" {
 		t.Error("status names")
+	}
+}
+
+// TestReadFrameAllocation: an add that has arrived whole behind the
+// connection's bufio.Reader is read into one buffer of its size; a frame
+// that has not grows from what arrived, never to what was announced.
+func TestReadFrameAllocation(t *testing.T) {
+	b := AppendRequest(nil, &Request{Op: OpAdd, ID: 1, Ledger: 7, Payload: AppendEntry(nil, 7, 0, -1, 3, bytes.Repeat([]byte("z"), 12000))})
+	frame, err := ReadFrame(bufio.NewReaderSize(bytes.NewReader(b), 64<<10), DefaultMaxFrameSize, nil)
+	if err != nil || !bytes.Equal(frame, b[4:]) {
+		t.Fatalf("whole: %v", err)
+	}
+	if cap(frame) != len(b)-4 {
+		t.Errorf("whole frame of %d bytes read into a buffer of %d", len(b)-4, cap(frame))
+	}
+	partial := append(binary.BigEndian.AppendUint32(nil, 1<<20), bytes.Repeat([]byte("y"), 9000)...)
+	if _, err := ReadFrame(bufio.NewReaderSize(bytes.NewReader(partial), 64<<10), DefaultMaxFrameSize, nil); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("partial: %v", err)
 	}
 }
