@@ -87,6 +87,9 @@
 #                          so its latency is not used)
 #   BENCH_BIN [.bin]       where install-bench-tools.sh put nats-server and nats
 #   SKIP_NATS [0]          1: Isobar only
+#   SERVER_PGO [auto]      go build -pgo for isobar (and pprofstandalone): auto
+#                          uses cmd/isobar/default.pgo if there is one, off
+#                          builds without, or a profile's path (for A/B runs)
 # Every process started here is stopped on exit (trap), and each also runs
 # under `timeout` so that nothing outlives a killed script for long.
 set -euo pipefail
@@ -121,6 +124,7 @@ BENCH_BIN=${BENCH_BIN:-$repo/.bin}
 OUT_DIR=${OUT_DIR:-$repo/.bench-results/$(date -u +%Y%m%dT%H%M%SZ)}
 SIZE=1024
 layouts="t1 p4" # goal 1's topic layouts: one topic, 4 partitions
+SERVER_PGO=${SERVER_PGO:-auto}
 [ "$SKIP_THROUGHPUT" = 1 ] && layouts=
 
 log() { printf '[perf-compare %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
@@ -304,7 +308,7 @@ uptime_before=$(uptime)
 loadavg_before=$(cut -d' ' -f1-3 /proc/loadavg)
 log "load before the run: $uptime_before"
 log "building isobar and jslat"
-(cd "$repo" && go build -o "$work/isobar" ./cmd/isobar)
+(cd "$repo" && go build -pgo="$SERVER_PGO" -o "$work/isobar" ./cmd/isobar)
 isobar=$work/isobar
 if [ "$SKIP_NATS" != 1 ]; then
 	(cd "$repo" && go build -o "$work/jslat" ./internal/benchtools/jslat)
@@ -312,7 +316,7 @@ fi
 jslat=$work/jslat
 server_cmd=("$isobar" standalone)
 if [ "$PROFILE" = 1 ]; then
-	(cd "$repo" && go build -o "$work/pprofstandalone" ./internal/benchtools/pprofstandalone)
+	(cd "$repo" && go build -pgo="$SERVER_PGO" -o "$work/pprofstandalone" ./internal/benchtools/pprofstandalone)
 fi
 
 commit=unknown
