@@ -47,18 +47,42 @@ type Config struct {
 	// (Pulsar's AuthenticationProviderTls); the TLS listener must verify
 	// client certificates (broker.tls.trustCertsFile).
 	TLSAuthentication bool `yaml:"tlsAuthentication"`
+	// BasicAuthFile also accepts a user and password (Pulsar's
+	// AuthenticationProviderBasic; method "basic" in CONNECT, HTTP's
+	// "Authorization: Basic"), the user being the role: an htpasswd-style
+	// file of user:hash lines, each hash in Apache's MD5 scheme as
+	// `htpasswd -m` writes it ($apr1$...). Read at start.
+	BasicAuthFile string `yaml:"basicAuthFile"`
+	// AnonymousUserRole is the role of a peer that presents no
+	// credentials at all (Pulsar's anonymousUserRole): with it, such a
+	// peer is let in as this role, and authorization decides what it may
+	// do; without it, it is refused. A peer whose credentials are wrong
+	// is refused either way.
+	AnonymousUserRole string `yaml:"anonymousUserRole"`
 }
 
 // Validate checks the settings; every problem is named.
 func (c Config) Validate() error {
 	var errs []error
-	if c.AuthenticationEnabled && (!c.TLSAuthentication || c.Token.SecretKey != "" || c.Token.PublicKey != "") {
+	otherMethod := c.TLSAuthentication || c.BasicAuthFile != ""
+	if c.AuthenticationEnabled && (!otherMethod || c.Token.SecretKey != "" || c.Token.PublicKey != "") {
 		if err := c.Token.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("auth.token: %w", err))
 		}
 	}
 	if c.TLSAuthentication && !c.AuthenticationEnabled {
 		errs = append(errs, errors.New("auth.tlsAuthentication needs auth.authenticationEnabled"))
+	}
+	if c.BasicAuthFile != "" && !c.AuthenticationEnabled {
+		errs = append(errs, errors.New("auth.basicAuthFile needs auth.authenticationEnabled"))
+	}
+	if c.AnonymousUserRole != "" {
+		if !c.AuthenticationEnabled {
+			errs = append(errs, errors.New("auth.anonymousUserRole needs auth.authenticationEnabled (with it off every peer is let in anyway)"))
+		}
+		if err := ValidRole(c.AnonymousUserRole); err != nil {
+			errs = append(errs, fmt.Errorf("auth.anonymousUserRole %q: %w", c.AnonymousUserRole, err))
+		}
 	}
 	if c.AuthorizationEnabled && !c.AuthenticationEnabled {
 		errs = append(errs, errors.New("auth.authorizationEnabled needs auth.authenticationEnabled"))
@@ -103,6 +127,7 @@ type Server struct {
 	super      map[string]bool
 	replicator map[string]bool
 	proxy      map[string]bool
+	basic      basicUsers // nil without auth.basicAuthFile
 }
 
 // NewServer builds the checks from cfg, loading the token key.
@@ -126,6 +151,13 @@ func NewServer(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		s.verifier = v
+	}
+	if cfg.AuthenticationEnabled && cfg.BasicAuthFile != "" {
+		u, err := readBasicUsers(cfg.BasicAuthFile)
+		if err != nil {
+			return nil, err
+		}
+		s.basic = u
 	}
 	return s, nil
 }
@@ -213,6 +245,9 @@ func (s *Server) methods() string {
 	if s.cfg.TLSAuthentication {
 		m = append(m, TLSMethod)
 	}
+	if s.basic != nil {
+		m = append(m, BasicMethod)
+	}
 	return strings.Join(m, " or ")
 }
 
@@ -227,6 +262,11 @@ func (s *Server) Authenticate(method string, data []byte, peer *tls.ConnectionSt
 	case method == TokenMethod && s.verifier != nil:
 	case method == TLSMethod && s.cfg.TLSAuthentication:
 		return s.certificateIdentity(peer)
+	case method == BasicMethod && s.basic != nil:
+		user, err := s.basic.check(string(data))
+		return Identity{Role: user}, err
+	case (method == "" || method == "none") && s.cfg.AnonymousUserRole != "":
+		return Identity{Role: s.cfg.AnonymousUserRole}, nil
 	case method == "" || method == "none":
 		return Identity{}, fmt.Errorf("%w: no credentials; this server requires auth method %s", errkind.ErrAuthentication, s.methods())
 	default:
@@ -326,11 +366,21 @@ func (s *Server) authenticateHTTP(r *http.Request) (Identity, error) {
 	if h == "" && s.cfg.TLSAuthentication && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
 		return s.certificateIdentity(r.TLS)
 	}
+	if h == "" && s.cfg.AnonymousUserRole != "" {
+		return Identity{Role: s.cfg.AnonymousUserRole}, nil
+	}
 	if h == "" {
 		return Identity{}, fmt.Errorf("%w: no credentials; send Authorization: Bearer <token>", errkind.ErrAuthentication)
 	}
+	if user, password, ok := r.BasicAuth(); ok {
+		if s.basic == nil {
+			return Identity{}, fmt.Errorf("%w: this server does not take a user and password (auth.basicAuthFile); it requires %s", errkind.ErrAuthentication, s.methods())
+		}
+		role, err := s.basic.check(user + ":" + password)
+		return Identity{Role: role}, err
+	}
 	if s.verifier == nil {
-		return Identity{}, fmt.Errorf("%w: this server takes client certificates, not tokens", errkind.ErrAuthentication)
+		return Identity{}, fmt.Errorf("%w: this server does not take tokens; it requires %s", errkind.ErrAuthentication, s.methods())
 	}
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {

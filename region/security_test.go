@@ -450,3 +450,128 @@ func TestTLSWithTokens(t *testing.T) {
 		t.Errorf("tenants by certificate over HTTPS: %v, %v", tenants, err)
 	}
 }
+
+// TestBasicAndAnonymousEndToEnd runs a region configured as
+// pulsar-client-go's own test broker is: token and basic authentication,
+// an anonymous role for clients without credentials, authorization on.
+// The unmodified client authenticates with NewAuthenticationBasic (its
+// suite's admin / 123456, a superuser), a client without credentials is
+// the anonymous role and may do what that role was granted, nothing
+// more, and a wrong password is refused.
+func TestBasicAndAnonymousEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	secret := auth.NewSecretKey()
+	keyFile := filepath.Join(dir, "secret.key")
+	users := filepath.Join(dir, "htpasswd")
+	if err := os.WriteFile(keyFile, secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// `openssl passwd -apr1 -salt FG4AO6aX 123456`, the suite's file.
+	if err := os.WriteFile(users, []byte("admin:$apr1$FG4AO6aX$KGYPuMoLUou3i6vUkPUUf.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := region.Config{Name: "sec", DataDir: filepath.Join(dir, "data"), Bookies: 2}
+	cfg.Broker.Auth = auth.Config{
+		AuthenticationEnabled: true, AuthorizationEnabled: true,
+		Token:             auth.TokenConfig{SecretKey: "file://" + keyFile},
+		BasicAuthFile:     users,
+		AnonymousUserRole: "anonymous",
+		SuperUserRoles:    []string{"admin"},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r, err := region.Start(ctx, cfg, region.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(context.Background()) })
+	eps := r.Endpoints()
+
+	// The admin API with HTTP Basic: the superuser makes two namespaces
+	// and grants the anonymous role produce and consume on one.
+	rest := func(method, path, body, user, password string) int {
+		req, err := http.NewRequestWithContext(ctx, method, eps.WebServiceURL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"PUT", "/admin/v2/tenants/acme", `{"allowedClusters":["sec"]}`},
+		{"PUT", "/admin/v2/namespaces/acme/open", ""},
+		{"PUT", "/admin/v2/namespaces/acme/closed", ""},
+		{"POST", "/admin/v2/namespaces/acme/open/permissions/anonymous", `["produce","consume"]`},
+	} {
+		if st := rest(c.method, c.path, c.body, "admin", "123456"); st/100 != 2 {
+			t.Fatalf("%s %s as admin: %d", c.method, c.path, st)
+		}
+	}
+	if st := rest("PUT", "/admin/v2/namespaces/acme/other", "", "admin", "wrong"); st != http.StatusUnauthorized {
+		t.Fatalf("a wrong password: %d, want 401", st)
+	}
+	if st := rest("PUT", "/admin/v2/namespaces/acme/other", "", "", ""); st != http.StatusForbidden {
+		t.Fatalf("anonymous making a namespace: %d, want 403", st)
+	}
+
+	client := func(a pulsar.Authentication) pulsar.Client {
+		c, err := pulsar.NewClient(pulsar.ClientOptions{URL: eps.ServiceURL, OperationTimeout: 5 * time.Second, Logger: quietLogger(), Authentication: a})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	roundTrip := func(c pulsar.Client, tp string) error {
+		cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err != nil {
+			return err
+		}
+		defer cons.Close()
+		p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tp})
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("hello")}); err != nil {
+			return err
+		}
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			return err
+		}
+		if string(m.Payload()) != "hello" {
+			return fmt.Errorf("received %q", m.Payload())
+		}
+		return nil
+	}
+	basic, err := pulsar.NewAuthenticationBasic("admin", "123456")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := roundTrip(client(basic), "persistent://acme/closed/t"); err != nil {
+		t.Errorf("the superuser by basic authentication: %v", err)
+	}
+	anonymous := client(nil)
+	if err := roundTrip(anonymous, "persistent://acme/open/t"); err != nil {
+		t.Errorf("anonymous where it is granted: %v", err)
+	}
+	if err := roundTrip(anonymous, "persistent://acme/closed/t2"); err == nil || !strings.Contains(err.Error(), "AuthorizationError") {
+		t.Errorf("anonymous where it is not granted: %v, want an authorization error", err)
+	}
+	wrong, err := pulsar.NewAuthenticationBasic("admin", "12345")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client(wrong).CreateProducer(pulsar.ProducerOptions{Topic: "persistent://acme/open/t"}); err == nil {
+		t.Error("a wrong password was let in")
+	}
+}
