@@ -181,3 +181,20 @@ func TestBasicAndAnonymousConfig(t *testing.T) {
 		t.Errorf("basic alone: %v", err)
 	}
 }
+
+// FuzzBasicUsers: any file is read or refused with an error, and any
+// credentials are checked or refused, without a panic.
+func FuzzBasicUsers(f *testing.F) {
+	f.Add([]byte("admin:$apr1$FG4AO6aX$KGYPuMoLUou3i6vUkPUUf.\n"), "admin:123456")
+	f.Add([]byte("a:$apr1$$\n#x\n\nb:c"), "b:")
+	f.Add([]byte("x:$apr1$12345678$/Az/qRqc4UNrNHoqSr0bJ1"), ":")
+	f.Fuzz(func(t *testing.T, file []byte, data string) {
+		u, err := parseBasicUsers("f", file)
+		if err != nil {
+			return
+		}
+		if role, err := u.check(data); err == nil && u[role] == "" {
+			t.Fatalf("check(%q) let in %q, who is not in the file", data, role)
+		}
+	})
+}
