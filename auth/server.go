@@ -17,9 +17,11 @@ import (
 // Config is a server's authentication and authorization settings
 // (Pulsar's names where it has them).
 type Config struct {
-	// AuthenticationEnabled makes every connection and admin request carry
-	// a valid token (Pulsar's authenticationEnabled); off, nothing is
-	// checked and every peer is anonymous.
+	// AuthenticationEnabled makes every connection and admin request
+	// authenticate (Pulsar's authenticationEnabled): a valid token, or a
+	// client certificate, a user and password, or no credentials at all
+	// where tlsAuthentication, basicAuthFile or anonymousUserRole allow
+	// them; off, nothing is checked and every peer is anonymous.
 	AuthenticationEnabled bool `yaml:"authenticationEnabled"`
 	// Token says how tokens are checked.
 	Token TokenConfig `yaml:"token"`
