@@ -8,8 +8,23 @@
 # (package pulsaradmin/pkg/admin), all of them by default; coverage:
 # docs/compat/admin.md.
 #
-# Usage: scripts/pulsar-suite.sh [--admin] [--start] [--proxy] [--results DIR] [--list] [TestName ...]
+# With --full it runs every top-level test of the client's package pulsar
+# (or the ones named) against a standalone it starts configured as the
+# client's own CI configures its test broker (the module's
+# integration-tests/conf/standalone.conf and scripts/pulsar-test-service-
+# start.sh): plaintext and TLS listeners (6650/6651, 8080/8443) with the
+# module's certificates, token authentication with its secret key, basic
+# authentication with its .htpasswd, TLS client-certificate
+# authentication, superusers localhost, superUser and admin, the
+# anonymous role for clients without credentials, authorization on; then
+# public is administered by and public/default granted to anonymous, and
+# private/auth granted to token-principal. Results: docs/compat/client.md.
+#
+# Usage: scripts/pulsar-suite.sh [--admin] [--start] [--proxy] [--full] [--results DIR] [--list] [TestName ...]
 #   --admin        the pulsaradmin suite instead of the client's
+#   --full         every test of the client's package, against a standalone
+#                  configured as the client's CI configures its broker
+#                  (implies --start)
 #   --start        start `go run ./cmd/isobar standalone --data-dir <tmp>`
 #                  first and stop it at exit (otherwise a broker must be
 #                  listening already)
@@ -80,6 +95,10 @@ tests=()
 while (($# > 0)); do
 	case $1 in
 	--start) start=1 ;;
+	--full)
+		full=1
+		start=1
+		;;
 	--proxy) proxy=1 ;;
 	--admin) suite=admin ;;
 	--results)
@@ -115,7 +134,11 @@ if ((${list:-0})) && [[ $suite == client ]]; then
 	printf '%s\n' "${all_tests[@]}"
 	exit 0
 fi
-if ((${#tests[@]} == 0)) && [[ $suite == client ]]; then
+if ((${full:-0})) && { [[ $suite != client ]] || ((${proxy:-0})); }; then
+	echo "pulsar-suite: --full runs the client's suite against a standalone, without --admin or --proxy" >&2
+	exit 2
+fi
+if ((${#tests[@]} == 0)) && [[ $suite == client ]] && ((!${full:-0})); then
 	tests=("${all_tests[@]}")
 fi
 
@@ -174,6 +197,10 @@ if ((start)); then
 		echo "pulsar-suite: --start: localhost:6650 or :8080 is already in use; stop that broker or drop --start" >&2
 		exit 2
 	fi
+	if ((${full:-0})) && { port_open localhost 6651 || port_open localhost 8443; }; then
+		echo "pulsar-suite: --full: localhost:6651 or :8443 (the suite's TLS ports) is already in use" >&2
+		exit 2
+	fi
 	data_dir="$work/data"
 	mkdir -p "$data_dir"
 	echo "starting isobar standalone (data $data_dir, log $results/standalone.log)" >&2
@@ -183,6 +210,32 @@ if ((start)); then
 		setsid "$work/isobar" standalone --data-dir "$data_dir" --broker-port 16650 --http-port 18080 >"$results/standalone.log" 2>&1 &
 		broker_pid=$!
 		standalone_up() { port_open localhost 16650 && port_open localhost 18080 && [[ -s $data_dir/endpoints.json ]]; }
+	elif ((${full:-0})); then
+		# The client module's certificates, keys and files, as its CI's
+		# standalone.conf names them.
+		src="$(go env GOMODCACHE)/github.com/apache/pulsar-client-go@$ver"
+		[[ -d $src ]] || (cd "$repo" && go mod download "github.com/apache/pulsar-client-go@$ver")
+		it="$src/integration-tests"
+		cat >"$work/suite.yaml" <<-YAML
+			broker:
+			  tls:
+			    certFile: $it/certs/broker-cert.pem
+			    keyFile: $it/certs/broker-key.pem
+			    trustCertsFile: $it/certs/cacert.pem
+			  auth:
+			    authenticationEnabled: true
+			    authorizationEnabled: true
+			    token:
+			      secretKey: file://$it/tokens/secret.key
+			    tlsAuthentication: true
+			    basicAuthFile: $it/conf/.htpasswd
+			    anonymousUserRole: anonymous
+			    superUserRoles: [localhost, superUser, admin]
+		YAML
+		(cd "$repo" && go build -o "$work/isobar" ./cmd/isobar)
+		setsid "$work/isobar" standalone --data-dir "$data_dir" --host localhost --config "$work/suite.yaml" >"$results/standalone.log" 2>&1 &
+		broker_pid=$!
+		standalone_up() { broker_up && port_open localhost 6651 && port_open localhost 8443; }
 	else
 		(cd "$repo" && exec setsid go run ./cmd/isobar standalone --data-dir "$data_dir") >"$results/standalone.log" 2>&1 &
 		broker_pid=$!
@@ -224,6 +277,27 @@ if ((start)); then
 	fi
 fi
 
+if ((${full:-0})); then
+	# The client CI's setup (scripts/pulsar-test-service-start.sh), as the
+	# superuser admin: anonymous administers public and may produce and
+	# consume on public/default; token-principal on private/auth.
+	admin_token=$(cat "$it/tokens/admin-token")
+	call() {
+		local code
+		code=$(curl -s -o "$work/call.out" -w '%{http_code}' -X "$1" -H "Authorization: Bearer $admin_token" \
+			-H 'Content-Type: application/json' ${3:+--data "$3"} "http://localhost:8080$2")
+		if [[ $code != 2* ]]; then
+			echo "pulsar-suite: setup: $1 $2: HTTP $code: $(cat "$work/call.out")" >&2
+			exit 2
+		fi
+	}
+	call POST /admin/v2/tenants/public '{"adminRoles":["anonymous"],"allowedClusters":["standalone"]}'
+	call POST /admin/v2/namespaces/public/default/permissions/anonymous '["produce","consume"]'
+	call PUT /admin/v2/tenants/private '{"allowedClusters":["standalone"]}'
+	call PUT /admin/v2/namespaces/private/auth
+	call POST /admin/v2/namespaces/private/auth/permissions/token-principal '["produce","consume"]'
+fi
+
 src="$(go env GOMODCACHE)/github.com/apache/pulsar-client-go@$ver"
 if [[ ! -d $src ]]; then
 	(cd "$repo" && go mod download "github.com/apache/pulsar-client-go@$ver")
@@ -238,7 +312,7 @@ if ! (cd "$work/client" && GOFLAGS=-mod=mod go test -c -vet=off -o "$bin" "./$pk
 	exit 1
 fi
 
-if [[ $suite == admin ]] && { ((${list:-0})) || ((${#tests[@]} == 0)); }; then
+if { [[ $suite == admin ]] || ((${full:-0})); } && { ((${list:-0})) || ((${#tests[@]} == 0)); }; then
 	mapfile -t all_tests < <(cd "$work/client/$pkg" && "$bin" -test.list '^Test' | grep '^Test')
 	if ((${list:-0})); then
 		printf '%s\n' "${all_tests[@]}"
