@@ -931,9 +931,9 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 		}
 	}
 	c.mu.Lock()
-	if _, dup := c.consumers[cid]; dup {
+	if old, dup := c.consumers[cid]; dup {
 		c.mu.Unlock()
-		c.sendError(reqID, fmt.Errorf("%w: consumer id %d is already in use on this connection", ErrBusy, cid))
+		c.duplicateConsumer(reqID, cid, old, name, cmd.GetSubscription())
 		return
 	}
 	c.consumers[cid] = k
@@ -946,8 +946,26 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 		c.sendError(reqID, err)
 		return
 	}
+	k.attached.Store(true)
 	c.sendSuccess(reqID)
 	k.sub.consumerReady(k)
+}
+
+// duplicateConsumer answers a SUBSCRIBE whose consumer id is taken on this
+// connection, as Pulsar does: the same consumer already attached (a client
+// that resubscribes on the connection it has, pulsar-client-go's
+// reconnect): Success; the same one still being attached: retriable
+// ServiceNotReady; anything else: ConsumerBusy.
+func (c *conn) duplicateConsumer(reqID, cid uint64, old *consumer, name topic.Name, sub string) {
+	same := old.attached.Load() && old.sub.t.name == name && old.sub.name == sub
+	switch {
+	case same:
+		c.sendSuccess(reqID)
+	case !old.attached.Load():
+		c.sendError(reqID, fmt.Errorf("%w: consumer id %d is already present on the connection and not ready yet", errkind.ErrServiceNotReady, cid))
+	default:
+		c.sendError(reqID, fmt.Errorf("%w: consumer id %d is already in use on this connection", ErrBusy, cid))
+	}
 }
 
 func (c *conn) handleCloseConsumer(cmd *pb.CommandCloseConsumer) {

@@ -1,8 +1,10 @@
 package broker_test
 
 import (
+	"context"
 	"testing"
 
+	"github.com/apache/pulsar-client-go/pulsar"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/isobar-mq/isobar/wire/pb"
@@ -43,5 +45,40 @@ func TestDuplicateProducerID(t *testing.T) {
 	c.send(&pb.BaseCommand{Type: pb.BaseCommand_CLOSE_PRODUCER.Enum(), CloseProducer: &pb.CommandCloseProducer{ProducerId: proto.Uint64(1), RequestId: proto.Uint64(4)}})
 	if r := c.recv().Cmd; r.GetType() != pb.BaseCommand_SUCCESS {
 		t.Fatalf("close: %v", r)
+	}
+}
+
+// A SUBSCRIBE whose consumer id is already in use on the connection: for
+// the same consumer (pulsar-client-go resubscribes on the connection it
+// has when it reconnects a consumer, and retries until it is answered
+// with success) it is success again, as Pulsar answers; for another
+// subscription it is ConsumerBusy. The consumer keeps receiving.
+func TestDuplicateConsumerID(t *testing.T) {
+	e := startEnv(t, nil)
+	const tp = "persistent://public/default/dup-consumer"
+	c := dialRaw(t, e.url, true)
+	if r := rawSubscribe(c, tp, "s", 1); r != nil {
+		t.Fatalf("first SUBSCRIBE: %v", r)
+	}
+	if r := rawSubscribe(c, tp, "s", 1); r != nil {
+		t.Fatalf("the same SUBSCRIBE again: %v", r)
+	}
+	wantRefused(t, "the id for another subscription", rawSubscribe(c, tp, "other", 1), pb.ServerError_ConsumerBusy, "consumer id 1 is already in use")
+
+	// Still attached: a message produced now is delivered to it.
+	p, err := e.client().CreateProducer(pulsar.ProducerOptions{Topic: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("after")}); err != nil {
+		t.Fatal(err)
+	}
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_FLOW.Enum(), Flow: &pb.CommandFlow{ConsumerId: proto.Uint64(1), MessagePermits: proto.Uint32(10)}})
+	for {
+		f := c.recv()
+		if f.Cmd.GetType() == pb.BaseCommand_MESSAGE {
+			break
+		}
 	}
 }

@@ -35,6 +35,8 @@ type consumer struct {
 	since    time.Time
 	ranges   [][2]int32 // Key_Shared sticky hash ranges (inclusive)
 	sub      *subscription
+	// attached: its SUBSCRIBE succeeded (sub is set for good).
+	attached atomic.Bool
 	// compacted: it reads the compacted view (read_compacted); set
 	// before it is attached.
 	compacted bool
