@@ -464,7 +464,7 @@ func (d Deps) withDefaults(c Config) Deps {
 // ledgerDeps are the managed ledgers' dependencies.
 func (b *Broker) ledgerDeps() *mledger.Deps {
 	b.mlDepsOnce.Do(func() {
-		b.mlDeps = mledger.Deps{Meta: b.deps.Meta, Ledgers: ledgers.OnBookies(b.deps.Ledgers), Region: b.cfg.Region, Logger: b.deps.Logger, Now: b.deps.Now}.Shared()
+		b.mlDeps = mledger.Deps{Meta: b.deps.Meta, Ledgers: ledgers.OnBookies(b.deps.Ledgers), Region: b.cfg.Region, Logger: b.deps.Logger, Now: b.deps.Now, Changed: b.mlChanged}.Shared()
 	})
 	return b.mlDeps
 }
@@ -539,6 +539,9 @@ type Broker struct {
 	// traffic are the topics that carried messages since the last load
 	// sample (loadindex.go).
 	traffic trafficList
+	// metricsIdx keeps what a metrics collection observes of the
+	// topics that do not change (metricsindex.go).
+	metricsIdx metricsIndex
 
 	// syncDue are topics whose subscription states are shipped or
 	// applied in the next round (substate.go).
@@ -910,7 +913,8 @@ func (b *Broker) getTopic(ctx context.Context, name topic.Name, mode createMode)
 			}
 			b.mu.Unlock()
 			if s.err == nil {
-				b.listMaint(s.t) // visited once by the next maintenance pass
+				b.listMaint(s.t)   // visited once by the next maintenance pass
+				b.listMetrics(s.t) // and by the next metrics collection
 			}
 			close(ready)
 			if s.err == nil && !b.deps.Placement.Owns(name) {
@@ -1063,6 +1067,7 @@ func (b *Broker) unloadTopic(ctx context.Context, t *Topic) error {
 		b.countLoaded(t, -1)
 	}
 	b.mu.Unlock()
+	b.forgetMetrics(t)
 	t.markGone()
 	return err
 }

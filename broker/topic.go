@@ -80,6 +80,9 @@ type Topic struct {
 	hash           uint32                          // topic.Hash of its name: its bundle (loadindex.go)
 	trafficListed  atomic.Bool                     // in the broker's traffic list (loadindex.go)
 	maintListed    atomic.Bool                     // listed for the next maintenance pass (maintindex.go)
+	// mx is its share in the metrics index's sums (metricsindex.go;
+	// Broker.metricsIdx.mu guards it).
+	mx topicMetrics
 }
 
 func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol NamespacePolicy) *Topic {
@@ -226,6 +229,7 @@ func (t *Topic) close(ctx context.Context, notify bool) error {
 
 // addProducer registers p, enforcing unique names and access modes.
 func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
+	defer t.b.listMetrics(t) // its producers are counted again (after t.mu)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -298,6 +302,7 @@ func (t *Topic) hasProducer(p *producer) bool {
 }
 
 func (t *Topic) removeProducer(p *producer) {
+	defer t.b.listMetrics(t) // its producers are counted again
 	t.touch()
 	t.mu.Lock()
 	if t.producers[p.name] == p {

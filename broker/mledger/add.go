@@ -251,6 +251,7 @@ func (m *ManagedLedger) issue(r addRequest) {
 		}
 		p := Position{Ledger: id, Entry: entry}
 		m.confirmed(p, r.data, lacAtIssue)
+		m.noteChange()
 		r.cb(p, nil)
 	})
 }
@@ -334,6 +335,7 @@ func (m *ManagedLedger) settleFailed(ledgerID int64, md ledger.Metadata) (again 
 		if f.ledger == ledgerID && f.entry >= 0 && f.entry <= md.LastEntry {
 			p := Position{Ledger: f.ledger, Entry: f.entry}
 			m.confirmed(p, f.r.data, md.LastEntry)
+			m.noteChange()
 			f.r.cb(p, nil)
 			continue
 		}

@@ -281,6 +281,7 @@ func (c *Cursor) apply(ctx context.Context, fn func(*ackset.Set) (bool, error)) 
 	}
 	old := c.set
 	c.set = next
+	c.m.noteChange() // the backlog may have changed, persisted or not
 	if c.deferLocked() {
 		return nil
 	}

@@ -137,6 +137,12 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock for ledger age; nil means time.Now.
 	Now func() time.Time
+	// Changed, when set, is called with a managed ledger at the first
+	// change since its ClearChanged of what its Ledgers, LastConfirmed,
+	// Cursors or a cursor's Backlog report (changed.go). It is called
+	// without the managed ledger's own locks but maybe with a cursor's
+	// held, so it must not call back into the managed ledger.
+	Changed func(*ManagedLedger)
 }
 
 func (d Deps) validate() []error {
@@ -294,6 +300,9 @@ type ManagedLedger struct {
 	stopped bool
 	// terminated is set by Terminate (and at open, from the metadata).
 	terminated atomic.Bool
+	// changed: something Deps.Changed reports changed since
+	// ClearChanged (changed.go).
+	changed atomic.Bool
 	// fenced is set once a CAS failed or our ledger was fenced; sticky.
 	fenced atomic.Pointer[error]
 
@@ -701,12 +710,17 @@ func (m *ManagedLedger) ownWriteLocked(ctx context.Context) bool {
 // update applies fn to a copy of the metadata and writes it by CAS.
 func (m *ManagedLedger) update(ctx context.Context, fn func(*topicMeta) error) error {
 	m.metaMu.Lock()
-	defer m.metaMu.Unlock()
 	next := m.meta.clone()
 	if err := fn(&next); err != nil {
+		m.metaMu.Unlock()
 		return err
 	}
-	return m.casLocked(ctx, next)
+	err := m.casLocked(ctx, next)
+	m.metaMu.Unlock()
+	if err == nil {
+		m.noteChange()
+	}
+	return err
 }
 
 // view returns the ledger list with the open ledger's confirmed entry
