@@ -312,20 +312,45 @@ type ManagedLedger struct {
 	// Data bytes confirmed in lastBytesLedger (the open ledger's size).
 	lastBytesLedger int64
 	lastLedgerBytes int64
-	tail            *tailCache    // nil until an entry is confirmed
-	notify          chan struct{} // closed at the next confirmed entry; nil until asked for
+	// lv is the rest, made at the first add or read (live): an idle
+	// managed ledger, dormant, holds its name, metadata and cursors
+	// only.
+	lv atomic.Pointer[mlLive]
 
 	// addMu guards closing (above) against AddEntryAsync sending to queue.
-	addMu     sync.RWMutex
+	addMu  sync.RWMutex
+	closed chan struct{} // made when closing is set, closed when Close has drained the queue
+
+	ret atomic.Pointer[Retention]
+	// shape, when set (SetQuorums, SetAffinity), replaces cfg's quorums
+	// and the default placement for new ledgers.
+	shape atomic.Pointer[ledgerShape]
+	// markRate is the mark-delete rate's float64 bits (markrate.go).
+	markRate atomic.Uint64
+
+	// cursorsMu guards cursors: the open cursors, sorted by name (most
+	// topics have one or two; a slice holds them in less than a map).
+	cursorsMu sync.Mutex
+	cursors   []*Cursor
+}
+
+// mlLive is the part of a managed ledger made at its first add or read
+// (live): the add queue and its driver, the current ledger's writer,
+// the readers and the tail cache. A dormant managed ledger (idle since
+// its open) holds none of it (docs/decisions.md, "Idle topics cost
+// nothing periodic").
+type mlLive struct {
+	tail   *tailCache    // nil until an entry is confirmed (m.mu guards it)
+	notify chan struct{} // closed at the next confirmed entry; nil until asked for (m.mu)
+
 	queueOnce sync.Once
 	queue     chan addRequest // made by the first add
 	repair    chan struct{}   // cap 1: an add failed; the driver settles it (made with queue)
-	closed    chan struct{}   // made when closing is set, closed when Close has drained the queue
 
-	// driverMu guards driving, stopped (above) and stop: whether a
-	// driver goroutine runs, whether Close stopped them for good, and the
-	// channel Close closes to stop one (made with the first driver: an
-	// idle managed ledger holds none).
+	// driverMu guards the managed ledger's driving and stopped and
+	// stop: whether a driver goroutine runs, whether Close stopped
+	// them for good, and the channel Close closes to stop one (made
+	// with the first driver).
 	driverMu sync.Mutex
 	// wBroken: an add failed, roll over before the next (set by add
 	// callbacks, read by the driver).
@@ -351,19 +376,21 @@ type ManagedLedger struct {
 
 	readersMu sync.Mutex
 	readers   map[int64]ledgers.Reader // nil until a ledger is read
-
-	ret atomic.Pointer[Retention]
-	// shape, when set (SetQuorums, SetAffinity), replaces cfg's quorums
-	// and the default placement for new ledgers.
-	shape atomic.Pointer[ledgerShape]
-	// markRate is the mark-delete rate's float64 bits (markrate.go).
-	markRate atomic.Uint64
-
-	// cursorsMu guards cursors: the open cursors, sorted by name (most
-	// topics have one or two; a slice holds them in less than a map).
-	cursorsMu sync.Mutex
-	cursors   []*Cursor
 }
+
+// live returns m's live part, making it: m is being written or read.
+func (m *ManagedLedger) live() *mlLive {
+	if lv := m.lv.Load(); lv != nil {
+		return lv
+	}
+	m.lv.CompareAndSwap(nil, &mlLive{})
+	return m.lv.Load()
+}
+
+// l is live, for the write path's many uses (the driver, Close once the
+// managed ledger was written). Where a dormant managed ledger is to stay
+// so, m.lv is read instead.
+func (m *ManagedLedger) l() *mlLive { return m.live() }
 
 // logger is the managed ledger's logger, made when something is logged
 // (an idle topic of a million keeps none).
@@ -585,17 +612,19 @@ func (m *ManagedLedger) discardWriter(w ledgers.Writer) {
 }
 
 func (m *ManagedLedger) deleteLedger(ctx context.Context, id int64) {
-	m.readersMu.Lock()
-	delete(m.readers, id)
-	m.readersMu.Unlock()
+	if lv := m.lv.Load(); lv != nil {
+		lv.readersMu.Lock()
+		delete(lv.readers, id)
+		lv.readersMu.Unlock()
+	}
 	if err := m.deps.Ledgers.Delete(ctx, uint64(id)); err != nil && !errors.Is(err, ledger.ErrNoLedger) {
 		m.logger().Warn("deleting a ledger failed; it is orphaned", "ledger", id, "err", err)
 	}
 }
 
 func (m *ManagedLedger) setWriter(w ledgers.Writer) {
-	m.w, m.wEntries, m.wBytes, m.wCreated = w, 0, 0, m.deps.Now().UnixNano()
-	m.wBroken.Store(false)
+	m.l().w, m.l().wEntries, m.l().wBytes, m.l().wCreated = w, 0, 0, m.deps.Now().UnixNano()
+	m.l().wBroken.Store(false)
 }
 
 // fencedErr returns the sticky fenced error, or nil.
@@ -649,6 +678,9 @@ func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
 	if err != nil {
 		return err
 	}
+	// The id is in the value written; the metadata kept in memory does
+	// without (every write sets it again).
+	next.Writer = ""
 	rev, err := m.deps.Meta.CAS(ctx, m.key(), val, m.rev)
 	if errors.Is(err, metastore.ErrConflict) && m.ownWriteLocked(ctx) {
 		// Our own earlier write, which we took as failed, was applied:
@@ -782,20 +814,25 @@ func (m *ManagedLedger) Close(ctx context.Context) error {
 	m.closed = make(chan struct{})
 	m.addMu.Unlock()
 	m.stopDrivers()
-	// No driver runs and no add can be queued any more: issue what is left.
-	for m.queue != nil && len(m.queue) > 0 {
-		m.issue(<-m.queue)
-	}
 	defer close(m.closed)
-	if m.w == nil {
+	lv := m.lv.Load()
+	if lv == nil {
+		// Dormant: never written, no ledger of its own to close.
+		return m.fencedErr()
+	}
+	// No driver runs and no add can be queued any more: issue what is left.
+	for lv.queue != nil && len(lv.queue) > 0 {
+		m.issue(<-lv.queue)
+	}
+	if lv.w == nil {
 		if err := m.fencedErr(); err != nil {
 			return err
 		}
-		if l := m.unrecorded; l != nil {
+		if l := lv.unrecorded; l != nil {
 			if err := m.update(ctx, func(t *topicMeta) error { return setLast(t, *l) }); err != nil {
 				return fmt.Errorf("mledger %s: close: record ledger %d closed: %w", m.name, l.ID, err)
 			}
-			m.unrecorded = nil
+			m.l().unrecorded = nil
 		}
 		return nil
 	}
@@ -814,21 +851,21 @@ func (m *ManagedLedger) Close(ctx context.Context) error {
 // abandonWriter closes a fenced writer without touching any metadata
 // (Writer.Close fails with ErrFenced once recovery fenced it).
 func (m *ManagedLedger) abandonWriter() {
-	if m.w == nil {
+	if m.l().w == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = m.w.Close(ctx)
-	m.inflight.Wait()
-	m.w = nil
+	_ = m.l().w.Close(ctx)
+	m.l().inflight.Wait()
+	m.l().w = nil
 }
 
 // closeCurrent closes the current ledger and marks it closed in the list
 // with its final entry count and size. Driver (or Close after the driver).
 func (m *ManagedLedger) closeCurrent(ctx context.Context) error {
-	id := int64(m.w.ID())
-	md, err := m.closeWriter(ctx, m.w)
+	id := int64(m.l().w.ID())
+	md, err := m.closeWriter(ctx, m.l().w)
 	if err != nil {
 		m.failAllFailed(err)
 		return err
