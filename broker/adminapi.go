@@ -184,7 +184,7 @@ func (a adminTopics) deleteLocal(ctx context.Context, name topic.Name, force, ma
 	if mark {
 		a.b.markDeleted(ctx, t) // deleted.go
 	}
-	if t.reported.Load() {
+	if t.flag(flReported) {
 		_ = a.b.deps.Meta.Delete(ctx, inactivePartitionKey(a.b.cfg.Region, name)) // inactive.go
 	}
 	return nil

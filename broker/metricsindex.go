@@ -54,15 +54,49 @@ type nsMetrics struct {
 }
 
 // topicMetrics is a topic's share in its namespace's sums, as its last
-// visit found it (metricsIndex.mu guards it).
+// visit found it (kept in the topic as mx and mxFlags, which
+// metricsIndex.mu guards).
 type topicMetrics struct {
+	topicShare
+	hasSub bool // counted in subTopics
+	stored bool // counted in storedTopics
+	gone   bool // unloaded: no share, never listed again
+}
+
+// topicShare is the part of topicMetrics kept in Topic.mx.
+type topicShare struct {
 	backlog, storage int64
 	// remotes are the remotes of its replication cursors, and seq the
 	// collection that last visited it; nil without replication cursors.
 	remotes *metricsRemotes
-	hasSub  bool // counted in subTopics
-	stored  bool // counted in storedTopics
-	gone    bool // unloaded: no share, never listed again
+}
+
+// Topic.mxFlags.
+const (
+	mxHasSub uint8 = 1 << iota
+	mxStored
+	mxGone
+)
+
+// share is t's share. metricsIndex.mu held.
+func (t *Topic) share() topicMetrics {
+	f := t.mxFlags
+	return topicMetrics{topicShare: t.mx, hasSub: f&mxHasSub != 0, stored: f&mxStored != 0, gone: f&mxGone != 0}
+}
+
+// setShare stores s as t's share. metricsIndex.mu held.
+func (t *Topic) setShare(s topicMetrics) {
+	t.mx = s.topicShare
+	t.mxFlags = 0
+	if s.hasSub {
+		t.mxFlags |= mxHasSub
+	}
+	if s.stored {
+		t.mxFlags |= mxStored
+	}
+	if s.gone {
+		t.mxFlags |= mxGone
+	}
 }
 
 type metricsRemotes struct {
@@ -77,7 +111,7 @@ func (b *Broker) listMetrics(t *Topic) {
 		return // the first collection visits every topic
 	}
 	mi.mu.Lock()
-	if !t.mx.gone {
+	if t.mxFlags&mxGone == 0 {
 		if mi.dirty == nil {
 			mi.dirty = map[*Topic]struct{}{}
 		}
@@ -91,18 +125,17 @@ func (b *Broker) forgetMetrics(t *Topic) {
 	mi := &b.metricsIdx
 	mi.mu.Lock()
 	defer mi.mu.Unlock()
-	if t.mx.gone {
+	if t.mxFlags&mxGone != 0 {
 		return
 	}
-	mi.setShareLocked(t, topicMetrics{})
-	t.mx.gone = true
+	mi.setShareLocked(t, topicMetrics{gone: true})
 	delete(mi.dirty, t)
 }
 
 // setShareLocked replaces t's share in the sums by s (its remotes'
 // collection number kept from s). mi.mu held.
 func (mi *metricsIndex) setShareLocked(t *Topic, s topicMetrics) {
-	old := t.mx
+	old := t.share()
 	ns := t.name.NamespaceName()
 	n := mi.ns[ns]
 	if n == nil {
@@ -134,7 +167,7 @@ func (mi *metricsIndex) setShareLocked(t *Topic, s topicMetrics) {
 			mi.remotes[r]++
 		}
 	}
-	t.mx = s
+	t.setShare(s)
 }
 
 func b2i(v bool) int {
@@ -367,7 +400,7 @@ func (b *Broker) indexedMetrics(ctx context.Context) metricsTotals {
 			t.replSeenAt(mi.prevAt)
 		}
 		s := t.metricsSample(ctx, now, nil)
-		share := topicMetrics{backlog: s.backlog, storage: s.storage, hasSub: s.hasSub, stored: s.stored}
+		share := topicMetrics{topicShare: topicShare{backlog: s.backlog, storage: s.storage}, hasSub: s.hasSub, stored: s.stored}
 		again := s.producers > 0 || s.consumers > 0
 		if len(s.repl) > 0 {
 			share.remotes = &metricsRemotes{seq: seq}
@@ -377,7 +410,7 @@ func (b *Broker) indexedMetrics(ctx context.Context) metricsTotals {
 			}
 		}
 		mi.mu.Lock()
-		if !t.mx.gone {
+		if t.mxFlags&mxGone == 0 {
 			mi.setShareLocked(t, share)
 			m.producers += s.producers
 			m.consumers += s.consumers
@@ -391,7 +424,7 @@ func (b *Broker) indexedMetrics(ctx context.Context) metricsTotals {
 	mi.seq, mi.prevAt = seq, now
 	mi.mu.Lock()
 	for _, t := range keep {
-		if !t.mx.gone {
+		if t.mxFlags&mxGone == 0 {
 			if mi.dirty == nil {
 				mi.dirty = map[*Topic]struct{}{}
 			}
