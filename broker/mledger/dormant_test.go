@@ -7,9 +7,10 @@ import (
 )
 
 // TestDormantUntilWritten: a managed ledger opened, given cursors that
-// acknowledge and are deleted, asked for its backlog, ledgers and
-// cursors, and closed, never makes its live part (the add queue,
-// driver, writer, readers); its first add makes it, and an owner that
+// acknowledge and are deleted, and asked for its backlog, ledgers and
+// cursors never makes its live part (the add queue, driver, writer,
+// readers; Close makes what it needs of it, nothing queued or written);
+// its first add makes it, and an owner that
 // opens it again after the writes finds the entries (read through a
 // live part of its own). Deps.Changed is called once per ClearChanged.
 func TestDormantUntilWritten(t *testing.T) {
@@ -53,11 +54,14 @@ func TestDormantUntilWritten(t *testing.T) {
 	}
 
 	m2 := open(t, w.env(100), name)
+	if m2.lv.Load() != nil {
+		t.Fatal("opening made the live part")
+	}
 	if err := m2.Close(ctx); err != nil { // dormant: nothing of its own to close
 		t.Fatal(err)
 	}
-	if m2.lv.Load() != nil {
-		t.Fatal("opening and closing made the live part")
+	if lv := m2.lv.Load(); lv.queue != nil || lv.w != nil || lv.stop != nil {
+		t.Fatal("closing a dormant managed ledger made a queue, writer or driver")
 	}
 	m3 := open(t, w.env(100), name)
 	es, _, err := m3.Read(ctx, ps[0], 10)

@@ -287,9 +287,9 @@ type ManagedLedger struct {
 	// ended, or the connection was lost with the reply). A conflict on the
 	// next write is this write's, not another owner's, when the store
 	// holds exactly this value. Guarded by metaMu.
-	unsure string
+	unsure *string
 	// writer is this managed ledger's id in the values it writes
-	// (topicMeta.Writer, in base 36); random, made by its first write.
+	// (storedMeta.Writer, in base 36); random, made by its first write.
 	writer uint64
 	// created: Open found no metadata and wrote the first (Created).
 	created bool
@@ -318,8 +318,7 @@ type ManagedLedger struct {
 	lv atomic.Pointer[mlLive]
 
 	// addMu guards closing (above) against AddEntryAsync sending to queue.
-	addMu  sync.RWMutex
-	closed chan struct{} // made when closing is set, closed when Close has drained the queue
+	addMu sync.RWMutex
 
 	ret atomic.Pointer[Retention]
 	// shape, when set (SetQuorums, SetAffinity), replaces cfg's quorums
@@ -340,6 +339,8 @@ type ManagedLedger struct {
 // its open) holds none of it (docs/decisions.md, "Idle topics cost
 // nothing periodic").
 type mlLive struct {
+	closed chan struct{} // made when closing is set, closed when Close has drained the queue
+
 	tail   *tailCache    // nil until an entry is confirmed (m.mu guards it)
 	notify chan struct{} // closed at the next confirmed entry; nil until asked for (m.mu)
 
@@ -673,14 +674,10 @@ func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
 		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
 		m.writer = binary.LittleEndian.Uint64(b[:])
 	}
-	next.Writer = strconv.FormatUint(m.writer, 36)
-	val, err := encodeMeta(&next)
+	val, err := encodeMetaBy(&next, strconv.FormatUint(m.writer, 36))
 	if err != nil {
 		return err
 	}
-	// The id is in the value written; the metadata kept in memory does
-	// without (every write sets it again).
-	next.Writer = ""
 	rev, err := m.deps.Meta.CAS(ctx, m.key(), val, m.rev)
 	if errors.Is(err, metastore.ErrConflict) && m.ownWriteLocked(ctx) {
 		// Our own earlier write, which we took as failed, was applied:
@@ -694,13 +691,14 @@ func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
 	if err != nil {
 		if landed, lerr := m.landedLocked(ctx, val); lerr == nil && landed > 0 {
 			m.logger().Info("metadata write applied although it failed", "err", err)
-			m.meta, m.rev, m.unsure = next, landed, ""
+			m.meta, m.rev, m.unsure = next, landed, nil
 			return nil
 		}
-		m.unsure = string(val)
+		unsure := string(val)
+		m.unsure = &unsure
 		return fmt.Errorf("mledger %s: write metadata: %w", m.name, err)
 	}
-	m.meta, m.rev, m.unsure = next, rev, ""
+	m.meta, m.rev, m.unsure = next, rev, nil
 	return nil
 }
 
@@ -728,14 +726,14 @@ func (m *ManagedLedger) landedLocked(ctx context.Context, val []byte) (int64, er
 // then nobody else wrote, and m.rev takes that write's revision. metaMu
 // must be held.
 func (m *ManagedLedger) ownWriteLocked(ctx context.Context) bool {
-	if m.unsure == "" {
+	if m.unsure == nil {
 		return false
 	}
-	landed, err := m.landedLocked(ctx, []byte(m.unsure))
+	landed, err := m.landedLocked(ctx, []byte(*m.unsure))
 	if err != nil || landed == 0 {
 		return false
 	}
-	m.rev, m.unsure = landed, ""
+	m.rev, m.unsure = landed, nil
 	return true
 }
 
@@ -807,19 +805,15 @@ func (m *ManagedLedger) Close(ctx context.Context) error {
 	m.addMu.Lock()
 	if m.closing {
 		m.addMu.Unlock()
-		<-m.closed
+		<-m.l().closed
 		return nil
 	}
 	m.closing = true
-	m.closed = make(chan struct{})
+	m.live().closed = make(chan struct{}) // (a dormant one's made now: it is going)
 	m.addMu.Unlock()
 	m.stopDrivers()
-	defer close(m.closed)
-	lv := m.lv.Load()
-	if lv == nil {
-		// Dormant: never written, no ledger of its own to close.
-		return m.fencedErr()
-	}
+	defer close(m.l().closed)
+	lv := m.l() // (a dormant one's has nothing queued and no writer)
 	// No driver runs and no add can be queued any more: issue what is left.
 	for lv.queue != nil && len(lv.queue) > 0 {
 		m.issue(<-lv.queue)
