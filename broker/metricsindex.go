@@ -9,7 +9,6 @@ import (
 
 	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/replication"
-	"github.com/isobar-mq/isobar/topic"
 )
 
 // What a metrics collection needs of the loaded topics, kept as they
@@ -183,12 +182,8 @@ func (b *Broker) mlChanged(m *mledger.ManagedLedger) {
 	if !b.metricsIdx.on.Load() {
 		return
 	}
-	key, ok := topicKeyOfML(m.Name())
-	if !ok {
-		return
-	}
 	b.mu.Lock()
-	s := b.topics[key]
+	s := b.topics[m.Name()] // a persistent topic's slot key is its managed ledger's name (slotKey)
 	var t *Topic
 	if s != nil && s.ready == loadedReady {
 		t = s.t
@@ -198,16 +193,6 @@ func (b *Broker) mlChanged(m *mledger.ManagedLedger) {
 		b.listMetrics(t)
 	}
 	// A topic still loading is listed by its load.
-}
-
-// topicKeyOfML is the key in Broker.topics of the topic whose managed
-// ledger is named name (MLName: tenant/namespace/persistent/local).
-func topicKeyOfML(name string) (string, bool) {
-	p := strings.SplitN(name, "/", 4)
-	if len(p) != 4 || p[2] != string(topic.Persistent) {
-		return "", false
-	}
-	return topic.Name{Domain: topic.Persistent, Tenant: p[0], Namespace: p[1], Local: p[3]}.String(), true
 }
 
 // metricKey is what a backlog or storage series is kept by: the
