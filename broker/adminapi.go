@@ -117,7 +117,7 @@ func (a adminTopics) owned(ctx context.Context, name topic.Name, mode createMode
 
 func (a adminTopics) exists(ctx context.Context, name topic.Name) (bool, error) {
 	if name.Domain == topic.NonPersistent {
-		return a.b.loadedTopic(name.String()) != nil, nil
+		return a.b.loadedTopic(name) != nil, nil
 	}
 	_, err := a.b.deps.Meta.Get(ctx, mledger.TopicKey(a.b.cfg.Region, MLName(name)))
 	if err == nil {
@@ -184,7 +184,7 @@ func (a adminTopics) deleteLocal(ctx context.Context, name topic.Name, force, ma
 	if mark {
 		a.b.markDeleted(ctx, t) // deleted.go
 	}
-	if t.reported.Load() {
+	if t.flag(flReported) {
 		_ = a.b.deps.Meta.Delete(ctx, inactivePartitionKey(a.b.cfg.Region, name)) // inactive.go
 	}
 	return nil

@@ -464,7 +464,7 @@ func (d Deps) withDefaults(c Config) Deps {
 // ledgerDeps are the managed ledgers' dependencies.
 func (b *Broker) ledgerDeps() *mledger.Deps {
 	b.mlDepsOnce.Do(func() {
-		b.mlDeps = mledger.Deps{Meta: b.deps.Meta, Ledgers: ledgers.OnBookies(b.deps.Ledgers), Region: b.cfg.Region, Logger: b.deps.Logger, Now: b.deps.Now}.Shared()
+		b.mlDeps = mledger.Deps{Meta: b.deps.Meta, Ledgers: ledgers.OnBookies(b.deps.Ledgers), Region: b.cfg.Region, Logger: b.deps.Logger, Now: b.deps.Now, Changed: b.mlChanged}.Shared()
 	})
 	return b.mlDeps
 }
@@ -539,6 +539,9 @@ type Broker struct {
 	// traffic are the topics that carried messages since the last load
 	// sample (loadindex.go).
 	traffic trafficList
+	// metricsIdx keeps what a metrics collection observes of the
+	// topics that do not change (metricsindex.go).
+	metricsIdx metricsIndex
 
 	// syncDue are topics whose subscription states are shipped or
 	// applied in the next round (substate.go).
@@ -850,9 +853,10 @@ func (b *Broker) Topics() []string {
 }
 
 // loadedTopic returns the topic if it is loaded here, without loading.
-func (b *Broker) loadedTopic(name string) *Topic {
+func (b *Broker) loadedTopic(name topic.Name) *Topic {
+	key := slotKey(name)
 	b.mu.Lock()
-	s := b.topics[name]
+	s := b.topics[key]
 	var ready chan struct{}
 	if s != nil {
 		ready = s.ready
@@ -883,7 +887,7 @@ const (
 // getTopic returns the loaded topic name, loading it if this broker owns
 // it; mode says whether a missing topic may be created.
 func (b *Broker) getTopic(ctx context.Context, name topic.Name, mode createMode) (*Topic, error) {
-	key := name.String()
+	key := slotKey(name)
 	for {
 		b.mu.Lock()
 		if b.shutdown {
@@ -895,13 +899,14 @@ func (b *Broker) getTopic(ctx context.Context, name topic.Name, mode createMode)
 			s = &topicSlot{ready: make(chan struct{})}
 			b.topics[key] = s
 			b.mu.Unlock()
-			// The topic's name is parsed again from the key, so that
-			// its parts share the key's bytes: the string the caller's
-			// name was parsed from (a request's) is not kept as well.
-			if n, err := topic.Parse(key); err == nil && n == name {
+			// The topic's name is made again from the key, so that its
+			// parts share the key's bytes: the string the caller's name
+			// was parsed from (a request's) is not kept as well, and a
+			// persistent topic's key is its managed ledger's name.
+			if n, ok := nameOfKey(key); ok && n == name {
 				name = n
 			}
-			s.t, s.err = b.loadTopic(ctx, name, mode)
+			s.t, s.err = b.loadTopic(ctx, name, key, mode)
 			ready := s.ready
 			b.mu.Lock()
 			s.ready = loadedReady
@@ -910,7 +915,8 @@ func (b *Broker) getTopic(ctx context.Context, name topic.Name, mode createMode)
 			}
 			b.mu.Unlock()
 			if s.err == nil {
-				b.listMaint(s.t) // visited once by the next maintenance pass
+				b.listMaint(s.t)   // visited once by the next maintenance pass
+				b.listMetrics(s.t) // and by the next metrics collection
 			}
 			close(ready)
 			if s.err == nil && !b.deps.Placement.Owns(name) {
@@ -968,7 +974,7 @@ func (b *Broker) waitGone(ctx context.Context, key string, s *topicSlot) {
 	}
 }
 
-func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode) (*Topic, error) {
+func (b *Broker) loadTopic(ctx context.Context, name topic.Name, key string, mode createMode) (*Topic, error) {
 	if !b.deps.Placement.Owns(name) {
 		return nil, fmt.Errorf("%w: %s", ErrNotOwner, name)
 	}
@@ -985,7 +991,7 @@ func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode
 	if name.Domain == topic.NonPersistent {
 		return newTopic(b, name, nil, pol), nil
 	}
-	mlName := MLName(name)
+	mlName := key // slotKey: MLName(name), shared with the key
 	if mode == replicaCreate {
 		if err := b.refuseReplica(ctx, name); err != nil {
 			return nil, err
@@ -1058,11 +1064,12 @@ func (b *Broker) stored(ctx context.Context, name topic.Name) (bool, error) {
 func (b *Broker) unloadTopic(ctx context.Context, t *Topic) error {
 	err := t.close(ctx, true)
 	b.mu.Lock()
-	if s := b.topics[t.name.String()]; s != nil && s.t == t {
-		delete(b.topics, t.name.String())
+	if key := slotKey(t.name); b.topics[key] != nil && b.topics[key].t == t {
+		delete(b.topics, key)
 		b.countLoaded(t, -1)
 	}
 	b.mu.Unlock()
+	b.forgetMetrics(t)
 	t.markGone()
 	return err
 }
@@ -1070,7 +1077,7 @@ func (b *Broker) unloadTopic(ctx context.Context, t *Topic) error {
 // Unload unloads a topic (or each partition of a partitioned one) if it is
 // loaded here; clients reconnect through a new lookup.
 func (b *Broker) Unload(ctx context.Context, name topic.Name) error {
-	if t := b.loadedTopic(name.String()); t != nil {
+	if t := b.loadedTopic(name); t != nil {
 		return b.unloadTopic(ctx, t)
 	}
 	return nil
@@ -1093,6 +1100,30 @@ func (b *Broker) UnloadMatching(ctx context.Context, in func(topic.Name) bool) e
 // topic.Parse bounds by the managed ledger's limit), so a namespace's
 // topics share a metadata key prefix.
 func MLName(name topic.Name) string { return name.StorageName() }
+
+// slotKey is name's key in Broker.topics: a persistent topic's storage
+// name (MLName: its managed ledger's name, so that the key, the
+// managed ledger's name and the topic's name parts are one string), any
+// other topic's full name (which has "://", so the two never meet).
+func slotKey(name topic.Name) string {
+	if name.Domain == topic.Persistent {
+		return name.StorageName()
+	}
+	return name.String()
+}
+
+// nameOfKey is the name of slotKey key, its parts sharing key's bytes.
+func nameOfKey(key string) (topic.Name, bool) {
+	if strings.Contains(key, "://") {
+		n, err := topic.Parse(key)
+		return n, err == nil
+	}
+	p := strings.SplitN(key, "/", 4)
+	if len(p) != 4 || p[2] != string(topic.Persistent) {
+		return topic.Name{}, false
+	}
+	return topic.Name{Domain: topic.Persistent, Tenant: p[0], Namespace: p[1], Local: p[3]}, true
+}
 
 // Abort stops the broker as a crash would, for fault tests: listeners and
 // connections close at once, topics are not unloaded and their managed

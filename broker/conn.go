@@ -617,7 +617,7 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		case t.ml == nil:
 			err = fmt.Errorf("%w: non-persistent topic %s is not replicated", ErrInvalidArgument, name)
 		default:
-			err = t.dedup.ensureLoaded(ctx)
+			err = t.dedupState().ensureLoaded(ctx)
 		}
 		if err != nil {
 			c.sendError(reqID, err)

@@ -69,8 +69,30 @@ type dedupSnap struct {
 // the new primary resends what it had pending with the same name and
 // sequence ids, so the new primary drops what it already has from the
 // old one by replication.
-func (d *dedup) crossRegion() bool {
-	return d.t.failover().Mode == policy.ActiveStandby
+func (d *dedup) crossRegion() bool { return d.t.dedupCrossRegion() }
+
+// dedupCrossRegion is dedup.crossRegion, without the state.
+func (t *Topic) dedupCrossRegion() bool {
+	return t.failover().Mode == policy.ActiveStandby
+}
+
+// dedupState returns t's de-duplication state, making it when t has none
+// yet: an idle topic keeps none. Not with t.mu held.
+func (t *Topic) dedupState() *dedup {
+	if d := t.dd.Load(); d != nil {
+		return d
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if d := t.dd.Load(); d != nil {
+		return d
+	}
+	d := &dedup{t: t}
+	// The snapshot interval of t's policy now; setPolicy sets it again
+	// (after t.policy) once the state is made.
+	d.interval.Store(int64(t.b.dedupSnapshotInterval(*t.policy)))
+	t.dd.Store(d)
+	return d
 }
 
 // replica says whether entries replicated from src are

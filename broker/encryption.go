@@ -30,7 +30,7 @@ var (
 // checkProducerEncryption refuses a producer that declares it does not
 // encrypt on a topic that requires encryption.
 func checkProducerEncryption(t *Topic, cmd *pb.CommandProducer, replicator bool) error {
-	if replicator || !t.encryption.Load() || cmd.Encrypted == nil || cmd.GetEncrypted() {
+	if replicator || !t.flag(flEncryption) || cmd.Encrypted == nil || cmd.GetEncrypted() {
 		return nil
 	}
 	return fmt.Errorf("%w in %s", ErrEncryptionRequired, t.name)
@@ -39,7 +39,7 @@ func checkProducerEncryption(t *Topic, cmd *pb.CommandProducer, replicator bool)
 // checkEncrypted refuses a message of p without encryption keys on a
 // topic that requires encryption.
 func (p *producer) checkEncrypted(md *pb.MessageMetadata) error {
-	if p.replFrom != "" || !p.t.encryption.Load() || len(md.GetEncryptionKeys()) > 0 {
+	if p.replFrom != "" || !p.t.flag(flEncryption) || len(md.GetEncryptionKeys()) > 0 {
 		return nil
 	}
 	return ErrNotEncrypted

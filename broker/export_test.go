@@ -1,6 +1,11 @@
 package broker
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Test-only operations on a running broker. They live here, compiled only
 // into the package's tests, not in the production API.
@@ -33,4 +38,33 @@ func (b *Broker) MaintenanceListed() (listed []string, due int) {
 	due = m.due.len()
 	m.pass.Unlock()
 	return listed, due
+}
+
+// MetricsIndexed is what a metrics collection without per-topic labels
+// observes (the callback's values, from the metrics index), as text.
+func (b *Broker) MetricsIndexed(ctx context.Context) string {
+	return b.indexedMetrics(ctx).text()
+}
+
+// MetricsWalked is the same read from every loaded topic (as the
+// callback did before the index), as text.
+func (b *Broker) MetricsWalked(ctx context.Context) string {
+	return b.walkMetrics(ctx, false).text()
+}
+
+// text lists m's values, one a line, sorted.
+func (m metricsTotals) text() string {
+	var lines []string
+	for k, v := range m.backlogs {
+		lines = append(lines, fmt.Sprintf("backlog %s %d", k.ns, v))
+	}
+	for k, v := range m.storage {
+		lines = append(lines, fmt.Sprintf("storage %s %d", k.ns, v))
+	}
+	lines = append(lines, fmt.Sprintf("topics %d", m.topics), fmt.Sprintf("producers %d", m.producers), fmt.Sprintf("consumers %d", m.consumers))
+	for r, v := range m.repl {
+		lines = append(lines, fmt.Sprintf("repl %s backlog %d bytes %d stalled %d connected %d lag %g", r, v.backlog, v.bytes, v.stalled, v.connected, v.lag))
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
 }

@@ -328,15 +328,19 @@ func (t *Topic) markEpoch(ctx context.Context) error {
 		return nil
 	}
 	t.mu.Lock()
-	done, cur := t.rs().epochs.marked(f.Epoch), t.dedup.cur
+	done, d := t.rs().epochs.marked(f.Epoch), t.dd.Load()
+	var cur *mledger.Cursor
+	if d != nil {
+		cur = d.cur
+	}
 	t.mu.Unlock()
 	if done || cur == nil {
 		return nil
 	}
 	// Under dedupWrite, so a snapshot written meanwhile keeps the mark
 	// (dedup.writeSnapshot puts the current one in).
-	t.dedup.write.Lock()
-	defer t.dedup.write.Unlock()
+	d.write.Lock()
+	defer d.write.Unlock()
 	t.mu.Lock()
 	done = t.rs().epochs.marked(f.Epoch)
 	t.mu.Unlock()

@@ -129,7 +129,7 @@ func (b *Broker) regionalTopics(ctx context.Context, r deletes.Record) ([]topic.
 		}
 		for _, n := range ts {
 			if n.Domain == topic.NonPersistent {
-				if b.loadedTopic(n.String()) != nil {
+				if b.loadedTopic(n) != nil {
 					names = append(names, n)
 				}
 				continue
@@ -239,7 +239,7 @@ func (b *Broker) applyDelete(ctx context.Context, r deletes.Record) error {
 // gate to be deleted.
 func (b *Broker) deleteHere(ctx context.Context, n topic.Name) error {
 	if n.Domain == topic.NonPersistent {
-		if t := b.loadedTopic(n.String()); t != nil {
+		if t := b.loadedTopic(n); t != nil {
 			return b.unloadTopic(ctx, t)
 		}
 		return nil
@@ -472,7 +472,7 @@ func (a adminTopics) beginTopicDelete(ctx context.Context, name topic.Name, part
 			return deletes.Record{}, fmt.Errorf("%w: partitioned topic %s does not exist", adminapi.ErrTopicNotFound, name)
 		}
 		for i := range partitions {
-			if t := a.b.loadedTopic(name.Partitioned(i).String()); t != nil && !force && t.inUse() {
+			if t := a.b.loadedTopic(name.Partitioned(i)); t != nil && !force && t.inUse() {
 				return deletes.Record{}, fmt.Errorf("%w: partition %s has active producers or consumers", adminapi.ErrPreconditionFailed, t.name)
 			}
 		}

@@ -172,7 +172,7 @@ func (b *Broker) checkInactive(ctx context.Context, t *Topic, pol NamespacePolic
 	key := inactivePartitionKey(b.cfg.Region, t.name)
 	if t.name.Partition() >= 0 {
 		if !ok {
-			if t.reported.Swap(false) || on && !t.reportCleared.Swap(true) {
+			if t.swapFlag(flReported, false) || on && !t.swapFlag(flReportCleared, true) {
 				// Ours, or one a previous owner left: the partition is not
 				// idle now.
 				_ = b.deps.Meta.Delete(ctx, key)
@@ -184,7 +184,7 @@ func (b *Broker) checkInactive(ctx context.Context, t *Topic, pol NamespacePolic
 			b.log.Warn("inactive topics: cannot report an idle partition", "topic", t.name.String(), "err", err)
 			return false
 		}
-		t.reported.Store(true)
+		t.setFlag(flReported, true)
 		return true
 	}
 	if ok {
@@ -276,7 +276,7 @@ func (b *Broker) deleteInactivePartitions(ctx context.Context, idle []*Topic) {
 		}
 		if b.deleteInactive(ctx, t, t.lastActive()) {
 			_ = b.deps.Meta.Delete(ctx, inactivePartitionKey(b.cfg.Region, t.name))
-			t.reported.Store(false)
+			t.setFlag(flReported, false)
 			bases[base] = true
 		}
 	}

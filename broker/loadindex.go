@@ -136,6 +136,7 @@ type trafficEntry struct {
 // (replicated entries included) and dispatched to consumers.
 type topicIO struct {
 	msgIn, bytesIn, msgOut, bytesOut atomic.Int64
+	npIDs                            atomic.Int64 // message ids of a non-persistent topic (Topic.npLast)
 }
 
 // ioCounters returns t's counters, made by the first message.
@@ -161,11 +162,11 @@ func (t *Topic) counters() loadCounters {
 // include what it is called for.
 func (b *Broker) markTraffic(t *Topic) {
 	l := &b.traffic
-	if !l.on.Load() || t.trafficListed.Load() {
+	if !l.on.Load() || t.flag(flTrafficListed) {
 		return
 	}
 	base := t.counters()
-	if !t.trafficListed.CompareAndSwap(false, true) {
+	if t.swapFlag(flTrafficListed, true) {
 		return
 	}
 	l.mu.Lock()
@@ -182,7 +183,7 @@ func (b *Broker) takeTraffic() []trafficEntry {
 	l.list = nil
 	l.mu.Unlock()
 	for _, e := range out {
-		e.t.trafficListed.Store(false)
+		e.t.setFlag(flTrafficListed, false)
 	}
 	return out
 }

@@ -213,7 +213,9 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 	}
 	t.mu.Unlock()
 	t.storeLimits(pol)
-	t.dedup.setInterval(t.b.dedupSnapshotInterval(pol))
+	if d := t.dd.Load(); d != nil { // else made with t.policy's
+		d.setInterval(t.b.dedupSnapshotInterval(pol))
+	}
 	if t.ml != nil {
 		t.ml.SetRetention(pol.Retention)
 		t.ml.SetAffinity(pol.Affinity)
@@ -254,7 +256,7 @@ func (t *Topic) maintain(ctx context.Context, pol NamespacePolicy) error {
 	if pol.BacklogLimit > 0 || pol.BacklogAge > 0 {
 		errs = append(errs, t.checkBacklog(ctx, pol))
 	} else {
-		t.quotaExceeded.Store(false)
+		t.setFlag(flQuotaExceeded, false)
 	}
 	if pol.SubscriptionExpiration > 0 {
 		errs = append(errs, t.expireSubscriptions(ctx, pol.SubscriptionExpiration))
@@ -414,7 +416,7 @@ func (t *Topic) checkBacklog(ctx context.Context, pol NamespacePolicy) error {
 		exceeded = exceeded || over
 		errs = append(errs, err)
 	}
-	t.quotaExceeded.Store(exceeded)
+	t.setFlag(flQuotaExceeded, exceeded)
 	return errors.Join(errs...)
 }
 
@@ -451,7 +453,7 @@ func (t *Topic) checkBacklogAge(ctx context.Context, cursors []*mledger.Cursor, 
 // quotaErr is the error for a producer or a send while the backlog quota
 // is exceeded.
 func (t *Topic) quotaErr(creating bool) error {
-	if !t.quotaExceeded.Load() {
+	if !t.flag(flQuotaExceeded) {
 		return nil
 	}
 	t.mu.Lock()
@@ -461,7 +463,7 @@ func (t *Topic) quotaErr(creating bool) error {
 
 // quotaErrLocked is quotaErr for a new producer, t.mu held.
 func (t *Topic) quotaErrLocked() error {
-	if !t.quotaExceeded.Load() {
+	if !t.flag(flQuotaExceeded) {
 		return nil
 	}
 	return t.quotaErrOf(true)

@@ -126,7 +126,7 @@ func (r nsMaintRecord) sameAs(o nsMaintRecord) bool {
 
 // listMaint lists t for the next maintenance pass (once).
 func (b *Broker) listMaint(t *Topic) {
-	if t.maintListed.Load() || !t.maintListed.CompareAndSwap(false, true) {
+	if t.flag(flMaintListed) || t.swapFlag(flMaintListed, true) {
 		return
 	}
 	m := &b.maintIdx
@@ -143,7 +143,7 @@ func (b *Broker) takeMaint() []*Topic {
 	m.list = nil
 	m.mu.Unlock()
 	for _, t := range out {
-		t.maintListed.Store(false)
+		t.setFlag(flMaintListed, false)
 	}
 	return out
 }
@@ -208,7 +208,7 @@ func (t *Topic) keepVisiting(pol NamespacePolicy) bool {
 		return false
 	}
 	if pol.SubscriptionExpiration > 0 || pol.SyncReplication != nil || t.srepl.Load() != nil ||
-		t.quotaExceeded.Load() || len(t.remotes()) > 0 {
+		t.flag(flQuotaExceeded) || len(t.remotes()) > 0 {
 		return true
 	}
 	ls := t.ml.Ledgers()

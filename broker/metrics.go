@@ -8,8 +8,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/isobar-mq/isobar/broker/mledger"
-	"github.com/isobar-mq/isobar/replication"
 	"github.com/isobar-mq/isobar/wire"
 )
 
@@ -118,76 +116,13 @@ func (b *Broker) initMetrics() error {
 	local := attribute.String("isobar.cluster", b.cfg.Cluster)
 	self := b.brokerAttr()
 	mt.reg, err = m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		type key struct{ ns, topic, sub string }
-		backlogs := map[key]int64{}
-		storageBy := map[key]int64{}
-		rBacklog := map[string]int64{}
-		rBacklogB := map[string]int64{}
-		rLag := map[string]float64{}
-		rStalled := map[string]int64{}
-		rConn := map[string]int64{}
-		var nTopics, nProd, nCons int64
-		now := b.deps.Now()
-		for _, t := range b.loadedTopics() {
-			nTopics++
-			k := key{ns: t.name.NamespaceName()}
-			if mt.perTopic {
-				k.topic = t.name.String()
-			}
-			t.mu.Lock()
-			nProd += int64(len(t.producers))
-			subs := make([]*subscription, 0, len(t.subs))
-			for _, s := range t.subs {
-				subs = append(subs, s)
-			}
-			t.mu.Unlock()
-			for _, s := range subs {
-				s.mu.Lock()
-				nCons += int64(len(s.consumers))
-				s.mu.Unlock()
-			}
-			if t.ml == nil {
-				continue
-			}
-			for _, l := range t.ml.Ledgers() {
-				storageBy[k] += l.Size
-			}
-			for _, name := range t.ml.Cursors() {
-				c, err := t.ml.OpenCursor(ctx, name, mledger.Latest)
-				if err != nil {
-					continue
-				}
-				if remote, ok := strings.CutPrefix(name, replication.Prefix); ok {
-					n := c.Backlog()
-					rBacklog[remote] += n
-					_, _, avg := t.backlogBytes(c)
-					rBacklogB[remote] += n * avg
-					if t.replStalled(remote, c.MarkDelete(), n) {
-						rStalled[remote]++
-					}
-					age := 0.0
-					if pt := t.oldestUnacked(ctx, c); !pt.IsZero() {
-						age = now.Sub(pt).Seconds()
-					}
-					rLag[remote] = max(rLag[remote], age)
-					for _, s := range subs {
-						if s.name == name && len(s.consumers) > 0 {
-							rConn[remote]++
-						}
-					}
-					continue
-				}
-				if strings.HasPrefix(name, ReservedPrefix) {
-					continue
-				}
-				sk := k
-				if mt.perTopic {
-					sk.sub = name
-				}
-				backlogs[sk] += c.Backlog()
-			}
+		var tot metricsTotals
+		if mt.perTopic {
+			tot = b.walkMetrics(ctx, true) // a series per topic: the walk is theirs
+		} else {
+			tot = b.indexedMetrics(ctx) // the topics that changed, not every one (metricsindex.go)
 		}
-		attrs := func(k key) metric.MeasurementOption {
+		attrs := func(k metricKey) metric.MeasurementOption {
 			kv := []attribute.KeyValue{local, self, attribute.String("pulsar.namespace", k.ns)}
 			if k.topic != "" {
 				kv = append(kv, attribute.String("pulsar.topic", k.topic))
@@ -197,26 +132,26 @@ func (b *Broker) initMetrics() error {
 			}
 			return metric.WithAttributes(kv...)
 		}
-		for k, v := range backlogs {
+		for k, v := range tot.backlogs {
 			o.ObserveInt64(backlog, v, attrs(k))
 		}
-		for k, v := range storageBy {
+		for k, v := range tot.storage {
 			o.ObserveInt64(storage, v, attrs(k))
 		}
-		o.ObserveInt64(topics, nTopics, metric.WithAttributes(local, self))
-		o.ObserveInt64(producers, nProd, metric.WithAttributes(local, self))
-		o.ObserveInt64(consumers, nCons, metric.WithAttributes(local, self))
+		o.ObserveInt64(topics, tot.topics, metric.WithAttributes(local, self))
+		o.ObserveInt64(producers, tot.producers, metric.WithAttributes(local, self))
+		o.ObserveInt64(consumers, tot.consumers, metric.WithAttributes(local, self))
 		b.mu.Lock()
 		nConns := int64(len(b.conns))
 		b.mu.Unlock()
 		o.ObserveInt64(conns, nConns, metric.WithAttributes(local, self))
-		for r, v := range rBacklog {
+		for r, v := range tot.repl {
 			ra := metric.WithAttributes(local, self, attribute.String("isobar.remote", r))
-			o.ObserveInt64(replBacklog, v, ra)
-			o.ObserveInt64(replBacklogB, rBacklogB[r], ra)
-			o.ObserveFloat64(replLag, rLag[r], ra)
-			o.ObserveInt64(replStalled, rStalled[r], ra)
-			o.ObserveInt64(replConnected, rConn[r], ra)
+			o.ObserveInt64(replBacklog, v.backlog, ra)
+			o.ObserveInt64(replBacklogB, v.bytes, ra)
+			o.ObserveFloat64(replLag, v.lag, ra)
+			o.ObserveInt64(replStalled, v.stalled, ra)
+			o.ObserveInt64(replConnected, v.connected, ra)
 		}
 		return nil
 	}, backlog, storage, topics, producers, consumers, conns, replBacklog, replBacklogB, replLag, replStalled, replConnected)

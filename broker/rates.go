@@ -363,7 +363,7 @@ func limitPlan(pl dispatch.Plan, n int64) dispatch.Plan {
 // subscription's, a replication cursor's at the replicator rate); ok is
 // false when the topic is not loaded here.
 func (b *Broker) RateStats(name topic.Name) (stats map[string]ratelimit.Stats, ok bool) {
-	t := b.loadedTopic(name.String())
+	t := b.loadedTopic(name)
 	if t == nil {
 		return nil, false
 	}

@@ -284,7 +284,8 @@ func (t *Topic) checkReplSubscribe(ctx context.Context, name string, st pb.Comma
 // stored, or the entry's next copy is dropped as stored and the source,
 // told so, acknowledges it (docs/replication.md, "Exactly once").
 func (t *Topic) publishReplicated(ctx context.Context, from *producer, src string, pos mledger.Position, origin originSeq, numMsgs int, entry []byte, done func(mledger.Position, bool, error)) {
-	if err := t.dedup.ensureLoaded(ctx); err != nil {
+	d := t.dedupState()
+	if err := d.ensureLoaded(ctx); err != nil {
 		done(mledger.Position{}, false, err)
 		return
 	}
@@ -340,7 +341,7 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 		done(mledger.Position{}, false, nil)
 		return
 	}
-	dedupSeq := t.dedup.replica(src)
+	dedupSeq := d.replica(src)
 	t.mu.Lock()
 	if pos.Compare(st.pushed) <= 0 || st.chain.Broken() {
 		t.mu.Unlock()
@@ -351,8 +352,8 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 	// already is a copy of a message stored here: this region stored it
 	// as the primary when it was cut off, and the producer, not told,
 	// resent it to the new primary, which sends it back now.
-	if dedupSeq && origin.producer != "" && t.dedup.pushed != nil {
-		if last, ok := t.dedup.pushed[origin.producer]; ok && origin.first <= last {
+	if dedupSeq && origin.producer != "" && d.pushed != nil {
+		if last, ok := d.pushed[origin.producer]; ok && origin.first <= last {
 			t.mu.Unlock()
 			done(mledger.Position{}, false, nil)
 			return
@@ -366,9 +367,9 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 	}
 	// Counted at once, as a producer's own send is: a resend of the same
 	// message that arrives while this one is stored is dropped.
-	pushedSeq := dedupSeq && origin.producer != "" && t.dedup.pushed != nil && origin.seq > t.dedup.pushed[origin.producer]
+	pushedSeq := dedupSeq && origin.producer != "" && d.pushed != nil && origin.seq > d.pushed[origin.producer]
 	if pushedSeq {
-		t.dedup.pushed[origin.producer] = origin.seq
+		d.pushed[origin.producer] = origin.seq
 	}
 	t.mu.Unlock()
 	entry = t.markLate(src, entry, numMsgs)
@@ -376,8 +377,8 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 	t.ml.AddEntryChainedAsync(ctx, chain, entry, func(p mledger.Position, err error) {
 		t.mu.Lock()
 		st.inflight--
-		if err != nil && pushedSeq && t.dedup.pushed[origin.producer] == origin.seq {
-			t.dedup.pushed[origin.producer] = t.dedup.confirmed[origin.producer]
+		if err != nil && pushedSeq && d.pushed[origin.producer] == origin.seq {
+			d.pushed[origin.producer] = d.confirmed[origin.producer]
 		}
 		if err == nil {
 			if pos.Compare(st.confirmed) > 0 {
@@ -391,7 +392,7 @@ func (t *Topic) publishReplicated(ctx context.Context, from *producer, src strin
 		t.mu.Unlock()
 		if err == nil {
 			t.learnOrigin(origin)
-			t.dedup.stored(p)
+			d.stored(p)
 			t.noteReplicated()
 		}
 		t.addFailed(err)
@@ -416,19 +417,20 @@ type originSeq struct {
 // learnOrigin records a replicated entry's producer sequence id for
 // de-duplication, in active-standby namespaces.
 func (t *Topic) learnOrigin(o originSeq) {
-	if o.producer == "" || !t.dedup.crossRegion() {
+	if o.producer == "" || !t.dedupCrossRegion() {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.dedup.pushed == nil {
+	d := t.dd.Load()
+	if d == nil || d.pushed == nil {
 		return
 	}
-	if o.seq > t.dedup.pushed[o.producer] {
-		t.dedup.pushed[o.producer] = o.seq
+	if o.seq > d.pushed[o.producer] {
+		d.pushed[o.producer] = o.seq
 	}
-	if o.seq > t.dedup.confirmed[o.producer] {
-		t.dedup.confirmed[o.producer] = o.seq
+	if o.seq > d.confirmed[o.producer] {
+		d.confirmed[o.producer] = o.seq
 	}
 }
 

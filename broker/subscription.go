@@ -310,6 +310,7 @@ func (t *Topic) findByTime(ctx context.Context, ts time.Time) (Position, error) 
 // addConsumer attaches k, enforcing the subscription type's rules.
 func (s *subscription) addConsumer(k *consumer, st pb.CommandSubscribe_SubType) error {
 	maxTopic, maxSub, onOthers := s.t.consumerLimits(s)
+	defer s.t.b.listMetrics(s.t) // its consumers are counted again (after s.mu)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -419,6 +420,7 @@ func (s *subscription) removeConsumer(k *consumer) {
 		close(stop)
 	}
 	s.t.touchSub(s.name)
+	s.t.b.listMetrics(s.t) // its consumers are counted again
 	if empty && !s.durable && !keep {
 		s.t.removeSubscription(s)
 	}

@@ -277,7 +277,7 @@ func (t *Topic) subStateMessage(ctx context.Context, name string) (subStateMessa
 // after it are listed.
 func (t *Topic) subState(ctx context.Context, name string) (replication.SubState, error) {
 	ss := t.subSync()
-	if err := t.dedup.ensureLoaded(ctx); err != nil {
+	if err := t.dedupState().ensureLoaded(ctx); err != nil {
 		return replication.SubState{}, err
 	}
 	cur, err := t.ml.OpenCursor(ctx, name, mledger.Latest)
@@ -477,7 +477,7 @@ func (t *Topic) noteReplicated() {
 // (created at the earliest entry if missing), every entry st covers. It
 // reports whether st covers entries not stored here yet.
 func (t *Topic) applySubState(ctx context.Context, st replication.SubState) (waiting bool, err error) {
-	if err := t.dedup.ensureLoaded(ctx); err != nil {
+	if err := t.dedupState().ensureLoaded(ctx); err != nil {
 		return true, err
 	}
 	if t.b.subDeleting(ctx, t.name, st.Subscription) { // fedelete.go

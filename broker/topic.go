@@ -30,10 +30,10 @@ type Topic struct {
 	// same (Broker.sharedPolicy) and never changed: setPolicy replaces it
 	// whole. t.mu guards the pointer once the topic is loaded.
 	policy *NamespacePolicy
-	// fenceUnload is set once a fenced add asked for the unload.
-	fenceUnload atomic.Bool
+	// flags are the topic's atomic flags (topicFlag).
+	flags atomic.Uint32
 	// closed and isGone are guarded by mu (here to share a word with
-	// fenceUnload). isGone: unloaded and forgotten (markGone; two
+	// flags). isGone: unloaded and forgotten (markGone; two
 	// unloads may race, a fenced topic's own and a bundle's); gone is
 	// closed then, made when someone waits for it (goneCh).
 	closed bool
@@ -41,6 +41,8 @@ type Topic struct {
 	// dedupOn: producers are de-duplicated (policy at load; t.mu
 	// guards it, as the rest of dedup).
 	dedupOn bool
+	// mxFlags are the flags of its metrics share (mx; metricsindex.go).
+	mxFlags uint8
 
 	// mu guards the fields below.
 	mu        sync.Mutex
@@ -48,12 +50,12 @@ type Topic struct {
 	waiting   []*producer              // WaitForExclusive producers, in arrival order
 	subs      map[string]*subscription // nil until one
 	gone      chan struct{}
-	// dedup is the de-duplication state (dedup.go); t.mu guards most of it.
-	dedup dedup
+	// dd is the de-duplication state (dedup.go), made when first used
+	// (dedupState): an idle topic keeps none.
+	dd atomic.Pointer[dedup]
 	// rx is the replication and failover state, made when first used
 	// (rs).
-	rx            *topicRepl
-	nonPersistent atomic.Int64 // message ids of a non-persistent topic
+	rx *topicRepl
 	// subActive is when each subscription last had a consumer come or
 	// go (subscription expiration, maintenance.go); nil until one did.
 	subActive atomic.Pointer[subActivity]
@@ -63,14 +65,10 @@ type Topic struct {
 	io             atomic.Pointer[topicIO]
 	lastPublish    atomic.Int64                    // when an entry was last stored, Unix ms (0: not since loaded)
 	activeAt       atomic.Int64                    // when a producer or consumer last came or went, Unix ns (inactive.go)
-	reported       atomic.Bool                     // this broker reported the partition idle (inactive.go)
-	reportCleared  atomic.Bool                     // a report of the partition was cleared since the load (inactive.go)
 	maxMessageSize atomic.Int64                    // NamespacePolicy.MaxMessageSize, read on every SEND
 	maxUnacked     atomic.Int64                    // NamespacePolicy.MaxUnackedPerConsumer, read on every dispatch
 	maxUnackedSub  atomic.Int64                    // NamespacePolicy.MaxUnackedPerSubscription, likewise
 	delay          atomic.Pointer[delayPolicy]     // Broker.delayPolicyOf, read on every SEND and dispatch round
-	encryption     atomic.Bool                     // NamespacePolicy.EncryptionRequired, read on every SEND
-	quotaExceeded  atomic.Bool                     // a backlog is over its quota (producer policies)
 	rl             atomic.Pointer[topicRates]      // NamespacePolicy.Rates and their limiters (rates.go); nil until it has some
 	sync           atomic.Pointer[subSync]         // subscription state across regions (substate.go); nil until used
 	cmp            atomic.Pointer[topicCompaction] // compaction and the compacted view (compaction.go); nil until used
@@ -78,8 +76,9 @@ type Topic struct {
 	attrs          metric.MeasurementOption        // of its metrics
 	created        int64                           // when loaded here, Unix ns (loadedAt)
 	hash           uint32                          // topic.Hash of its name: its bundle (loadindex.go)
-	trafficListed  atomic.Bool                     // in the broker's traffic list (loadindex.go)
-	maintListed    atomic.Bool                     // listed for the next maintenance pass (maintindex.go)
+	// mx is its share in the metrics index's sums, with mxFlags
+	// (metricsindex.go; Broker.metricsIdx.mu guards both).
+	mx topicShare
 }
 
 func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol NamespacePolicy) *Topic {
@@ -88,12 +87,49 @@ func newTopic(b *Broker, name topic.Name, ml *mledger.ManagedLedger, pol Namespa
 		created: b.deps.Now().UnixNano(),
 		hash:    topic.Hash(name),
 	}
-	t.dedup.t = t
 	t.storeLimits(pol)
-	t.dedup.interval.Store(int64(b.dedupSnapshotInterval(pol)))
 	t.setRates(pol.Rates)
 	t.attrs = b.topicAttrs(t)
 	return t
+}
+
+// topicFlag is a bit of Topic.flags.
+type topicFlag uint32
+
+const (
+	flFenceUnload   topicFlag = 1 << iota // a fenced add asked for the unload
+	flReported                            // this broker reported the partition idle (inactive.go)
+	flReportCleared                       // a report of the partition was cleared since the load (inactive.go)
+	flEncryption                          // NamespacePolicy.EncryptionRequired, read on every SEND
+	flQuotaExceeded                       // a backlog is over its quota (producer policies)
+	flTrafficListed                       // in the broker's traffic list (loadindex.go)
+	flMaintListed                         // listed for the next maintenance pass (maintindex.go)
+)
+
+// flag reports whether f is set.
+func (t *Topic) flag(f topicFlag) bool { return topicFlag(t.flags.Load())&f != 0 }
+
+// setFlag sets f to v.
+func (t *Topic) setFlag(f topicFlag, v bool) { t.swapFlag(f, v) }
+
+// swapFlag sets f to v and reports whether it was set.
+func (t *Topic) swapFlag(f topicFlag, v bool) bool {
+	var old uint32
+	if v {
+		old = t.flags.Or(uint32(f))
+	} else {
+		old = t.flags.And(^uint32(f))
+	}
+	return topicFlag(old)&f != 0
+}
+
+// npLast is the id of the last message of a non-persistent topic, -1
+// before the first.
+func (t *Topic) npLast() int64 {
+	if c := t.io.Load(); c != nil {
+		return c.npIDs.Load() - 1
+	}
+	return -1
 }
 
 // topicRepl is a topic's replication and failover state (t.mu guards
@@ -150,7 +186,7 @@ func (t *Topic) storeLimits(pol NamespacePolicy) {
 	t.maxUnacked.Store(int64(pol.MaxUnackedPerConsumer))
 	t.maxUnackedSub.Store(int64(pol.MaxUnackedPerSubscription))
 	t.delay.Store(t.b.delayPolicyOf(pol))
-	t.encryption.Store(pol.EncryptionRequired)
+	t.setFlag(flEncryption, pol.EncryptionRequired)
 }
 
 // Name is the topic's name.
@@ -174,7 +210,7 @@ func (t *Topic) load(ctx context.Context) error {
 	// across a failover (docs/failover.md).
 	t.dedupOn = t.policy.Deduplication || t.policy.Failover.Mode == policy.ActiveStandby
 	if t.dedupOn || len(t.remotes()) > 0 {
-		if err := t.dedup.ensureLoaded(ctx); err != nil {
+		if err := t.dedupState().ensureLoaded(ctx); err != nil {
 			return err
 		}
 	}
@@ -194,7 +230,9 @@ func (t *Topic) close(ctx context.Context, notify bool) error {
 		return nil
 	}
 	t.closed = true
-	t.dedup.stopTimerLocked()
+	if d := t.dd.Load(); d != nil {
+		d.stopTimerLocked()
+	}
 	t.stopSync()
 	prods := make([]*producer, 0, len(t.producers)+len(t.waiting))
 	for _, p := range t.producers {
@@ -226,6 +264,7 @@ func (t *Topic) close(ctx context.Context, notify bool) error {
 
 // addProducer registers p, enforcing unique names and access modes.
 func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
+	defer t.b.listMetrics(t) // its producers are counted again (after t.mu)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -281,8 +320,8 @@ func (t *Topic) addProducer(p *producer) (lastSeq int64, err error) {
 	}
 	t.producers[p.name] = p
 	lastSeq = -1
-	if t.dedupOn && t.dedup.pushed != nil {
-		if s, ok := t.dedup.pushed[p.name]; ok {
+	if d := t.dd.Load(); t.dedupOn && d != nil && d.pushed != nil {
+		if s, ok := d.pushed[p.name]; ok {
 			lastSeq = s
 		}
 	}
@@ -298,6 +337,7 @@ func (t *Topic) hasProducer(p *producer) bool {
 }
 
 func (t *Topic) removeProducer(p *producer) {
+	defer t.b.listMetrics(t) // its producers are counted again
 	t.touch()
 	t.mu.Lock()
 	if t.producers[p.name] == p {
@@ -315,8 +355,8 @@ func (t *Topic) removeProducer(p *producer) {
 		t.producers[next.name] = next
 	}
 	lastSeq := int64(-1)
-	if next != nil && t.dedupOn && t.dedup.pushed != nil {
-		if v, ok := t.dedup.pushed[next.name]; ok {
+	if d := t.dd.Load(); next != nil && t.dedupOn && d != nil && d.pushed != nil {
+		if v, ok := d.pushed[next.name]; ok {
 			lastSeq = v
 		}
 	}
@@ -334,7 +374,7 @@ var errMustWait = errors.New("broker: producer waits for exclusive access")
 func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, numMsgs int, dedupable bool, entry []byte, done func(mledger.Position, bool, error)) {
 	t.countIn(int64(numMsgs), int64(len(entry)))
 	if t.ml == nil {
-		id := t.nonPersistent.Add(1) - 1
+		id := t.ioCounters().npIDs.Add(1) - 1
 		pos := mledger.Position{Ledger: 0, Entry: id}
 		t.dispatchNonPersistent(pos, entry)
 		done(pos, true, nil)
@@ -345,9 +385,10 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 		return
 	}
 	top := int64(max(seq, highest))
-	standby := t.dedup.crossRegion()
+	standby := t.dedupCrossRegion()
 	t.mu.Lock()
-	dedup := (t.dedupOn || standby) && t.dedup.pushed != nil && dedupable
+	d := t.dd.Load()
+	dedup := (t.dedupOn || standby) && d != nil && d.pushed != nil && dedupable
 	t.mu.Unlock()
 	if standby {
 		if err := t.markEpoch(ctx); err != nil {
@@ -357,14 +398,14 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 	}
 	if dedup {
 		t.mu.Lock()
-		last, ok := t.dedup.pushed[p.name]
+		last, ok := d.pushed[p.name]
 		if ok && int64(seq) <= last {
 			t.mu.Unlock()
 			// Its first copy may still wait for the other regions.
 			t.syncHold(mledger.Position{}, true, func() { done(mledger.Position{}, false, nil) })
 			return
 		}
-		t.dedup.pushed[p.name] = top
+		d.pushed[p.name] = top
 		t.mu.Unlock()
 	}
 	if standby {
@@ -378,16 +419,16 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 			t.noteOwn(pos)
 		}
 		if err == nil && dedup {
-			t.dedup.confirmStored(p.name, top, pos)
-		} else if err == nil && t.dedup.loaded() {
+			d.confirmStored(p.name, top, pos)
+		} else if dl := t.dd.Load(); err == nil && dl != nil && dl.loaded() {
 			// Not de-duplicated, but counted: the snapshot cursor moves
 			// on, so it never holds back retention.
-			t.dedup.stored(pos)
+			dl.stored(pos)
 		}
 		if err != nil && dedup {
 			t.mu.Lock()
-			if t.dedup.pushed[p.name] == top {
-				t.dedup.pushed[p.name] = t.dedup.confirmed[p.name]
+			if d.pushed[p.name] == top {
+				d.pushed[p.name] = d.confirmed[p.name]
 			}
 			t.mu.Unlock()
 		}
@@ -406,7 +447,7 @@ func (t *Topic) publish(ctx context.Context, p *producer, seq, highest uint64, n
 // reconnect and find the owner. Left loaded, every later add would fail
 // the same way, for good.
 func (t *Topic) addFailed(err error) {
-	if err == nil || !errors.Is(err, mledger.ErrFenced) || !t.fenceUnload.CompareAndSwap(false, true) {
+	if err == nil || !errors.Is(err, mledger.ErrFenced) || t.swapFlag(flFenceUnload, true) {
 		return
 	}
 	t.b.log.Warn("topic fenced by another owner; unloading it", "topic", t.name.String(), "err", err)
@@ -503,7 +544,7 @@ func (t *Topic) dispatchNonPersistent(pos mledger.Position, entry []byte) {
 // index of its last message (-1 otherwise).
 func (t *Topic) lastMessageID(ctx context.Context) (mledger.Position, int32, error) {
 	if t.ml == nil {
-		return mledger.Position{Ledger: 0, Entry: t.nonPersistent.Load() - 1}, -1, nil
+		return mledger.Position{Ledger: 0, Entry: t.npLast()}, -1, nil
 	}
 	last := t.ml.LastConfirmed()
 	if last.Entry < 0 {

@@ -99,12 +99,13 @@ func (m *ManagedLedger) addAsync(ctx context.Context, r addRequest) {
 	// The queue is made on first use: an idle managed ledger holds none.
 	// So is repair: only an issued add (which came through the queue)
 	// sends to it.
-	m.queueOnce.Do(func() {
-		m.queue = make(chan addRequest, m.cfg.Value().MaxPendingAdds)
-		m.repair = make(chan struct{}, 1)
+	lv := m.live()
+	lv.queueOnce.Do(func() {
+		lv.queue = make(chan addRequest, m.cfg.Value().MaxPendingAdds)
+		lv.repair = make(chan struct{}, 1)
 	})
 	select {
-	case m.queue <- r:
+	case lv.queue <- r:
 		m.kickDriver()
 	case <-ctx.Done():
 		cb(Position{}, fmt.Errorf("mledger %s: add: %w", m.name, ctx.Err()))
@@ -119,29 +120,33 @@ const driverIdle = 2 * time.Second
 // each enqueue: a driver exits only when it finds the queue empty under
 // driverMu, so every queued add has a driver.
 func (m *ManagedLedger) kickDriver() {
-	m.driverMu.Lock()
-	defer m.driverMu.Unlock()
+	m.l().driverMu.Lock()
+	defer m.l().driverMu.Unlock()
 	if m.driving || m.stopped {
 		return
 	}
 	m.driving = true
-	if m.stop == nil {
-		m.stop = make(chan struct{})
+	if m.l().stop == nil {
+		m.l().stop = make(chan struct{})
 	}
-	m.drivers.Add(1)
-	go m.run(m.stop)
+	m.l().drivers.Add(1)
+	go m.run(m.l().stop)
 }
 
 // stopDrivers stops the driver for good (Close) and waits for it to
 // return.
 func (m *ManagedLedger) stopDrivers() {
-	m.driverMu.Lock()
-	m.stopped = true
-	if m.stop != nil {
-		close(m.stop)
+	lv := m.lv.Load()
+	if lv == nil {
+		return // dormant: no driver ever ran
 	}
-	m.driverMu.Unlock()
-	m.drivers.Wait()
+	lv.driverMu.Lock()
+	m.stopped = true
+	if lv.stop != nil {
+		close(lv.stop)
+	}
+	m.l().driverMu.Unlock()
+	m.l().drivers.Wait()
 }
 
 // run is the driver: it issues queued adds to the current ledger in order
@@ -149,35 +154,35 @@ func (m *ManagedLedger) stopDrivers() {
 // stays empty for driverIdle, or when Close stops it (Close then issues
 // what is left).
 func (m *ManagedLedger) run(stop <-chan struct{}) {
-	defer m.drivers.Done()
+	defer m.l().drivers.Done()
 	idle := time.NewTimer(driverIdle)
 	defer idle.Stop()
 	for {
 		select {
-		case r := <-m.queue:
+		case r := <-m.l().queue:
 			m.issue(r)
 			continue
 		default:
 		}
 		idle.Reset(driverIdle)
 		select {
-		case r := <-m.queue:
+		case r := <-m.l().queue:
 			m.issue(r)
-		case <-m.repair:
+		case <-m.l().repair:
 			m.repairBroken()
 		case <-stop:
-			m.driverMu.Lock()
+			m.l().driverMu.Lock()
 			m.driving = false
-			m.driverMu.Unlock()
+			m.l().driverMu.Unlock()
 			return
 		case <-idle.C:
-			m.driverMu.Lock()
-			if len(m.queue) > 0 || len(m.repair) > 0 {
-				m.driverMu.Unlock()
+			m.l().driverMu.Lock()
+			if len(m.l().queue) > 0 || len(m.l().repair) > 0 {
+				m.l().driverMu.Unlock()
 				continue
 			}
 			m.driving = false
-			m.driverMu.Unlock()
+			m.l().driverMu.Unlock()
 			return
 		}
 	}
@@ -185,10 +190,10 @@ func (m *ManagedLedger) run(stop <-chan struct{}) {
 
 // needRollover reports whether the current ledger takes no more adds.
 func (m *ManagedLedger) needRollover() bool {
-	return m.w == nil || m.wBroken.Load() ||
-		m.wEntries >= m.cfg.Value().MaxEntriesPerLedger ||
-		m.wBytes >= m.cfg.Value().MaxLedgerSize ||
-		m.deps.Now().Sub(time.Unix(0, m.wCreated)) >= m.cfg.Value().MaxLedgerAge
+	return m.l().w == nil || m.l().wBroken.Load() ||
+		m.l().wEntries >= m.cfg.Value().MaxEntriesPerLedger ||
+		m.l().wBytes >= m.cfg.Value().MaxLedgerSize ||
+		m.deps.Now().Sub(time.Unix(0, m.l().wCreated)) >= m.cfg.Value().MaxLedgerAge
 }
 
 func (m *ManagedLedger) issue(r addRequest) {
@@ -218,32 +223,32 @@ func (m *ManagedLedger) issue(r addRequest) {
 			return
 		}
 	}
-	id := int64(m.w.ID())
-	m.wEntries++
-	m.wBytes += int64(len(r.data))
-	m.inflight.Add(1)
+	id := int64(m.l().w.ID())
+	m.l().wEntries++
+	m.l().wBytes += int64(len(r.data))
+	m.l().inflight.Add(1)
 	// The entry carries (piggybacked) a last-add-confirmed at least this;
 	// once it is confirmed the bookies can serve reads up to it.
-	lacAtIssue := m.w.LastAddConfirmed()
-	m.w.AppendAsync(r.data, func(entry int64, err error) {
-		defer m.inflight.Done()
+	lacAtIssue := m.l().w.LastAddConfirmed()
+	m.l().w.AppendAsync(r.data, func(entry int64, err error) {
+		defer m.l().inflight.Done()
 		if err != nil {
 			if errors.Is(err, ledger.ErrTooLarge) {
 				// Refused before it was sent; the ledger is fine.
 				m.failAdds([]addRequest{r}, err)
 				return
 			}
-			m.wBroken.Store(true)
+			m.l().wBroken.Store(true)
 			// Not failed yet: the entry may be in the ledger (a bookie
 			// had it); the driver closes the ledger and settles the add
 			// by what the closed ledger holds. A fenced ledger too: a
 			// recovery closed it (a new owner's, which fences us, or
 			// automatic recovery's, after which we go on; closeWriter).
-			m.failedMu.Lock()
-			m.failed = append(m.failed, failedAdd{r: r, ledger: id, entry: entry})
-			m.failedMu.Unlock()
+			m.l().failedMu.Lock()
+			m.l().failed = append(m.l().failed, failedAdd{r: r, ledger: id, entry: entry})
+			m.l().failedMu.Unlock()
 			select {
-			case m.repair <- struct{}{}:
+			case m.l().repair <- struct{}{}:
 			default:
 			}
 			m.kickDriver()
@@ -251,6 +256,7 @@ func (m *ManagedLedger) issue(r addRequest) {
 		}
 		p := Position{Ledger: id, Entry: entry}
 		m.confirmed(p, r.data, lacAtIssue)
+		m.noteChange()
 		r.cb(p, nil)
 	})
 }
@@ -271,10 +277,11 @@ func (m *ManagedLedger) confirmed(p Position, data []byte, readable int64) {
 	}
 	m.lastLedgerBytes += int64(len(data))
 	defer m.wakeLocked()
-	tc := m.tail
+	lv := m.live() // made by the add confirmed here
+	tc := lv.tail
 	if tc == nil {
 		tc = &tailCache{}
-		m.tail = tc
+		lv.tail = tc
 	}
 	if tc.ledger != p.Ledger || tc.first+int64(len(tc.entries)) != p.Entry {
 		tc.ledger, tc.first, tc.entries, tc.readable, tc.size = p.Ledger, p.Entry, tc.entries[:0], -1, 0
@@ -313,7 +320,7 @@ type failedAdd struct {
 // adds and re-issues the others on a new ledger, without waiting for the
 // next add. Driver only.
 func (m *ManagedLedger) repairBroken() {
-	if m.w == nil || !m.wBroken.Load() {
+	if m.l().w == nil || !m.l().wBroken.Load() {
 		return
 	}
 	if err := m.rollover(context.Background()); err != nil {
@@ -334,6 +341,7 @@ func (m *ManagedLedger) settleFailed(ledgerID int64, md ledger.Metadata) (again 
 		if f.ledger == ledgerID && f.entry >= 0 && f.entry <= md.LastEntry {
 			p := Position{Ledger: f.ledger, Entry: f.entry}
 			m.confirmed(p, f.r.data, md.LastEntry)
+			m.noteChange()
 			f.r.cb(p, nil)
 			continue
 		}
@@ -344,10 +352,10 @@ func (m *ManagedLedger) settleFailed(ledgerID int64, md ledger.Metadata) (again 
 
 // takeFailed removes and returns the failed adds.
 func (m *ManagedLedger) takeFailed() []failedAdd {
-	m.failedMu.Lock()
-	defer m.failedMu.Unlock()
-	f := m.failed
-	m.failed = nil
+	m.l().failedMu.Lock()
+	defer m.l().failedMu.Unlock()
+	f := m.l().failed
+	m.l().failed = nil
 	return f
 }
 
@@ -379,20 +387,20 @@ func (m *ManagedLedger) failAllFailed(err error) {
 // it had, readers would see it empty once another ledger follows it.
 // Driver only.
 func (m *ManagedLedger) rollover(ctx context.Context) error {
-	justClosed := m.w != nil
+	justClosed := m.l().w != nil
 	var again []addRequest
-	if m.w != nil {
-		old := m.w
+	if m.l().w != nil {
+		old := m.l().w
 		md, err := m.closeWriter(ctx, old)
 		if err != nil {
 			m.failAllFailed(err)
 			return fmt.Errorf("rollover: %w", err)
 		}
-		m.unrecorded = &LedgerInfo{ID: int64(old.ID()), Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed, Closed: m.deps.Now().UnixMilli()}
+		m.l().unrecorded = &LedgerInfo{ID: int64(old.ID()), Entries: md.LastEntry + 1, Size: int64(md.Length), State: LedgerClosed, Closed: m.deps.Now().UnixMilli()}
 		again = m.settleFailed(int64(old.ID()), md)
-		m.w = nil
+		m.l().w = nil
 	}
-	closed := m.unrecorded
+	closed := m.l().unrecorded
 	w, err := m.createLedger(ctx)
 	if err != nil {
 		m.failAdds(again, err)
@@ -403,7 +411,7 @@ func (m *ManagedLedger) rollover(ctx context.Context) error {
 			if uerr := m.update(ctx, func(t *topicMeta) error { return setLast(t, *closed) }); uerr != nil {
 				return uerr
 			}
-			m.unrecorded = nil
+			m.l().unrecorded = nil
 		}
 		return fmt.Errorf("rollover: %w", err)
 	}
@@ -421,7 +429,7 @@ func (m *ManagedLedger) rollover(ctx context.Context) error {
 		m.failAdds(again, err)
 		return fmt.Errorf("rollover: %w", err)
 	}
-	m.unrecorded = nil
+	m.l().unrecorded = nil
 	m.setWriter(w)
 	if closed != nil {
 		m.logger().Debug("rolled over", "closed", closed.ID, "entries", closed.Entries, "new", w.ID(), "reissued", len(again))
@@ -454,12 +462,12 @@ func setLast(t *topicMeta, l LedgerInfo) error {
 // after the driver).
 func (m *ManagedLedger) closeWriter(ctx context.Context, w ledgers.Writer) (ledger.Metadata, error) {
 	err := w.Close(ctx)
-	m.inflight.Wait()
+	m.l().inflight.Wait()
 	if err == nil {
 		// A writer aborted earlier (its client closed) "closes" without
 		// closing the ledger: trust only metadata that says closed.
 		if md := w.Metadata(); md.State == ledger.StateClosed {
-			m.w = nil
+			m.l().w = nil
 			return md, nil
 		}
 		err = fmt.Errorf("ledger %d: writer stopped with the ledger still open", w.ID())
@@ -470,7 +478,7 @@ func (m *ManagedLedger) closeWriter(ctx context.Context, w ledgers.Writer) (ledg
 			return ledger.Metadata{}, fmt.Errorf("close ledger %d: %w; %w", w.ID(), err, oerr)
 		}
 		if !owner {
-			m.w = nil
+			m.l().w = nil
 			return ledger.Metadata{}, m.setFenced(err)
 		}
 		m.logger().Info("the ledger was fenced by a recovery while the topic is still ours (automatic recovery); rolling over", "ledger", w.ID())
@@ -481,6 +489,6 @@ func (m *ManagedLedger) closeWriter(ctx context.Context, w ledgers.Writer) (ledg
 	if rerr != nil {
 		return ledger.Metadata{}, fmt.Errorf("close ledger %d: %w; recover it: %w", w.ID(), err, rerr)
 	}
-	m.w = nil
+	m.l().w = nil
 	return md, nil
 }

@@ -39,9 +39,12 @@ type Cursor struct {
 	// partial mirrors len(batch), so that delivery asks for an entry's
 	// ack set without taking mu when no entry is partly acknowledged.
 	partial atomic.Int32
-	props   map[string]string
 	deleted bool
-	rate    markRate // writes deferred by the mark-delete rate (markrate.go)
+	// rateDirty: the state in memory is ahead of the store (markrate.go;
+	// here to share a word with partial).
+	rateDirty bool
+	props     map[string]string
+	rate      markRate // writes deferred by the mark-delete rate (markrate.go)
 }
 
 // OpenCursor returns the cursor name, restoring it from the metadata or,
@@ -281,6 +284,7 @@ func (c *Cursor) apply(ctx context.Context, fn func(*ackset.Set) (bool, error)) 
 	}
 	old := c.set
 	c.set = next
+	c.m.noteChange() // the backlog may have changed, persisted or not
 	if c.deferLocked() {
 		return nil
 	}

@@ -257,7 +257,7 @@ func TestTailCache(t *testing.T) {
 		{pos(6, 0), -1, 0, 1}, // a new ledger resets
 	} {
 		m.confirmed(s.p, []byte{byte(i)}, s.readable)
-		tc := m.tail
+		tc := m.l().tail
 		if tc.ledger != s.p.Ledger || tc.first != s.wantFirst || len(tc.entries) != s.wantLen {
 			t.Fatalf("step %d: ledger %d first %d len %d; want %d %d", i, tc.ledger, tc.first, len(tc.entries), s.wantFirst, s.wantLen)
 		}
@@ -356,7 +356,7 @@ func TestTailCacheBytes(t *testing.T) {
 		m.confirmed(pos(1, i), make([]byte, 4), i) // each readable at once
 	}
 	// 5 entries of 4 bytes, at most 10 bytes: the newest 2 stay.
-	if tc := m.tail; tc.first != 3 || len(tc.entries) != 2 || tc.size != 8 {
+	if tc := m.l().tail; tc.first != 3 || len(tc.entries) != 2 || tc.size != 8 {
 		t.Fatalf("first %d len %d size %d", tc.first, len(tc.entries), tc.size)
 	}
 }

@@ -17,7 +17,6 @@ import (
 // Rate 0 (the default) writes every change before the call returns.
 type markRate struct {
 	last    int64       // when the state was last written, Unix ns (0: not since opened)
-	dirty   bool        // the state in memory is ahead of the store
 	timer   *time.Timer // the pending flush
 	written Position    // the mark-delete position last written
 }
@@ -50,7 +49,7 @@ func (c *Cursor) deferLocked() bool {
 	if wait <= 0 {
 		return false
 	}
-	c.rate.dirty = true
+	c.rateDirty = true
 	if c.rate.timer == nil {
 		c.rate.timer = time.AfterFunc(wait, c.flush)
 	}
@@ -60,7 +59,7 @@ func (c *Cursor) deferLocked() bool {
 // wroteLocked records a successful write of the cursor's state. c.mu held.
 func (c *Cursor) wroteLocked() {
 	c.rate.last = time.Now().UnixNano()
-	c.rate.dirty = false
+	c.rateDirty = false
 	c.rate.written = c.set.MarkDelete()
 }
 
@@ -71,7 +70,7 @@ func (c *Cursor) flush() {
 	defer cancel()
 	c.mu.Lock()
 	c.rate.timer = nil
-	if !c.rate.dirty || c.deleted {
+	if !c.rateDirty || c.deleted {
 		c.mu.Unlock()
 		return
 	}

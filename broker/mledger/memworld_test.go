@@ -153,11 +153,15 @@ func crashMem(m *ManagedLedger) {
 	m.closing = true
 	m.addMu.Unlock()
 	m.stopDrivers()
-	if m.w != nil {
-		m.inflight.Wait() // the closed client failed them
+	lv := m.lv.Load()
+	if lv == nil {
+		return // dormant: nothing queued or issued
+	}
+	if lv.w != nil {
+		lv.inflight.Wait() // the closed client failed them
 	}
 	m.failAllFailed(ErrClosed)
-	for m.queue != nil && len(m.queue) > 0 {
-		m.failAdds([]addRequest{<-m.queue}, ErrClosed)
+	for lv.queue != nil && len(lv.queue) > 0 {
+		m.failAdds([]addRequest{<-lv.queue}, ErrClosed)
 	}
 }

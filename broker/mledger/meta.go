@@ -64,6 +64,13 @@ type topicMeta struct {
 	Properties map[string]string `json:"properties,omitempty"`
 	// Terminated: the log takes no more entries (Terminate).
 	Terminated bool `json:"terminated,omitempty"`
+}
+
+// storedMeta is topicMeta as written: with the id of the managed ledger
+// that wrote it. The metadata kept in memory does without (every write
+// sets it again).
+type storedMeta struct {
+	topicMeta
 	// Writer is a random id of the managed ledger (one Open) that wrote
 	// this value, so that an owner can tell a write of its own that it
 	// heard fail from a new owner's (casLocked).
@@ -71,7 +78,7 @@ type topicMeta struct {
 }
 
 func (m *topicMeta) clone() topicMeta {
-	c := topicMeta{Version: m.Version, Ledgers: append([]LedgerInfo(nil), m.Ledgers...), Properties: maps.Clone(m.Properties), Terminated: m.Terminated, Writer: m.Writer}
+	c := topicMeta{Version: m.Version, Ledgers: append([]LedgerInfo(nil), m.Ledgers...), Properties: maps.Clone(m.Properties), Terminated: m.Terminated}
 	for _, cm := range m.Cursors {
 		props := map[string]string(nil)
 		if cm.Properties != nil {
@@ -95,9 +102,12 @@ func (m *topicMeta) cursor(name string) (int, bool) {
 	return -1, false
 }
 
-func encodeMeta(m *topicMeta) ([]byte, error) {
+func encodeMeta(m *topicMeta) ([]byte, error) { return encodeMetaBy(m, "") }
+
+// encodeMetaBy encodes m as written by the managed ledger writer.
+func encodeMetaBy(m *topicMeta, writer string) ([]byte, error) {
 	m.Version = MetaVersion
-	return json.Marshal(m)
+	return json.Marshal(storedMeta{topicMeta: *m, Writer: writer})
 }
 
 func decodeMeta(b []byte) (topicMeta, error) {

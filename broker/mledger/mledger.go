@@ -137,6 +137,12 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock for ledger age; nil means time.Now.
 	Now func() time.Time
+	// Changed, when set, is called with a managed ledger at the first
+	// change since its ClearChanged of what its Ledgers, LastConfirmed,
+	// Cursors or a cursor's Backlog report (changed.go). It is called
+	// without the managed ledger's own locks but maybe with a cursor's
+	// held, so it must not call back into the managed ledger.
+	Changed func(*ManagedLedger)
 }
 
 func (d Deps) validate() []error {
@@ -281,9 +287,9 @@ type ManagedLedger struct {
 	// ended, or the connection was lost with the reply). A conflict on the
 	// next write is this write's, not another owner's, when the store
 	// holds exactly this value. Guarded by metaMu.
-	unsure string
+	unsure *string
 	// writer is this managed ledger's id in the values it writes
-	// (topicMeta.Writer, in base 36); random, made by its first write.
+	// (storedMeta.Writer, in base 36); random, made by its first write.
 	writer uint64
 	// created: Open found no metadata and wrote the first (Created).
 	created bool
@@ -294,6 +300,9 @@ type ManagedLedger struct {
 	stopped bool
 	// terminated is set by Terminate (and at open, from the metadata).
 	terminated atomic.Bool
+	// changed: something Deps.Changed reports changed since
+	// ClearChanged (changed.go).
+	changed atomic.Bool
 	// fenced is set once a CAS failed or our ledger was fenced; sticky.
 	fenced atomic.Pointer[error]
 
@@ -303,20 +312,46 @@ type ManagedLedger struct {
 	// Data bytes confirmed in lastBytesLedger (the open ledger's size).
 	lastBytesLedger int64
 	lastLedgerBytes int64
-	tail            *tailCache    // nil until an entry is confirmed
-	notify          chan struct{} // closed at the next confirmed entry; nil until asked for
+	// lv is the rest, made at the first add or read (live): an idle
+	// managed ledger, dormant, holds its name, metadata and cursors
+	// only.
+	lv atomic.Pointer[mlLive]
 
 	// addMu guards closing (above) against AddEntryAsync sending to queue.
-	addMu     sync.RWMutex
+	addMu sync.RWMutex
+
+	ret atomic.Pointer[Retention]
+	// shape, when set (SetQuorums, SetAffinity), replaces cfg's quorums
+	// and the default placement for new ledgers.
+	shape atomic.Pointer[ledgerShape]
+	// markRate is the mark-delete rate's float64 bits (markrate.go).
+	markRate atomic.Uint64
+
+	// cursorsMu guards cursors: the open cursors, sorted by name (most
+	// topics have one or two; a slice holds them in less than a map).
+	cursorsMu sync.Mutex
+	cursors   []*Cursor
+}
+
+// mlLive is the part of a managed ledger made at its first add or read
+// (live): the add queue and its driver, the current ledger's writer,
+// the readers and the tail cache. A dormant managed ledger (idle since
+// its open) holds none of it (docs/decisions.md, "Idle topics cost
+// nothing periodic").
+type mlLive struct {
+	closed chan struct{} // made when closing is set, closed when Close has drained the queue
+
+	tail   *tailCache    // nil until an entry is confirmed (m.mu guards it)
+	notify chan struct{} // closed at the next confirmed entry; nil until asked for (m.mu)
+
 	queueOnce sync.Once
 	queue     chan addRequest // made by the first add
 	repair    chan struct{}   // cap 1: an add failed; the driver settles it (made with queue)
-	closed    chan struct{}   // made when closing is set, closed when Close has drained the queue
 
-	// driverMu guards driving, stopped (above) and stop: whether a
-	// driver goroutine runs, whether Close stopped them for good, and the
-	// channel Close closes to stop one (made with the first driver: an
-	// idle managed ledger holds none).
+	// driverMu guards the managed ledger's driving and stopped and
+	// stop: whether a driver goroutine runs, whether Close stopped
+	// them for good, and the channel Close closes to stop one (made
+	// with the first driver).
 	driverMu sync.Mutex
 	// wBroken: an add failed, roll over before the next (set by add
 	// callbacks, read by the driver).
@@ -342,19 +377,21 @@ type ManagedLedger struct {
 
 	readersMu sync.Mutex
 	readers   map[int64]ledgers.Reader // nil until a ledger is read
-
-	ret atomic.Pointer[Retention]
-	// shape, when set (SetQuorums, SetAffinity), replaces cfg's quorums
-	// and the default placement for new ledgers.
-	shape atomic.Pointer[ledgerShape]
-	// markRate is the mark-delete rate's float64 bits (markrate.go).
-	markRate atomic.Uint64
-
-	// cursorsMu guards cursors: the open cursors, sorted by name (most
-	// topics have one or two; a slice holds them in less than a map).
-	cursorsMu sync.Mutex
-	cursors   []*Cursor
 }
+
+// live returns m's live part, making it: m is being written or read.
+func (m *ManagedLedger) live() *mlLive {
+	if lv := m.lv.Load(); lv != nil {
+		return lv
+	}
+	m.lv.CompareAndSwap(nil, &mlLive{})
+	return m.lv.Load()
+}
+
+// l is live, for the write path's many uses (the driver, Close once the
+// managed ledger was written). Where a dormant managed ledger is to stay
+// so, m.lv is read instead.
+func (m *ManagedLedger) l() *mlLive { return m.live() }
 
 // logger is the managed ledger's logger, made when something is logged
 // (an idle topic of a million keeps none).
@@ -576,17 +613,19 @@ func (m *ManagedLedger) discardWriter(w ledgers.Writer) {
 }
 
 func (m *ManagedLedger) deleteLedger(ctx context.Context, id int64) {
-	m.readersMu.Lock()
-	delete(m.readers, id)
-	m.readersMu.Unlock()
+	if lv := m.lv.Load(); lv != nil {
+		lv.readersMu.Lock()
+		delete(lv.readers, id)
+		lv.readersMu.Unlock()
+	}
 	if err := m.deps.Ledgers.Delete(ctx, uint64(id)); err != nil && !errors.Is(err, ledger.ErrNoLedger) {
 		m.logger().Warn("deleting a ledger failed; it is orphaned", "ledger", id, "err", err)
 	}
 }
 
 func (m *ManagedLedger) setWriter(w ledgers.Writer) {
-	m.w, m.wEntries, m.wBytes, m.wCreated = w, 0, 0, m.deps.Now().UnixNano()
-	m.wBroken.Store(false)
+	m.l().w, m.l().wEntries, m.l().wBytes, m.l().wCreated = w, 0, 0, m.deps.Now().UnixNano()
+	m.l().wBroken.Store(false)
 }
 
 // fencedErr returns the sticky fenced error, or nil.
@@ -635,8 +674,7 @@ func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
 		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
 		m.writer = binary.LittleEndian.Uint64(b[:])
 	}
-	next.Writer = strconv.FormatUint(m.writer, 36)
-	val, err := encodeMeta(&next)
+	val, err := encodeMetaBy(&next, strconv.FormatUint(m.writer, 36))
 	if err != nil {
 		return err
 	}
@@ -653,13 +691,14 @@ func (m *ManagedLedger) casLocked(ctx context.Context, next topicMeta) error {
 	if err != nil {
 		if landed, lerr := m.landedLocked(ctx, val); lerr == nil && landed > 0 {
 			m.logger().Info("metadata write applied although it failed", "err", err)
-			m.meta, m.rev, m.unsure = next, landed, ""
+			m.meta, m.rev, m.unsure = next, landed, nil
 			return nil
 		}
-		m.unsure = string(val)
+		unsure := string(val)
+		m.unsure = &unsure
 		return fmt.Errorf("mledger %s: write metadata: %w", m.name, err)
 	}
-	m.meta, m.rev, m.unsure = next, rev, ""
+	m.meta, m.rev, m.unsure = next, rev, nil
 	return nil
 }
 
@@ -687,26 +726,31 @@ func (m *ManagedLedger) landedLocked(ctx context.Context, val []byte) (int64, er
 // then nobody else wrote, and m.rev takes that write's revision. metaMu
 // must be held.
 func (m *ManagedLedger) ownWriteLocked(ctx context.Context) bool {
-	if m.unsure == "" {
+	if m.unsure == nil {
 		return false
 	}
-	landed, err := m.landedLocked(ctx, []byte(m.unsure))
+	landed, err := m.landedLocked(ctx, []byte(*m.unsure))
 	if err != nil || landed == 0 {
 		return false
 	}
-	m.rev, m.unsure = landed, ""
+	m.rev, m.unsure = landed, nil
 	return true
 }
 
 // update applies fn to a copy of the metadata and writes it by CAS.
 func (m *ManagedLedger) update(ctx context.Context, fn func(*topicMeta) error) error {
 	m.metaMu.Lock()
-	defer m.metaMu.Unlock()
 	next := m.meta.clone()
 	if err := fn(&next); err != nil {
+		m.metaMu.Unlock()
 		return err
 	}
-	return m.casLocked(ctx, next)
+	err := m.casLocked(ctx, next)
+	m.metaMu.Unlock()
+	if err == nil {
+		m.noteChange()
+	}
+	return err
 }
 
 // view returns the ledger list with the open ledger's confirmed entry
@@ -761,27 +805,28 @@ func (m *ManagedLedger) Close(ctx context.Context) error {
 	m.addMu.Lock()
 	if m.closing {
 		m.addMu.Unlock()
-		<-m.closed
+		<-m.l().closed
 		return nil
 	}
 	m.closing = true
-	m.closed = make(chan struct{})
+	m.live().closed = make(chan struct{}) // (a dormant one's made now: it is going)
 	m.addMu.Unlock()
 	m.stopDrivers()
+	defer close(m.l().closed)
+	lv := m.l() // (a dormant one's has nothing queued and no writer)
 	// No driver runs and no add can be queued any more: issue what is left.
-	for m.queue != nil && len(m.queue) > 0 {
-		m.issue(<-m.queue)
+	for lv.queue != nil && len(lv.queue) > 0 {
+		m.issue(<-lv.queue)
 	}
-	defer close(m.closed)
-	if m.w == nil {
+	if lv.w == nil {
 		if err := m.fencedErr(); err != nil {
 			return err
 		}
-		if l := m.unrecorded; l != nil {
+		if l := lv.unrecorded; l != nil {
 			if err := m.update(ctx, func(t *topicMeta) error { return setLast(t, *l) }); err != nil {
 				return fmt.Errorf("mledger %s: close: record ledger %d closed: %w", m.name, l.ID, err)
 			}
-			m.unrecorded = nil
+			m.l().unrecorded = nil
 		}
 		return nil
 	}
@@ -800,21 +845,21 @@ func (m *ManagedLedger) Close(ctx context.Context) error {
 // abandonWriter closes a fenced writer without touching any metadata
 // (Writer.Close fails with ErrFenced once recovery fenced it).
 func (m *ManagedLedger) abandonWriter() {
-	if m.w == nil {
+	if m.l().w == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = m.w.Close(ctx)
-	m.inflight.Wait()
-	m.w = nil
+	_ = m.l().w.Close(ctx)
+	m.l().inflight.Wait()
+	m.l().w = nil
 }
 
 // closeCurrent closes the current ledger and marks it closed in the list
 // with its final entry count and size. Driver (or Close after the driver).
 func (m *ManagedLedger) closeCurrent(ctx context.Context) error {
-	id := int64(m.w.ID())
-	md, err := m.closeWriter(ctx, m.w)
+	id := int64(m.l().w.ID())
+	md, err := m.closeWriter(ctx, m.l().w)
 	if err != nil {
 		m.failAllFailed(err)
 		return err

@@ -17,17 +17,18 @@ import (
 func (m *ManagedLedger) Notify() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.notify == nil {
-		m.notify = make(chan struct{})
+	lv := m.live()
+	if lv.notify == nil {
+		lv.notify = make(chan struct{})
 	}
-	return m.notify
+	return lv.notify
 }
 
 // wakeLocked closes the notify channel, if anyone took it. m.mu held.
 func (m *ManagedLedger) wakeLocked() {
-	if m.notify != nil {
-		close(m.notify)
-		m.notify = nil
+	if lv := m.lv.Load(); lv != nil && lv.notify != nil {
+		close(lv.notify)
+		lv.notify = nil
 	}
 }
 

@@ -58,7 +58,7 @@ func (m *ManagedLedger) readLedger(ctx context.Context, l LedgerInfo, first, las
 	bookieLast := last
 	if l.State == LedgerOpen {
 		m.mu.Lock()
-		if tc := m.tail; tc != nil && tc.ledger == l.ID && last >= tc.first && last < tc.first+int64(len(tc.entries)) {
+		if tc := m.live().tail; tc != nil && tc.ledger == l.ID && last >= tc.first && last < tc.first+int64(len(tc.entries)) {
 			from := max(first, tc.first)
 			cached = append(cached, tc.entries[from-tc.first:last-tc.first+1]...)
 			bookieLast = from - 1
@@ -109,9 +109,10 @@ func waitLAC(ctx context.Context, r ledgers.Reader, want int64) error {
 // recovery on first use. A reader opened while the ledger was open is
 // reopened once the list says it is closed.
 func (m *ManagedLedger) reader(ctx context.Context, l LedgerInfo) (ledgers.Reader, error) {
-	m.readersMu.Lock()
-	r := m.readers[l.ID]
-	m.readersMu.Unlock()
+	lv := m.live()
+	lv.readersMu.Lock()
+	r := lv.readers[l.ID]
+	lv.readersMu.Unlock()
 	if r != nil && (r.Closed() || l.State == LedgerOpen) {
 		return r, nil
 	}
@@ -119,12 +120,12 @@ func (m *ManagedLedger) reader(ctx context.Context, l LedgerInfo) (ledgers.Reade
 	if err != nil {
 		return nil, err
 	}
-	m.readersMu.Lock()
-	if m.readers == nil {
-		m.readers = map[int64]ledgers.Reader{}
+	lv.readersMu.Lock()
+	if lv.readers == nil {
+		lv.readers = map[int64]ledgers.Reader{}
 	}
-	m.readers[l.ID] = r
-	m.readersMu.Unlock()
+	lv.readers[l.ID] = r
+	lv.readersMu.Unlock()
 	return r, nil
 }
 
@@ -138,6 +139,10 @@ func (m *ManagedLedger) InTail(p Position) bool {
 	if p.Compare(m.lastConfirmed) > 0 {
 		return true
 	}
-	tc := m.tail
+	lv := m.lv.Load()
+	if lv == nil {
+		return false // dormant: no tail cache (nor anything after the last confirmed entry to serve)
+	}
+	tc := lv.tail
 	return tc != nil && len(tc.entries) > 0 && p.Ledger == tc.ledger && p.Entry >= tc.first
 }

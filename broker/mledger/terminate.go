@@ -43,10 +43,10 @@ func (m *ManagedLedger) terminate(r addRequest) {
 		return
 	}
 	for {
-		m.inflight.Wait()
-		m.failedMu.Lock()
-		failed := len(m.failed)
-		m.failedMu.Unlock()
+		m.l().inflight.Wait()
+		m.l().failedMu.Lock()
+		failed := len(m.l().failed)
+		m.l().failedMu.Unlock()
 		if failed == 0 {
 			break
 		}
