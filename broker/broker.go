@@ -327,6 +327,9 @@ type Config struct {
 	// Auth turns on token authentication and authorization
 	// (docs/security.md).
 	Auth auth.Config `yaml:"auth"`
+	// Transactions turns on Pulsar's transactions
+	// (docs/transactions.md).
+	Transactions TransactionsConfig `yaml:"transactions"`
 }
 
 // Deps are a broker's live dependencies.
@@ -523,6 +526,10 @@ type Broker struct {
 	topics    map[string]*topicSlot
 	loaded    bundleCounts // the loaded topics by namespace and bundle (loadindex.go)
 	shutdown  bool
+
+	// txns are the transaction coordinators this broker runs
+	// (transactions.go).
+	txns txnCoordinators
 
 	// hbMu guards the heartbeat managed ledger (heartbeat.go).
 	hbMu     sync.Mutex
@@ -800,6 +807,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 	}
 	b.closeHeartbeat(ctx)
+	b.closeCoordinators()
 	if b.deps.OnDrained != nil {
 		b.deps.OnDrained(ctx)
 	}

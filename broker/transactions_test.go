@@ -1,0 +1,208 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/sirupsen/logrus"
+
+	"github.com/isobar-mq/isobar/broker"
+)
+
+// txnClient is a Pulsar client with transactions enabled.
+func (e *env) txnClient() pulsar.Client {
+	e.t.Helper()
+	l := logrus.New()
+	l.SetLevel(logrus.WarnLevel)
+	c, err := pulsar.NewClient(pulsar.ClientOptions{
+		URL:               e.url,
+		OperationTimeout:  15 * time.Second,
+		ConnectionTimeout: 5 * time.Second,
+		Logger:            plog.NewLoggerWithLogrus(l),
+		EnableTransaction: true,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(c.Close)
+	return c
+}
+
+func withTransactions(s *setup) {
+	s.Transactions = broker.TransactionsConfig{Enabled: true, Coordinators: 2}
+}
+
+// receiveNone checks that consumer receives nothing within a short
+// time (the positive checks that follow it, messages sent after the ones
+// held, show that nothing was merely slow).
+func receiveNone(t *testing.T, c pulsar.Consumer, within time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if m, err := c.Receive(ctx); err == nil {
+		t.Fatalf("received %q, want nothing", m.Payload())
+	}
+}
+
+func TestTransactionsCommitAbortTimeout(t *testing.T) {
+	e := startEnv(t, withTransactions)
+	client := e.txnClient()
+	ctx := ctxT(t)
+	const topicName = "persistent://public/default/txn"
+	consumer, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topicName, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topicName, DisableBatching: true, SendTimeout: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	send := func(txn pulsar.Transaction, payload string) {
+		t.Helper()
+		if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(payload), Transaction: txn}); err != nil {
+			t.Fatalf("send %s: %v", payload, err)
+		}
+	}
+	receive := func(want string) {
+		t.Helper()
+		m, err := consumer.Receive(ctx)
+		if err != nil {
+			t.Fatalf("receive (want %s): %v", want, err)
+		}
+		if string(m.Payload()) != want {
+			t.Fatalf("received %q, want %q", m.Payload(), want)
+		}
+		consumer.Ack(m)
+	}
+
+	// Committed: nothing before the commit, all ten in order after.
+	committed, err := client.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		send(committed, fmt.Sprintf("c%d", i))
+	}
+	receiveNone(t, consumer, 300*time.Millisecond)
+	if err := committed.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		receive(fmt.Sprintf("c%d", i))
+	}
+	if err := committed.Commit(ctx); err == nil {
+		t.Fatal("second commit succeeded")
+	}
+
+	// Aborted: never delivered; a message sent after it is (the fence
+	// that shows nothing of the transaction came before it).
+	aborted, err := client.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		send(aborted, fmt.Sprintf("a%d", i))
+	}
+	if err := aborted.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	send(nil, "after-abort")
+	receive("after-abort")
+
+	// A transaction left open past its timeout is aborted by the
+	// coordinator: its messages never come, later ones do.
+	left, err := client.NewTransaction(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(left, "timed-out")
+	send(nil, "after-timeout") // held behind the open transaction
+	receive("after-timeout")
+	if err := left.Commit(ctx); err == nil {
+		t.Fatal("commit after the timeout succeeded")
+	}
+
+	// Messages of two transactions interleaved: each becomes visible at
+	// its own commit, the log's order kept.
+	t1, _ := client.NewTransaction(time.Minute)
+	t2, _ := client.NewTransaction(time.Minute)
+	send(t1, "t1-a")
+	send(t2, "t2-a")
+	send(t1, "t1-b")
+	if err := t2.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	receiveNone(t, consumer, 300*time.Millisecond) // t1 still holds everything after its first
+	if err := t1.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	receive("t1-a")
+	receive("t2-a")
+	receive("t1-b")
+}
+
+// TestTransactionBufferRecovery: after the broker crashed, the topic
+// loaded again still skips an aborted transaction's messages and holds an
+// open one's (and what came after it); the recovered coordinator still
+// knows the open transaction, and aborts it at its deadline.
+func TestTransactionBufferRecovery(t *testing.T) {
+	e := startEnv(t, withTransactions)
+	client := e.txnClient()
+	ctx := ctxT(t)
+	const topicName = "persistent://public/default/txn-recovery"
+	producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topicName, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aborted, _ := client.NewTransaction(time.Hour)
+	open, _ := client.NewTransaction(4 * time.Second)
+	for _, m := range []struct {
+		txn pulsar.Transaction
+		p   string
+	}{{nil, "plain"}, {aborted, "aborted"}, {open, "open"}, {nil, "held"}} {
+		if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(m.p), Transaction: m.txn}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := aborted.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.b.Abort() // a crash: nothing closed, nothing handed over
+	e.startBroker()
+
+	client = e.txnClient()
+	consumer, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topicName, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	m, err := consumer.Receive(ctx)
+	if err != nil || string(m.Payload()) != "plain" {
+		t.Fatalf("first message %v %v", m, err)
+	}
+	receiveNone(t, consumer, 300*time.Millisecond)
+	// The coordinator is loaded by a client connecting to it; at the
+	// open transaction's deadline it aborts it: "held" comes, "open"
+	// never.
+	m, err = consumer.Receive(ctx)
+	if err != nil || string(m.Payload()) != "held" {
+		t.Fatalf("got %v %v, want held", m, err)
+	}
+}
+
+// TestTransactionsOff: without broker.transactions, a client with
+// transactions enabled fails to start, as against a Pulsar broker
+// without a coordinator.
+func TestTransactionsOff(t *testing.T) {
+	e := startEnv(t, nil)
+	_, err := pulsar.NewClient(pulsar.ClientOptions{URL: e.url, EnableTransaction: true, OperationTimeout: 5 * time.Second})
+	if err == nil {
+		t.Fatal("client with transactions started against a broker without them")
+	}
+}
