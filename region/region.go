@@ -544,7 +544,7 @@ func (r *Region) build() error {
 			r.group.Add(w)
 		}
 	}
-	if len(cfg.ReplicatedNamespaces) > 0 {
+	if len(cfg.ReplicatedNamespaces) > 0 || cfg.Broker.Transactions.Enabled {
 		r.group.Add(&joiner{r: r})
 	}
 	return nil
@@ -695,7 +695,8 @@ func (r *Region) Policies() *policy.Store {
 }
 
 // joiner adds the region to its replicated namespaces once its brokers
-// serve (the last part of a federated region).
+// serve (the last part of a federated region), and creates pulsar/system
+// when transactions are on.
 type joiner struct{ r *Region }
 
 func (j *joiner) Name() string { return "namespaces" }
@@ -707,7 +708,14 @@ func (j *joiner) Start(ctx context.Context) error {
 		return errors.New("no broker to write the configuration through")
 	}
 	cluster := r.cfg.clusterName()
-	for _, ns := range r.cfg.ReplicatedNamespaces {
+	namespaces := r.cfg.ReplicatedNamespaces
+	if r.cfg.Broker.Transactions.Enabled {
+		// The transaction coordinators are placed by the bundles of
+		// pulsar/system (docs/transactions.md); it holds no topics, so
+		// joining it replicates nothing.
+		namespaces = append(slices.Clip(namespaces), "pulsar/system")
+	}
+	for _, ns := range namespaces {
 		tenant, _, _ := strings.Cut(ns, "/")
 		if err := JoinNamespace(ctx, pol, tenant, ns, cluster); err != nil {
 			return err

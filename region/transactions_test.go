@@ -1,0 +1,82 @@
+package region
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/sirupsen/logrus"
+)
+
+// TestRegionTransactions runs a transaction through a whole region, whose
+// coordinators are placed by the ownership of pulsar/system's bundles
+// (the region creates the namespace when transactions are on): nothing
+// of a transaction is delivered before its commit, all of it after.
+func TestRegionTransactions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := Config{Name: "txn", DataDir: t.TempDir(), Bookies: 3, Brokers: 1}
+	cfg.Broker.Transactions.Enabled = true
+	cfg.Broker.Transactions.Coordinators = 2
+	r, err := Start(ctx, cfg, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Shutdown(context.Background())
+	l := logrus.New()
+	l.SetLevel(logrus.ErrorLevel)
+	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: r.Endpoints().ServiceURL, OperationTimeout: 30 * time.Second,
+		Logger: plog.NewLoggerWithLogrus(l), EnableTransaction: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const topicName = "persistent://public/default/region-txn"
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topicName, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	prod, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topicName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for _, action := range []string{"abort", "commit"} {
+		txn, err := c.NewTransaction(time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "%s-%d", action, i), Transaction: txn}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
+		if m, err := cons.Receive(short); err == nil {
+			t.Fatalf("received %q before the end of its transaction", m.Payload())
+		}
+		cancelShort()
+		if action == "abort" {
+			err = txn.Abort(ctx)
+		} else {
+			err = txn.Commit(ctx)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", action, err)
+		}
+	}
+	for i := range 10 {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("commit-%d", i); string(m.Payload()) != want {
+			t.Fatalf("received %q, want %q", m.Payload(), want)
+		}
+		cons.Ack(m)
+	}
+}
