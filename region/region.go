@@ -23,6 +23,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/isobar-mq/isobar/bookie"
+	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/internal/natsembed"
@@ -30,6 +31,7 @@ import (
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/observability"
 	"github.com/isobar-mq/isobar/roles"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // Config describes one region run in one process. Its own keys are the
@@ -721,11 +723,32 @@ func (j *joiner) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.cfg.Broker.Transactions.Enabled {
+		// The coordinator assign topic, as a partitioned topic record,
+		// so that lookups over HTTP find the coordinators as well.
+		return ensureTCAssign(ctx, pol, r.cfg.Broker.Transactions.Coordinators)
+	}
 	return nil
 }
 
 func (j *joiner) Shutdown(context.Context) error { return nil }
 func (j *joiner) Abort()                         {}
+
+// ensureTCAssign records the transaction coordinator assign topic with
+// n partitions (at least 1), unless it exists.
+func ensureTCAssign(ctx context.Context, pol *policy.Store, n int) error {
+	name, err := topic.Parse(broker.TCAssignTopic)
+	if err != nil {
+		return err
+	}
+	if _, ok, err := pol.Partitions(ctx, name); err != nil || ok {
+		return err
+	}
+	if err := pol.CreatePartitioned(ctx, name, max(1, n)); err != nil && !errors.Is(err, policy.ErrExists) {
+		return fmt.Errorf("transaction coordinator assign topic: %w", err)
+	}
+	return nil
+}
 
 // JoinNamespace creates tenant and namespace ns ("tenant/name") if they
 // are missing and adds cluster to the tenant's allowed clusters and to
