@@ -1129,10 +1129,16 @@ func (c *conn) handleAck(cmd *pb.CommandAck) {
 		return
 	}
 	if cmd.TxnidMostBits != nil || cmd.TxnidLeastBits != nil {
-		// Pending acknowledgements are not built (docs/transactions.md):
-		// refused rather than applied at once, which an abort could not
-		// undo.
-		respond(fmt.Errorf("%w: transactional acknowledgements are not supported yet", errkind.ErrNotAllowed))
+		// Held until the transaction ends (pendingack.go).
+		var ps []mledger.Position
+		for _, id := range cmd.GetMessageId() {
+			if partialAck(id) {
+				respond(fmt.Errorf("%w: batch index acknowledgements in a transaction are not supported yet", errkind.ErrNotAllowed))
+				return
+			}
+			ps = append(ps, msgIDToPosition(id))
+		}
+		respond(k.sub.txnAck(k, txnID(cmd.GetTxnidMostBits(), cmd.GetTxnidLeastBits()), ps, cmd.GetAckType() == pb.CommandAck_Cumulative))
 		return
 	}
 	if !strings.HasPrefix(k.sub.name, replication.Prefix) {

@@ -243,11 +243,12 @@ func (e txnEnder) EndOnPartition(ctx context.Context, name string, id txn.ID, a 
 	return t.endTxn(ctx, id, a)
 }
 
-// EndOnSubscription: pending acknowledgements are not built yet
-// (docs/transactions.md): transactional acknowledgements are refused, so
-// there is nothing to end.
 func (e txnEnder) EndOnSubscription(ctx context.Context, sub txn.Sub, id txn.ID, a txn.Action) error {
-	return nil
+	t, err := e.b.txnTopic(ctx, sub.Topic)
+	if err != nil {
+		return err
+	}
+	return t.endTxnAcks(ctx, sub.Subscription, id, a)
 }
 
 // txnTopic loads a topic this broker owns for a transaction's end.
@@ -296,8 +297,7 @@ func (c *conn) handleTxn(cmd *pb.BaseCommand) bool {
 		c.async(r.GetRequestId(), func() { c.handleEndTxnOnPartition(r) })
 	case pb.BaseCommand_END_TXN_ON_SUBSCRIPTION:
 		r := cmd.EndTxnOnSubscription
-		c.sendCmd(wire.NewFailure(pb.BaseCommand_END_TXN_ON_SUBSCRIPTION, r.GetRequestId(),
-			fmt.Errorf("%w: transactional acknowledgements are not supported yet", errkind.ErrNotAllowed)))
+		c.async(r.GetRequestId(), func() { c.handleEndTxnOnSubscription(r) })
 	default:
 		return false
 	}
@@ -470,6 +470,44 @@ func (c *conn) handleEndTxnOnPartition(r *pb.CommandEndTxnOnPartition) {
 		RequestId: &id, TxnidMostBits: &tid.Most, TxnidLeastBits: &tid.Least}})
 }
 
+// handleEndTxnOnSubscription serves a coordinator ending a transaction
+// on a subscription of a topic owned here.
+func (c *conn) handleEndTxnOnSubscription(r *pb.CommandEndTxnOnSubscription) {
+	id := r.GetRequestId()
+	fail := c.failer(pb.BaseCommand_END_TXN_ON_SUBSCRIPTION, id)
+	if !c.b.cfg.Transactions.Enabled {
+		fail(errTxnOff)
+		return
+	}
+	a, err := txnAction(r.TxnAction)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if r.Subscription == nil {
+		fail(fmt.Errorf("%w: END_TXN_ON_SUBSCRIPTION without a subscription", errkind.ErrNotAllowed))
+		return
+	}
+	name, err := topic.Parse(r.Subscription.GetTopic())
+	if err != nil {
+		fail(err)
+		return
+	}
+	ctx, cancel := c.txnOp()
+	defer cancel()
+	tid := txnID(r.GetTxnidMostBits(), r.GetTxnidLeastBits())
+	t, err := c.b.getTopic(ctx, name, mustExist)
+	if err == nil {
+		err = t.endTxnAcks(ctx, r.Subscription.GetSubscription(), tid, a)
+	}
+	if err != nil {
+		fail(err)
+		return
+	}
+	c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_SUBSCRIPTION_RESPONSE.Enum(), EndTxnOnSubscriptionResponse: &pb.CommandEndTxnOnSubscriptionResponse{
+		RequestId: &id, TxnidMostBits: &tid.Most, TxnidLeastBits: &tid.Least}})
+}
+
 // sendTxn says whether a SEND is transactional.
 func sendTxn(cmd *pb.CommandSend) (txn.ID, bool) {
 	if cmd.TxnidMostBits == nil && cmd.TxnidLeastBits == nil {
@@ -510,6 +548,9 @@ type topicTxn struct {
 	mu  sync.Mutex
 	buf *txn.Buffer
 	cur *mledger.Cursor
+	// acks are the subscriptions' pending acknowledgements
+	// (pendingack.go), by subscription; nil until one.
+	acks map[string]*pendingAcks
 }
 
 // loadTxnBuffer restores the transaction buffer of a topic that has one

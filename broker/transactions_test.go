@@ -206,3 +206,74 @@ func TestTransactionsOff(t *testing.T) {
 		t.Fatal("client with transactions started against a broker without them")
 	}
 }
+
+// TestTransactionalAcks: acknowledgements in a transaction take effect at
+// its commit, are undone (the message comes again) by an abort, and a
+// message acknowledged in one transaction cannot be in another
+// (TransactionConflict).
+func TestTransactionalAcks(t *testing.T) {
+	e := startEnv(t, withTransactions)
+	client := e.txnClient()
+	ctx := ctxT(t)
+	const topicName = "persistent://public/default/txn-acks"
+	subscribe := func() pulsar.Consumer {
+		t.Helper()
+		c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topicName, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	consumer := subscribe()
+	producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topicName, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	for _, p := range []string{"m0", "m1"} {
+		if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(p)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m0, err := consumer.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, err := consumer.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aborted, _ := client.NewTransaction(time.Minute)
+	if err := consumer.AckWithTxn(m0, aborted); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := client.NewTransaction(time.Minute)
+	if err := consumer.AckWithTxn(m0, other); err == nil {
+		t.Fatal("a message acknowledged in two transactions")
+	}
+	committed, _ := client.NewTransaction(time.Minute)
+	if err := consumer.AckWithTxn(m1, committed); err != nil {
+		t.Fatal(err)
+	}
+	if err := aborted.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The abort sends m0 again.
+	again, err := consumer.Receive(ctx)
+	if err != nil || string(again.Payload()) != "m0" {
+		t.Fatalf("after the abort: %v %v", again, err)
+	}
+	if err := committed.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	consumer.Close()
+	// A new consumer of the subscription gets m0 (its acknowledgement
+	// was aborted), not m1 (committed).
+	consumer = subscribe()
+	defer consumer.Close()
+	m, err := consumer.Receive(ctx)
+	if err != nil || string(m.Payload()) != "m0" {
+		t.Fatalf("after the commit: %v %v", m, err)
+	}
+	receiveNone(t, consumer, 300*time.Millisecond)
+}
