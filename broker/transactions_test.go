@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -276,4 +277,53 @@ func TestTransactionalAcks(t *testing.T) {
 		t.Fatalf("after the commit: %v %v", m, err)
 	}
 	receiveNone(t, consumer, 300*time.Millisecond)
+}
+
+// TestTransactionMetadataAdmin: GET
+// /admin/v3/transactions/transactionMetadata/{most}/{least} describes an
+// open transaction as Pulsar's admin API does, and answers 404 once it
+// ended.
+func TestTransactionMetadataAdmin(t *testing.T) {
+	e := startEnv(t, withTransactions)
+	srv := e.adminServer()
+	client := e.txnClient()
+	ctx := ctxT(t)
+	producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "txn-admin", DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := client.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("x"), Transaction: tx}); err != nil {
+		t.Fatal(err)
+	}
+	id := tx.GetTxnID()
+	url := fmt.Sprintf("%s/admin/v3/transactions/transactionMetadata/%d/%d", srv.URL, id.MostSigBits, id.LeastSigBits)
+	var m struct {
+		Status             string                    `json:"status"`
+		ProducedPartitions map[string]map[string]any `json:"producedPartitions"`
+	}
+	if code := getJSON(t, url, &m); code != 200 || m.Status != "OPEN" || m.ProducedPartitions["persistent://public/default/txn-admin"] == nil {
+		t.Fatalf("metadata: %d %+v", code, m)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code := getJSON(t, url, &m); code != 404 {
+		t.Fatalf("metadata of an ended transaction: %d", code)
+	}
+}
+
+// getJSON gets url and decodes a 200's body into v; it returns the status.
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	code, body := httpGet(t, url)
+	if code == 200 {
+		if err := json.Unmarshal([]byte(body), v); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+	}
+	return code
 }
