@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/isobar-mq/isobar/broker"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // txnClient is a Pulsar client with transactions enabled.
@@ -326,4 +327,46 @@ func getJSON(t *testing.T, url string, v any) int {
 		}
 	}
 	return code
+}
+
+// TestTransactionBadInput: malformed or refused transaction commands get
+// their error responses; the connection stays.
+func TestTransactionBadInput(t *testing.T) {
+	e := startEnv(t, func(s *setup) {
+		withTransactions(s)
+		s.Transactions.MaxTimeout = time.Hour
+	})
+	c := dialRaw(t, e.url, true)
+	u64 := func(v uint64) *uint64 { return &v }
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST.Enum(), TcClientConnectRequest: &pb.CommandTcClientConnectRequest{RequestId: u64(1), TcId: u64(7)}})
+	if r := c.recv().Cmd.GetTcClientConnectResponse(); r.GetRequestId() != 1 || r.GetError() != pb.ServerError_TransactionCoordinatorNotFound {
+		t.Fatalf("connect to coordinator 7 of 2: %v", r)
+	}
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_NEW_TXN.Enum(), NewTxn: &pb.CommandNewTxn{RequestId: u64(2), TxnTtlSeconds: u64(uint64(2 * time.Hour / time.Millisecond))}})
+	if r := c.recv().Cmd.GetNewTxnResponse(); r.GetRequestId() != 2 || r.GetError() != pb.ServerError_NotAllowedError {
+		t.Fatalf("timeout over the maximum: %v", r)
+	}
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_NEW_TXN.Enum(), NewTxn: &pb.CommandNewTxn{RequestId: u64(3), TxnTtlSeconds: u64(60000)}})
+	nt := c.recv().Cmd.GetNewTxnResponse()
+	if nt.GetRequestId() != 3 || nt.Error != nil {
+		t.Fatalf("new txn: %v", nt)
+	}
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_ADD_PARTITION_TO_TXN.Enum(), AddPartitionToTxn: &pb.CommandAddPartitionToTxn{RequestId: u64(4),
+		TxnidMostBits: nt.TxnidMostBits, TxnidLeastBits: nt.TxnidLeastBits, Partitions: []string{"bogus://x/y/z"}}})
+	if r := c.recv().Cmd.GetAddPartitionToTxnResponse(); r.GetRequestId() != 4 || r.GetError() != pb.ServerError_InvalidTopicName {
+		t.Fatalf("bad partition name: %v", r)
+	}
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN.Enum(), EndTxn: &pb.CommandEndTxn{RequestId: u64(5), TxnidMostBits: nt.TxnidMostBits, TxnidLeastBits: nt.TxnidLeastBits}})
+	if r := c.recv().Cmd.GetEndTxnResponse(); r.GetRequestId() != 5 || r.GetError() != pb.ServerError_NotAllowedError {
+		t.Fatalf("end without an action: %v", r)
+	}
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN.Enum(), EndTxn: &pb.CommandEndTxn{RequestId: u64(6), TxnidMostBits: u64(0), TxnidLeastBits: u64(999), TxnAction: pb.TxnAction_COMMIT.Enum()}})
+	if r := c.recv().Cmd.GetEndTxnResponse(); r.GetRequestId() != 6 || r.GetError() != pb.ServerError_TransactionNotFound {
+		t.Fatalf("end of an unknown transaction: %v", r)
+	}
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_SUBSCRIPTION.Enum(), EndTxnOnSubscription: &pb.CommandEndTxnOnSubscription{RequestId: u64(7), TxnAction: pb.TxnAction_ABORT.Enum()}})
+	if r := c.recv().Cmd.GetEndTxnOnSubscriptionResponse(); r.GetRequestId() != 7 || r.GetError() != pb.ServerError_NotAllowedError {
+		t.Fatalf("end on no subscription: %v", r)
+	}
+	c.alive()
 }

@@ -153,22 +153,20 @@ func (c *Coordinator) get(id ID) (*state, error) {
 	return s, nil
 }
 
-// clamp bounds a requested timeout (0: the maximum).
-func (c *Coordinator) clamp(timeout time.Duration) time.Duration {
-	if timeout <= 0 || timeout > c.maxTimeout {
-		return c.maxTimeout
+// New opens a transaction at now. A timeout of 0 is the maximum; one
+// over it is refused (NotAllowed), not cut down.
+func (c *Coordinator) New(now time.Time, timeout time.Duration) (ID, Record, error) {
+	switch {
+	case timeout == 0:
+		timeout = c.maxTimeout
+	case timeout < 0 || timeout > c.maxTimeout:
+		return ID{}, Record{}, fmt.Errorf("%w: transaction timeout %v is not within 0..%v (broker.transactions.maxTimeout)", errkind.ErrNotAllowed, timeout, c.maxTimeout)
 	}
-	return timeout
-}
-
-// New opens a transaction at now.
-func (c *Coordinator) New(now time.Time, timeout time.Duration) (ID, Record) {
 	id := ID{Most: c.tc, Least: c.next}
 	c.next++
-	timeout = c.clamp(timeout)
 	r := Record{Op: "new", Txn: id.Least, OpenedAt: now.UnixMilli(), TimeoutMs: timeout.Milliseconds()}
 	c.apply(r)
-	return id, r
+	return id, r, nil
 }
 
 func (c *Coordinator) open(id ID) (*state, error) {

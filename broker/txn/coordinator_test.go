@@ -39,8 +39,8 @@ func run(t *testing.T, c *Coordinator, steps []step) []Record {
 		)
 		switch s.op {
 		case "new":
-			id, r = c.New(t0, s.timeout)
-			ok = true
+			id, r, err = c.New(t0, s.timeout)
+			ok = err == nil
 			if id.Least != s.txn || id.Most != 3 {
 				t.Fatalf("step %d: new made %v, want (3,%d)", i, id, s.txn)
 			}
@@ -142,15 +142,18 @@ func TestCoordinator(t *testing.T) {
 	}
 }
 
-func TestCoordinatorTimeoutClamp(t *testing.T) {
+func TestCoordinatorTimeouts(t *testing.T) {
 	c := NewCoordinator(0, time.Hour)
-	for _, in := range []time.Duration{0, -1, 2 * time.Hour} {
-		id, _ := c.New(t0, in)
-		if info, _ := c.Info(id); info.Timeout != time.Hour {
-			t.Fatalf("timeout %v became %v, want 1h", in, info.Timeout)
+	id, _, _ := c.New(t0, 0)
+	if info, _ := c.Info(id); info.Timeout != time.Hour {
+		t.Fatalf("no timeout became %v, want 1h", info.Timeout)
+	}
+	for _, in := range []time.Duration{-1, time.Hour + time.Millisecond} {
+		if _, _, err := c.New(t0, in); !errors.Is(err, errkind.ErrNotAllowed) {
+			t.Fatalf("timeout %v: %v", in, err)
 		}
 	}
-	id, _ := c.New(t0, time.Minute)
+	id, _, _ = c.New(t0, time.Minute)
 	if info, _ := c.Info(id); info.Timeout != time.Minute {
 		t.Fatalf("timeout %v", info.Timeout)
 	}
@@ -195,7 +198,7 @@ func TestCoordinatorReplay(t *testing.T) {
 	if got := r.Ending(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("ending %+v, want %+v", got, want)
 	}
-	if id, _ := r.New(t0, 0); id.Least != 3 {
+	if id, _, _ := r.New(t0, 0); id.Least != 3 {
 		t.Fatalf("counter resumed at %v, want 3", id)
 	}
 	if _, err := ParseRecord([]byte(`{"op":"what"}`)); err == nil {
@@ -208,7 +211,7 @@ func TestCoordinatorReplay(t *testing.T) {
 
 func TestCoordinatorFanout(t *testing.T) {
 	c := NewCoordinator(1, time.Hour)
-	id, _ := c.New(t0, 0)
+	id, _, _ := c.New(t0, 0)
 	c.AddPartitions(id, []string{"t1", "t2"})
 	c.AddSubscriptions(id, []Sub{{"t3", "s"}})
 	_, f, ok, err := c.End(id, Commit)

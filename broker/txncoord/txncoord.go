@@ -159,8 +159,11 @@ func (c *Coordinator) NewTxn(ctx context.Context, timeout time.Duration) (txn.ID
 		c.mu.Unlock()
 		return txn.ID{}, ErrClosed
 	}
-	id, r := c.core.New(c.cfg.Now(), timeout)
+	id, r, err := c.core.New(c.cfg.Now(), timeout)
 	c.mu.Unlock()
+	if err != nil {
+		return txn.ID{}, err
+	}
 	c.poke()
 	return id, c.append(ctx, r)
 }
