@@ -238,38 +238,55 @@ func (l *tcLog) Close(ctx context.Context) error { return l.ml.Close(ctx) }
 type txnEnder struct{ b *Broker }
 
 func (e txnEnder) EndOnPartition(ctx context.Context, name string, id txn.ID, a txn.Action) error {
-	t, err := e.b.txnTopic(ctx, name)
+	t, owner, err := e.b.txnTopic(ctx, name)
 	if err != nil {
 		return err
+	}
+	if owner != "" {
+		return e.b.endRemote(ctx, owner, &pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_PARTITION.Enum(), EndTxnOnPartition: &pb.CommandEndTxnOnPartition{
+			RequestId: u64p(1), TxnidMostBits: &id.Most, TxnidLeastBits: &id.Least, Topic: &name, TxnAction: pb.TxnAction(a).Enum()}})
+	}
+	if t == nil {
+		return nil
 	}
 	return t.endTxn(ctx, id, a)
 }
 
 func (e txnEnder) EndOnSubscription(ctx context.Context, sub txn.Sub, id txn.ID, a txn.Action) error {
-	t, err := e.b.txnTopic(ctx, sub.Topic)
+	t, owner, err := e.b.txnTopic(ctx, sub.Topic)
 	if err != nil {
 		return err
+	}
+	if owner != "" {
+		return e.b.endRemote(ctx, owner, &pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_SUBSCRIPTION.Enum(), EndTxnOnSubscription: &pb.CommandEndTxnOnSubscription{
+			RequestId: u64p(1), TxnidMostBits: &id.Most, TxnidLeastBits: &id.Least, TxnAction: pb.TxnAction(a).Enum(),
+			Subscription: &pb.Subscription{Topic: &sub.Topic, Subscription: &sub.Subscription}}})
+	}
+	if t == nil {
+		return nil
 	}
 	return t.endTxnAcks(ctx, sub.Subscription, id, a)
 }
 
-// txnTopic loads a topic this broker owns for a transaction's end.
-func (b *Broker) txnTopic(ctx context.Context, name string) (*Topic, error) {
+// txnTopic finds a topic for a transaction's end: loaded, when this
+// broker owns it, else the service URL of its owner (txnremote.go).
+func (b *Broker) txnTopic(ctx context.Context, name string) (*Topic, string, error) {
 	n, err := topic.Parse(name)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	r, err := b.deps.Placement.Lookup(ctx, n, false)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if !r.Self {
-		// Ends to topics other brokers own go over the protocol, as
-		// Pulsar's coordinator sends them: not built yet; the
-		// coordinator retries until the topic is owned here.
-		return nil, fmt.Errorf("%w: topic %s is served by %s (ending transactions on another broker's topics is not built yet)", errkind.ErrServiceNotReady, n, r.ServiceURL)
+		return nil, r.ServiceURL, nil
 	}
-	return b.getTopic(ctx, n, mustExist)
+	t, err := b.getTopic(ctx, n, mustExist)
+	if errors.Is(err, ErrTopicNotFound) {
+		return nil, "", nil // never written (or deleted): nothing to end
+	}
+	return t, "", err
 }
 
 // --- the commands ---
@@ -465,7 +482,10 @@ func (c *conn) handleEndTxnOnPartition(r *pb.CommandEndTxnOnPartition) {
 	defer cancel()
 	tid := txnID(r.GetTxnidMostBits(), r.GetTxnidLeastBits())
 	t, err := c.b.getTopic(ctx, name, mustExist)
-	if err == nil {
+	switch {
+	case errors.Is(err, ErrTopicNotFound):
+		err = nil // never written: nothing to end
+	case err == nil:
 		err = t.endTxn(ctx, tid, a)
 	}
 	if err != nil {
@@ -503,7 +523,10 @@ func (c *conn) handleEndTxnOnSubscription(r *pb.CommandEndTxnOnSubscription) {
 	defer cancel()
 	tid := txnID(r.GetTxnidMostBits(), r.GetTxnidLeastBits())
 	t, err := c.b.getTopic(ctx, name, mustExist)
-	if err == nil {
+	switch {
+	case errors.Is(err, ErrTopicNotFound):
+		err = nil // gone: nothing to end
+	case err == nil:
 		err = t.endTxnAcks(ctx, r.Subscription.GetSubscription(), tid, a)
 	}
 	if err != nil {
