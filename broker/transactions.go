@@ -574,9 +574,12 @@ func withTxnID(entry []byte, id txn.ID) ([]byte, error) {
 
 // topicTxn is a topic's transaction buffer and its snapshot cursor.
 type topicTxn struct {
-	mu  sync.Mutex
-	buf *txn.Buffer
-	cur *mledger.Cursor
+	// ending serialises the writes of markers and snapshots: a snapshot
+	// taken at the log's end never misses a marker stored before it.
+	ending sync.Mutex
+	mu     sync.Mutex
+	buf    *txn.Buffer
+	cur    *mledger.Cursor
 	// acks are the subscriptions' pending acknowledgements
 	// (pendingack.go), by subscription; nil until one.
 	acks map[string]*pendingAcks
@@ -685,6 +688,8 @@ func (t *Topic) endTxn(ctx context.Context, id txn.ID, a txn.Action) error {
 	if err != nil {
 		return err
 	}
+	tt.ending.Lock()
+	defer tt.ending.Unlock()
 	marker := int32(txn.MarkerCommit)
 	if a == txn.Abort {
 		marker = txn.MarkerAbort
@@ -713,6 +718,33 @@ func (t *Topic) endTxn(ctx context.Context, id txn.ID, a txn.Action) error {
 	}
 	t.kickAll()
 	return nil
+}
+
+// snapshotTxnBuffer moves the transaction buffer's snapshot to the end of
+// the log (maintenance), so that a topic whose transactions ended long
+// ago neither replays nor keeps (retention) what came after them.
+func (t *Topic) snapshotTxnBuffer(ctx context.Context) error {
+	tt := t.tx.Load()
+	if tt == nil {
+		return nil
+	}
+	tt.ending.Lock()
+	defer tt.ending.Unlock()
+	last := t.ml.LastConfirmed()
+	if last.Compare(tt.cur.MarkDelete()) <= 0 {
+		return nil
+	}
+	tt.mu.Lock()
+	if first, ok := t.ml.FirstPosition(); ok {
+		tt.buf.Trim(first)
+	}
+	snap := tt.buf.Snapshot()
+	tt.mu.Unlock()
+	err := tt.cur.MarkDeleteWithProperties(ctx, last, map[string]string{txnSnapshotProp: string(snap)})
+	if errors.Is(err, mledger.ErrInvalidPosition) {
+		return nil // (the log's end moved meanwhile, or the ledger list is empty)
+	}
+	return err
 }
 
 // kickAll wakes every dispatcher of the topic.

@@ -152,8 +152,16 @@ func TestTransactionsCommitAbortTimeout(t *testing.T) {
 // TestTransactionBufferRecovery: after the broker crashed, the topic
 // loaded again still skips an aborted transaction's messages and holds an
 // open one's (and what came after it); the recovered coordinator still
-// knows the open transaction, and aborts it at its deadline.
+// knows the open transaction, and aborts it at its deadline. The buffer
+// is recovered from its snapshot at the last end and the entries after
+// it, or (maintained) from a snapshot at the log's end.
 func TestTransactionBufferRecovery(t *testing.T) {
+	for _, maintained := range []bool{false, true} {
+		t.Run(fmt.Sprintf("maintained=%v", maintained), func(t *testing.T) { testTransactionBufferRecovery(t, maintained) })
+	}
+}
+
+func testTransactionBufferRecovery(t *testing.T, maintained bool) {
 	e := startEnv(t, withTransactions)
 	client := e.txnClient()
 	ctx := ctxT(t)
@@ -174,6 +182,9 @@ func TestTransactionBufferRecovery(t *testing.T) {
 	}
 	if err := aborted.Abort(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if maintained {
+		e.b.MaintainOnce(ctx)
 	}
 	e.b.Abort() // a crash: nothing closed, nothing handed over
 	e.startBroker()
