@@ -977,6 +977,9 @@ func (b *Broker) waitGone(ctx context.Context, key string, s *topicSlot) {
 }
 
 func (b *Broker) loadTopic(ctx context.Context, name topic.Name, mode createMode) (*Topic, error) {
+	if err := refuseTxnSystemTopic(name); err != nil { // transactions.go
+		return nil, err
+	}
 	if !b.deps.Placement.Owns(name) {
 		return nil, fmt.Errorf("%w: %s", ErrNotOwner, name)
 	}

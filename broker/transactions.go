@@ -64,6 +64,19 @@ func tcLogName(n uint64) string {
 	return "pulsar/system/persistent/__transaction_log_" + strconv.FormatUint(n, 10)
 }
 
+// refuseTxnSystemTopic refuses to serve a coordinator's log, or the
+// assign topic, as a topic: the log's only writer is its coordinator,
+// and the assign topic is only a name to look up.
+func refuseTxnSystemTopic(name topic.Name) error {
+	if name.Tenant != "pulsar" || name.Namespace != "system" {
+		return nil
+	}
+	if strings.HasPrefix(name.Local, "__transaction_log_") || name.Base().String() == TCAssignTopic {
+		return fmt.Errorf("%w: %s is a transaction coordinator's, not a topic to serve", errkind.ErrNotAllowed, name)
+	}
+	return nil
+}
+
 // tcAssignPartition says whether name is partition n of the coordinator
 // assign topic.
 func tcAssignPartition(name topic.Name) (uint64, bool) {

@@ -381,3 +381,16 @@ func TestTransactionBadInput(t *testing.T) {
 	}
 	c.alive()
 }
+
+// TestTransactionSystemTopicsRefused: a coordinator's log and the assign
+// topic are not served as topics (a producer or consumer there would
+// fence the coordinator's log, or read it).
+func TestTransactionSystemTopicsRefused(t *testing.T) {
+	e := startEnv(t, withTransactions)
+	client := e.client()
+	for _, name := range []string{"persistent://pulsar/system/__transaction_log_0", broker.TCAssignTopic + "-partition-0"} {
+		if _, err := client.CreateProducer(pulsar.ProducerOptions{Topic: name, SendTimeout: time.Second}); err == nil {
+			t.Fatalf("producer on %s", name)
+		}
+	}
+}
