@@ -172,8 +172,13 @@ func (b *Broker) startCoordinator(ctx context.Context, n uint64) (*txncoord.Coor
 	if err != nil {
 		return nil, err
 	}
+	cur, err := ml.OpenCursor(ctx, tcCursor, mledger.Earliest)
+	if err != nil {
+		_ = ml.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	c, err := txncoord.Start(ctx, txncoord.Config{TC: n, MaxTimeout: b.cfg.Transactions.MaxTimeout, Now: b.deps.Now, Logger: b.log},
-		&tcLog{ml: ml}, txnEnder{b})
+		&tcLog{ml: ml, cur: cur}, txnEnder{b})
 	if err != nil {
 		_ = ml.Close(context.WithoutCancel(ctx))
 		return nil, err
@@ -218,16 +223,52 @@ func (b *Broker) closeCoordinators() {
 	}
 }
 
-// tcLog is a coordinator's log on a managed ledger.
-type tcLog struct{ ml *mledger.ManagedLedger }
+// tcCursor is the cursor of a coordinator's log: its mark-delete
+// position is the last checkpoint's, its properties hold the snapshot.
+const tcCursor = ReservedPrefix + "tc"
 
-func (l *tcLog) Append(ctx context.Context, data []byte) error {
-	_, err := l.ml.AddEntry(ctx, data)
-	return err
+// tcLog is a coordinator's log on a managed ledger.
+type tcLog struct {
+	ml  *mledger.ManagedLedger
+	cur *mledger.Cursor
+
+	mu   sync.Mutex
+	last mledger.Position // the last record stored (adds confirm in order)
+	any  bool
 }
 
-func (l *tcLog) Replay(ctx context.Context, fn func([]byte) error) error {
-	from := mledger.Position{}
+func (l *tcLog) Append(ctx context.Context, data []byte) error {
+	p, err := l.ml.AddEntry(ctx, data)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if !l.any || p.Compare(l.last) > 0 {
+		l.last, l.any = p, true
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *tcLog) Checkpoint(ctx context.Context, snapshot func() []byte) error {
+	l.mu.Lock()
+	p, ok := l.last, l.any
+	l.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	// Moving the mark-delete position trims the ledgers before it.
+	return l.cur.MarkDeleteWithProperties(ctx, p, map[string]string{"snapshot": string(snapshot())})
+}
+
+func (l *tcLog) Replay(ctx context.Context, restore func([]byte) error, fn func([]byte) error) error {
+	if s := l.cur.Properties()["snapshot"]; s != "" {
+		if err := restore([]byte(s)); err != nil {
+			return err
+		}
+	}
+	md := l.cur.MarkDelete()
+	from := mledger.Position{Ledger: md.Ledger, Entry: md.Entry + 1}
 	for {
 		es, next, err := l.ml.Read(ctx, from, 256)
 		if err != nil {

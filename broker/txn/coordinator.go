@@ -137,6 +137,9 @@ type Coordinator struct {
 	maxTimeout time.Duration
 	next       uint64
 	txns       map[uint64]*state
+	// floor: the ids below it were made before the snapshot restored
+	// (Restore); one it does not hold had ended.
+	floor uint64
 }
 
 // NewCoordinator makes the empty coordinator of TC partition tc;
@@ -360,6 +363,9 @@ func (c *Coordinator) sortedIDs() []uint64 {
 func (c *Coordinator) apply(r Record) {
 	switch r.Op {
 	case "new":
+		if _, ok := c.txns[r.Txn]; ok || r.Txn < c.floor {
+			break // replayed over a snapshot that holds it, or saw it end
+		}
 		c.txns[r.Txn] = &state{status: Open, openedAt: time.UnixMilli(r.OpenedAt), timeout: time.Duration(r.TimeoutMs) * time.Millisecond}
 		if r.Txn >= c.next {
 			c.next = r.Txn + 1
@@ -388,4 +394,71 @@ func (c *Coordinator) apply(r Record) {
 	case "done":
 		delete(c.txns, r.Txn)
 	}
+}
+
+// snapCoordTxn is one transaction in a coordinator's snapshot.
+type snapCoordTxn struct {
+	Txn        uint64   `json:"txn"`
+	OpenedAt   int64    `json:"openedAt"`
+	TimeoutMs  int64    `json:"timeoutMs"`
+	Partitions []string `json:"partitions,omitempty"`
+	Subs       []Sub    `json:"subs,omitempty"`
+	// Ending: "" (open), "commit" or "abort"; Expired as in Record.
+	Ending  string `json:"ending,omitempty"`
+	Expired bool   `json:"expired,omitempty"`
+}
+
+type coordSnapshot struct {
+	Next uint64         `json:"next"`
+	Txns []snapCoordTxn `json:"txns"`
+}
+
+// Snapshot encodes the coordinator's whole state: restored, it stands
+// for every record applied so far (the log before it may go).
+func (c *Coordinator) Snapshot() []byte {
+	s := coordSnapshot{Next: c.next, Txns: []snapCoordTxn{}}
+	for _, least := range c.sortedIDs() {
+		st := c.txns[least]
+		t := snapCoordTxn{Txn: least, OpenedAt: st.openedAt.UnixMilli(), TimeoutMs: st.timeout.Milliseconds(),
+			Partitions: st.parts, Subs: st.subs, Expired: st.expired}
+		switch st.status {
+		case Committing:
+			t.Ending = "commit"
+		case Aborting:
+			t.Ending = "abort"
+		}
+		s.Txns = append(s.Txns, t)
+	}
+	b, _ := json.Marshal(s) // plain fields: cannot fail
+	return b
+}
+
+// Restore replaces the coordinator's state by a snapshot's; the records
+// logged after it are then replayed on top (applying a record twice
+// changes nothing).
+func (c *Coordinator) Restore(data []byte) error {
+	var s coordSnapshot
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("txn: bad coordinator snapshot: %w", err)
+	}
+	c.next, c.floor = s.Next, s.Next
+	c.txns = map[uint64]*state{}
+	for _, t := range s.Txns {
+		st := &state{status: Open, openedAt: time.UnixMilli(t.OpenedAt), timeout: time.Duration(t.TimeoutMs) * time.Millisecond,
+			parts: t.Partitions, subs: t.Subs, expired: t.Expired}
+		switch t.Ending {
+		case "commit":
+			st.status = Committing
+		case "abort":
+			st.status = Aborting
+		case "":
+		default:
+			return fmt.Errorf("txn: bad coordinator snapshot: ending %q", t.Ending)
+		}
+		c.txns[t.Txn] = st
+		if t.Txn >= c.next {
+			c.next = t.Txn + 1
+		}
+	}
+	return nil
 }

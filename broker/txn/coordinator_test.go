@@ -226,3 +226,40 @@ func TestCoordinatorFanout(t *testing.T) {
 		t.Fatalf("bad action: %v", err)
 	}
 }
+
+// TestCoordinatorSnapshot: a snapshot plus the records after it rebuild
+// the state, records applied twice change nothing, and a transaction
+// that ended before the snapshot does not come back from a late record.
+func TestCoordinatorSnapshot(t *testing.T) {
+	c := NewCoordinator(3, time.Hour)
+	log := run(t, c, []step{
+		{op: "new", txn: 0, timeout: time.Minute, wantLog: true},
+		{op: "parts", txn: 0, parts: []string{"p"}, wantLog: true},
+		{op: "new", txn: 1, wantLog: true},
+		{op: "commit", txn: 1, wantLog: true},
+		{op: "new", txn: 2, wantLog: true},
+		{op: "abort", txn: 2, wantLog: true},
+		{op: "done", txn: 2, wantLog: true},
+	})
+	snap := c.Snapshot()
+	after := run(t, c, []step{
+		{op: "subs", txn: 0, subs: []Sub{{"p", "s"}}, wantLog: true},
+		{op: "done", txn: 1, wantLog: true},
+		{op: "new", txn: 3, wantLog: true},
+	})
+	r := NewCoordinator(3, time.Hour)
+	if err := r.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	// Records around the snapshot's point are replayed again: the last
+	// two before it, then those after it.
+	for _, rec := range append(log[len(log)-3:], after...) {
+		r.Replay(rec)
+	}
+	if !reflect.DeepEqual(r.Snapshot(), c.Snapshot()) {
+		t.Fatalf("restored and replayed\n%s\nwant\n%s", r.Snapshot(), c.Snapshot())
+	}
+	if err := r.Restore([]byte(`{"txns":[{"txn":1,"ending":"maybe"}]}`)); err == nil {
+		t.Fatal("bad ending accepted")
+	}
+}

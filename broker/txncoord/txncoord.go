@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/isobar-mq/isobar/broker/txn"
@@ -21,8 +22,15 @@ import (
 type Log interface {
 	// Append stores one record; it returns once the record is durable.
 	Append(ctx context.Context, data []byte) error
-	// Replay calls fn with every record stored, in order.
-	Replay(ctx context.Context, fn func(data []byte) error) error
+	// Replay calls restore with the last checkpoint's snapshot, if
+	// there is one, then fn with every record stored after it, in order.
+	Replay(ctx context.Context, restore func(snapshot []byte) error, fn func(data []byte) error) error
+	// Checkpoint stores snapshot(), called after the log noted how far
+	// its appends completed, as standing for every record up to there:
+	// those may be dropped. (A record applied in memory before its append
+	// completed is in the snapshot and replayed after it as well, which
+	// changes nothing.)
+	Checkpoint(ctx context.Context, snapshot func() []byte) error
 	// Close releases the log.
 	Close(ctx context.Context) error
 }
@@ -46,6 +54,10 @@ type Config struct {
 	Now func() time.Time
 	// Log receives what the coordinator logs about itself; nil discards.
 	Logger *slog.Logger
+	// CheckpointEvery is how many records are appended between two
+	// checkpoints of the log (which bound its replay and let it be
+	// trimmed); zero means 1000.
+	CheckpointEvery int
 }
 
 // ErrClosed is returned by a coordinator that was closed or broken (its
@@ -63,6 +75,11 @@ type Coordinator struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	kick   chan struct{}
+
+	// appended counts records since the last checkpoint; ckMu makes
+	// one checkpoint at a time.
+	appended atomic.Int64
+	ckMu     sync.Mutex
 
 	mu      sync.Mutex
 	core    *txn.Coordinator
@@ -85,13 +102,16 @@ func Start(ctx context.Context, cfg Config, log Log, ender Ender) (*Coordinator,
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.CheckpointEvery <= 0 {
+		cfg.CheckpointEvery = 1000
+	}
 	lg := cfg.Logger
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	core := txn.NewCoordinator(cfg.TC, cfg.MaxTimeout)
 	n := 0
-	err := log.Replay(ctx, func(data []byte) error {
+	err := log.Replay(ctx, core.Restore, func(data []byte) error {
 		r, err := txn.ParseRecord(data)
 		if err != nil {
 			return err
@@ -241,7 +261,30 @@ func (c *Coordinator) append(ctx context.Context, r txn.Record) error {
 		c.lg.Warn("transaction log write failed; coordinator given up", "err", err)
 		return fmt.Errorf("%w: transaction log: %w", errkind.ErrTransactionCoordinatorNotFound, err)
 	}
+	if c.appended.Add(1) >= int64(c.cfg.CheckpointEvery) {
+		c.checkpoint()
+	}
 	return nil
+}
+
+// checkpoint snapshots the coordinator into its log, unless one is
+// under way.
+func (c *Coordinator) checkpoint() {
+	if !c.ckMu.TryLock() {
+		return
+	}
+	defer c.ckMu.Unlock()
+	c.appended.Store(0)
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	err := c.log.Checkpoint(ctx, func() []byte {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.core.Snapshot()
+	})
+	if err != nil {
+		c.lg.Warn("transaction log checkpoint failed; the next one retries", "err", err)
+	}
 }
 
 // finish tells every partition and subscription of f, retrying each
