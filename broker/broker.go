@@ -1096,6 +1096,7 @@ func (b *Broker) UnloadMatching(ctx context.Context, in func(topic.Name) bool) e
 			errs = append(errs, b.unloadTopic(ctx, t))
 		}
 	}
+	b.dropCoordinatorsMatching(in) // transactions.go
 	return errors.Join(errs...)
 }
 

@@ -210,6 +210,23 @@ func (b *Broker) dropSlot(n uint64, s *tcSlot) {
 	}
 }
 
+// dropCoordinatorsMatching closes the coordinators whose assign
+// partitions in reports true (their bundle is lost or given away): the
+// clients reconnect and the next owner recovers them.
+func (b *Broker) dropCoordinatorsMatching(in func(topic.Name) bool) {
+	b.txns.mu.Lock()
+	var ns []uint64
+	for n := range b.txns.tcs {
+		if assign, err := topic.Parse(TCAssignTopic + "-partition-" + strconv.FormatUint(n, 10)); err == nil && in(assign) {
+			ns = append(ns, n)
+		}
+	}
+	b.txns.mu.Unlock()
+	for _, n := range ns {
+		b.dropCoordinator(n)
+	}
+}
+
 // closeCoordinators closes every coordinator (shutdown).
 func (b *Broker) closeCoordinators() {
 	b.txns.mu.Lock()
