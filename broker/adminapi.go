@@ -34,6 +34,7 @@ func (b *Broker) AdminAPI() adminapi.Broker {
 		Splitter:               t,
 		Compactor:              t,
 		PolicyRefresher:        t,
+		Transactions:           adminTxns{b}, // transactions.go
 	}
 }
 

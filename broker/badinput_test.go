@@ -160,7 +160,7 @@ func TestBadInput(t *testing.T) {
 	})
 	t.Run("unknown command keeps the connection", func(t *testing.T) {
 		c := dialRaw(t, e.url, true)
-		c.send(&pb.BaseCommand{Type: pb.BaseCommand_NEW_TXN.Enum()})
+		c.send(&pb.BaseCommand{Type: pb.BaseCommand_WATCH_TOPIC_LIST.Enum()})
 		f := c.recv()
 		if f.Cmd.GetType() != pb.BaseCommand_ERROR || f.Cmd.Error.GetError() != pb.ServerError_NotAllowedError {
 			t.Fatalf("got %v", f.Cmd)

@@ -327,6 +327,9 @@ type Config struct {
 	// Auth turns on token authentication and authorization
 	// (docs/security.md).
 	Auth auth.Config `yaml:"auth"`
+	// Transactions turns on Pulsar's transactions
+	// (docs/transactions.md).
+	Transactions TransactionsConfig `yaml:"transactions"`
 }
 
 // Deps are a broker's live dependencies.
@@ -523,6 +526,10 @@ type Broker struct {
 	topics    map[string]*topicSlot
 	loaded    bundleCounts // the loaded topics by namespace and bundle (loadindex.go)
 	shutdown  bool
+
+	// txns are the transaction coordinators this broker runs
+	// (transactions.go).
+	txns txnCoordinators
 
 	// hbMu guards the heartbeat managed ledger (heartbeat.go).
 	hbMu     sync.Mutex
@@ -803,6 +810,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 	}
 	b.closeHeartbeat(ctx)
+	b.closeCoordinators()
 	if b.deps.OnDrained != nil {
 		b.deps.OnDrained(ctx)
 	}
@@ -975,6 +983,9 @@ func (b *Broker) waitGone(ctx context.Context, key string, s *topicSlot) {
 }
 
 func (b *Broker) loadTopic(ctx context.Context, name topic.Name, key string, mode createMode) (*Topic, error) {
+	if err := refuseTxnSystemTopic(name); err != nil { // transactions.go
+		return nil, err
+	}
 	if !b.deps.Placement.Owns(name) {
 		return nil, fmt.Errorf("%w: %s", ErrNotOwner, name)
 	}
@@ -1092,6 +1103,7 @@ func (b *Broker) UnloadMatching(ctx context.Context, in func(topic.Name) bool) e
 			errs = append(errs, b.unloadTopic(ctx, t))
 		}
 	}
+	b.dropCoordinatorsMatching(in) // transactions.go
 	return errors.Join(errs...)
 }
 

@@ -398,6 +398,9 @@ func (c *conn) handle(f wire.Frame, derr error) (err error) {
 	case pb.BaseCommand_CONNECT:
 		c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: CONNECT on a connected connection", errkind.ErrNotAllowed)))
 	default:
+		if c.handleTxn(cmd) { // transactions.go
+			return nil
+		}
 		c.sendCmd(wire.NewErrorCommand(0, fmt.Errorf("%w: command %v is not supported by this broker", errkind.ErrNotAllowed, cmd.GetType())))
 	}
 	return nil
@@ -505,6 +508,13 @@ func (c *conn) handlePartitionedMetadata(cmd *pb.CommandPartitionedTopicMetadata
 		fail(err)
 		return
 	}
+	if isTCAssign(name) {
+		un := c.b.tcPartitions() // transactions.go
+		c.sendCmd(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: &pb.CommandPartitionedTopicMetadataResponse{
+			RequestId: &id, Partitions: &un, Response: pb.CommandPartitionedTopicMetadataResponse_Success.Enum(),
+		}})
+		return
+	}
 	n, err := c.b.partitions(ctx, name, true)
 	if err != nil {
 		fail(err)
@@ -528,6 +538,12 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 	defer cancel()
 	if err := c.authorizeLookup(ctx, name); err != nil {
 		fail(err)
+		return
+	}
+	if _, ok := tcAssignPartition(name); ok {
+		// A transaction coordinator: placed as a topic, never redirected
+		// to another region (transactions.go).
+		c.lookupPlaced(ctx, id, name, cmd.GetAuthoritative())
 		return
 	}
 	pol, err := c.b.deps.Namespaces.Policy(ctx, name.NamespaceName())
@@ -561,9 +577,14 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 		fail(err)
 		return
 	}
-	r, err := c.b.deps.Placement.Lookup(ctx, name, cmd.GetAuthoritative())
+	c.lookupPlaced(ctx, id, name, cmd.GetAuthoritative())
+}
+
+// lookupPlaced answers a lookup with the broker the placement names.
+func (c *conn) lookupPlaced(ctx context.Context, id uint64, name topic.Name, authoritative bool) {
+	r, err := c.b.deps.Placement.Lookup(ctx, name, authoritative)
 	if err != nil {
-		fail(err)
+		c.failer(pb.BaseCommand_LOOKUP, id)(err)
 		return
 	}
 	resp := pb.CommandLookupTopicResponse_Connect
@@ -824,6 +845,27 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 			return
 		}
 	}
+	entry := f.Entry
+	var txnStored func(mledger.Position)
+	if tid, ok := sendTxn(cmd); ok && !replicated {
+		// A transactional message: stored with its transaction id in its
+		// metadata, held from dispatch until the transaction ends
+		// (transactions.go).
+		var err error
+		if !c.b.cfg.Transactions.Enabled {
+			err = errTxnOff
+		} else if p.t.ml == nil {
+			err = fmt.Errorf("%w: transactions need persistent topics", errkind.ErrNotAllowed)
+		} else if entry, err = withTxnID(entry, tid); err == nil {
+			ctx, cancel := c.opCtx()
+			txnStored, err = p.t.beginTxnSend(ctx, tid)
+			cancel()
+		}
+		if err != nil {
+			c.sendCmd(wire.NewSendErrorCommand(pid, seq, serverError(err)))
+			return
+		}
+	}
 	p.msgIn.Add(int64(nm))
 	p.bytesIn.Add(int64(len(f.Payload)))
 	partition := int32(p.t.name.Partition())
@@ -831,7 +873,7 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 	// part in de-duplication, as in Pulsar.
 	dedup := !cmd.GetIsChunk() || f.Metadata.GetChunkId() >= f.Metadata.GetNumChunksFromMsg()-1
 	publish := func(done func(mledger.Position, bool, error)) {
-		p.t.publish(c.ctx, p, seq, highest, nm, dedup, f.Entry, done)
+		p.t.publish(c.ctx, p, seq, highest, nm, dedup, entry, done)
 	}
 	if replicated {
 		publish = func(done func(mledger.Position, bool, error)) {
@@ -843,6 +885,9 @@ func (c *conn) handleSend(cmd *pb.CommandSend, f wire.Frame, derr error) {
 	defer c.throttlePublish(p, nm, len(f.Payload))
 	publish(func(pos mledger.Position, stored bool, err error) {
 		endSpan(err)
+		if err == nil && stored && txnStored != nil {
+			txnStored(pos)
+		}
 		if err == nil {
 			c.b.recordIn(p.t, int64(nm), int64(len(f.Payload)), arrived, src)
 			if stored {
@@ -1099,6 +1144,19 @@ func (c *conn) handleAck(cmd *pb.CommandAck) {
 	}
 	if k == nil {
 		respond(fmt.Errorf("%w: no consumer %d on this connection", errkind.ErrConsumerNotFound, cmd.GetConsumerId()))
+		return
+	}
+	if cmd.TxnidMostBits != nil || cmd.TxnidLeastBits != nil {
+		// Held until the transaction ends (pendingack.go).
+		var ps []mledger.Position
+		for _, id := range cmd.GetMessageId() {
+			if partialAck(id) {
+				respond(fmt.Errorf("%w: batch index acknowledgements in a transaction are not supported yet", errkind.ErrNotAllowed))
+				return
+			}
+			ps = append(ps, msgIDToPosition(id))
+		}
+		respond(k.sub.txnAck(k, txnID(cmd.GetTxnidMostBits(), cmd.GetTxnidLeastBits()), ps, cmd.GetAckType() == pb.CommandAck_Cumulative))
 		return
 	}
 	if !strings.HasPrefix(k.sub.name, replication.Prefix) {

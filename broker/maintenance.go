@@ -238,7 +238,7 @@ func (t *Topic) setPolicy(pol NamespacePolicy) {
 func (t *Topic) userCursors(ctx context.Context) []*mledger.Cursor {
 	var out []*mledger.Cursor
 	for _, name := range t.ml.Cursors() {
-		if name == dedupCursor || name == compactor.CursorName {
+		if name == dedupCursor || name == compactor.CursorName || name == txnCursor {
 			continue
 		}
 		if c, err := t.ml.OpenCursor(ctx, name, mledger.Latest); err == nil {
@@ -264,6 +264,7 @@ func (t *Topic) maintain(ctx context.Context, pol NamespacePolicy) error {
 	errs = append(errs, t.syncReplCursors(ctx))
 	t.applySyncPolicy(ctx)
 	errs = append(errs, t.maybeCompact(ctx, pol.CompactionThreshold))
+	errs = append(errs, t.snapshotTxnBuffer(ctx)) // transactions.go
 	errs = append(errs, t.ml.Trim(ctx))
 	return errors.Join(errs...)
 }

@@ -840,10 +840,14 @@ func (s *subscription) setLimitsLocked() {
 // syncLimit is the topic's dispatch limit for this subscription: none for
 // a replication cursor.
 func (s *subscription) syncLimit() (Position, bool) {
+	// Open transactions hold every cursor, replication's too: only
+	// committed messages are delivered or replicated (transactions.go).
+	tl, tok := s.t.txnLimit()
 	if strings.HasPrefix(s.name, replication.Prefix) {
-		return Position{}, false
+		return tl, tok
 	}
-	return s.t.dispatchLimit()
+	l, ok := s.t.dispatchLimit()
+	return minLimit(l, ok, tl, tok)
 }
 
 // read reads what pl names, outside the lock: from the topic, or, for a
@@ -951,6 +955,12 @@ func (s *subscription) assign(pl dispatch.Plan, entries []mledger.Entry, masks m
 			continue
 		}
 		metas[i] = meta
+		if s.t.txnSkip(meta) {
+			// A transaction's marker, or an entry of an aborted one:
+			// never delivered; acknowledged on a durable subscription.
+			in[i].Covered, in[i].Bad = s.cursor != nil, s.cursor == nil
+			continue
+		}
 		in[i].Covered = s.cursor != nil && s.t.waitingCovers(s.name, p, meta)
 		if keyed {
 			in[i].Key = stickyKey(meta)

@@ -73,6 +73,7 @@ type Topic struct {
 	sync           atomic.Pointer[subSync]         // subscription state across regions (substate.go); nil until used
 	cmp            atomic.Pointer[topicCompaction] // compaction and the compacted view (compaction.go); nil until used
 	srepl          atomic.Pointer[syncRepl]        // synchronous replication (syncrepl.go); nil unless the policy asks for it
+	tx             atomic.Pointer[topicTxn]        // the transaction buffer (transactions.go); nil until a transactional entry
 	attrs          metric.MeasurementOption        // of its metrics
 	created        int64                           // when loaded here, Unix ns (loadedAt)
 	hash           uint32                          // topic.Hash of its name: its bundle (loadindex.go)
@@ -215,6 +216,9 @@ func (t *Topic) load(ctx context.Context) error {
 		}
 	}
 	if err := t.syncReplCursors(ctx); err != nil {
+		return err
+	}
+	if err := t.loadTxnBuffer(ctx); err != nil {
 		return err
 	}
 	t.applySyncPolicy(ctx)

@@ -23,6 +23,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/isobar-mq/isobar/bookie"
+	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/internal/natsembed"
@@ -30,6 +31,7 @@ import (
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/observability"
 	"github.com/isobar-mq/isobar/roles"
+	"github.com/isobar-mq/isobar/topic"
 )
 
 // Config describes one region run in one process. Its own keys are the
@@ -544,7 +546,7 @@ func (r *Region) build() error {
 			r.group.Add(w)
 		}
 	}
-	if len(cfg.ReplicatedNamespaces) > 0 {
+	if len(cfg.ReplicatedNamespaces) > 0 || cfg.Broker.Transactions.Enabled {
 		r.group.Add(&joiner{r: r})
 	}
 	return nil
@@ -695,7 +697,8 @@ func (r *Region) Policies() *policy.Store {
 }
 
 // joiner adds the region to its replicated namespaces once its brokers
-// serve (the last part of a federated region).
+// serve (the last part of a federated region), and creates pulsar/system
+// when transactions are on.
 type joiner struct{ r *Region }
 
 func (j *joiner) Name() string { return "namespaces" }
@@ -707,17 +710,45 @@ func (j *joiner) Start(ctx context.Context) error {
 		return errors.New("no broker to write the configuration through")
 	}
 	cluster := r.cfg.clusterName()
-	for _, ns := range r.cfg.ReplicatedNamespaces {
+	namespaces := r.cfg.ReplicatedNamespaces
+	if r.cfg.Broker.Transactions.Enabled {
+		// The transaction coordinators are placed by the bundles of
+		// pulsar/system (docs/transactions.md); it holds no topics, so
+		// joining it replicates nothing.
+		namespaces = append(slices.Clip(namespaces), "pulsar/system")
+	}
+	for _, ns := range namespaces {
 		tenant, _, _ := strings.Cut(ns, "/")
 		if err := JoinNamespace(ctx, pol, tenant, ns, cluster); err != nil {
 			return err
 		}
+	}
+	if r.cfg.Broker.Transactions.Enabled {
+		// The coordinator assign topic, as a partitioned topic record,
+		// so that lookups over HTTP find the coordinators as well.
+		return ensureTCAssign(ctx, pol, r.cfg.Broker.Transactions.Coordinators)
 	}
 	return nil
 }
 
 func (j *joiner) Shutdown(context.Context) error { return nil }
 func (j *joiner) Abort()                         {}
+
+// ensureTCAssign records the transaction coordinator assign topic with
+// n partitions (at least 1), unless it exists.
+func ensureTCAssign(ctx context.Context, pol *policy.Store, n int) error {
+	name, err := topic.Parse(broker.TCAssignTopic)
+	if err != nil {
+		return err
+	}
+	if _, ok, err := pol.Partitions(ctx, name); err != nil || ok {
+		return err
+	}
+	if err := pol.CreatePartitioned(ctx, name, max(1, n)); err != nil && !errors.Is(err, policy.ErrExists) {
+		return fmt.Errorf("transaction coordinator assign topic: %w", err)
+	}
+	return nil
+}
 
 // JoinNamespace creates tenant and namespace ns ("tenant/name") if they
 // are missing and adds cluster to the tenant's allowed clusters and to

@@ -112,8 +112,9 @@ func NewSendErrorCommand(producerID, sequenceID uint64, err error) *pb.BaseComma
 // NewFailure builds the answer to request requestID, of type
 // requestType, that failed with err, in the form the client expects for
 // that type: the failed response of a LOOKUP, PARTITIONED_METADATA,
-// GET_SCHEMA or GET_OR_CREATE_SCHEMA (each has its own error fields), an
-// ERROR (NewErrorCommand) for any other request. Its code and message are
+// GET_SCHEMA, GET_OR_CREATE_SCHEMA or of a transaction command (each has
+// its own error fields), an ERROR (NewErrorCommand) for any other
+// request. Its code and message are
 // those of NewErrorCommand.
 func NewFailure(requestType pb.BaseCommand_Type, requestID uint64, err error) *pb.BaseCommand {
 	code, msg := CodeOf(err).Enum(), strPtr(errkind.MessageOf(err))
@@ -133,6 +134,34 @@ func NewFailure(requestType pb.BaseCommand_Type, requestID uint64, err error) *p
 	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
 		return &pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE.Enum(), GetOrCreateSchemaResponse: &pb.CommandGetOrCreateSchemaResponse{
 			RequestId: &requestID, ErrorCode: code, ErrorMessage: msg,
+		}}
+	case pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST:
+		return &pb.BaseCommand{Type: pb.BaseCommand_TC_CLIENT_CONNECT_RESPONSE.Enum(), TcClientConnectResponse: &pb.CommandTcClientConnectResponse{
+			RequestId: &requestID, Error: code, Message: msg,
+		}}
+	case pb.BaseCommand_NEW_TXN:
+		return &pb.BaseCommand{Type: pb.BaseCommand_NEW_TXN_RESPONSE.Enum(), NewTxnResponse: &pb.CommandNewTxnResponse{
+			RequestId: &requestID, Error: code, Message: msg,
+		}}
+	case pb.BaseCommand_ADD_PARTITION_TO_TXN:
+		return &pb.BaseCommand{Type: pb.BaseCommand_ADD_PARTITION_TO_TXN_RESPONSE.Enum(), AddPartitionToTxnResponse: &pb.CommandAddPartitionToTxnResponse{
+			RequestId: &requestID, Error: code, Message: msg,
+		}}
+	case pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN:
+		return &pb.BaseCommand{Type: pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN_RESPONSE.Enum(), AddSubscriptionToTxnResponse: &pb.CommandAddSubscriptionToTxnResponse{
+			RequestId: &requestID, Error: code, Message: msg,
+		}}
+	case pb.BaseCommand_END_TXN:
+		return &pb.BaseCommand{Type: pb.BaseCommand_END_TXN_RESPONSE.Enum(), EndTxnResponse: &pb.CommandEndTxnResponse{
+			RequestId: &requestID, Error: code, Message: msg,
+		}}
+	case pb.BaseCommand_END_TXN_ON_PARTITION:
+		return &pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_PARTITION_RESPONSE.Enum(), EndTxnOnPartitionResponse: &pb.CommandEndTxnOnPartitionResponse{
+			RequestId: &requestID, Error: code, Message: msg,
+		}}
+	case pb.BaseCommand_END_TXN_ON_SUBSCRIPTION:
+		return &pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_SUBSCRIPTION_RESPONSE.Enum(), EndTxnOnSubscriptionResponse: &pb.CommandEndTxnOnSubscriptionResponse{
+			RequestId: &requestID, Error: code, Message: msg,
 		}}
 	}
 	return NewErrorCommand(requestID, err)

@@ -148,6 +148,34 @@ func TestNewFailure(t *testing.T) {
 			r := cmd.GetGetOrCreateSchemaResponse()
 			return r.GetRequestId() == 9 && r.GetErrorCode() == code && r.GetErrorMessage() == msg
 		}},
+		{pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST, pb.BaseCommand_TC_CLIENT_CONNECT_RESPONSE, func(cmd *pb.BaseCommand) bool {
+			r := cmd.GetTcClientConnectResponse()
+			return r.GetRequestId() == 9 && r.GetError() == code && r.GetMessage() == msg
+		}},
+		{pb.BaseCommand_NEW_TXN, pb.BaseCommand_NEW_TXN_RESPONSE, func(cmd *pb.BaseCommand) bool {
+			r := cmd.GetNewTxnResponse()
+			return r.GetRequestId() == 9 && r.GetError() == code && r.GetMessage() == msg
+		}},
+		{pb.BaseCommand_ADD_PARTITION_TO_TXN, pb.BaseCommand_ADD_PARTITION_TO_TXN_RESPONSE, func(cmd *pb.BaseCommand) bool {
+			r := cmd.GetAddPartitionToTxnResponse()
+			return r.GetRequestId() == 9 && r.GetError() == code && r.GetMessage() == msg
+		}},
+		{pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN, pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN_RESPONSE, func(cmd *pb.BaseCommand) bool {
+			r := cmd.GetAddSubscriptionToTxnResponse()
+			return r.GetRequestId() == 9 && r.GetError() == code && r.GetMessage() == msg
+		}},
+		{pb.BaseCommand_END_TXN, pb.BaseCommand_END_TXN_RESPONSE, func(cmd *pb.BaseCommand) bool {
+			r := cmd.GetEndTxnResponse()
+			return r.GetRequestId() == 9 && r.GetError() == code && r.GetMessage() == msg
+		}},
+		{pb.BaseCommand_END_TXN_ON_PARTITION, pb.BaseCommand_END_TXN_ON_PARTITION_RESPONSE, func(cmd *pb.BaseCommand) bool {
+			r := cmd.GetEndTxnOnPartitionResponse()
+			return r.GetRequestId() == 9 && r.GetError() == code && r.GetMessage() == msg
+		}},
+		{pb.BaseCommand_END_TXN_ON_SUBSCRIPTION, pb.BaseCommand_END_TXN_ON_SUBSCRIPTION_RESPONSE, func(cmd *pb.BaseCommand) bool {
+			r := cmd.GetEndTxnOnSubscriptionResponse()
+			return r.GetRequestId() == 9 && r.GetError() == code && r.GetMessage() == msg
+		}},
 		{pb.BaseCommand_GET_TOPICS_OF_NAMESPACE, pb.BaseCommand_ERROR, func(cmd *pb.BaseCommand) bool {
 			r := cmd.GetError()
 			return r.GetRequestId() == 9 && r.GetError() == code && r.GetMessage() == msg

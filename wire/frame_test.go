@@ -403,14 +403,19 @@ func TestAppendErrors(t *testing.T) {
 	if !errors.Is(err, ErrBadMetadata) || string(out) != "keep" {
 		t.Errorf("nil metadata: %q, %v", out, err)
 	}
-	// Frames of unknown command types (transactions) pass through untouched.
-	txn := &pb.BaseCommand{Type: pb.BaseCommand_NEW_TXN.Enum()}
-	f, err := AppendCommand(nil, txn)
+	// Frames of command types without fields here (topic watchers) pass
+	// through untouched.
+	watch := &pb.BaseCommand{Type: pb.BaseCommand_WATCH_TOPIC_LIST.Enum()}
+	f, err := AppendCommand(nil, watch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := DecodeFrame(f); err != nil || got.Cmd.GetType() != pb.BaseCommand_NEW_TXN {
-		t.Fatalf("NEW_TXN: %v, %v", got.Cmd, err)
+	if got, err := DecodeFrame(f); err != nil || got.Cmd.GetType() != pb.BaseCommand_WATCH_TOPIC_LIST {
+		t.Fatalf("WATCH_TOPIC_LIST: %v, %v", got.Cmd, err)
+	}
+	// A transaction command without its body is a bad command.
+	if _, err := AppendCommand(nil, &pb.BaseCommand{Type: pb.BaseCommand_NEW_TXN.Enum()}); !errors.Is(err, ErrBadCommand) {
+		t.Fatalf("NEW_TXN without body: %v", err)
 	}
 }
 

@@ -30,6 +30,9 @@ type Broker struct {
 	// Compactor compacts topics; nil: the compaction endpoints answer
 	// 405.
 	Compactor Compactor
+	// Transactions describes transactions; nil: their endpoints answer
+	// 503.
+	Transactions Transactions
 	// PolicyRefresher applies a change to a topic's own policies at once;
 	// nil: the broker applies it when it next re-reads policies.
 	PolicyRefresher TopicPolicyRefresher

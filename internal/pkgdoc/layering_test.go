@@ -136,6 +136,10 @@ var forbidden = map[string][]string{
 	// The console is static files; its data comes from the admin API in
 	// the browser, so it links nothing of the broker.
 	"console": {"*"},
+	// The transaction coordinator's driver reaches the managed ledger and
+	// the broker only through its Log and Ender interfaces (leafAllowed:
+	// its pure core and what that links).
+	"broker/txncoord": {"*"},
 	// Storage, policy and authentication code ties its errors to
 	// errkind's kinds; it does not link the protocol codec.
 	"auth":             {"wire"},
@@ -239,7 +243,8 @@ func TestLayering(t *testing.T) {
 		"broker/adminapi": {"errkind", "topic"},
 		// The metadata store's fault injector (metafault) counts with
 		// the rule counter the in-memory ledgers' injector shares.
-		"metastore": {"internal/faultrule"},
+		"metastore":       {"internal/faultrule"},
+		"broker/txncoord": {"broker/txn", "broker/mledger/ackset", "errkind"},
 	}
 	imports, commands, etcd, tests := moduleImports(t)
 	for pkg, files := range etcd {
@@ -457,6 +462,7 @@ func TestNoNetHTTP(t *testing.T) {
 var cores = map[string][]string{
 	"broker/dispatch":       {"broker/mledger/ackset", "topic"},
 	"broker/mledger/ackset": nil,
+	"broker/txn":            {"broker/mledger/ackset", "errkind"},
 	"replicator/frame":      nil,
 	"replicator/zdict":      nil,
 }
