@@ -18,7 +18,8 @@
 # authentication, superusers localhost, superUser and admin, the
 # anonymous role for clients without credentials, authorization on; then
 # public is administered by and public/default granted to anonymous, and
-# private/auth granted to token-principal. Results: docs/compat/client.md.
+# private/auth granted to token-principal; transactions on. Results:
+# docs/compat/client.md.
 #
 # Usage: scripts/pulsar-suite.sh [--admin] [--start] [--proxy] [--full] [--results DIR] [--list] [TestName ...]
 #   --admin        the pulsaradmin suite instead of the client's
@@ -233,6 +234,9 @@ if ((start)); then
 			    superUserRoles: [localhost, superUser, admin]
 			  # backlogQuotaCheckIntervalInSeconds=5
 			  maintenanceInterval: 5s
+			  # transactionCoordinatorEnabled=true
+			  transactions:
+			    enabled: true
 		YAML
 		(cd "$repo" && go build -o "$work/isobar" ./cmd/isobar)
 		setsid "$work/isobar" standalone --data-dir "$data_dir" --host localhost --config "$work/suite.yaml" >"$results/standalone.log" 2>&1 &
