@@ -456,8 +456,9 @@ func TestTLSWithTokens(t *testing.T) {
 // an anonymous role for clients without credentials, authorization on.
 // The unmodified client authenticates with NewAuthenticationBasic (its
 // suite's admin / 123456, a superuser), a client without credentials is
-// the anonymous role and may do what that role was granted, nothing
-// more, and a wrong password is refused.
+// the anonymous role and may do what that role was granted (and read a
+// transaction's metadata, as in Pulsar), nothing more, and a wrong
+// password is refused.
 func TestBasicAndAnonymousEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	secret := auth.NewSecretKey()
@@ -478,6 +479,7 @@ func TestBasicAndAnonymousEndToEnd(t *testing.T) {
 		AnonymousUserRole: "anonymous",
 		SuperUserRoles:    []string{"admin"},
 	}
+	cfg.Broker.Transactions.Enabled = true
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r, err := region.Start(ctx, cfg, region.Deps{})
@@ -520,6 +522,12 @@ func TestBasicAndAnonymousEndToEnd(t *testing.T) {
 	}
 	if st := rest("PUT", "/admin/v2/namespaces/acme/other", "", "", ""); st != http.StatusForbidden {
 		t.Fatalf("anonymous making a namespace: %d, want 403", st)
+	}
+	// A transaction's metadata is any role's to read, as in Pulsar
+	// (pulsar-client-go's transaction tests read it without credentials):
+	// an unknown one is 404, not 403.
+	if st := rest("GET", "/admin/v3/transactions/transactionMetadata/0/12345", "", "", ""); st != http.StatusNotFound {
+		t.Fatalf("anonymous reading an unknown transaction: %d, want 404", st)
 	}
 
 	client := func(a pulsar.Authentication) pulsar.Client {
