@@ -78,6 +78,10 @@ type Placement interface {
 	Lookup(ctx context.Context, name topic.Name, authoritative bool) (LookupResult, error)
 	// Owns reports, without blocking, whether this broker serves name now.
 	Owns(name topic.Name) bool
+	// OwnedEpoch identifies, without blocking, this broker's current
+	// ownership of name's bundle: it differs after the bundle was released
+	// and acquired again. ok is false when name is not served here now.
+	OwnedEpoch(name topic.Name) (epoch int64, ok bool)
 }
 
 // NamespacePolicy is what the broker needs to know about a namespace.
@@ -482,6 +486,9 @@ func (s Self) Lookup(context.Context, topic.Name, bool) (LookupResult, error) {
 
 // Owns implements Placement.
 func (Self) Owns(topic.Name) bool { return true }
+
+// OwnedEpoch implements Placement: one ownership, for ever.
+func (Self) OwnedEpoch(topic.Name) (int64, bool) { return 1, true }
 
 type openNamespaces struct{}
 
@@ -914,6 +921,7 @@ func (b *Broker) getTopic(ctx context.Context, name topic.Name, mode createMode)
 			if n, ok := nameOfKey(key); ok && n == name {
 				name = n
 			}
+			epoch, _ := b.deps.Placement.OwnedEpoch(name)
 			s.t, s.err = b.loadTopic(ctx, name, key, mode)
 			ready := s.ready
 			b.mu.Lock()
@@ -927,12 +935,17 @@ func (b *Broker) getTopic(ctx context.Context, name topic.Name, mode createMode)
 				b.listMetrics(s.t) // and by the next metrics collection
 			}
 			close(ready)
-			if s.err == nil && !b.deps.Placement.Owns(name) {
+			if now, ok := b.deps.Placement.OwnedEpoch(name); s.err == nil && (!ok || now != epoch) {
 				// The bundle was unloaded (or lost) while the topic
 				// loaded: the unload's sweep of the loaded topics may
 				// have run before this one was ready, so it is closed
 				// here. The check comes after ready is closed: an
-				// unload that begins later sees the topic itself.
+				// unload that begins later sees the topic itself. The
+				// bundle may even be owned here again by now (unloaded
+				// away and back, another broker having written the
+				// topic meanwhile): the epoch tells that ownership from
+				// the one the load began under, and the copy loaded then
+				// is stale.
 				b.unloadTopic(ctx, s.t)
 				return nil, fmt.Errorf("%w: %s (unloaded while loading)", ErrNotOwner, name)
 			}

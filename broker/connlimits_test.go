@@ -78,7 +78,8 @@ func (p blockingPlacement) Lookup(ctx context.Context, _ topic.Name, _ bool) (br
 	}
 	return broker.LookupResult{Self: true, ServiceURL: "pulsar://127.0.0.1:1"}, nil
 }
-func (blockingPlacement) Owns(topic.Name) bool { return true }
+func (blockingPlacement) Owns(topic.Name) bool                { return true }
+func (blockingPlacement) OwnedEpoch(topic.Name) (int64, bool) { return 1, true }
 
 // Lookups beyond MaxConcurrentLookups are shed with TooManyRequests
 // (retriable) instead of queueing; so are requests beyond a connection's

@@ -219,7 +219,8 @@ type noBrokers struct{}
 func (noBrokers) Lookup(context.Context, topic.Name, bool) (broker.LookupResult, error) {
 	return broker.LookupResult{}, fmt.Errorf("lookup bundle 0x00000000_0x40000000: %w", ownership.ErrNoBrokers)
 }
-func (noBrokers) Owns(topic.Name) bool { return false }
+func (noBrokers) Owns(topic.Name) bool                { return false }
+func (noBrokers) OwnedEpoch(topic.Name) (int64, bool) { return 0, false }
 
 // "No broker available" is retriable on the binary protocol
 // (ServiceNotReady) and 503 on the HTTP lookup, as in Pulsar; the HTTP

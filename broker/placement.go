@@ -114,6 +114,15 @@ func (p *OwnershipPlacement) Owns(name topic.Name) bool {
 	return ok && p.Registry.Owns(name.NamespaceName(), b)
 }
 
+// OwnedEpoch implements Placement.
+func (p *OwnershipPlacement) OwnedEpoch(name topic.Name) (int64, bool) {
+	b, ok, _ := p.bundleFor(nil, name)
+	if !ok {
+		return 0, false
+	}
+	return p.Registry.OwnedEpoch(name.NamespaceName(), b)
+}
+
 // InBundle reports whether name falls in bundle b of namespace ns.
 func (p *OwnershipPlacement) InBundle(name topic.Name, ns string, b topic.Bundle) bool {
 	if !name.InNamespace(ns) {

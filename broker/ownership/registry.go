@@ -494,6 +494,24 @@ func (r *Registry) Owns(ns string, b topic.Bundle) bool {
 	return r.validLocked(r.owned[r.ownPrefix+bk])
 }
 
+// OwnedEpoch identifies this broker's current ownership of bundle b of
+// ns: the revision of the ownership key it created, which is new each
+// time the bundle is acquired again. ok is false when the bundle is not
+// owned now.
+func (r *Registry) OwnedEpoch(ns string, b topic.Bundle) (epoch int64, ok bool) {
+	bk, err := bundleKey(ns, b)
+	if err != nil {
+		return 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.owned[r.ownPrefix+bk]
+	if !r.validLocked(e) {
+		return 0, false
+	}
+	return e.rev, true
+}
+
 // validLocked reports whether e is a bundle we own right now.
 func (r *Registry) validLocked(e *owned) bool {
 	return e != nil && !e.releasing && e.lease == r.leaseLocked()
