@@ -104,14 +104,24 @@ func (e *env) startBroker() {
 // client returns a Pulsar client connected to the broker.
 func (e *env) client() pulsar.Client {
 	e.t.Helper()
+	return e.clientWith(nil)
+}
+
+// clientWith is client with its options changed by modify (nil: none).
+func (e *env) clientWith(modify func(*pulsar.ClientOptions)) pulsar.Client {
+	e.t.Helper()
 	l := logrus.New()
 	l.SetLevel(logrus.WarnLevel)
-	c, err := pulsar.NewClient(pulsar.ClientOptions{
+	opts := pulsar.ClientOptions{
 		URL:               e.url,
 		OperationTimeout:  15 * time.Second,
 		ConnectionTimeout: 5 * time.Second,
 		Logger:            plog.NewLoggerWithLogrus(l),
-	})
+	}
+	if modify != nil {
+		modify(&opts)
+	}
+	c, err := pulsar.NewClient(opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
-	"github.com/sirupsen/logrus"
 
 	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/wire/pb"
@@ -18,20 +16,7 @@ import (
 // txnClient is a Pulsar client with transactions enabled.
 func (e *env) txnClient() pulsar.Client {
 	e.t.Helper()
-	l := logrus.New()
-	l.SetLevel(logrus.WarnLevel)
-	c, err := pulsar.NewClient(pulsar.ClientOptions{
-		URL:               e.url,
-		OperationTimeout:  15 * time.Second,
-		ConnectionTimeout: 5 * time.Second,
-		Logger:            plog.NewLoggerWithLogrus(l),
-		EnableTransaction: true,
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(c.Close)
-	return c
+	return e.clientWith(func(o *pulsar.ClientOptions) { o.EnableTransaction = true })
 }
 
 func withTransactions(s *setup) {
