@@ -31,6 +31,11 @@ func TestAbsentParts(t *testing.T) {
 		{"GET", "/admin/v2/schemas/public/default/t/schema", "", 503, "the schema registry is not available", ""},
 		{"GET", "/admin/v2/bookies/decommissioned", "", 503, "automatic recovery is not served by this broker", ""},
 		{"POST", "/admin/v2/bookies/decommission/b1:3181", "", 503, "automatic recovery is not served by this broker", ""},
+		{"GET", "/admin/v3/transactions/transactionMetadata/0/1", "", 503, "this broker describes no transactions", ""},
+		{"GET", "/admin/v3/transactions/coordinatorStats", "", 503, "this broker describes no transactions", ""},
+		{"GET", "/admin/v3/transactions/slowTransactions/1000?coordinatorId=0", "", 503, "this broker describes no transactions", ""},
+		{"GET", "/admin/v3/transactions/transactionBufferStats/public/default/t", "", 503, "this broker describes no transactions", ""},
+		{"GET", "/admin/v3/transactions/transactionInBufferStats/public/default/t/0/1", "", 503, "this broker describes no transactions", ""},
 	})
 
 	// No configuration store, no topics, no bookies.

@@ -32,8 +32,12 @@ import (
 //     them;
 //   - bookies (their racks and groups, decommissions, under-replicated
 //     ledgers): superusers;
-//   - a transaction's metadata (/admin/v3/transactions): any role, as
-//     Pulsar, which checks only that the coordinator is owned here;
+//   - transactions (/admin/v3/transactions): a transaction's metadata
+//     and the coordinators' stats, any role (as Pulsar, which checks
+//     only that the coordinator is owned here; the stats are counts);
+//     slow transactions, superusers (they list every tenant's
+//     transactions and their topics); a topic's transaction buffer,
+//     produce or consume permission on the topic (as its stats);
 //   - anything else: superusers.
 //
 // With authorization off every call is allowed.
@@ -85,6 +89,14 @@ func (s *Server) authorize(r *http.Request, pattern string) error {
 		return nil
 	case strings.HasPrefix(path, v2+"/brokers"):
 		return a.SuperUser(role, "list brokers")
+	case strings.HasPrefix(path, "/admin/v3/transactions/slowTransactions/"):
+		return a.SuperUser(role, "list slow transactions")
+	case strings.HasPrefix(path, "/admin/v3/transactions/") && tenant != "":
+		name, err := topic.Parse("persistent://" + tenant + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic"))
+		if err != nil {
+			return err // the handler would refuse the name too
+		}
+		return a.Lookup(ctx, role, name)
 	case strings.HasPrefix(path, "/admin/v3/transactions/") && method == http.MethodGet:
 		return nil
 	case strings.HasPrefix(path, v2+"/bookies/"):

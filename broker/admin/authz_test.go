@@ -232,6 +232,13 @@ func TestEndpointAuthorization(t *testing.T) {
 		{"DELETE", "/admin/v2/bookies/decommission/b1", "", "super"},
 		{"GET", "/admin/v2/bookies/decommissioned", "", "super"},
 		{"GET", "/admin/v2/bookies/under-replicated", "", "super"},
+		{"GET", "/admin/v3/transactions/transactionMetadata/0/1", "", "any"},
+		{"GET", "/admin/v3/transactions/coordinatorStats", "", "any"},
+		{"GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0", "", "any"},
+		{"GET", "/admin/v3/transactions/slowTransactions/1000", "", "super"},
+		{"GET", "/admin/v3/transactions/slowTransactions/1000?coordinatorId=0", "", "super"},
+		{"GET", "/admin/v3/transactions/transactionBufferStats/acme/app/t", "", "lookup"},
+		{"GET", "/admin/v3/transactions/transactionInBufferStats/acme/app/t/0/1", "", "lookup"},
 	}
 
 	snapshot := func() any {

@@ -464,7 +464,7 @@ func (s *Server) routes() {
 	s.handle("POST "+sc+"/compatibility", s.schemaHandler(s.testCompatibility))
 	s.handle("POST "+sc+"/version", s.schemaHandler(s.schemaVersionOf))
 	// Transactions (transactions.go).
-	s.handle("GET /admin/v3/transactions/transactionMetadata/{most}/{least}", need(s.cfg.Broker.Transactions != nil, errNoTransactions, s.transactionMetadata))
+	s.transactionRoutes()
 	// Brokers.
 	s.handle("GET "+v2+"/broker-stats/load-report", need(s.cfg.Broker.LoadReporter != nil, errNoLoadReport, s.loadReport))
 	s.handle("GET "+v2+"/brokers/health", s.health)

@@ -1,14 +1,39 @@
 package adminapi
 
-import "context"
+import (
+	"context"
+	"time"
 
-// Transactions serves the transaction endpoints (docs/transactions.md).
+	"github.com/isobar-mq/isobar/topic"
+)
+
+// Transactions serves the transaction endpoints (docs/transactions.md,
+// Admin API). With transactions off every method answers the same
+// NotAllowed error.
 type Transactions interface {
 	// TransactionMetadata describes transaction (most, least) as its
 	// coordinator holds it: a TransactionNotFound error (404) when it
 	// holds none (never made, or ended), a NotOwnerError when another
 	// broker runs the coordinator.
 	TransactionMetadata(ctx context.Context, most, least uint64) (TransactionMetadata, error)
+	// Coordinators is the number of transaction coordinators of the
+	// region (ids 0 to n-1).
+	Coordinators(ctx context.Context) (int, error)
+	// CoordinatorStats reports coordinator id: a NotFound error (404)
+	// for an id the region does not have, a NotOwnerError when another
+	// broker runs it.
+	CoordinatorStats(ctx context.Context, id uint64) (TransactionCoordinatorStats, error)
+	// SlowTransactions lists the transactions coordinator id holds (open,
+	// or ending) that were opened more than olderThan ago, by txnId;
+	// errors as CoordinatorStats.
+	SlowTransactions(ctx context.Context, id uint64, olderThan time.Duration) (map[string]TransactionMetadata, error)
+	// TransactionBufferStats reports the transaction buffer of a
+	// persistent topic: a TopicNotFound error (404) for a topic that
+	// does not exist, a NotOwnerError when another broker owns it.
+	TransactionBufferStats(ctx context.Context, name topic.Name) (TransactionBufferStats, error)
+	// TransactionInBufferStats reports transaction (most, least) in a
+	// topic's buffer; errors as TransactionBufferStats.
+	TransactionInBufferStats(ctx context.Context, name topic.Name, most, least uint64) (TransactionInBufferStats, error)
 }
 
 // TransactionMetadata is Pulsar's TransactionMetadata (admin JSON).
@@ -24,14 +49,56 @@ type TransactionMetadata struct {
 }
 
 // TransactionInBufferStats is a produced partition's part of a
-// transaction (Pulsar's shape; nothing in it is filled yet).
+// transaction (Pulsar's shape). GET transactionInBufferStats fills it;
+// TransactionMetadata's producedPartitions leave it empty.
 type TransactionInBufferStats struct {
+	// StartPosition is the transaction's first entry in the topic,
+	// "ledger:entry", while it is ongoing there; absent otherwise.
 	StartPosition string `json:"startPosition,omitempty"`
-	Aborted       bool   `json:"aborted"`
+	// Aborted: the transaction ended aborted on this topic.
+	Aborted bool `json:"aborted"`
 }
 
 // TransactionInPendingAckStats is an acknowledged subscription's part of
 // a transaction (Pulsar's shape; nothing in it is filled yet).
 type TransactionInPendingAckStats struct {
 	CumulativeAckPosition string `json:"cumulativeAckPosition,omitempty"`
+}
+
+// TransactionCoordinatorStats is Pulsar's TransactionCoordinatorStats.
+type TransactionCoordinatorStats struct {
+	// State is Pulsar's coordinator state: "Ready" for a running one.
+	State string `json:"state"`
+	// LeastSigBits is the number of the last transaction given out; -1
+	// before the first.
+	LeastSigBits int64 `json:"leastSigBits"`
+	// LowWaterMark: every transaction numbered up to it has ended.
+	LowWaterMark int64 `json:"lowWaterMark"`
+	// OngoingTxnSize is how many transactions the coordinator holds
+	// (open, or ending).
+	OngoingTxnSize int64 `json:"ongoingTxnSize"`
+	// RecoverStartTime and RecoverEndTime (Unix ms) are when this
+	// broker's coordinator began and finished reading its log back.
+	RecoverStartTime int64 `json:"recoverStartTime"`
+	RecoverEndTime   int64 `json:"recoverEndTime"`
+}
+
+// TransactionBufferStats is Pulsar's TransactionBufferStats, without
+// what Isobar's buffer does not have (lowWaterMarks, snapshotStats).
+type TransactionBufferStats struct {
+	// State is "Ready" for a topic with a buffer (it has had a
+	// transactional entry), "Unused" for one without.
+	State string `json:"state"`
+	// MaxReadPosition is the last position dispatch may read,
+	// "ledger:entry": just before the first entry of the oldest ongoing
+	// transaction, else the log's last entry.
+	MaxReadPosition string `json:"maxReadPosition"`
+	// LastSnapshotTimestamps, RecoverStartTime and RecoverEndTime are
+	// always 0: Isobar does not record them.
+	LastSnapshotTimestamps int64 `json:"lastSnapshotTimestamps"`
+	// OngoingTxnSize is how many transactions have entries in the topic
+	// and have not ended.
+	OngoingTxnSize   int64 `json:"ongoingTxnSize"`
+	RecoverStartTime int64 `json:"recoverStartTime"`
+	RecoverEndTime   int64 `json:"recoverEndTime"`
 }

@@ -335,6 +335,43 @@ func (c *Coordinator) Info(id ID) (Info, bool) {
 // Len is the number of transactions the coordinator holds.
 func (c *Coordinator) Len() int { return len(c.txns) }
 
+// Stats is what the coordinator reports of itself (the admin API's
+// coordinator stats).
+type Stats struct {
+	// Next is the number (least significant half of the id) the next
+	// transaction gets: the ones below it were all given out.
+	Next uint64
+	// Held is how many transactions the coordinator holds: open, or
+	// ending (their fan-out not finished).
+	Held int
+	// Lowest is the number of the oldest transaction held; valid when
+	// Held > 0. Every number below it has ended.
+	Lowest uint64
+}
+
+// Stats reports the coordinator's counts.
+func (c *Coordinator) Stats() Stats {
+	s := Stats{Next: c.next, Held: len(c.txns)}
+	first := true
+	for least := range c.txns {
+		if first || least < s.Lowest {
+			s.Lowest, first = least, false
+		}
+	}
+	return s
+}
+
+// Held lists every transaction the coordinator holds (open or ending),
+// by id.
+func (c *Coordinator) Held() []Info {
+	out := make([]Info, 0, len(c.txns))
+	for _, least := range c.sortedIDs() {
+		info, _ := c.Info(ID{c.tc, least})
+		out = append(out, info)
+	}
+	return out
+}
+
 func (c *Coordinator) statusOf(s *state) Status {
 	if s.expired && s.status == Aborting {
 		return Timeout

@@ -85,6 +85,9 @@ type Coordinator struct {
 	core    *txn.Coordinator
 	broken  bool
 	waiters map[txn.ID]*waiter
+
+	// recovered: when Start began and ended reading the log back.
+	recoverStart, recoverEnd time.Time
 }
 
 type waiter struct {
@@ -110,6 +113,7 @@ func Start(ctx context.Context, cfg Config, log Log, ender Ender) (*Coordinator,
 		lg = slog.New(slog.DiscardHandler)
 	}
 	core := txn.NewCoordinator(cfg.TC, cfg.MaxTimeout)
+	recoverStart := cfg.Now()
 	n := 0
 	err := log.Replay(ctx, core.Restore, func(data []byte) error {
 		r, err := txn.ParseRecord(data)
@@ -125,7 +129,8 @@ func Start(ctx context.Context, cfg Config, log Log, ender Ender) (*Coordinator,
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	c := &Coordinator{cfg: cfg, log: log, ender: ender, lg: lg.With("tc", cfg.TC), ctx: rctx, cancel: cancel,
-		kick: make(chan struct{}, 1), core: core, waiters: map[txn.ID]*waiter{}}
+		kick: make(chan struct{}, 1), core: core, waiters: map[txn.ID]*waiter{},
+		recoverStart: recoverStart, recoverEnd: cfg.Now()}
 	c.lg.Info("transaction coordinator recovered", "records", n, "transactions", core.Len())
 	c.mu.Lock()
 	for _, f := range core.Ending() {
@@ -170,6 +175,33 @@ func (c *Coordinator) Info(id txn.ID) (txn.Info, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.core.Info(id)
+}
+
+// Stats is what a running coordinator reports of itself (the admin
+// API's coordinator stats).
+type Stats struct {
+	txn.Stats
+	// Broken: the coordinator stopped serving (closed, or its log
+	// failed).
+	Broken bool
+	// RecoverStart and RecoverEnd are when Start began and finished
+	// reading the log back.
+	RecoverStart, RecoverEnd time.Time
+}
+
+// Stats reports the coordinator.
+func (c *Coordinator) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Stats{Stats: c.core.Stats(), Broken: c.broken, RecoverStart: c.recoverStart, RecoverEnd: c.recoverEnd}
+}
+
+// Held lists the transactions the coordinator holds (open or ending), by
+// id.
+func (c *Coordinator) Held() []txn.Info {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.core.Held()
 }
 
 // NewTxn opens a transaction with the given timeout.

@@ -183,6 +183,15 @@ func TestRecovery(t *testing.T) {
 	if id, _ := r.NewTxn(ctx, 0); id.Least != 2 {
 		t.Fatalf("counter resumed at %v", id)
 	}
+	// Its stats: two held (open 0, the new 2), numbers from 0 given
+	// out up to 2, the recovery's times.
+	st := r.Stats()
+	if st.Held != 2 || st.Lowest != 0 || st.Next != 3 || st.Broken || st.RecoverStart.IsZero() || st.RecoverEnd.Before(st.RecoverStart) {
+		t.Fatalf("stats after recovery: %+v", st)
+	}
+	if held := r.Held(); len(held) != 2 || held[0].ID != open || held[1].ID.Least != 2 {
+		t.Fatalf("held %+v", held)
+	}
 }
 
 func TestTimeoutAborts(t *testing.T) {

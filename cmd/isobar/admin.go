@@ -39,7 +39,7 @@ func newAdminCmd() *cobra.Command {
 	alias(pf, "admin-url", "web-service-url")
 	cmd.PersistentFlags().StringVar(&a.tokenFile, "token-file", os.Getenv("ISOBAR_TOKEN_FILE"), "file holding the token to authenticate with, sent as Authorization: Bearer (env ISOBAR_TOKEN_FILE)")
 	cmd.PersistentFlags().StringVar(&a.trustCerts, "tls-trust-certs-file", os.Getenv("ISOBAR_TLS_TRUST_CERTS_FILE"), "PEM file of the CAs an https:// broker's certificate chains to (env ISOBAR_TLS_TRUST_CERTS_FILE)")
-	cmd.AddCommand(a.clustersCmd(), a.tenantsCmd(), a.namespacesCmd(), a.topicsCmd(), a.brokersCmd(), a.schemasCmd(), a.bookiesCmd(), a.applyCmd())
+	cmd.AddCommand(a.clustersCmd(), a.tenantsCmd(), a.namespacesCmd(), a.topicsCmd(), a.brokersCmd(), a.schemasCmd(), a.bookiesCmd(), a.transactionsCmd(), a.applyCmd())
 	return cmd
 }
 
