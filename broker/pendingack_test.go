@@ -159,8 +159,9 @@ func testPendingAcksSurviveCrash(t *testing.T, mode string) {
 
 // TestPendingAckMarkersNotDelivered: the records of pending
 // acknowledgements and of their ends are entries of the topic's log,
-// between the messages, yet a reader and another subscription get only
-// the messages, before and after the topic is loaded again.
+// between the messages and after them, yet a reader and another
+// subscription get only the messages, before and after the topic is
+// loaded again, and the reader knows when it has read the last.
 func TestPendingAckMarkersNotDelivered(t *testing.T) {
 	e := startEnv(t, withTransactions)
 	client := e.txnClient()
@@ -199,6 +200,12 @@ func TestPendingAckMarkersNotDelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	send(msgNames("m", 4, 8))
+	// The log ends with records: GET_LAST_MESSAGE_ID passes over them.
+	// (m1 again first: its acknowledgement was aborted.)
+	ms = receiveExactly(t, consumer, append([]string{"m1"}, msgNames("m", 4, 8)...)...)
+	if err := consumer.AckWithTxn(ms[1], open); err != nil {
+		t.Fatal(err)
+	}
 	check := func(client pulsar.Client) {
 		t.Helper()
 		reader, err := client.CreateReader(pulsar.ReaderOptions{Topic: topicName, StartMessageID: pulsar.EarliestMessageID()})
@@ -222,6 +229,9 @@ func TestPendingAckMarkersNotDelivered(t *testing.T) {
 		// The records are there, between m3 and m4.
 		if a, b := got[3].ID(), got[4].ID(); a.LedgerID() == b.LedgerID() && b.EntryID()-a.EntryID() < 6 { // three acks, two ends
 			t.Fatalf("m3 at %v, m4 at %v: no records between them", a, b)
+		}
+		if reader.HasNext() {
+			t.Fatal("reader: more after the last message")
 		}
 		nctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
