@@ -1156,7 +1156,8 @@ func (c *conn) handleAck(cmd *pb.CommandAck) {
 			}
 			ps = append(ps, msgIDToPosition(id))
 		}
-		respond(k.sub.txnAck(k, txnID(cmd.GetTxnidMostBits(), cmd.GetTxnidLeastBits()), ps, cmd.GetAckType() == pb.CommandAck_Cumulative))
+		// Answered once its record is stored (or refused).
+		k.sub.txnAck(k, txnID(cmd.GetTxnidMostBits(), cmd.GetTxnidLeastBits()), ps, cmd.GetAckType() == pb.CommandAck_Cumulative, respond)
 		return
 	}
 	if !strings.HasPrefix(k.sub.name, replication.Prefix) {

@@ -2,110 +2,155 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"time"
 
+	"github.com/isobar-mq/isobar/broker/mledger"
 	"github.com/isobar-mq/isobar/broker/txn"
 	"github.com/isobar-mq/isobar/errkind"
+	"github.com/isobar-mq/isobar/wire"
+	"github.com/isobar-mq/isobar/wire/pb"
 )
 
 // Pending acknowledgements (docs/transactions.md): an ACK made in a
-// transaction is recorded, not applied, until the transaction ends.
+// transaction is recorded, not applied, until the transaction ends. The
+// record is a marker entry in the topic's own log (txn.MarkerAck), and
+// so is the end (txn.MarkerAckEnd); the state is the transaction
+// buffer's (txn.Acks), in its snapshot, and replayed with it.
 
-// pendingAcks are one subscription's acknowledgements in open
-// transactions (topicTxn.mu guards them).
-type pendingAcks struct {
-	byPos map[Position]txn.ID
-	byTxn map[txn.ID][]Position
+// txnMarkerEntry is a marker entry of transaction id: never delivered
+// (txnSkip), read back by loadTxnBuffer.
+func (t *Topic) txnMarkerEntry(id txn.ID, marker int32, payload []byte) ([]byte, error) {
+	meta := &pb.MessageMetadata{ProducerName: strp(ReservedPrefix + "txn"), SequenceId: u64p(0), PublishTime: u64p(uint64(t.b.deps.Now().UnixMilli())),
+		MarkerType: &marker, TxnidMostBits: &id.Most, TxnidLeastBits: &id.Least}
+	return wire.AppendEntry(nil, meta, payload)
 }
 
-// txnAck records consumer k's acknowledgement of ps in transaction tid.
-// A position acknowledged already, or pending in another transaction, is
-// a conflict (TransactionConflict), as in Pulsar; nothing is recorded
-// then.
-func (s *subscription) txnAck(k *consumer, tid txn.ID, ps []Position, cumulative bool) error {
+// txnAck records consumer k's acknowledgement of ps in transaction tid
+// and calls done with the outcome. A position acknowledged already, or
+// pending in another transaction, is a conflict (TransactionConflict),
+// as in Pulsar. Otherwise the positions are reserved, their record is
+// appended to the topic's log (no lock held meanwhile), and once it is
+// stored they are pending; a record that could not be stored fails the
+// ACK and leaves nothing pending.
+func (s *subscription) txnAck(k *consumer, tid txn.ID, ps []Position, cumulative bool, done func(error)) {
 	switch {
 	case !s.t.b.cfg.Transactions.Enabled:
-		return errTxnOff
+		done(errTxnOff)
+		return
 	case s.cursor == nil:
-		return fmt.Errorf("%w: a reader cannot acknowledge in a transaction", errkind.ErrNotAllowed)
+		done(fmt.Errorf("%w: a reader cannot acknowledge in a transaction", errkind.ErrNotAllowed))
+		return
 	case cumulative:
-		return fmt.Errorf("%w: cumulative acknowledgements in a transaction are not supported yet", errkind.ErrNotAllowed)
+		done(fmt.Errorf("%w: cumulative acknowledgements in a transaction are not supported yet", errkind.ErrNotAllowed))
+		return
+	case len(ps) == 0:
+		done(nil)
+		return
 	}
 	ctx, cancel := context.WithTimeout(k.c.ctx, 30*time.Second)
 	defer cancel()
+	// The buffer's cursor is made before the first record: replay
+	// starts there.
 	tt, err := s.t.txnBuffer(ctx)
 	if err != nil {
-		return err
+		done(err)
+		return
+	}
+	entry, err := s.t.txnMarkerEntry(tid, txn.MarkerAck, txn.EncodeAck(s.name, ps))
+	if err != nil {
+		done(err)
+		return
 	}
 	tt.mu.Lock()
-	defer tt.mu.Unlock()
-	if tt.acks == nil {
-		tt.acks = map[string]*pendingAcks{}
+	r, err := tt.buf.Acks().Add(s.name, tid, ps, s.cursor.IsAcked, s.t.ml.LastConfirmed())
+	tt.mu.Unlock()
+	if err != nil {
+		done(err)
+		return
 	}
-	pa := tt.acks[s.name]
-	if pa == nil {
-		pa = &pendingAcks{byPos: map[Position]txn.ID{}, byTxn: map[txn.ID][]Position{}}
-		tt.acks[s.name] = pa
-	}
-	for _, p := range ps {
-		if s.cursor.IsAcked(p) {
-			return fmt.Errorf("%w: message %v of subscription %s is acknowledged already", errkind.ErrTransactionConflict, p, s.name)
+	s.t.ml.AddEntryAsync(ctx, entry, func(_ mledger.Position, err error) {
+		s.t.addFailed(err)
+		tt.mu.Lock()
+		if err != nil {
+			tt.buf.Acks().Undo(r)
+		} else {
+			tt.buf.Acks().Confirm(r)
 		}
-		if other, ok := pa.byPos[p]; ok && other != tid {
-			return fmt.Errorf("%w: message %v of subscription %s is acknowledged in transaction %v", errkind.ErrTransactionConflict, p, s.name, other)
+		tt.mu.Unlock()
+		if err == nil {
+			s.acked(k)
 		}
-	}
-	for _, p := range ps {
-		if _, ok := pa.byPos[p]; !ok {
-			pa.byPos[p] = tid
-			pa.byTxn[tid] = append(pa.byTxn[tid], p)
-		}
-	}
-	s.acked(k)
-	return nil
+		done(err)
+	})
 }
 
-// endTxnAcks ends transaction tid on subscription sub: a commit applies
-// its acknowledgements to the cursor, an abort drops them and sends the
-// messages again. A subscription that holds none for tid has nothing to
-// do (an end told twice is done once).
+// endTxnAcks ends transaction tid on subscription sub. Commit: its
+// acknowledgements are applied to the cursor, then the end is recorded
+// in the log, then forgotten. Abort: the end is recorded, then the
+// messages are sent again and forgotten. A crash between the two leaves
+// the acknowledgements pending after the replay, and the coordinator,
+// which has no answer yet, sends the end again: done again, no harm. A
+// subscription that holds none for tid has nothing to do (an end told
+// twice is done once). Ends are written one at a time with the
+// buffer's markers and snapshots (tt.ending).
 func (t *Topic) endTxnAcks(ctx context.Context, sub string, tid txn.ID, a txn.Action) error {
 	tt := t.tx.Load()
 	if tt == nil {
 		return nil
 	}
+	tt.ending.Lock()
+	defer tt.ending.Unlock()
 	tt.mu.Lock()
-	pa := tt.acks[sub]
-	var ps []Position
-	if pa != nil {
-		ps = pa.byTxn[tid]
-	}
+	ps, err := tt.buf.Acks().Ending(sub, tid)
 	tt.mu.Unlock()
-	if len(ps) == 0 {
-		return nil
+	if err != nil || len(ps) == 0 {
+		return err // an ACK of tid is being recorded: the coordinator retries
 	}
-	t.mu.Lock()
-	s := t.subs[sub]
-	t.mu.Unlock()
-	if s == nil {
-		// Unsubscribed meanwhile: nothing to acknowledge.
-		t.forgetTxnAcks(sub, tid)
-		return nil
-	}
-	slices.SortFunc(ps, func(x, y Position) int { return x.Compare(y) })
+	var s *subscription
 	if a == txn.Commit {
-		if s.cursor != nil {
-			if err := s.cursor.AckMany(ctx, ps); err != nil {
+		// The subscription may not be loaded (no consumer since the
+		// topic was): its cursor is.
+		s, err = t.durableSub(ctx, sub)
+		if errors.Is(err, ErrSubNotFound) {
+			s, err = nil, nil // unsubscribed meanwhile: nothing to acknowledge
+		}
+		if err != nil {
+			return err
+		}
+		if s != nil && s.cursor != nil {
+			// Positions that are not in the log (a client's mistake) are
+			// left out; the others are acknowledged.
+			if err := s.cursor.AckMany(ctx, ps); err != nil && !errors.Is(err, mledger.ErrInvalidPosition) {
 				return err // retried by the coordinator
 			}
 			t.subChanged(sub)
+			s.mu.Lock()
+			s.d.Ack(ps)
+			s.mu.Unlock()
 		}
-		s.mu.Lock()
-		s.d.Ack(ps)
-		s.mu.Unlock()
 	} else {
+		t.mu.Lock()
+		s = t.subs[sub]
+		t.mu.Unlock()
+	}
+	entry, err := t.txnMarkerEntry(tid, txn.MarkerAckEnd, txn.EncodeAckEnd(sub, a))
+	if err != nil {
+		return err
+	}
+	_, err = t.ml.AddEntry(ctx, entry)
+	t.addFailed(err)
+	if err != nil {
+		return err
+	}
+	tt.mu.Lock()
+	tt.buf.Acks().End(sub, tid)
+	tt.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	if a == txn.Abort {
 		// The messages go again to the consumers that hold them.
 		s.mu.Lock()
 		for _, c := range s.d.Consumers() {
@@ -113,29 +158,6 @@ func (t *Topic) endTxnAcks(ctx context.Context, sub string, tid txn.ID, a txn.Ac
 		}
 		s.mu.Unlock()
 	}
-	t.forgetTxnAcks(sub, tid)
 	s.kick()
 	return nil
-}
-
-func (t *Topic) forgetTxnAcks(sub string, tid txn.ID) {
-	tt := t.tx.Load()
-	if tt == nil {
-		return
-	}
-	tt.mu.Lock()
-	defer tt.mu.Unlock()
-	pa := tt.acks[sub]
-	if pa == nil {
-		return
-	}
-	for _, p := range pa.byTxn[tid] {
-		if pa.byPos[p] == tid {
-			delete(pa.byPos, p)
-		}
-	}
-	delete(pa.byTxn, tid)
-	if len(pa.byTxn) == 0 {
-		delete(tt.acks, sub)
-	}
 }

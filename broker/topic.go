@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/isobar-mq/isobar/broker/mledger"
+	"github.com/isobar-mq/isobar/broker/txn"
 	"github.com/isobar-mq/isobar/errkind"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/topic"
@@ -544,8 +545,16 @@ func (t *Topic) dispatchNonPersistent(pos mledger.Position, entry []byte) {
 	}
 }
 
+// lastMarkersPassed bounds the transaction markers lastMessageID passes
+// over at the end of the log.
+const lastMarkersPassed = 256
+
 // lastMessageID returns the last entry's position and, for a batch, the
-// index of its last message (-1 otherwise).
+// index of its last message (-1 otherwise). Transaction markers at the
+// end of the log (up to lastMarkersPassed) are passed over, as Pulsar
+// does: they are never delivered, and a reader told that one is the last
+// would wait for it (HasNext true, Next never answered). A log of
+// markers only is answered as an empty one.
 func (t *Topic) lastMessageID(ctx context.Context) (mledger.Position, int32, error) {
 	if t.ml == nil {
 		return mledger.Position{Ledger: 0, Entry: t.npLast()}, -1, nil
@@ -554,18 +563,29 @@ func (t *Topic) lastMessageID(ctx context.Context) (mledger.Position, int32, err
 	if last.Entry < 0 {
 		return last, -1, nil
 	}
-	es, _, err := t.ml.Read(ctx, last, 1)
-	if err != nil || len(es) == 0 {
-		return last, -1, err
+	p := last
+	for range lastMarkersPassed {
+		es, _, err := t.ml.Read(ctx, p, 1)
+		if err != nil || len(es) == 0 {
+			return p, -1, err
+		}
+		meta, _, err := wire.DecodeEntry(es[0].Data)
+		if err != nil {
+			return p, -1, nil
+		}
+		if !txn.IsMarker(meta.GetMarkerType()) {
+			if meta.NumMessagesInBatch != nil {
+				return p, meta.GetNumMessagesInBatch() - 1, nil
+			}
+			return p, -1, nil
+		}
+		prev, ok := t.ml.Prev(p)
+		if !ok {
+			return mledger.Position{Ledger: p.Ledger, Entry: -1}, -1, nil
+		}
+		p = prev
 	}
-	meta, _, err := wire.DecodeEntry(es[0].Data)
-	if err != nil {
-		return last, -1, nil
-	}
-	if meta.NumMessagesInBatch != nil {
-		return last, meta.GetNumMessagesInBatch() - 1, nil
-	}
-	return last, -1, nil
+	return p, -1, nil
 }
 
 // terminate ends the topic (Pulsar's terminate): the messages already

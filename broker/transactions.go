@@ -644,15 +644,17 @@ func withTxnID(entry []byte, id txn.ID) ([]byte, error) {
 
 // topicTxn is a topic's transaction buffer and its snapshot cursor.
 type topicTxn struct {
-	// ending serialises the writes of markers and snapshots: a snapshot
-	// taken at the log's end never misses a marker stored before it.
+	// ending serialises the writes of commit and abort markers, the ends
+	// of pending acknowledgements and snapshots: a snapshot never misses
+	// one of them stored before it. The records of pending
+	// acknowledgements are written without it (txn.Acks.SnapshotAt says
+	// where a snapshot may stand while some are in flight).
 	ending sync.Mutex
 	mu     sync.Mutex
-	buf    *txn.Buffer
-	cur    *mledger.Cursor
-	// acks are the subscriptions' pending acknowledgements
-	// (pendingack.go), by subscription; nil until one.
-	acks map[string]*pendingAcks
+	// buf holds the subscriptions' pending acknowledgements too
+	// (pendingack.go).
+	buf *txn.Buffer
+	cur *mledger.Cursor
 }
 
 // loadTxnBuffer restores the transaction buffer of a topic that has one
@@ -691,11 +693,13 @@ func (t *Topic) loadTxnBuffer(ctx context.Context) error {
 			break
 		}
 		for _, e := range es {
-			meta, _, err := wire.DecodeEntry(e.Data)
+			meta, payload, err := wire.DecodeEntry(e.Data)
 			if err != nil || (meta.TxnidMostBits == nil && meta.TxnidLeastBits == nil) || meta.GetReplicatedFrom() != "" {
 				continue
 			}
-			buf.Replay(txnID(meta.GetTxnidMostBits(), meta.GetTxnidLeastBits()), e.Position, meta.GetMarkerType())
+			if err := buf.Replay(txnID(meta.GetTxnidMostBits(), meta.GetTxnidLeastBits()), e.Position, meta.GetMarkerType(), payload); err != nil {
+				t.b.log.Error("transaction record unreadable; skipped", "topic", t.name.String(), "position", e.Position.String(), "err", err)
+			}
 		}
 		from = next
 	}
@@ -764,9 +768,7 @@ func (t *Topic) endTxn(ctx context.Context, id txn.ID, a txn.Action) error {
 	if a == txn.Abort {
 		marker = txn.MarkerAbort
 	}
-	meta := &pb.MessageMetadata{ProducerName: strp(ReservedPrefix + "txn"), SequenceId: u64p(0), PublishTime: u64p(uint64(t.b.deps.Now().UnixMilli())),
-		MarkerType: &marker, TxnidMostBits: &id.Most, TxnidLeastBits: &id.Least}
-	entry, err := wire.AppendEntry(nil, meta, nil)
+	entry, err := t.txnMarkerEntry(id, marker, nil)
 	if err != nil {
 		return err
 	}
@@ -780,14 +782,42 @@ func (t *Topic) endTxn(ctx context.Context, id txn.ID, a txn.Action) error {
 	if first, ok := t.ml.FirstPosition(); ok {
 		tt.buf.Trim(first)
 	}
+	// The snapshot stands at the marker (a replay starts after it), or
+	// earlier while records of pending acknowledgements are in flight.
+	at := tt.buf.Acks().SnapshotAt(pos)
 	snap := tt.buf.Snapshot()
 	tt.mu.Unlock()
-	// The snapshot stands at the marker: a replay starts after it.
-	if err := tt.cur.MarkDeleteWithProperties(ctx, pos, map[string]string{txnSnapshotProp: string(snap)}); err != nil && !errors.Is(err, mledger.ErrInvalidPosition) {
+	if err := tt.storeSnapshot(ctx, at, snap); err != nil {
 		t.b.log.Debug("transaction buffer snapshot not stored", "topic", t.name.String(), "err", err)
 	}
 	t.kickAll()
 	return nil
+}
+
+// storeSnapshot stores snap, the buffer's state, as standing at at
+// (tt.ending held): the records after at are replayed over it. A
+// snapshot stands only after the last one (the cursor's mark-delete
+// position never goes back; storing one earlier would make a replay
+// start too late for it): an earlier one is not stored, and the next
+// end or maintenance pass takes one.
+//
+// Why at may be earlier than where the snapshot was meant to stand: the
+// record of a pending acknowledgement is written without tt.ending. One
+// whose add has confirmed in the log but whose completion has not been
+// applied yet is behind the log's end, yet not in the state: a snapshot
+// at the log's end would lose it. Standing no later than the log's end
+// when the oldest such write began (txn.Acks.SnapshotAt), the snapshot
+// has every record before it, and those after it are replayed
+// (replaying a record the state has already changes nothing).
+func (tt *topicTxn) storeSnapshot(ctx context.Context, at mledger.Position, snap []byte) error {
+	if at.Compare(tt.cur.MarkDelete()) <= 0 {
+		return nil
+	}
+	err := tt.cur.MarkDeleteWithProperties(ctx, at, map[string]string{txnSnapshotProp: string(snap)})
+	if errors.Is(err, mledger.ErrInvalidPosition) {
+		return nil // (not an entry: the log's end moved meanwhile, or the ledger list is empty)
+	}
+	return err
 }
 
 // snapshotTxnBuffer moves the transaction buffer's snapshot to the end of
@@ -808,13 +838,10 @@ func (t *Topic) snapshotTxnBuffer(ctx context.Context) error {
 	if first, ok := t.ml.FirstPosition(); ok {
 		tt.buf.Trim(first)
 	}
+	at := tt.buf.Acks().SnapshotAt(last)
 	snap := tt.buf.Snapshot()
 	tt.mu.Unlock()
-	err := tt.cur.MarkDeleteWithProperties(ctx, last, map[string]string{txnSnapshotProp: string(snap)})
-	if errors.Is(err, mledger.ErrInvalidPosition) {
-		return nil // (the log's end moved meanwhile, or the ledger list is empty)
-	}
-	return err
+	return tt.storeSnapshot(ctx, at, snap)
 }
 
 // kickAll wakes every dispatcher of the topic.
@@ -842,15 +869,17 @@ func (t *Topic) txnLimit() (mledger.Position, bool) {
 	return tt.buf.Limit()
 }
 
-// txnSkip says whether an entry is never delivered: a marker, or an
-// entry of an aborted transaction.
+// txnSkip says whether an entry is never delivered: a transaction's
+// marker (commit, abort, pending acknowledgements), or an entry of an
+// aborted transaction. Markers are skipped even on a topic whose buffer
+// is not loaded (transactions turned off since they were written).
 func (t *Topic) txnSkip(meta *pb.MessageMetadata) bool {
+	marker := txn.IsMarker(meta.GetMarkerType())
 	tt := t.tx.Load()
 	if tt == nil {
-		return false
+		return marker
 	}
 	hasTxn := meta.TxnidMostBits != nil || meta.TxnidLeastBits != nil
-	marker := meta.GetMarkerType() == txn.MarkerCommit || meta.GetMarkerType() == txn.MarkerAbort
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	return tt.buf.Skip(txnID(meta.GetTxnidMostBits(), meta.GetTxnidLeastBits()), hasTxn, marker, meta.GetReplicatedFrom() != "")

@@ -33,12 +33,18 @@ type Buffer struct {
 	// refined: the ongoing transactions whose first entry confirmed (or
 	// was read back): their limit no longer moves.
 	refined map[ID]struct{}
+	// acks are the subscriptions' pending acknowledgements, whose records
+	// are in the same log and whose state is in the same snapshot.
+	acks *Acks
 }
 
 // NewBuffer makes an empty buffer.
 func NewBuffer() *Buffer {
-	return &Buffer{ongoing: map[ID]Position{}, aborted: map[ID]Position{}, refined: map[ID]struct{}{}}
+	return &Buffer{ongoing: map[ID]Position{}, aborted: map[ID]Position{}, refined: map[ID]struct{}{}, acks: NewAcks()}
 }
+
+// Acks are the pending acknowledgements of the topic's subscriptions.
+func (b *Buffer) Acks() *Acks { return b.acks }
 
 // Write is called before an entry of transaction id is added to the
 // log, whose last confirmed position is then last: until the add
@@ -100,8 +106,8 @@ func (b *Buffer) Limit() (Position, bool) {
 	return lim, found
 }
 
-// Skip says whether an entry must never be delivered: a marker, or an
-// entry of an aborted transaction. Replicated entries are committed in
+// Skip says whether an entry must never be delivered: a marker (any of
+// IsMarker's), or an entry of an aborted transaction. Replicated entries are committed in
 // their own region: their transaction ids mean nothing here.
 func (b *Buffer) Skip(id ID, hasTxn, marker, replicated bool) bool {
 	if marker {
@@ -114,10 +120,14 @@ func (b *Buffer) Skip(id ID, hasTxn, marker, replicated bool) bool {
 	return ok
 }
 
-// Replay applies an entry read back from the log at p (recovery): a
-// marker ends its transaction, an entry of a transaction not ended makes
-// it ongoing.
-func (b *Buffer) Replay(id ID, p Position, marker int32) {
+// Replay applies an entry of transaction id read back from the log at p
+// (recovery): a commit or abort marker ends its transaction, a
+// pending-ack record goes to Acks (payload is the entry's), an entry of a
+// transaction not ended makes it ongoing.
+func (b *Buffer) Replay(id ID, p Position, marker int32, payload []byte) error {
+	if ok, err := b.acks.Replay(id, marker, payload); ok {
+		return err
+	}
 	switch marker {
 	case MarkerCommit:
 		b.End(id, Commit, p)
@@ -125,13 +135,14 @@ func (b *Buffer) Replay(id ID, p Position, marker int32) {
 		b.End(id, Abort, p)
 	default:
 		if _, ok := b.aborted[id]; ok {
-			return
+			return nil
 		}
 		if _, ok := b.ongoing[id]; !ok {
 			b.ongoing[id] = Position{Ledger: p.Ledger, Entry: p.Entry - 1}
 			b.refined[id] = struct{}{}
 		}
 	}
+	return nil
 }
 
 // Trim forgets the aborted transactions whose markers are before first,
@@ -145,7 +156,9 @@ func (b *Buffer) Trim(first Position) {
 }
 
 // Empty says whether the buffer holds nothing.
-func (b *Buffer) Empty() bool { return len(b.ongoing) == 0 && len(b.aborted) == 0 }
+func (b *Buffer) Empty() bool {
+	return len(b.ongoing) == 0 && len(b.aborted) == 0 && b.acks.Empty()
+}
 
 type snapTxn struct {
 	Most   uint64 `json:"most"`
@@ -157,6 +170,9 @@ type snapTxn struct {
 type snapshot struct {
 	Ongoing []snapTxn `json:"ongoing,omitempty"`
 	Aborted []snapTxn `json:"aborted,omitempty"`
+	// Acks are the stored pending acknowledgements, by subscription and
+	// transaction (absent from snapshots written before they were kept).
+	Acks []snapAck `json:"acks,omitempty"`
 }
 
 func snapList(m map[ID]Position) []snapTxn {
@@ -173,9 +189,10 @@ func snapList(m map[ID]Position) []snapTxn {
 	return out
 }
 
-// Snapshot encodes the buffer.
+// Snapshot encodes the buffer, its pending acknowledgements with it. A
+// snapshot meant to stand at p must stand at b.Acks().SnapshotAt(p).
 func (b *Buffer) Snapshot() []byte {
-	s, _ := json.Marshal(snapshot{Ongoing: snapList(b.ongoing), Aborted: snapList(b.aborted)}) // plain fields
+	s, _ := json.Marshal(snapshot{Ongoing: snapList(b.ongoing), Aborted: snapList(b.aborted), Acks: b.acks.snapshot()}) // plain fields
 	return s
 }
 
@@ -193,6 +210,9 @@ func RestoreBuffer(data []byte) (*Buffer, error) {
 	}
 	for _, t := range s.Aborted {
 		b.aborted[ID{t.Most, t.Least}] = Position{Ledger: t.Ledger, Entry: t.Entry}
+	}
+	for _, a := range s.Acks {
+		b.acks.restore(a.Sub, ID{a.Most, a.Least}, fromSnapPos(a.Pos))
 	}
 	return b, nil
 }

@@ -87,13 +87,13 @@ func TestBufferEntryZero(t *testing.T) {
 func TestBufferReplay(t *testing.T) {
 	a, c, d := ID{0, 1}, ID{0, 2}, ID{1, 3}
 	b := NewBuffer()
-	b.Replay(a, pos(1, 0), 0)
-	b.Replay(c, pos(1, 1), 0)
-	b.Replay(a, pos(1, 2), 0)
+	b.Replay(a, pos(1, 0), 0, nil)
+	b.Replay(c, pos(1, 1), 0, nil)
+	b.Replay(a, pos(1, 2), 0, nil)
 	snap := b.Snapshot()
-	b.Replay(c, pos(1, 3), MarkerAbort)
-	b.Replay(d, pos(1, 4), 0)
-	b.Replay(a, pos(1, 5), MarkerCommit)
+	b.Replay(c, pos(1, 3), MarkerAbort, nil)
+	b.Replay(d, pos(1, 4), 0, nil)
+	b.Replay(a, pos(1, 5), MarkerCommit, nil)
 	wantLimit(t, b, pos(1, 3), true)
 	if !b.Skip(c, true, false, false) {
 		t.Fatal("aborted c delivered")
@@ -103,14 +103,14 @@ func TestBufferReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantLimit(t, r, pos(1, -1), true)
-	r.Replay(c, pos(1, 3), MarkerAbort)
-	r.Replay(d, pos(1, 4), 0)
-	r.Replay(a, pos(1, 5), MarkerCommit)
+	r.Replay(c, pos(1, 3), MarkerAbort, nil)
+	r.Replay(d, pos(1, 4), 0, nil)
+	r.Replay(a, pos(1, 5), MarkerCommit, nil)
 	if string(r.Snapshot()) != string(b.Snapshot()) {
 		t.Fatalf("restored and replayed %s, want %s", r.Snapshot(), b.Snapshot())
 	}
 	// An entry of an aborted transaction read back does not reopen it.
-	r.Replay(c, pos(1, 6), 0)
+	r.Replay(c, pos(1, 6), 0, nil)
 	if r.Ongoing(c) {
 		t.Fatal("aborted transaction reopened")
 	}
