@@ -17,6 +17,7 @@ import (
 
 	"github.com/isobar-mq/isobar/bookie"
 	"github.com/isobar-mq/isobar/bookie/proto"
+	"github.com/isobar-mq/isobar/internal/proctest"
 	"github.com/isobar-mq/isobar/metastore"
 )
 
@@ -112,14 +113,9 @@ func (c *childBookie) kill() {
 	c.cmd.Wait()
 }
 
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// freePort is a loopback address with a port below the kernel's
+// ephemeral range (see proctest.FreePort).
+func freePort(t *testing.T) string { return proctest.Addr(proctest.FreePort(t)) }
 
 // TestSIGKILLLosesNoAckedEntry kills a bookie process with SIGKILL in the
 // middle of a pipelined write load, several times, with frequent flushes so

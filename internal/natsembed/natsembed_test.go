@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"runtime"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/isobar-mq/isobar/internal/proctest"
 )
 
 // testLogger writes NATS logs to stderr when ISOBAR_TEST_NATS_LOG is set.
@@ -188,15 +189,12 @@ func TestThreeRegionsEveryPairRoutes(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort is a port below the kernel's ephemeral range, never handed
+// out twice: a port of that range picked by listening on :0 can be taken
+// as the source port of an outgoing connection before the server that is
+// to listen on it starts (this test failed so, beside other packages'
+// tests).
+func freePort(t *testing.T) int { return proctest.FreePort(t) }
 
 func TestRestartWithSamePorts(t *testing.T) {
 	for _, tc := range []struct {
