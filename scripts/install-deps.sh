@@ -14,9 +14,22 @@
 # runs this first, so CI runs those tests instead of skipping them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The Debian packages (downloads and unpacking: mostly waiting on the
+# network and the disk) install in the background while the Go tools
+# build (the CPU); apt allows one install at a time, so those two run in
+# turn.
+debs_log=$(mktemp)
+(bash scripts/install-prometheus.sh >/dev/null && bash scripts/install-chromium.sh >/dev/null) >"$debs_log" 2>&1 &
+debs=$!
 go mod download
-bash scripts/install-prometheus.sh >/dev/null
 bash scripts/install-tofu.sh >/dev/null
-bash scripts/install-chromium.sh >/dev/null
 bash scripts/install-helm.sh >/dev/null
 bash scripts/install-compose.sh
+if ! wait "$debs"; then
+	cat "$debs_log" >&2
+	rm -f "$debs_log"
+	echo "install-deps: installing Debian's prometheus or chromium failed (above)" >&2
+	exit 1
+fi
+cat "$debs_log" >&2
+rm -f "$debs_log"
