@@ -29,7 +29,8 @@ import (
 type TransactionsConfig struct {
 	// Enabled serves Pulsar's transaction commands; off, they are
 	// answered NotAllowed and clients with transactions enabled fail to
-	// start (the coordinator assign topic has no partitions).
+	// start (the coordinator assign topic has no partitions). Off by
+	// default; on by default in isobar standalone and isobar dev.
 	Enabled bool `yaml:"enabled"`
 	// Coordinators is the number of transaction coordinators (TC
 	// partitions) of the region; zero means 1. Every broker of a region

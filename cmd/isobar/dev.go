@@ -82,6 +82,7 @@ func newDevCmd(g *globalFlags) *cobra.Command {
 		wanDelay time.Duration
 		control  string
 		secure   bool
+		txns     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -131,7 +132,9 @@ TLS URLs, the CA file and the token file.`,
 				fc.WAN = &region.WANConfig{Latency: wanDelay}
 			}
 			for _, name := range names {
-				fc.Regions = append(fc.Regions, region.Config{Name: name, DataDir: filepath.Join(dataDir, name), Bookies: bookies})
+				rcfg := region.Config{Name: name, DataDir: filepath.Join(dataDir, name), Bookies: bookies}
+				rcfg.Broker.Transactions.Enabled = txns
+				fc.Regions = append(fc.Regions, rcfg)
 			}
 			if _, err := rc.g.logger(); err != nil {
 				return err
@@ -221,6 +224,7 @@ TLS URLs, the CA file and the token file.`,
 	fl.IntVar(&bookies, "bookies", 3, "bookies per region")
 	fl.DurationVar(&wanDelay, "wan-latency", 0, "run links between regions through an emulated WAN with this one-way delay (e.g. 40ms)")
 	fl.BoolVar(&secure, "secure", false, secureUsage)
+	fl.BoolVar(&txns, "transactions", true, "serve Pulsar transactions (each region's coordinators are placed by namespace pulsar/system)")
 	fl.StringVar(&control, "control-addr", "", "address of the fault-control API for failover drills (default 127.0.0.1:<base-port+12>; empty: none)")
 	return cmd
 }

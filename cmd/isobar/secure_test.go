@@ -85,7 +85,8 @@ func TestStandaloneSecure(t *testing.T) {
 		}
 
 		c, err := pulsar.NewClient(pulsar.ClientOptions{URL: e.ServiceURLTLS, TLSTrustCertsFilePath: eps.CAFile,
-			Authentication: pulsar.NewAuthenticationTokenFromFile(eps.TokenFile), OperationTimeout: 20 * time.Second, Logger: quietPulsarLogger()})
+			Authentication: pulsar.NewAuthenticationTokenFromFile(eps.TokenFile), OperationTimeout: 20 * time.Second, Logger: quietPulsarLogger(),
+			EnableTransaction: true}) // on by default in a standalone
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,6 +107,20 @@ func TestStandaloneSecure(t *testing.T) {
 		if err != nil || string(m.Payload()) != "secure" {
 			t.Fatalf("receive over TLS: %v", err)
 		}
+		// Transactions are on: a committed message arrives.
+		txn, err := c.NewTransaction(time.Minute)
+		if err != nil {
+			t.Fatalf("a standalone serves transactions by default: %v", err)
+		}
+		if _, err := p.Send(sctx, &pulsar.ProducerMessage{Payload: []byte("in a transaction"), Transaction: txn}); err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.Commit(sctx); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := cons.Receive(sctx); err != nil || string(m.Payload()) != "in a transaction" {
+			t.Fatalf("receive the committed message: %v", err)
+		}
 		scancel()
 		c.Close()
 
@@ -122,7 +137,7 @@ func TestStandaloneSecure(t *testing.T) {
 		if out, err := run(cctx, append([]string{"client", "produce", topic, "-m", "cli"}, tls...)...); err != nil {
 			t.Errorf("isobar client produce over TLS: %v\n%s", err, out)
 		}
-		if out, err := run(cctx, append([]string{"client", "consume", topic, "-s", "cli", "-p", "Earliest", "-n", "2"}, tls...)...); err != nil || !strings.Contains(out, "cli") {
+		if out, err := run(cctx, append([]string{"client", "consume", topic, "-s", "cli", "-p", "Earliest", "-n", "3"}, tls...)...); err != nil || !strings.Contains(out, "cli") {
 			t.Errorf("isobar client consume over TLS: %v\n%s", err, out)
 		}
 		ccancel()

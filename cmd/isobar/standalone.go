@@ -10,6 +10,9 @@ import (
 
 func newStandaloneCmd(g *globalFlags) *cobra.Command {
 	rc := &roleCmd{g: g}
+	// Transactions are on, as in a Pulsar standalone; the file
+	// (broker.transactions.enabled) or the environment turns them off.
+	rc.file.Broker.Transactions.Enabled = true
 	var (
 		dataDir        string
 		host           string
@@ -30,7 +33,9 @@ func newStandaloneCmd(g *globalFlags) *cobra.Command {
 bookie ensemble and brokers, with the Pulsar protocol on --broker-port
 (6650) and the admin REST API on --http-port (8080). Cluster "standalone",
 tenant "public" and namespace "public/default" exist, and topics are
-created on first use, as in a Pulsar standalone. Data lives under
+created on first use, as in a Pulsar standalone. Transactions are on (the
+coordinator is placed by namespace "pulsar/system", which exists too);
+broker.transactions.enabled: false in the file turns them off. Data lives under
 --data-dir; a restart on the same directory keeps every topic and
 subscription. Ctrl-C (SIGTERM) stops it gracefully, a second one at once.
 The endpoints are written to <data-dir>/endpoints.json.
