@@ -30,6 +30,7 @@ func TestReplicationCatchesUpAfterPartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
+	t.Parallel()
 	f := startFederationWith(t, 2, nil, region.Deps{}, func(c *region.FederationConfig) {
 		c.WAN = &region.WANConfig{Latency: 40 * time.Millisecond}
 	})

@@ -67,6 +67,7 @@ func TestDeletesReachEveryRegion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
+	t.Parallel()
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprintf("%d regions", n), func(t *testing.T) {
 			f := startFederation(t, n, nil)
@@ -214,6 +215,7 @@ func TestDeleteWhileARegionIsPartitioned(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
+	t.Parallel()
 	f := startFederationWith(t, 2, nil, region.Deps{}, func(c *region.FederationConfig) {
 		c.WAN = &region.WANConfig{Latency: 5 * time.Millisecond}
 	})
@@ -275,6 +277,7 @@ func TestDeleteWhileARegionIsDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
+	t.Parallel()
 	f := startFederation(t, 2, nil)
 	r0 := f.Regions[0]
 	c0 := pulsarClient(t, r0.Endpoints().ServiceURL)

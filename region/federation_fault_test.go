@@ -231,6 +231,7 @@ func TestReplicationKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation fault test: skipped with -short")
 	}
+	t.Parallel()
 	start := time.Now()
 	f := startFederation(t, 2, func(i int, c *region.Config) {
 		c.Brokers = 2

@@ -317,6 +317,7 @@ func TestReplicationAddRemoveRegion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
+	t.Parallel()
 	f := startFederation(t, 3, func(_ int, c *region.Config) {
 		c.Broker.MaintenanceInterval = 200 * time.Millisecond // drops a removed region's cursor
 	})
@@ -401,6 +402,7 @@ func TestTopicReplicationOverride(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
+	t.Parallel()
 	f := startFederation(t, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

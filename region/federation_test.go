@@ -153,6 +153,7 @@ func TestFullMeshReplication(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
+	t.Parallel()
 	f := startFederation(t, 3, nil)
 	const n = 300
 	topicName := "persistent://acme/geo/mesh"

@@ -34,6 +34,7 @@ func TestShortStoreOutagesCostClientsNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		ttl     time.Duration // broker.fenceLeaseTTL (0: the default)

@@ -29,6 +29,7 @@ func TestAdminWritesWhileTheGlobalStoreIsUnreachable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
+	t.Parallel()
 	var hold time.Duration
 	if s := os.Getenv("ISOBAR_GLOBAL_OUTAGE"); s != "" {
 		d, err := time.ParseDuration(s)

@@ -33,6 +33,7 @@ func TestHealthTellsTheTruth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("region test: skipped with -short")
 	}
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r, err := region.Start(ctx, region.Config{Name: "health", DataDir: t.TempDir(), Bookies: 3}, region.Deps{})

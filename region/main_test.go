@@ -3,26 +3,26 @@ package region_test
 import (
 	"flag"
 	"os"
+	"strconv"
 	"testing"
 )
 
-// regionTimeout is this package's own test timeout when the caller gives
-// none: its federation tests (real regions, faults, drills) take 10 to 13
-// minutes on 2 cores, beyond go test's default of 10, and `go test ./...`
-// must pass as it is. Any other -timeout is kept.
-const regionTimeout = "30m"
-
-// goTestDefaultTimeout is go test's default -timeout, as the flag prints
-// it.
-const goTestDefaultTimeout = "10m0s"
+// regionParallel is how many of this package's parallel tests run at
+// once when the caller does not say (-parallel). Its long tests are
+// federations of real regions that mostly wait (leases expiring,
+// failovers, stores coming back: about half a core each on 2 cores), and
+// run one after the other they take about 10 minutes, which is as long as
+// go test lets a package run by default (the go command kills a test
+// binary at its -timeout plus a minute, whatever the binary sets for
+// itself). Those tests call t.Parallel and run four at a time.
+const regionParallel = 4
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	// go test passes its default as if given (-test.timeout=10m0s), so
-	// the default is told apart by its value; 0 (no timeout) and any
-	// other value are kept.
-	if f := flag.Lookup("test.timeout"); f != nil && f.Value.String() == goTestDefaultTimeout {
-		if err := flag.Set("test.timeout", regionTimeout); err != nil {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(regionParallel)); err != nil {
 			panic(err)
 		}
 	}

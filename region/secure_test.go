@@ -33,6 +33,7 @@ import (
 // NATS) refuse another region's credentials and none, as its brokers
 // refuse another region's replicator role.
 func TestSecureFederation(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	files, err := secrets.Ensure(dir+"/secrets", []string{"r0", "r1"}, nil)
 	if err != nil {

@@ -30,6 +30,7 @@ import (
 // (401 without a valid token, 403 without the permission; on the wire
 // AuthenticationError and AuthorizationError), with nothing created.
 func TestTokenAuthorizationEndToEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	secret := auth.NewSecretKey()
 	keyFile := filepath.Join(dir, "secret.key")
@@ -306,6 +307,7 @@ func TestReplicationWithTokens(t *testing.T) {
 // from the common name), through pulsar-client-go's AuthenticationTLS
 // and pulsaradmin's TLS key pair.
 func TestTLSWithTokens(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	now := time.Now()
 	ca, err := tlsfiles.NewCA("isobar test CA", now.Add(-time.Hour), now.Add(24*time.Hour))

@@ -292,6 +292,7 @@ func TestActiveStandbyUnplannedFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation failover test: skipped with -short")
 	}
+	t.Parallel()
 	for _, fault := range []string{"kill", "kill-auto", "partition"} {
 		t.Run(fault, func(t *testing.T) {
 			f := startFederationWith(t, 2, nil, region.Deps{}, func(c *region.FederationConfig) {
@@ -481,6 +482,7 @@ func TestActiveStandbyThreeRegionsAndFailback(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation failover test: skipped with -short")
 	}
+	t.Parallel()
 	f := startFederation(t, 3, nil)
 	r0, r2 := f.Regions[0], f.Regions[2]
 	setPrimary(t, r0, "acme/geo", "r0")

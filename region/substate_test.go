@@ -29,6 +29,7 @@ func TestSubscriptionStateFollowsThePrimary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation failover test: skipped with -short")
 	}
+	t.Parallel()
 	f := startFederation(t, 2, nil)
 	r0, r1 := f.Regions[0], f.Regions[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

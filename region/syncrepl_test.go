@@ -31,6 +31,7 @@ func TestSyncReplicationFailoverLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation failover test: skipped with -short")
 	}
+	t.Parallel()
 	for _, fault := range []string{"kill", "partition"} {
 		t.Run(fault, func(t *testing.T) {
 			f := startFederationWith(t, 2, nil, region.Deps{}, func(c *region.FederationConfig) {

@@ -21,6 +21,7 @@ func TestWANLatencyAndPartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("federation test: skipped with -short")
 	}
+	t.Parallel()
 	const latency = 40 * time.Millisecond
 	f := startFederationWith(t, 2, nil, region.Deps{}, func(c *region.FederationConfig) {
 		c.WAN = &region.WANConfig{Latency: latency}
