@@ -15,15 +15,12 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/isobar-mq/isobar/bookie"
-	"github.com/isobar-mq/isobar/broker"
 	"github.com/isobar-mq/isobar/globalconfig/policy"
 	"github.com/isobar-mq/isobar/internal/lifecycle"
 	"github.com/isobar-mq/isobar/internal/natsembed"
@@ -31,7 +28,6 @@ import (
 	"github.com/isobar-mq/isobar/metastore"
 	"github.com/isobar-mq/isobar/observability"
 	"github.com/isobar-mq/isobar/roles"
-	"github.com/isobar-mq/isobar/topic"
 )
 
 // Config describes one region run in one process. Its own keys are the
@@ -710,23 +706,16 @@ func (j *joiner) Start(ctx context.Context) error {
 		return errors.New("no broker to write the configuration through")
 	}
 	cluster := r.cfg.clusterName()
-	namespaces := r.cfg.ReplicatedNamespaces
-	if r.cfg.Broker.Transactions.Enabled {
-		// The transaction coordinators are placed by the bundles of
-		// pulsar/system (docs/transactions.md); it holds no topics, so
-		// joining it replicates nothing.
-		namespaces = append(slices.Clip(namespaces), "pulsar/system")
-	}
-	for _, ns := range namespaces {
+	for _, ns := range r.cfg.ReplicatedNamespaces {
 		tenant, _, _ := strings.Cut(ns, "/")
 		if err := JoinNamespace(ctx, pol, tenant, ns, cluster); err != nil {
 			return err
 		}
 	}
 	if r.cfg.Broker.Transactions.Enabled {
-		// The coordinator assign topic, as a partitioned topic record,
-		// so that lookups over HTTP find the coordinators as well.
-		return ensureTCAssign(ctx, pol, r.cfg.Broker.Transactions.Coordinators)
+		// Each broker does it as it starts (roles.Broker); again here,
+		// for a region whose brokers started before it was federated.
+		return roles.EnsureTransactionSystem(ctx, pol, cluster, r.cfg.Broker.Transactions.Coordinators)
 	}
 	return nil
 }
@@ -734,60 +723,9 @@ func (j *joiner) Start(ctx context.Context) error {
 func (j *joiner) Shutdown(context.Context) error { return nil }
 func (j *joiner) Abort()                         {}
 
-// ensureTCAssign records the transaction coordinator assign topic with
-// n partitions (at least 1), unless it exists.
-func ensureTCAssign(ctx context.Context, pol *policy.Store, n int) error {
-	name, err := topic.Parse(broker.TCAssignTopic)
-	if err != nil {
-		return err
-	}
-	if _, ok, err := pol.Partitions(ctx, name); err != nil || ok {
-		return err
-	}
-	if err := pol.CreatePartitioned(ctx, name, max(1, n)); err != nil && !errors.Is(err, policy.ErrExists) {
-		return fmt.Errorf("transaction coordinator assign topic: %w", err)
-	}
-	return nil
-}
-
 // JoinNamespace creates tenant and namespace ns ("tenant/name") if they
 // are missing and adds cluster to the tenant's allowed clusters and to
-// the namespace's replication clusters, retrying until both hold it (two
-// regions may join at once) or ctx ends.
+// the namespace's replication clusters (roles.JoinNamespace).
 func JoinNamespace(ctx context.Context, pol *policy.Store, tenant, ns, cluster string) error {
-	for {
-		ti, err := pol.Tenant(ctx, tenant)
-		switch {
-		case errors.Is(err, policy.ErrNotFound):
-			err = pol.CreateTenant(ctx, tenant, policy.TenantInfo{AdminRoles: []string{}, AllowedClusters: []string{cluster}})
-		case err == nil && !slices.Contains(ti.AllowedClusters, cluster):
-			ti.AllowedClusters = append(slices.Clone(ti.AllowedClusters), cluster)
-			err = pol.UpdateTenant(ctx, tenant, ti)
-		case err == nil:
-			p, nerr := pol.Namespace(ctx, ns)
-			switch {
-			case errors.Is(nerr, policy.ErrNotFound):
-				err = pol.CreateNamespace(ctx, ns, &policy.Policies{ReplicationClusters: []string{cluster}})
-			case nerr == nil && !slices.Contains(p.ReplicationClusters, cluster):
-				_, err = pol.UpdateNamespace(ctx, ns, func(p *policy.Policies) error {
-					if !slices.Contains(p.ReplicationClusters, cluster) {
-						p.ReplicationClusters = append(p.ReplicationClusters, cluster)
-					}
-					return nil
-				})
-			case nerr == nil:
-				return nil // joined
-			default:
-				err = nerr
-			}
-		}
-		if err != nil && !errors.Is(err, policy.ErrExists) && !errors.Is(err, policy.ErrConflict) {
-			return fmt.Errorf("join namespace %s: %w", ns, err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("join namespace %s: %w", ns, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return roles.JoinNamespace(ctx, pol, tenant, ns, cluster)
 }

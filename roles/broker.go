@@ -660,6 +660,17 @@ func (c *Broker) serve(ctx context.Context) error {
 	if err := c.registerCluster(ctx, c.cluster); err != nil {
 		return err
 	}
+	if c.cfg.Transactions.Enabled {
+		// The coordinators are placed by pulsar/system's bundles: a
+		// region of separate broker processes has no one else to
+		// create it.
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := EnsureTransactionSystem(tctx, c.pol.store, c.cluster, c.cfg.Transactions.Coordinators)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("transactions: %w", err)
+		}
+	}
 	bc := c.bc
 	c.logger.Info("broker serving", "serviceUrl", bc.ServiceURL, "webServiceUrl", bc.HTTPURL, "serviceUrlTls", bc.ServiceURLTLS, "webServiceUrlTls", bc.HTTPURLTLS, "cluster", c.cluster)
 	return nil

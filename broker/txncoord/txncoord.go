@@ -60,6 +60,9 @@ type Config struct {
 	CheckpointEvery int
 }
 
+// appendTimeout bounds one write to the log.
+const appendTimeout = 30 * time.Second
+
 // ErrClosed is returned by a coordinator that was closed or broken (its
 // log failed): the client looks it up again and meets a recovered one.
 var ErrClosed = fmt.Errorf("%w: transaction coordinator closed", errkind.ErrTransactionCoordinatorNotFound)
@@ -284,9 +287,16 @@ func (c *Coordinator) waiterLocked(id txn.ID) *waiter {
 }
 
 // append stores r; a failure breaks the coordinator, whose memory is
-// then ahead of its log.
+// then ahead of its log. The write is the coordinator's, not the
+// request's: it is not cut short when ctx ends (a client that goes away
+// mid-request, its connection's context cancelled, would otherwise give
+// up the coordinator for every client); ctx's values are kept.
 func (c *Coordinator) append(ctx context.Context, r txn.Record) error {
-	if err := c.log.Append(ctx, r.Marshal()); err != nil {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel) // closing the coordinator ends it
+	defer stop()
+	if err := c.log.Append(wctx, r.Marshal()); err != nil {
 		c.mu.Lock()
 		c.broken = true
 		c.mu.Unlock()

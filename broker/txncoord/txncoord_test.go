@@ -18,9 +18,19 @@ type memLog struct {
 	recs [][]byte
 	fail bool
 	snap []byte // the last checkpoint's (recs are those after it)
+	// block, when set, makes appends wait for it (or fail when their
+	// context ends, as a managed ledger's add does).
+	block chan struct{}
 }
 
-func (l *memLog) Append(_ context.Context, data []byte) error {
+func (l *memLog) Append(ctx context.Context, data []byte) error {
+	if l.block != nil {
+		select {
+		case <-l.block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.fail {
@@ -229,6 +239,44 @@ func TestLogFailureBreaks(t *testing.T) {
 	}
 	if err := c.End(ctx, id, txn.Commit); !IsClosed(err) {
 		t.Fatalf("end on a broken coordinator: %v", err)
+	}
+}
+
+// TestRequestGoneDoesNotBreak: a request whose context ends while its
+// record is being written (its client went away) does not give up the
+// coordinator: the write completes and the coordinator serves on.
+func TestRequestGoneDoesNotBreak(t *testing.T) {
+	l, e := &memLog{}, &ender{}
+	c := start(t, l, e)
+	l.block = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.NewTxn(ctx, time.Minute)
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the write is under way
+	cancel()
+	time.Sleep(20 * time.Millisecond)
+	close(l.block)
+	if err := <-errc; err != nil {
+		t.Fatalf("new transaction whose request ended during its write: %v", err)
+	}
+	if c.Broken() {
+		t.Fatal("the coordinator gave up because a request's context ended")
+	}
+	id, err := c.NewTxn(context.Background(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.End(context.Background(), id, txn.Commit); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	n := len(l.recs)
+	l.mu.Unlock()
+	if n < 3 {
+		t.Fatalf("%d records logged, want both transactions and the end", n)
 	}
 }
 
