@@ -921,9 +921,10 @@ per_m() { awk -v c="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.2f", c / (n / 1e
 
 	if [ "$WITH_GO_BENCH" = 1 ]; then
 		# metric FILE LINE-PREFIX UNIT: the value reported before UNIT on the
-		# first benchmark line starting with LINE-PREFIX.
+		# benchmark line starting with LINE-PREFIX, or on a line after it
+		# (a benchmark that prints progress on stdout splits its result line).
 		metric() {
-			awk -v p="$2" -v u="$3" 'index($1, p) == 1 { for (i = 2; i <= NF; i++) if ($i == u) { print $(i - 1); exit } }' "$1"
+			awk -v p="$2" -v u="$3" 'index($1, p) == 1 { seen = 1 } seen { for (i = 1; i <= NF; i++) if ($i == u && i > 1) { print $(i - 1); exit } }' "$1"
 		}
 		okf() { if [ -n "$1" ] && awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN { exit !((op == "le") ? a + 0 <= b + 0 : a + 0 >= b + 0) }'; then echo met; else echo MISSED; fi; }
 		f=$OUT_DIR/go-bench-ioiso.txt
