@@ -18,22 +18,7 @@ import (
 func TestRegionTransactions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := Config{Name: "txn", DataDir: t.TempDir(), Bookies: 3, Brokers: 1}
-	cfg.Broker.Transactions.Enabled = true
-	cfg.Broker.Transactions.Coordinators = 2
-	r, err := Start(ctx, cfg, Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Shutdown(context.Background())
-	l := logrus.New()
-	l.SetLevel(logrus.ErrorLevel)
-	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: r.Endpoints().ServiceURL, OperationTimeout: 30 * time.Second,
-		Logger: plog.NewLoggerWithLogrus(l), EnableTransaction: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, c := startTxnRegion(ctx, t, "txn", 1, 2)
 	const topicName = "persistent://public/default/region-txn"
 	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topicName, SubscriptionName: "s"})
 	if err != nil {
@@ -90,22 +75,7 @@ func TestRegionTransactionsTwoBrokers(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := Config{Name: "txn2", DataDir: t.TempDir(), Bookies: 3, Brokers: 2}
-	cfg.Broker.Transactions.Enabled = true
-	cfg.Broker.Transactions.Coordinators = 2
-	r, err := Start(ctx, cfg, Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Shutdown(context.Background())
-	l := logrus.New()
-	l.SetLevel(logrus.ErrorLevel)
-	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: r.Endpoints().ServiceURL, OperationTimeout: 30 * time.Second,
-		Logger: plog.NewLoggerWithLogrus(l), EnableTransaction: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, c := startTxnRegion(ctx, t, "txn2", 2, 2)
 	// Eight topics (over the namespace's four bundles) in each of two
 	// transactions (one per coordinator, as the client alternates).
 	const n = 8
@@ -149,4 +119,28 @@ func TestRegionTransactionsTwoBrokers(t *testing.T) {
 			cons.Ack(m)
 		}
 	}
+}
+
+// startTxnRegion starts a region (3 bookies, brokers brokers) with
+// transactions on and coordinators coordinators, and a Pulsar client of
+// it with transactions enabled; both are closed when tb ends.
+func startTxnRegion(ctx context.Context, tb testing.TB, name string, brokers, coordinators int) (*Region, pulsar.Client) {
+	tb.Helper()
+	cfg := Config{Name: name, DataDir: tb.TempDir(), Bookies: 3, Brokers: brokers}
+	cfg.Broker.Transactions.Enabled = true
+	cfg.Broker.Transactions.Coordinators = coordinators
+	r, err := Start(ctx, cfg, Deps{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Shutdown(context.Background()) })
+	l := logrus.New()
+	l.SetLevel(logrus.ErrorLevel)
+	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: r.Endpoints().ServiceURL, OperationTimeout: 30 * time.Second,
+		Logger: plog.NewLoggerWithLogrus(l), EnableTransaction: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Close)
+	return r, c
 }

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
-	"github.com/sirupsen/logrus"
 )
 
 // BenchmarkConsumeTransformProduce measures a consume-transform-produce
@@ -44,21 +42,7 @@ func BenchmarkConsumeTransformProduce(b *testing.B) {
 	backlog := ctpEnv(b, "ISOBAR_CTP_BACKLOG", 50_000)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cfg := Config{Name: "ctp", DataDir: b.TempDir(), Bookies: 3, Brokers: 1}
-	cfg.Broker.Transactions.Enabled = true
-	r, err := Start(ctx, cfg, Deps{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Shutdown(context.Background())
-	l := logrus.New()
-	l.SetLevel(logrus.ErrorLevel)
-	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: r.Endpoints().ServiceURL, OperationTimeout: 30 * time.Second,
-		Logger: plog.NewLoggerWithLogrus(l), EnableTransaction: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	_, c := startTxnRegion(ctx, b, "ctp", 1, 1)
 	for _, mode := range []struct {
 		name   string
 		perTxn int // 0: no transactions
