@@ -195,3 +195,53 @@ func (t *Topic) txnInBufferStats(id txn.ID) adminapi.TransactionInBufferStats {
 	st.Aborted = tt.buf.WasAborted(id)
 	return st
 }
+
+// hasSubscription says whether the topic has a durable subscription sub.
+func (t *Topic) hasSubscription(sub string) bool {
+	if t.ml == nil {
+		return false
+	}
+	for _, name := range t.ml.Cursors() {
+		if name == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func (a adminTxns) pendingAckTopic(ctx context.Context, name topic.Name, sub string) (*Topic, error) {
+	t, err := a.bufferTopic(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !t.hasSubscription(sub) {
+		return nil, fmt.Errorf("%w: topic %s has no subscription %q", errkind.ErrSubscriptionNotFound, name, sub)
+	}
+	return t, nil
+}
+
+func (a adminTxns) PendingAckStats(ctx context.Context, name topic.Name, sub string) (adminapi.TransactionPendingAckStats, error) {
+	t, err := a.pendingAckTopic(ctx, name, sub)
+	if err != nil {
+		return adminapi.TransactionPendingAckStats{}, err
+	}
+	st := adminapi.TransactionPendingAckStats{State: "None"}
+	tt := t.tx.Load()
+	if tt == nil {
+		return st, nil
+	}
+	st.State = "Ready"
+	tt.mu.Lock()
+	st.OngoingTxnSize = int64(tt.buf.Acks().Transactions(sub))
+	tt.mu.Unlock()
+	return st, nil
+}
+
+func (a adminTxns) TransactionInPendingAckStats(ctx context.Context, name topic.Name, sub string, most, least uint64) (adminapi.TransactionInPendingAckStats, error) {
+	if _, err := a.pendingAckTopic(ctx, name, sub); err != nil {
+		return adminapi.TransactionInPendingAckStats{}, err
+	}
+	// Individual acknowledgements only (cumulative ones in a transaction
+	// are refused): no cumulative position to report.
+	return adminapi.TransactionInPendingAckStats{}, nil
+}

@@ -227,9 +227,95 @@ func TestTransactionAdminOff(t *testing.T) {
 		"/slowTransactions/1000?coordinatorId=0",
 		"/transactionBufferStats/public/default/plain",
 		"/transactionInBufferStats/public/default/plain/0/1",
+		"/pendingAckStats/public/default/plain/s",
+		"/transactionInPendingAckStats/public/default/plain/s/0/1",
 	} {
 		if code, body := httpGet(t, base+path); code != http.StatusMethodNotAllowed || !strings.Contains(body, "broker.transactions.enabled") {
 			t.Errorf("GET %s with transactions off: %d %s", path, code, body)
+		}
+	}
+}
+
+// TestPendingAckAdmin: a subscription's pending acknowledgements as
+// pulsar-admin's pending-ack-stats reads them: none before any
+// transaction, one transaction pending after AckWithTxn, none after its
+// commit; a transaction's part of them; 404 for a subscription the topic
+// does not have.
+func TestPendingAckAdmin(t *testing.T) {
+	e := startEnv(t, withTransactions)
+	base := e.adminServer().URL + "/admin/v3/transactions"
+	client := e.txnClient()
+	ctx := ctxT(t)
+	const tp = "persistent://public/default/txn-acks"
+	cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: tp, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	type ackStats struct {
+		State          string `json:"state"`
+		OngoingTxnSize int64  `json:"ongoingTxnSize"`
+	}
+	stats := func() ackStats {
+		t.Helper()
+		code, body := httpGet(t, base+"/pendingAckStats/public/default/txn-acks/s")
+		if code != 200 {
+			t.Fatalf("pendingAckStats: %d %s", code, body)
+		}
+		var st ackStats
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatalf("pendingAckStats: %v: %s", err, body)
+		}
+		return st
+	}
+	for i := range 2 {
+		if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(strconv.Itoa(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := stats(); st.State != "None" || st.OngoingTxnSize != 0 {
+		t.Fatalf("before any transaction: %+v", st)
+	}
+	tx, err := client.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cons.AckWithTxn(m, tx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := stats(); st.State != "Ready" || st.OngoingTxnSize != 1 {
+		t.Fatalf("with a transaction's acknowledgements pending: %+v", st)
+	}
+	id := tx.GetTxnID()
+	if code, body := httpGet(t, fmt.Sprintf("%s/transactionInPendingAckStats/public/default/txn-acks/s/%d/%d", base, id.MostSigBits, id.LeastSigBits)); code != 200 || strings.TrimSpace(body) != "{}" {
+		t.Fatalf("transactionInPendingAckStats: %d %s, want 200 {}", code, body)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := stats(); st.State != "Ready" || st.OngoingTxnSize != 0 {
+		t.Fatalf("after the commit: %+v", st)
+	}
+	for path, want := range map[string]int{
+		"/pendingAckStats/public/default/txn-acks/nosuch":                  404,
+		"/pendingAckStats/public/default/nosuch/s":                         404,
+		"/pendingAckStats/public/default/txn-acks/s?lowWaterMarks=x":       400,
+		"/transactionInPendingAckStats/public/default/txn-acks/nosuch/0/1": 404,
+		"/transactionInPendingAckStats/public/default/txn-acks/s/x/1":      400,
+	} {
+		if code, body := httpGet(t, base+path); code != want {
+			t.Errorf("GET %s: %d %s, want %d", path, code, body, want)
 		}
 	}
 }

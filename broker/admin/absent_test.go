@@ -36,6 +36,8 @@ func TestAbsentParts(t *testing.T) {
 		{"GET", "/admin/v3/transactions/slowTransactions/1000?coordinatorId=0", "", 503, "this broker describes no transactions", ""},
 		{"GET", "/admin/v3/transactions/transactionBufferStats/public/default/t", "", 503, "this broker describes no transactions", ""},
 		{"GET", "/admin/v3/transactions/transactionInBufferStats/public/default/t/0/1", "", 503, "this broker describes no transactions", ""},
+		{"GET", "/admin/v3/transactions/pendingAckStats/public/default/t/s", "", 503, "this broker describes no transactions", ""},
+		{"GET", "/admin/v3/transactions/transactionInPendingAckStats/public/default/t/s/0/1", "", 503, "this broker describes no transactions", ""},
 	})
 
 	// No configuration store, no topics, no bookies.

@@ -239,6 +239,8 @@ func TestEndpointAuthorization(t *testing.T) {
 		{"GET", "/admin/v3/transactions/slowTransactions/1000?coordinatorId=0", "", "super"},
 		{"GET", "/admin/v3/transactions/transactionBufferStats/acme/app/t", "", "lookup"},
 		{"GET", "/admin/v3/transactions/transactionInBufferStats/acme/app/t/0/1", "", "lookup"},
+		{"GET", "/admin/v3/transactions/pendingAckStats/acme/app/t/s", "", "lookup"},
+		{"GET", "/admin/v3/transactions/transactionInPendingAckStats/acme/app/t/s/0/1", "", "lookup"},
 	}
 
 	snapshot := func() any {

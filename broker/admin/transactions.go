@@ -19,8 +19,7 @@ import (
 var errNoTransactions = fmt.Errorf("%w: this broker describes no transactions", adminapi.ErrUnavailable)
 
 // The transaction endpoints, Pulsar's /admin/v3/transactions
-// (docs/transactions.md, Admin API). Pending acks' endpoints are not
-// served yet.
+// (docs/transactions.md, Admin API).
 const v3Transactions = "/admin/v3/transactions"
 
 func (s *Server) transactionRoutes() {
@@ -32,6 +31,8 @@ func (s *Server) transactionRoutes() {
 	t := "/{tenant}/{namespace}/{topic}"
 	s.handle("GET "+v3Transactions+"/transactionBufferStats"+t, h(s.transactionBufferStats))
 	s.handle("GET "+v3Transactions+"/transactionInBufferStats"+t+"/{most}/{least}", h(s.transactionInBufferStats))
+	s.handle("GET "+v3Transactions+"/pendingAckStats"+t+"/{subName}", h(s.pendingAckStats))
+	s.handle("GET "+v3Transactions+"/transactionInPendingAckStats"+t+"/{subName}/{most}/{least}", h(s.transactionInPendingAckStats))
 }
 
 // txnIDParams reads a transaction id from the path's {most} and {least}.
@@ -242,6 +243,44 @@ func (s *Server) transactionInBufferStats(w http.ResponseWriter, r *http.Request
 		return err
 	}
 	st, err := s.cfg.Broker.Transactions.TransactionInBufferStats(r.Context(), name, most, least)
+	if err != nil {
+		return err
+	}
+	return ok(w, st)
+}
+
+// pendingAckStats serves GET
+// .../pendingAckStats/{tenant}/{namespace}/{topic}/{subName}: a
+// subscription's pending acknowledgements, from the topic's owner.
+// ?lowWaterMarks= is accepted; Isobar keeps no low water marks to add.
+func (s *Server) pendingAckStats(w http.ResponseWriter, r *http.Request) error {
+	name, err := bufferTopic(r)
+	if err != nil {
+		return err
+	}
+	if _, err := strictBool(r, "lowWaterMarks"); err != nil {
+		return err
+	}
+	st, err := s.cfg.Broker.Transactions.PendingAckStats(r.Context(), name, r.PathValue("subName"))
+	if err != nil {
+		return err
+	}
+	return ok(w, st)
+}
+
+// transactionInPendingAckStats serves GET
+// .../transactionInPendingAckStats/{tenant}/{namespace}/{topic}/{subName}/{most}/{least}:
+// a transaction's part of a subscription's pending acknowledgements.
+func (s *Server) transactionInPendingAckStats(w http.ResponseWriter, r *http.Request) error {
+	name, err := bufferTopic(r)
+	if err != nil {
+		return err
+	}
+	most, least, err := txnIDParams(r)
+	if err != nil {
+		return err
+	}
+	st, err := s.cfg.Broker.Transactions.TransactionInPendingAckStats(r.Context(), name, r.PathValue("subName"), most, least)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,15 @@ type Transactions interface {
 	// TransactionInBufferStats reports transaction (most, least) in a
 	// topic's buffer; errors as TransactionBufferStats.
 	TransactionInBufferStats(ctx context.Context, name topic.Name, most, least uint64) (TransactionInBufferStats, error)
+	// PendingAckStats reports the pending acknowledgements of
+	// subscription sub of a persistent topic: errors as
+	// TransactionBufferStats, and a SubscriptionNotFound error (404) for
+	// a subscription the topic does not have.
+	PendingAckStats(ctx context.Context, name topic.Name, sub string) (TransactionPendingAckStats, error)
+	// TransactionInPendingAckStats reports transaction (most, least) in
+	// subscription sub's pending acknowledgements; errors as
+	// PendingAckStats.
+	TransactionInPendingAckStats(ctx context.Context, name topic.Name, sub string, most, least uint64) (TransactionInPendingAckStats, error)
 }
 
 // TransactionMetadata is Pulsar's TransactionMetadata (admin JSON).
@@ -60,9 +69,27 @@ type TransactionInBufferStats struct {
 }
 
 // TransactionInPendingAckStats is an acknowledged subscription's part of
-// a transaction (Pulsar's shape; nothing in it is filled yet).
+// a transaction (Pulsar's shape). CumulativeAckPosition is Pulsar's
+// position of a cumulative acknowledgement in the transaction: never
+// filled, since Isobar refuses cumulative acknowledgements in a
+// transaction.
 type TransactionInPendingAckStats struct {
 	CumulativeAckPosition string `json:"cumulativeAckPosition,omitempty"`
+}
+
+// TransactionPendingAckStats is Pulsar's TransactionPendingAckStats,
+// without what Isobar does not keep (lowWaterMarks).
+type TransactionPendingAckStats struct {
+	// State is "Ready" for a subscription of a topic with a transaction
+	// buffer (the pending acknowledgements live in it), "None" otherwise.
+	State string `json:"state"`
+	// OngoingTxnSize is how many transactions have acknowledgements
+	// pending on the subscription.
+	OngoingTxnSize int64 `json:"ongoingTxnSize"`
+	// RecoverStartTime and RecoverEndTime are always 0: Isobar does not
+	// record them.
+	RecoverStartTime int64 `json:"recoverStartTime"`
+	RecoverEndTime   int64 `json:"recoverEndTime"`
 }
 
 // TransactionCoordinatorStats is Pulsar's TransactionCoordinatorStats.

@@ -377,3 +377,19 @@ func (a *Acks) snapshot() []snapAck {
 	})
 	return out
 }
+
+// Transactions counts the transactions with acknowledgements pending on
+// subscription sub (confirmed or being written).
+func (a *Acks) Transactions(sub string) int {
+	s := a.subs[sub]
+	if s == nil {
+		return 0
+	}
+	n := len(s.byTxn)
+	for id := range s.writing {
+		if _, ok := s.byTxn[id]; !ok {
+			n++
+		}
+	}
+	return n
+}

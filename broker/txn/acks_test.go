@@ -290,3 +290,34 @@ func TestMarkers(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestAcksTransactions(t *testing.T) {
+	x, y := ID{0, 1}, ID{0, 2}
+	a := NewAcks()
+	r, err := a.Add("s", x, ps(1, 2), nil, pos(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Confirm(r)
+	ry, err := a.Add("s", y, ps(3), nil, pos(1, 0)) // being written
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		step string
+		do   func()
+		s, t int
+	}{
+		{"x pending, y being written", func() {}, 2, 0},
+		{"x ended", func() { a.End("s", x) }, 1, 0},
+		{"y's record failed", func() { a.Undo(ry) }, 0, 0},
+	} {
+		c.do()
+		if got := a.Transactions("s"); got != c.s {
+			t.Errorf("%s: Transactions(s) = %d, want %d", c.step, got, c.s)
+		}
+		if got := a.Transactions("t"); got != c.t {
+			t.Errorf("%s: Transactions(t) = %d, want %d", c.step, got, c.t)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,8 +30,12 @@ func (a *adminCmd) transactionsCmd() *cobra.Command {
 	var asJSON bool
 	var coordinator int
 	var most, least uint64
-	var topicName, timeout string
+	var topicName, timeout, subName string
 	var lowWaterMark bool
+	subFlag := func(c *cobra.Command) *cobra.Command {
+		c.Flags().StringVarP(&subName, "sub-name", "s", "", "the subscription (required)")
+		return c
+	}
 	coordinatorFlag := func(c *cobra.Command, what string) *cobra.Command {
 		c.Flags().IntVarP(&coordinator, "coordinator-id", "c", 0, what)
 		return c
@@ -63,6 +68,17 @@ func (a *adminCmd) transactionsCmd() *cobra.Command {
 			return "", usageError{fmt.Errorf("topic %q: transactions need persistent topics", topicName)}
 		}
 		return base + "/" + endpoint + "/" + rest, nil
+	}
+	// ackPath is the REST path of a subscription's pending-ack endpoint.
+	ackPath := func(endpoint string) (string, error) {
+		if subName == "" {
+			return "", usageError{errors.New("-s/--sub-name: required")}
+		}
+		p, err := bufferPath(endpoint)
+		if err != nil {
+			return "", err
+		}
+		return p + "/" + url.PathEscape(subName), nil
 	}
 	topicFlag := func(c *cobra.Command) *cobra.Command {
 		c.Flags().StringVarP(&topicName, "topic", "t", "", "the topic: name, tenant/namespace/name or persistent://tenant/namespace/name (required)")
@@ -195,7 +211,43 @@ func (a *adminCmd) transactionsCmd() *cobra.Command {
 		})
 	})), "l")
 
-	cmd.AddCommand(stats, slow, metadata, buffer, inBuffer)
+	acks := subFlag(topicFlag(readVerb("pending-ack-stats", "Show a subscription's pending acknowledgements: how many transactions have some there", &asJSON, func(cmd *cobra.Command, _ []string) error {
+		p, err := ackPath("pendingAckStats")
+		if err != nil {
+			return err
+		}
+		var params map[string]string
+		if lowWaterMark {
+			params = map[string]string{"lowWaterMarks": "true"}
+		}
+		var st adminapi.TransactionPendingAckStats
+		if err := get(cmd, "get the pending acknowledgements of "+topicName+" "+subName, p, params, &st); err != nil {
+			return err
+		}
+		return show(cmd, asJSON, st, func(w io.Writer) {
+			fmt.Fprintf(w, "state\t%s\nongoingTxnSize\t%d\n", st.State, st.OngoingTxnSize)
+		})
+	})))
+	acks.Flags().BoolVarP(&lowWaterMark, "low-water-mark", "l", false, "ask for the low water marks too (Isobar keeps none)")
+
+	inAcks := txnIDFlags(subFlag(topicFlag(readVerb("transaction-in-pending-ack-stats", "Show a transaction's part of a subscription's pending acknowledgements", &asJSON, func(cmd *cobra.Command, _ []string) error {
+		if err := txnID(cmd); err != nil {
+			return err
+		}
+		p, err := ackPath("transactionInPendingAckStats")
+		if err != nil {
+			return err
+		}
+		var st adminapi.TransactionInPendingAckStats
+		if err := get(cmd, fmt.Sprintf("get transaction (%d,%d) in the pending acknowledgements of %s %s", most, least, topicName, subName), fmt.Sprintf("%s/%d/%d", p, most, least), nil, &st); err != nil {
+			return err
+		}
+		return show(cmd, asJSON, st, func(w io.Writer) {
+			fmt.Fprintf(w, "cumulativeAckPosition\t%s\n", orNone(nonEmpty(st.CumulativeAckPosition)))
+		})
+	}))), "l")
+
+	cmd.AddCommand(stats, slow, metadata, buffer, inBuffer, acks, inAcks)
 	return cmd
 }
 

@@ -47,6 +47,11 @@ func TestAdminTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer producer.Close()
+	cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: tp, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
 	tx, err := client.NewTransaction(time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +112,17 @@ func TestAdminTransactions(t *testing.T) {
 			if start := fmt.Sprintf("%d:%d", first.LedgerID(), first.EntryID()); ib.StartPosition != start || ib.Aborted {
 				t.Fatalf("transaction-in-buffer-stats: %+v, want start %s", ib, start)
 			}
+
+			var as adminapi.TransactionPendingAckStats
+			a.json(&as, "transactions", "pending-ack-stats", "-t", tp, "-s", "s", "-l")
+			if as.State != "Ready" || as.OngoingTxnSize != 0 {
+				t.Fatalf("pending-ack-stats: %+v", as)
+			}
+			if out := a.ok("transactions", "transaction-in-pending-ack-stats", "--topic", tp, "--sub-name", "s", "-m", m, "-l", l); !strings.Contains(out, "cumulativeAckPosition") {
+				t.Errorf("transaction-in-pending-ack-stats:\n%s", out)
+			}
+			a.fails(1, []string{"404"}, "transactions", "pending-ack-stats", "-t", tp, "-s", "nosuch")
+			a.fails(2, []string{"--sub-name"}, "transactions", "pending-ack-stats", "-t", tp)
 
 			a.fails(1, []string{"404"}, "transactions", "transaction-metadata", "-m", m, "-l", "999999")
 			a.fails(1, []string{"404"}, "transactions", "transaction-buffer-stats", "-t", "nosuch")
