@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -196,26 +197,15 @@ func (t *Topic) txnInBufferStats(id txn.ID) adminapi.TransactionInBufferStats {
 	return st
 }
 
-// hasSubscription says whether the topic has a durable subscription sub.
-func (t *Topic) hasSubscription(sub string) bool {
-	if t.ml == nil {
-		return false
-	}
-	for _, name := range t.ml.Cursors() {
-		if name == sub {
-			return true
-		}
-	}
-	return false
-}
-
 func (a adminTxns) pendingAckTopic(ctx context.Context, name topic.Name, sub string) (*Topic, error) {
 	t, err := a.bufferTopic(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	if !t.hasSubscription(sub) {
-		return nil, fmt.Errorf("%w: topic %s has no subscription %q", errkind.ErrSubscriptionNotFound, name, sub)
+	// The durable subscriptions are the topic's cursors, as durableSub
+	// reads them (without opening one: a read of stats changes nothing).
+	if t.ml == nil || !slices.Contains(t.ml.Cursors(), sub) {
+		return nil, fmt.Errorf("%w: %s on %s", ErrSubNotFound, sub, name)
 	}
 	return t, nil
 }

@@ -211,78 +211,65 @@ func bufferTopic(r *http.Request) (topic.Name, error) {
 	return topic.Parse("persistent://" + r.PathValue("tenant") + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic"))
 }
 
-// transactionBufferStats serves GET
-// .../transactionBufferStats/{tenant}/{namespace}/{topic}: the topic's
-// transaction buffer, from its owner (a redirect). ?lowWaterMarks= is
-// accepted; Isobar's buffer keeps no low water marks to add.
-func (s *Server) transactionBufferStats(w http.ResponseWriter, r *http.Request) error {
+// topicTxnStats serves a GET about a topic's transaction state (from the
+// topic's owner): the topic from the path, ?lowWaterMarks= checked where
+// Pulsar takes it (Isobar keeps no low water marks to add), the
+// transaction id from the path where it has one; get answers.
+func topicTxnStats[T any](w http.ResponseWriter, r *http.Request, lowWaterMarks, withID bool, get func(name topic.Name, most, least uint64) (T, error)) error {
 	name, err := bufferTopic(r)
 	if err != nil {
 		return err
 	}
-	if _, err := strictBool(r, "lowWaterMarks"); err != nil {
-		return err
+	if lowWaterMarks {
+		if _, err := strictBool(r, "lowWaterMarks"); err != nil {
+			return err
+		}
 	}
-	st, err := s.cfg.Broker.Transactions.TransactionBufferStats(r.Context(), name)
+	var most, least uint64
+	if withID {
+		if most, least, err = txnIDParams(r); err != nil {
+			return err
+		}
+	}
+	st, err := get(name, most, least)
 	if err != nil {
 		return err
 	}
 	return ok(w, st)
+}
+
+// transactionBufferStats serves GET
+// .../transactionBufferStats/{tenant}/{namespace}/{topic}: the topic's
+// transaction buffer.
+func (s *Server) transactionBufferStats(w http.ResponseWriter, r *http.Request) error {
+	return topicTxnStats(w, r, true, false, func(name topic.Name, _, _ uint64) (adminapi.TransactionBufferStats, error) {
+		return s.cfg.Broker.Transactions.TransactionBufferStats(r.Context(), name)
+	})
 }
 
 // transactionInBufferStats serves GET
 // .../transactionInBufferStats/{tenant}/{namespace}/{topic}/{most}/{least}:
-// a transaction's part of the topic's buffer, from its owner.
+// a transaction's part of the topic's buffer.
 func (s *Server) transactionInBufferStats(w http.ResponseWriter, r *http.Request) error {
-	name, err := bufferTopic(r)
-	if err != nil {
-		return err
-	}
-	most, least, err := txnIDParams(r)
-	if err != nil {
-		return err
-	}
-	st, err := s.cfg.Broker.Transactions.TransactionInBufferStats(r.Context(), name, most, least)
-	if err != nil {
-		return err
-	}
-	return ok(w, st)
+	return topicTxnStats(w, r, false, true, func(name topic.Name, most, least uint64) (adminapi.TransactionInBufferStats, error) {
+		return s.cfg.Broker.Transactions.TransactionInBufferStats(r.Context(), name, most, least)
+	})
 }
 
 // pendingAckStats serves GET
 // .../pendingAckStats/{tenant}/{namespace}/{topic}/{subName}: a
-// subscription's pending acknowledgements, from the topic's owner.
-// ?lowWaterMarks= is accepted; Isobar keeps no low water marks to add.
+// subscription's pending acknowledgements.
 func (s *Server) pendingAckStats(w http.ResponseWriter, r *http.Request) error {
-	name, err := bufferTopic(r)
-	if err != nil {
-		return err
-	}
-	if _, err := strictBool(r, "lowWaterMarks"); err != nil {
-		return err
-	}
-	st, err := s.cfg.Broker.Transactions.PendingAckStats(r.Context(), name, r.PathValue("subName"))
-	if err != nil {
-		return err
-	}
-	return ok(w, st)
+	return topicTxnStats(w, r, true, false, func(name topic.Name, _, _ uint64) (adminapi.TransactionPendingAckStats, error) {
+		return s.cfg.Broker.Transactions.PendingAckStats(r.Context(), name, r.PathValue("subName"))
+	})
 }
 
 // transactionInPendingAckStats serves GET
 // .../transactionInPendingAckStats/{tenant}/{namespace}/{topic}/{subName}/{most}/{least}:
 // a transaction's part of a subscription's pending acknowledgements.
 func (s *Server) transactionInPendingAckStats(w http.ResponseWriter, r *http.Request) error {
-	name, err := bufferTopic(r)
-	if err != nil {
-		return err
-	}
-	most, least, err := txnIDParams(r)
-	if err != nil {
-		return err
-	}
-	st, err := s.cfg.Broker.Transactions.TransactionInPendingAckStats(r.Context(), name, r.PathValue("subName"), most, least)
-	if err != nil {
-		return err
-	}
-	return ok(w, st)
+	return topicTxnStats(w, r, false, true, func(name topic.Name, most, least uint64) (adminapi.TransactionInPendingAckStats, error) {
+		return s.cfg.Broker.Transactions.TransactionInPendingAckStats(r.Context(), name, r.PathValue("subName"), most, least)
+	})
 }

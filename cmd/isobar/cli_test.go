@@ -164,6 +164,7 @@ func TestBadInputExitsWithUsageErrors(t *testing.T) {
 		{[]string{"dev", "--no-such-flag"}, "unknown flag"},
 		{[]string{"dev", "--wan-latency", "-40ms"}, "--wan-latency"},
 		{[]string{"dev", "--wan-latency", "1h"}, "--wan-latency"},
+		{[]string{"dev", "--transactions=maybe"}, "--transactions"},
 		{[]string{"bookie"}, "metastore.endpoints"},
 		{[]string{"bookie", "--config", bad}, "journalDirr"},
 		{[]string{"bookie", "--config", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
